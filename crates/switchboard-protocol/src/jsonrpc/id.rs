@@ -1,0 +1,251 @@
+//! Request ids, kept exactly as received.
+//!
+//! JSON-RPC 2.0 §4 lets an id be a string, a number or null; MCP (every revision,
+//! "Requests" in the base protocol) narrows it to a string or an integer and forbids
+//! null. An integer id is stored as its literal text, so `0` stays `0`, `-0` stays
+//! `-0` and `123456789012345678901234567890` is not rounded through `f64`.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// A JSON-RPC request id: a string or an integer (MCP base protocol, all revisions).
+///
+/// Two ids are equal when they are the same JSON token: `1` and `"1"` differ, and
+/// so do `0` and `-0` (a peer that sent `-0` gets `-0` back).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Id {
+    /// An integer id, as its JSON literal text (an optional `-` then digits, no
+    /// fraction and no exponent).
+    Int(IntId),
+    /// A string id, decoded (escapes resolved).
+    Str(String),
+}
+
+/// The literal text of an integer id; see [`Id::Int`].
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IntId(Box<str>);
+
+impl IntId {
+    /// The literal text, e.g. `"42"` or `"-7"`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value when it fits an `i64`.
+    pub fn as_i64(&self) -> Option<i64> {
+        self.0.parse().ok()
+    }
+
+    /// Checks `text` is a JSON integer literal: `-?(0|[1-9][0-9]*)`.
+    pub fn parse(text: &str) -> Option<IntId> {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let ok = match digits.as_bytes() {
+            [] => false,
+            [b'0'] => true,
+            [b'0', ..] => false,
+            bytes => bytes.iter().all(u8::is_ascii_digit),
+        };
+        ok.then(|| IntId(text.into()))
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Self {
+        Id::Int(IntId(n.to_string().into()))
+    }
+}
+
+impl From<u64> for Id {
+    fn from(n: u64) -> Self {
+        Id::Int(IntId(n.to_string().into()))
+    }
+}
+
+impl From<i32> for Id {
+    fn from(n: i32) -> Self {
+        Id::from(i64::from(n))
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Self {
+        Id::Str(s.to_owned())
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Self {
+        Id::Str(s)
+    }
+}
+
+/// Why a JSON value is not a valid id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdError {
+    /// `null`: MCP forbids it on requests (and it is not a notification either).
+    Null,
+    /// A number with a fraction or an exponent, a boolean, an array or an object.
+    NotStringOrInteger,
+}
+
+impl Id {
+    /// Reads an id from the raw JSON text of the `id` member.
+    ///
+    /// Errors: [`IdError::Null`] for `null`, [`IdError::NotStringOrInteger`] for
+    /// anything but a string or an integer literal.
+    pub fn from_raw(raw: &RawValue) -> Result<Id, IdError> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'"') => serde_json::from_str::<String>(text)
+                .map(Id::Str)
+                .map_err(|_| IdError::NotStringOrInteger),
+            Some(b'n') => Err(IdError::Null),
+            _ => IntId::parse(text)
+                .map(Id::Int)
+                .ok_or(IdError::NotStringOrInteger),
+        }
+    }
+
+    /// The integer value when this is an integer id that fits an `i64`.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Id::Int(n) => n.as_i64(),
+            Id::Str(_) => None,
+        }
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Shows the id as its JSON text: `7` or `"7"`.
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Int(n) => f.write_str(n.as_str()),
+            Id::Str(s) => write!(f, "{}", serde_json::Value::String(s.clone())),
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Str(s) => serializer.serialize_str(s),
+            Id::Int(n) => {
+                match n.as_i64() {
+                    Some(v) if v != 0 || n.as_str() == "0" => serializer.serialize_i64(v),
+                    _ => {
+                        // Beyond i64: emit the literal itself so nothing is rounded.
+                        let raw = RawValue::from_string(n.as_str().to_owned())
+                            .map_err(serde::ser::Error::custom)?;
+                        raw.serialize(serializer)
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    /// Accepts a string or an integer that fits `i64`/`u64`, from any deserializer
+    /// (so typed messages with flattened members work). Wider integers are refused
+    /// here; the envelope path ([`Id::from_raw`]) keeps them exactly.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl<'de> de::Visitor<'de> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an integer (MCP request id or progress token)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id::from(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id::from(v))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
+                Err(E::custom(
+                    "id must be a string or an integer, not a fractional or out-of-range number",
+                ))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id::Str(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Id, E> {
+                Ok(Id::Str(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
+                Err(E::custom("id must not be null"))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn integers_are_kept_as_written() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "9007199254740993",
+            "123456789012345678901234567890",
+        ] {
+            let id = Id::from_raw(&raw(text)).unwrap();
+            assert_eq!(serde_json::to_string(&id).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn strings_and_integers_differ() {
+        let a = Id::from_raw(&raw("0")).unwrap();
+        let b = Id::from_raw(&raw("\"0\"")).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(serde_json::to_string(&b).unwrap(), "\"0\"");
+        assert_eq!(a.to_string(), "0");
+        assert_eq!(b.to_string(), "\"0\"");
+    }
+
+    #[test]
+    fn rejects_null_fractions_and_others() {
+        assert_eq!(Id::from_raw(&raw("null")), Err(IdError::Null));
+        for text in ["01", "-", "", "1.0", "+1", " 1"] {
+            assert!(
+                IntId::parse(text).is_none(),
+                "{text:?} is no integer literal"
+            );
+        }
+        for text in ["1.0", "1e3", "-1E2", "true", "[]", "{}"] {
+            assert_eq!(
+                Id::from_raw(&raw(text)).err(),
+                Some(IdError::NotStringOrInteger),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn string_escapes_are_decoded_and_reencoded() {
+        let id = Id::from_raw(&raw(r#""a\u0000\"b""#)).unwrap();
+        assert_eq!(id, Id::Str("a\0\"b".into()));
+        let back = serde_json::to_string(&id).unwrap();
+        assert_eq!(Id::from_raw(&raw(&back)).unwrap(), id);
+    }
+}

@@ -1,0 +1,16 @@
+//! Typed MCP messages of every revision (2024-11-05 to 2026-07-28).
+//!
+//! One Rust type per schema definition, named as in the revisions' `schema.json`
+//! (`CallToolRequestParams`, `ListToolsResult`, `ServerCapabilities`, ...). A type
+//! covers the union of its revisions: a field that exists only in some revisions is
+//! an `Option` (or an empty-skipped collection), and the doc comment names the
+//! revision that added it. Every struct keeps the members it does not model in an
+//! `extra` map (`#[serde(flatten)]`), so nothing a newer peer sends is lost on a
+//! round trip; `_meta` is kept as [`Meta`].
+//!
+//! These types are the second, explicit decoding step after [`crate::jsonrpc`]
+//! classified a message; this module must not know about transports or sessions.
+
+mod common;
+
+pub use common::*;
