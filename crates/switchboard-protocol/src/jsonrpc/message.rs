@@ -11,13 +11,14 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{DeserializeOwned, Deserializer, IgnoredAny};
+use serde::de::{DeserializeOwned, Deserializer};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::code;
 use super::id::{Id, IdError};
+use super::scan;
 
 /// The only accepted value of the `jsonrpc` member.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -276,28 +277,25 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// Deserializes a present member as raw JSON, so `"id": null` is told apart from an
-/// absent `id`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+/// The envelope's members, as raw JSON. Unknown members are ignored (JSON-RPC 2.0
+/// defines none more; MCP adds none at this level).
+#[derive(Default)]
+struct Envelope<'a> {
+    jsonrpc: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
 }
 
-/// The envelope's members. Unknown members are ignored (JSON-RPC 2.0 defines none
-/// more; MCP adds none at this level).
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
+/// Views validated JSON text as a `RawValue` without re-parsing it.
+fn raw_of(text: &str) -> &RawValue {
+    // SAFETY: serde_json 1.x declares `#[repr(transparent)] pub struct RawValue { json: str }`
+    // (src/raw.rs) and converts `&str` to `&RawValue` with this same transmute; the layouts
+    // are identical. Its invariant, that the text is one well-formed JSON value, holds
+    // because every caller passes a range that `scan::scan_top` validated as a value.
+    unsafe { std::mem::transmute::<&str, &RawValue>(text) }
 }
 
 #[derive(Deserialize)]
@@ -320,16 +318,6 @@ fn plain_str(raw: &RawValue) -> Option<&str> {
     (!inner.contains('\\')).then_some(inner)
 }
 
-fn syntax_error(bytes: &[u8]) -> Option<String> {
-    if let Err(e) = std::str::from_utf8(bytes) {
-        return Some(format!("invalid UTF-8 at byte {}", e.valid_up_to()));
-    }
-    match serde_json::from_slice::<IgnoredAny>(bytes) {
-        Ok(_) => None,
-        Err(e) => Some(e.to_string()),
-    }
-}
-
 impl<'a> MessageRef<'a> {
     /// Classifies one JSON object as a message, reading only the envelope.
     ///
@@ -342,18 +330,43 @@ impl<'a> MessageRef<'a> {
     /// A method containing JSON escapes is rejected as invalid: method names of every
     /// MCP revision are plain ASCII, and this keeps classification copy-free.
     pub fn classify(bytes: &'a [u8]) -> Result<MessageRef<'a>, DecodeError> {
-        let env: Envelope<'a> = match serde_json::from_slice(bytes) {
-            Ok(env) => env,
-            Err(e) => {
-                return Err(match syntax_error(bytes) {
-                    Some(detail) => DecodeError::new(DecodeErrorKind::Parse, detail),
-                    None => DecodeError::new(
-                        DecodeErrorKind::InvalidRequest,
-                        format!("not a JSON-RPC message: {e}"),
-                    ),
-                })
-            }
+        let (text, top) = scan::scan_top(bytes)
+            .map_err(|e| DecodeError::new(DecodeErrorKind::Parse, format!("invalid JSON: {e}")))?;
+        let scan::TopLevel::Object(members) = top else {
+            return Err(DecodeError::new(
+                DecodeErrorKind::InvalidRequest,
+                "a JSON-RPC message must be a JSON object",
+            ));
         };
+        let mut env = Envelope::default();
+        for m in members {
+            let unescaped;
+            let key = if m.key_has_escape {
+                unescaped = serde_json::from_str::<String>(
+                    &text[m.value.start - m.key.len() - 2..][..m.key.len() + 2],
+                )
+                .unwrap_or_default();
+                unescaped.as_str()
+            } else {
+                m.key
+            };
+            let slot = match key {
+                "jsonrpc" => &mut env.jsonrpc,
+                "id" => &mut env.id,
+                "method" => &mut env.method,
+                "params" => &mut env.params,
+                "result" => &mut env.result,
+                "error" => &mut env.error,
+                _ => continue,
+            };
+            if slot.is_some() {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::InvalidRequest,
+                    format!("duplicate member {key:?}"),
+                ));
+            }
+            *slot = Some(raw_of(&text[m.value]));
+        }
         Self::from_envelope(env)
     }
 
@@ -717,31 +730,26 @@ pub fn decode_frame(bytes: &[u8], batching: Batching) -> Result<Frame, DecodeErr
     if first != Some(&b'[') {
         return Message::decode(bytes).map(Frame::Single);
     }
-    let items: Vec<&RawValue> = serde_json::from_slice(bytes)
-        .map_err(|e| DecodeError::new(DecodeErrorKind::Parse, e.to_string()))?;
+    let (_, top) = scan::scan_top(bytes)
+        .map_err(|e| DecodeError::new(DecodeErrorKind::Parse, format!("invalid JSON: {e}")))?;
+    let scan::TopLevel::Array(ranges) = top else {
+        unreachable!("input starting with '[' scans as an array")
+    };
     if batching == Batching::Refused {
         return Err(DecodeError::new(
             DecodeErrorKind::BatchNotAllowed,
             "JSON-RPC batches are not supported in this protocol revision (only 2025-03-26 has them)",
         ));
     }
-    if items.is_empty() {
+    if ranges.is_empty() {
         return Err(DecodeError::new(
             DecodeErrorKind::EmptyBatch,
             "an empty batch is an invalid request",
         ));
     }
-    let items = items
+    let items = ranges
         .into_iter()
-        .map(|raw| {
-            let env: Envelope<'_> = serde_json::from_str(raw.get()).map_err(|e| {
-                DecodeError::new(
-                    DecodeErrorKind::InvalidRequest,
-                    format!("not a JSON-RPC message: {e}"),
-                )
-            })?;
-            MessageRef::from_envelope(env).map(|m| m.to_owned())
-        })
+        .map(|r| Message::decode(&bytes[r]))
         .collect();
     Ok(Frame::Batch(items))
 }

@@ -6,6 +6,7 @@
 pub mod code;
 mod id;
 mod message;
+mod scan;
 
 pub use id::{Id, IdError, IntId};
 pub use message::{
