@@ -14,8 +14,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use switchboard_protocol::codec::line::LineDecoder;
-use switchboard_protocol::jsonrpc::{decode_frame, DecodeError, Frame, Message};
+use switchboard_protocol::codec::line::{encode_line, FrameDecoder, LineError};
+use switchboard_protocol::jsonrpc::{Frame, Message};
 use switchboard_protocol::ProtocolVersion;
 
 /// The built-in sample: one message of each kind, ids that other tools round, a
@@ -23,7 +23,11 @@ use switchboard_protocol::ProtocolVersion;
 const SAMPLE: &str = include_str!("../examples-data/sample.jsonl");
 
 #[derive(Parser)]
-#[command(name = "switchboard", version, about = "MCP on the wire: decode, bridge and gateway (in progress)")]
+#[command(
+    name = "switchboard",
+    version,
+    about = "MCP on the wire: decode, bridge and gateway (in progress)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -45,7 +49,10 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Decode { file: None, revision: ProtocolVersion::LATEST_LEGACY });
+    let command = cli.command.unwrap_or(Command::Decode {
+        file: None,
+        revision: ProtocolVersion::LATEST_LEGACY,
+    });
     let result = match command {
         Command::Decode { file, revision } => decode(file, revision),
     };
@@ -55,26 +62,35 @@ fn main() {
     }
 }
 
-fn read_input(file: Option<PathBuf>) -> anyhow::Result<Vec<u8>> {
-    match file {
+/// Where the messages come from.
+fn open_input(file: Option<PathBuf>) -> anyhow::Result<Box<dyn Read>> {
+    Ok(match file {
         None => {
             eprintln!("# no file given: decoding the built-in sample");
-            Ok(SAMPLE.as_bytes().to_vec())
+            Box::new(SAMPLE.as_bytes())
         }
-        Some(p) if p.as_os_str() == "-" => {
-            let mut buf = Vec::new();
-            io::stdin().read_to_end(&mut buf).context("reading standard input")?;
-            Ok(buf)
+        Some(p) if p.as_os_str() == "-" => Box::new(io::stdin()),
+        Some(p) => {
+            Box::new(std::fs::File::open(&p).with_context(|| format!("opening {}", p.display()))?)
         }
-        Some(p) => std::fs::read(&p).with_context(|| format!("reading {}", p.display())),
-    }
+    })
 }
 
 fn describe(m: &Message) -> String {
-    let size = |raw: &Option<Box<serde_json::value::RawValue>>| raw.as_ref().map_or(0, |r| r.get().len());
+    let size =
+        |raw: &Option<Box<serde_json::value::RawValue>>| raw.as_ref().map_or(0, |r| r.get().len());
     match m {
-        Message::Request(r) => format!("request id={} method={} params={}B", r.id, r.method, size(&r.params)),
-        Message::Notification(n) => format!("notification method={} params={}B", n.method, size(&n.params)),
+        Message::Request(r) => format!(
+            "request id={} method={} params={}B",
+            r.id,
+            r.method,
+            size(&r.params)
+        ),
+        Message::Notification(n) => format!(
+            "notification method={} params={}B",
+            n.method,
+            size(&n.params)
+        ),
         Message::Response(r) => format!("response id={} result={}B", r.id, r.result.get().len()),
         Message::Error(e) => format!(
             "error response id={} code={}",
@@ -84,64 +100,75 @@ fn describe(m: &Message) -> String {
     }
 }
 
-fn decode(file: Option<PathBuf>, revision: ProtocolVersion) -> anyhow::Result<()> {
-    let input = read_input(file)?;
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut decoder = LineDecoder::new();
-    let (mut ok, mut bad) = (0usize, 0usize);
-    let mut emit = |line_no: usize, out: &mut BufWriter<io::StdoutLock<'_>>, m: &Message| -> io::Result<()> {
-        eprintln!("line {line_no}: {}", describe(m));
-        out.write_all(&m.encode())?;
-        out.write_all(b"\n")
-    };
-    let mut answer = |line_no: usize, out: &mut BufWriter<io::StdoutLock<'_>>, e: &DecodeError| -> io::Result<()> {
-        eprintln!("line {line_no}: bad input: {e}");
-        if e.wants_response() {
-            out.write_all(&Message::Error(e.to_response()).encode())?;
-            out.write_all(b"\n")?;
-        }
-        Ok(())
-    };
-    decoder.push(&input);
-    decoder.finish();
-    let mut line_no = 0;
-    while let Some(item) = decoder.next_line() {
-        line_no += 1;
-        let line = match item {
-            Ok(line) => line,
-            Err(e) => {
-                bad += 1;
-                eprintln!("line {line_no}: {e}");
-                continue;
-            }
-        };
-        match decode_frame(&line, revision.batching()) {
-            Ok(Frame::Single(m)) => {
-                ok += 1;
-                emit(line_no, &mut out, &m)?;
-            }
+/// Counts of what `decode` saw.
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    bad: usize,
+    line: usize,
+}
+
+impl Tally {
+    /// Writes one decoded frame (or the answer to a bad one) to `out`.
+    fn frame(&mut self, out: &mut impl Write, item: Result<Frame, LineError>) -> io::Result<()> {
+        self.line += 1;
+        let line = self.line;
+        match item {
+            Ok(Frame::Single(m)) => self.message(out, line, &m),
             Ok(Frame::Batch(items)) => {
                 for item in items {
                     match item {
-                        Ok(m) => {
-                            ok += 1;
-                            emit(line_no, &mut out, &m)?;
-                        }
-                        Err(e) => {
-                            bad += 1;
-                            answer(line_no, &mut out, &e)?;
-                        }
+                        Ok(m) => self.message(out, line, &m)?,
+                        Err(e) => self.answer(out, line, &LineError::Decode(e))?,
                     }
                 }
+                Ok(())
             }
-            Err(e) => {
-                bad += 1;
-                answer(line_no, &mut out, &e)?;
-            }
+            Err(e) => self.answer(out, line, &e),
         }
     }
+
+    fn message(&mut self, out: &mut impl Write, line: usize, m: &Message) -> io::Result<()> {
+        self.ok += 1;
+        eprintln!("line {line}: {}", describe(m));
+        out.write_all(&encode_line(m))
+    }
+
+    fn answer(&mut self, out: &mut impl Write, line: usize, e: &LineError) -> io::Result<()> {
+        self.bad += 1;
+        eprintln!("line {line}: bad input: {e}");
+        if e.wants_response() {
+            out.write_all(&encode_line(&Message::Error(e.to_response())))?;
+        }
+        Ok(())
+    }
+}
+
+fn decode(file: Option<PathBuf>, revision: ProtocolVersion) -> anyhow::Result<()> {
+    let mut input = open_input(file)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut decoder = FrameDecoder::new(revision.batching());
+    let mut tally = Tally::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading input"),
+        };
+        for item in decoder.feed(&chunk[..n]) {
+            tally.frame(&mut out, item)?;
+        }
+    }
+    for item in decoder.finish() {
+        tally.frame(&mut out, item)?;
+    }
     out.flush()?;
-    eprintln!("# {ok} messages decoded and re-encoded, {bad} bad inputs answered per the spec (revision {revision})");
+    eprintln!(
+        "# {} messages decoded and re-encoded, {} bad inputs answered per the spec (revision {revision})",
+        tally.ok, tally.bad
+    );
     Ok(())
 }

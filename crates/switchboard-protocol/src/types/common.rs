@@ -129,15 +129,23 @@ pub struct Annotations {
     /// Who the data is meant for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audience: Option<Vec<Role>>,
-    /// Importance from 0 (least) to 1 (most).
+    /// Importance from 0 (least) to 1 (most), kept as the number that was sent (`1`
+    /// stays `1`, not `1.0`); see [`Annotations::priority_f64`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<f64>,
+    pub priority: Option<serde_json::Number>,
     /// ISO 8601 time of the last modification (2025-06-18+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
     /// Members not modelled here.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl Annotations {
+    /// `priority` as a float.
+    pub fn priority_f64(&self) -> Option<f64> {
+        self.priority.as_ref().and_then(serde_json::Number::as_f64)
+    }
 }
 
 /// An icon a client may show (2025-11-25+).
@@ -271,6 +279,14 @@ mod tests {
         let imp: Implementation = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(imp.extra["futureField"], json!({"a":1}));
         assert_eq!(serde_json::to_value(&imp).unwrap(), v);
+    }
+
+    #[test]
+    fn integer_priority_stays_an_integer() {
+        let v = json!({"audience":["user"],"priority":1});
+        let a: Annotations = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(a.priority_f64(), Some(1.0));
+        assert_eq!(serde_json::to_value(&a).unwrap(), v);
     }
 
     #[test]
