@@ -32,7 +32,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod codec;
 pub mod jsonrpc;
+pub mod lifecycle;
 pub mod types;
 pub mod version;
 

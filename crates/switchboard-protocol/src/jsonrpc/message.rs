@@ -71,8 +71,17 @@ pub struct ErrorObject {
     pub message: String,
     /// Extra information as raw JSON, e.g. `{"supported":[..],"requested":".."}` for
     /// -32022.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_raw",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub data: Option<Box<RawValue>>,
+}
+
+/// A present member as raw JSON, so `"data": null` is kept and sent back as `null`.
+fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 impl ErrorObject {
@@ -905,6 +914,12 @@ mod tests {
     fn unknown_envelope_members_are_ignored_and_order_is_free() {
         let v = reencode(r#"{"method":"ping","x":1,"id":1,"jsonrpc":"2.0"}"#);
         assert_eq!(v, json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
+    }
+
+    #[test]
+    fn error_data_null_is_kept() {
+        let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m","data":null}}"#;
+        assert_eq!(String::from_utf8(decode(text).unwrap().encode()).unwrap(), text);
     }
 
     #[test]

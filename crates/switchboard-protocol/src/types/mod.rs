@@ -14,3 +14,21 @@
 mod common;
 
 pub use common::*;
+mod capabilities; pub use capabilities::*;
+mod content; pub use content::*;
+mod tools; pub use tools::*;
+mod resources; pub use resources::*;
+mod prompts; pub use prompts::*;
+mod completion; pub use completion::*;
+mod logging; pub use logging::*;
+mod notifications; pub use notifications::*;
+mod roots; pub use roots::*;
+mod tasks; pub use tasks::*;
+mod listen; pub use listen::*;
+mod elicitation; pub use elicitation::*;
+mod sampling; pub use sampling::*;
+mod initialize; pub use initialize::*;
+mod discover; pub use discover::*;
+mod errors; pub use errors::*;
+mod mrtr; pub use mrtr::*;
+mod dispatch; pub use dispatch::*;
