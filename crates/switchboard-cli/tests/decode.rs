@@ -22,7 +22,11 @@ fn run(args: &[&str], stdin: Option<&[u8]>) -> (Vec<serde_json::Value>, String, 
         .lines()
         .map(|l| serde_json::from_str(l).expect("every output line is JSON"))
         .collect();
-    (lines, String::from_utf8(out.stderr).unwrap(), out.status.success())
+    (
+        lines,
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.success(),
+    )
 }
 
 #[test]
@@ -32,7 +36,10 @@ fn built_in_sample_round_trips_and_answers_bad_lines() {
     assert_eq!(out.len(), 11, "8 messages and 3 error responses");
     // The id beyond 2^64 comes back as the same literal.
     assert!(err.contains("id=123456789012345678901234567890"), "{err}");
-    let codes: Vec<_> = out.iter().filter_map(|m| m["error"]["code"].as_i64()).collect();
+    let codes: Vec<_> = out
+        .iter()
+        .filter_map(|m| m["error"]["code"].as_i64())
+        .collect();
     assert_eq!(codes, [-32022, -32600, -32700, -32600]);
     assert!(out[8]["id"].is_null() && out[9]["id"].is_null());
 }
@@ -46,9 +53,15 @@ fn stdin_and_batches_in_2025_03_26() {
     assert_eq!(out.len(), 3);
     assert_eq!(out[0]["id"], 1);
     assert_eq!(out[1]["error"]["code"], -32600);
-    assert_eq!(out[2]["id"], 2, "a last line without a newline is still read");
+    assert_eq!(
+        out[2]["id"], 2,
+        "a last line without a newline is still read"
+    );
     let (out, _, _) = run(&["decode", "-", "--revision", "2025-06-18"], Some(input));
-    assert_eq!(out[0]["error"]["code"], -32600, "no batches after 2025-03-26");
+    assert_eq!(
+        out[0]["error"]["code"], -32600,
+        "no batches after 2025-03-26"
+    );
 }
 
 #[test]

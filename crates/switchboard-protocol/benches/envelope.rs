@@ -28,8 +28,8 @@ fn request_1k() -> Vec<u8> {
     .unwrap()
 }
 
-/// A `tools/call` result of at least `target` bytes: rows as structuredContent and as text.
-fn tool_result(target: usize) -> Vec<u8> {
+/// A `tools/call` result with `n` records, given as structuredContent and as text.
+fn tool_result_rows(n: usize) -> Vec<u8> {
     let row = |i: usize| {
         json!({
             "id": i,
@@ -41,8 +41,6 @@ fn tool_result(target: usize) -> Vec<u8> {
             "note": "multi-line\ttext with \"quotes\" and unicode: é ü 漢字",
         })
     };
-    // Each row appears twice (object and escaped text): about 2 * 270 bytes.
-    let n = (target / 560).max(1);
     let rows: Vec<Value> = (0..n).map(row).collect();
     let text = serde_json::to_string(&rows).unwrap();
     serde_json::to_vec(&json!({
@@ -57,6 +55,19 @@ fn tool_result(target: usize) -> Vec<u8> {
     .unwrap()
 }
 
+/// A `tools/call` result of `target` bytes or slightly more.
+fn tool_result(target: usize) -> Vec<u8> {
+    let per_row = tool_result_rows(100).len() / 100;
+    let mut n = target / per_row;
+    loop {
+        let bytes = tool_result_rows(n);
+        if bytes.len() >= target {
+            return bytes;
+        }
+        n += (target - bytes.len()) / per_row + 1;
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let inputs = [
         ("request_1KiB", request_1k()),
@@ -65,18 +76,30 @@ fn bench(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("decode");
     for (name, bytes) in &inputs {
+        eprintln!("{name}: {} bytes", bytes.len());
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         if bytes.len() > 1 << 20 {
             group.sample_size(20);
         } else {
             group.sample_size(100);
         }
-        group.bench_with_input(BenchmarkId::new("envelope_classify", name), bytes, |b, bytes| {
-            b.iter(|| MessageRef::classify(black_box(bytes)).unwrap().method().is_some())
-        });
-        group.bench_with_input(BenchmarkId::new("envelope_owned", name), bytes, |b, bytes| {
-            b.iter(|| Message::decode(black_box(bytes)).unwrap())
-        });
+        group.bench_with_input(
+            BenchmarkId::new("envelope_classify", name),
+            bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    MessageRef::classify(black_box(bytes))
+                        .unwrap()
+                        .method()
+                        .is_some()
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("envelope_owned", name),
+            bytes,
+            |b, bytes| b.iter(|| Message::decode(black_box(bytes)).unwrap()),
+        );
         group.bench_with_input(BenchmarkId::new("typed", name), bytes, |b, bytes| {
             b.iter(|| match Message::decode(black_box(bytes)).unwrap() {
                 Message::Request(r) => r.params_as::<CallToolRequestParams>().unwrap().name.len(),
@@ -84,9 +107,11 @@ fn bench(c: &mut Criterion) {
                 _ => unreachable!(),
             })
         });
-        group.bench_with_input(BenchmarkId::new("serde_json_value", name), bytes, |b, bytes| {
-            b.iter(|| serde_json::from_slice::<Value>(black_box(bytes)).unwrap())
-        });
+        group.bench_with_input(
+            BenchmarkId::new("serde_json_value", name),
+            bytes,
+            |b, bytes| b.iter(|| serde_json::from_slice::<Value>(black_box(bytes)).unwrap()),
+        );
     }
     group.finish();
 }

@@ -1304,44 +1304,9 @@ impl ClientLifecycle {
 // Modern (2026-07-28)
 // ---------------------------------------------------------------------------
 
-/// A log level (`LoggingLevel`, all revisions; RFC 5424 severities), ordered from
-/// least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    /// `debug`.
-    Debug,
-    /// `info`.
-    Info,
-    /// `notice`.
-    Notice,
-    /// `warning`.
-    Warning,
-    /// `error`.
-    Error,
-    /// `critical`.
-    Critical,
-    /// `alert`.
-    Alert,
-    /// `emergency`.
-    Emergency,
-}
-
-impl LogLevel {
-    /// The wire string, e.g. `"warning"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
-    }
-}
+/// The log level of a 2026-07-28 request's `_meta` (the same `LoggingLevel` as
+/// `logging/setLevel` uses).
+pub use crate::types::LoggingLevel as LogLevel;
 
 /// What a 2026-07-28 request says about its sender, read from `params._meta` by
 /// [`check_modern_request`] ("Lifecycle" → per-request metadata). The server MUST NOT

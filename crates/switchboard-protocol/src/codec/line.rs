@@ -676,6 +676,7 @@ mod tests {
                     code: -1,
                     message: "m\nn".into(),
                     data: Some(pretty.clone()),
+                    extra: Default::default(),
                 },
             )),
             Message::Notification(

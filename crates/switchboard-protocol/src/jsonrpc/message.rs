@@ -52,18 +52,26 @@ pub struct Response {
     pub result: Box<RawValue>,
 }
 
-/// An error response. `id` is `None` (sent as `null`) when the request's id could not
-/// be read, e.g. after a parse error (JSON-RPC 2.0 §5).
+/// An error response. `id` is `None` when the request's id could not be read, e.g.
+/// after a parse error: JSON-RPC 2.0 §5 sends `"id": null` then, and 2025-11-25 and
+/// 2026-07-28 also allow leaving `id` out. A decoded message remembers which of the
+/// two it was ([`ErrorResponse::id_omitted`]) so that forwarding changes nothing.
 #[derive(Debug, Clone)]
 pub struct ErrorResponse {
     /// The id of the request it answers, if it could be read.
     pub id: Option<Id>,
     /// The error object.
     pub error: ErrorObject,
+    /// With `id: None`: `true` writes no `id` member at all (as received from a
+    /// 2025-11-25+ peer), `false` writes `"id": null`. Ignored when `id` is `Some`.
+    pub id_omitted: bool,
 }
 
 /// The `error` member of an error response (JSON-RPC 2.0 §5.1).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// Serialized as `{"code", "message", "data"?, ...extra}`; `"data": null` is kept as
+/// `Some(null)`.
+#[derive(Debug, Clone)]
 pub struct ErrorObject {
     /// The code; see [`code`] for the named ones.
     pub code: i64,
@@ -71,17 +79,85 @@ pub struct ErrorObject {
     pub message: String,
     /// Extra information as raw JSON, e.g. `{"supported":[..],"requested":".."}` for
     /// -32022.
-    #[serde(
-        default,
-        deserialize_with = "present_raw",
-        skip_serializing_if = "Option::is_none"
-    )]
     pub data: Option<Box<RawValue>>,
+    /// Members other than `code`, `message` and `data`, which no revision defines but
+    /// none forbids; kept so that forwarding loses nothing.
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
-/// A present member as raw JSON, so `"data": null` is kept and sent back as `null`.
-fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+impl ErrorObject {
+    /// Reads an error object from validated JSON text.
+    ///
+    /// Errors: not an object, `code` missing or not an integer that fits `i64`,
+    /// `message` missing or not a string, a member given twice.
+    fn from_json(text: &str) -> Result<ErrorObject, String> {
+        let (_, top) = scan::scan_top(text.as_bytes()).map_err(|e| e.to_string())?;
+        let scan::TopLevel::Object(members) = top else {
+            return Err("\"error\" must be an object".into());
+        };
+        let (mut code, mut message, mut data) = (None, None, None);
+        let mut extra = serde_json::Map::new();
+        for m in members {
+            let key = member_key(&m);
+            let value = &text[m.value];
+            let dup = match key.as_ref() {
+                "code" => code
+                    .replace(
+                        serde_json::from_str::<i64>(value)
+                            .map_err(|_| "\"code\" must be an integer")?,
+                    )
+                    .is_some(),
+                "message" => message
+                    .replace(
+                        serde_json::from_str::<String>(value)
+                            .map_err(|_| "\"message\" must be a string")?,
+                    )
+                    .is_some(),
+                "data" => data.replace(raw_of(value).to_owned()).is_some(),
+                _ => extra
+                    .insert(
+                        key.clone().into_owned(),
+                        serde_json::from_str(value).map_err(|e| e.to_string())?,
+                    )
+                    .is_some(),
+            };
+            if dup {
+                return Err(format!("duplicate member {key:?} in \"error\""));
+            }
+        }
+        Ok(ErrorObject {
+            code: code.ok_or("\"error\" needs an integer \"code\"")?,
+            message: message.ok_or("\"error\" needs a string \"message\"")?,
+            data,
+            extra,
+        })
+    }
+}
+
+impl Serialize for ErrorObject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(
+            2 + usize::from(self.data.is_some()) + self.extra.len(),
+        ))?;
+        map.serialize_entry("code", &self.code)?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(data) = &self.data {
+            map.serialize_entry("data", data)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorObject {
+    /// Works with serde_json's text deserializers (the raw `data` needs the text).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        ErrorObject::from_json(raw.get()).map_err(serde::de::Error::custom)
+    }
 }
 
 impl ErrorObject {
@@ -91,6 +167,7 @@ impl ErrorObject {
             code,
             message: message.into(),
             data: None,
+            extra: serde_json::Map::new(),
         }
     }
 
@@ -107,6 +184,7 @@ impl PartialEq for ErrorObject {
         self.code == other.code
             && self.message == other.message
             && raw_opt_eq(&self.data, &other.data)
+            && self.extra == other.extra
     }
 }
 
@@ -157,7 +235,9 @@ impl PartialEq for Response {
 }
 impl PartialEq for ErrorResponse {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id && self.error == other.error
+        self.id == other.id
+            && self.error == other.error
+            && (self.id.is_some() || self.id_omitted == other.id_omitted)
     }
 }
 
@@ -191,7 +271,8 @@ pub enum MessageRef<'a> {
     },
     /// An error response.
     Error {
-        /// The id's raw JSON text; `None` when absent or `null`.
+        /// The id member's raw JSON text: `None` when absent, `null` when the
+        /// request's id could not be read, else a string or an integer.
         id: Option<&'a RawValue>,
         /// Raw `error` object, checked to have an integer `code` and a string `message`.
         error: &'a RawValue,
@@ -258,10 +339,10 @@ impl DecodeError {
     /// The error response to send back: the code, the detail as message, and the id
     /// when it was readable (`null` otherwise).
     pub fn to_response(&self) -> ErrorResponse {
-        ErrorResponse {
-            id: self.id.clone(),
-            error: ErrorObject::new(self.code(), self.detail.clone()),
-        }
+        ErrorResponse::new(
+            self.id.clone(),
+            ErrorObject::new(self.code(), self.detail.clone()),
+        )
     }
 
     /// Whether to answer at all. A well-formed message with a `method` and no `id`
@@ -307,17 +388,14 @@ fn raw_of(text: &str) -> &RawValue {
     unsafe { std::mem::transmute::<&str, &RawValue>(text) }
 }
 
-#[derive(Deserialize)]
-struct ErrorShape<'a> {
-    #[allow(dead_code)]
-    code: i64,
-    #[allow(dead_code)]
-    #[serde(borrow)]
-    message: Cow<'a, str>,
-}
-
-fn is_null(raw: &RawValue) -> bool {
-    raw.get() == "null"
+/// A member's key with JSON escapes resolved (borrowed when it has none).
+fn member_key<'a>(m: &scan::Member<'a>) -> Cow<'a, str> {
+    if m.key_has_escape {
+        // The scanner checked the escapes, so this cannot fail.
+        Cow::Owned(serde_json::from_str::<String>(&format!("\"{}\"", m.key)).unwrap_or_default())
+    } else {
+        Cow::Borrowed(m.key)
+    }
 }
 
 /// Reads a raw JSON string that has no escapes as a borrowed `&str`.
@@ -349,17 +427,8 @@ impl<'a> MessageRef<'a> {
         };
         let mut env = Envelope::default();
         for m in members {
-            let unescaped;
-            let key = if m.key_has_escape {
-                unescaped = serde_json::from_str::<String>(
-                    &text[m.value.start - m.key.len() - 2..][..m.key.len() + 2],
-                )
-                .unwrap_or_default();
-                unescaped.as_str()
-            } else {
-                m.key
-            };
-            let slot = match key {
+            let key = member_key(&m);
+            let slot = match key.as_ref() {
                 "jsonrpc" => &mut env.jsonrpc,
                 "id" => &mut env.id,
                 "method" => &mut env.method,
@@ -453,13 +522,10 @@ impl<'a> MessageRef<'a> {
                 None => Err(invalid("a success response needs an \"id\"")),
             },
             (None, Some(error)) => {
-                if serde_json::from_str::<ErrorShape<'_>>(error.get()).is_err() {
-                    return Err(with_id(invalid(
-                        "\"error\" must be an object with an integer \"code\" and a string \"message\"",
-                    )));
+                if let Err(detail) = ErrorObject::from_json(error.get()) {
+                    return Err(with_id(invalid(&detail)));
                 }
-                let id = id.map(|(raw, _)| raw).filter(|raw| !is_null(raw));
-                Ok(MessageRef::Error { id, error })
+                Ok(MessageRef::Error { id: env.id, error })
             }
             (None, None) => Err(with_id(invalid(
                 "neither \"method\", \"result\" nor \"error\"",
@@ -511,11 +577,12 @@ impl<'a> MessageRef<'a> {
                 result: own(result),
             }),
             MessageRef::Error { id: i, error } => {
-                let error: ErrorObject =
-                    serde_json::from_str(error.get()).expect("error shape checked by classify");
+                let error =
+                    ErrorObject::from_json(error.get()).expect("error object checked by classify");
                 Message::Error(ErrorResponse {
-                    id: i.map(id),
+                    id: i.and_then(|raw| Id::from_raw(raw).ok()),
                     error,
+                    id_omitted: i.is_none(),
                 })
             }
         }
@@ -629,7 +696,11 @@ impl Response {
 impl ErrorResponse {
     /// An error response to the request with `id`.
     pub fn new(id: Option<Id>, error: ErrorObject) -> Self {
-        ErrorResponse { id, error }
+        ErrorResponse {
+            id,
+            error,
+            id_omitted: false,
+        }
     }
 }
 
@@ -665,7 +736,9 @@ impl Serialize for Message {
             Message::Error(e) => {
                 let mut st = s.serialize_struct("ErrorResponse", 3)?;
                 st.serialize_field("jsonrpc", JSONRPC_VERSION)?;
-                st.serialize_field("id", &e.id)?;
+                if e.id.is_some() || !e.id_omitted {
+                    st.serialize_field("id", &e.id)?;
+                }
                 st.serialize_field("error", &e.error)?;
                 st.end()
             }
@@ -917,9 +990,49 @@ mod tests {
     }
 
     #[test]
+    fn escaped_member_names_are_read() {
+        let m = decode(r#"{"json\u0072pc":"2.0","\u0069d":5,"method":"ping"}"#).unwrap();
+        assert_eq!(m.id(), Some(&Id::from(5)));
+        let e = decode(r#"{"jsonrpc":"2.0","id":1,"\u0069d":2,"method":"ping"}"#).unwrap_err();
+        assert_eq!(
+            e.code(),
+            code::INVALID_REQUEST,
+            "duplicate id through an escape"
+        );
+    }
+
+    #[test]
+    fn error_ids_absent_and_null_stay_apart() {
+        for text in [
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#,
+        ] {
+            assert_eq!(
+                String::from_utf8(decode(text).unwrap().encode()).unwrap(),
+                text
+            );
+        }
+    }
+
+    #[test]
+    fn error_object_members_beyond_the_spec_are_kept() {
+        let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":[1],"x-future":{"a":null}}}"#;
+        assert_eq!(
+            String::from_utf8(decode(text).unwrap().encode()).unwrap(),
+            text
+        );
+        let e = decode(r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","code":2}}"#)
+            .unwrap_err();
+        assert_eq!(e.code(), code::INVALID_REQUEST);
+    }
+
+    #[test]
     fn error_data_null_is_kept() {
         let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m","data":null}}"#;
-        assert_eq!(String::from_utf8(decode(text).unwrap().encode()).unwrap(), text);
+        assert_eq!(
+            String::from_utf8(decode(text).unwrap().encode()).unwrap(),
+            text
+        );
     }
 
     #[test]
