@@ -1441,11 +1441,13 @@ fn missing(key: &str) -> LifecycleError {
 ///
 /// 1. a method removed in 2026-07-28 ([`removed_in_modern`]) → -32601;
 /// 2. `params._meta` must carry `io.modelcontextprotocol/protocolVersion` (a string)
-///    and `io.modelcontextprotocol/clientCapabilities` (a `ClientCapabilities`
-///    object); `clientInfo` and `logLevel` are optional but must be well-formed when
-///    present → else -32602;
+///    → else -32602;
 /// 3. the version must be a supported modern revision ([`Supported::check_modern`])
-///    → else -32022 with `data{supported, requested}`;
+///    → else -32022 with `data{supported, requested}` (checked before the other
+///    members, whose shape depends on the version);
+///    then `io.modelcontextprotocol/clientCapabilities` (a `ClientCapabilities`
+///    object) is required, and `clientInfo` and `logLevel`, optional, must be
+///    well-formed when present → else -32602;
 /// 4. the server capability the method needs must be in `server` → else -32601;
 /// 5. a client capability the method needs (the tasks extension) must be declared →
 ///    else -32021 with `data.requiredCapabilities`.
@@ -1474,6 +1476,11 @@ pub fn check_modern_request(
             )))
         }
     };
+    // The version first: the shape of every other `_meta` member depends on it, and a
+    // newer client must learn the supported versions rather than get -32602.
+    let version = supported
+        .check_modern(requested)
+        .map_err(LifecycleError::UnsupportedProtocolVersion)?;
     let client_capabilities: ClientCapabilities = match meta_obj.get(meta::CLIENT_CAPABILITIES) {
         None => return Err(missing(meta::CLIENT_CAPABILITIES)),
         Some(v @ Value::Object(_)) => serde_json::from_value(v.clone()).map_err(|e| {
@@ -1503,9 +1510,6 @@ pub fn check_modern_request(
         .map_err(|e| {
             LifecycleError::InvalidParams(format!("params._meta[{:?}]: {e}", meta::LOG_LEVEL))
         })?;
-    let version = supported
-        .check_modern(requested)
-        .map_err(LifecycleError::UnsupportedProtocolVersion)?;
     let ctx = RequestContext {
         version,
         client_capabilities,
@@ -2602,7 +2606,8 @@ mod tests {
                 .into();
         assert_eq!(e.code, -32022);
         assert_eq!(data(&e)["requested"], "2025-11-25");
-        assert_eq!(data(&e)["supported"], json!(supported.wire_strings()));
+        // Only the versions a retry with per-request `_meta` can use.
+        assert_eq!(data(&e)["supported"], json!(["2026-07-28"]));
 
         // The tasks extension is on the server, not on the client: -32021.
         let p = raw(modern_params(json!("2026-07-28"), json!({}), json!({})));

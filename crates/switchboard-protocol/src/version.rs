@@ -252,13 +252,18 @@ impl Supported {
 
     /// The server's check of a 2026-07-28 request's
     /// `_meta["io.modelcontextprotocol/protocolVersion"]`: `Ok` for a modern revision
-    /// in the set, else the -32022 error ([`UnsupportedVersion::to_error`]).
+    /// in the set, else the -32022 error ([`UnsupportedVersion::to_error`]). The error
+    /// lists only the modern revisions of the set, the ones a retry with per-request
+    /// `_meta` can use (legacy ones are reached through `initialize` instead).
     pub fn check_modern(&self, requested: &str) -> Result<ProtocolVersion, UnsupportedVersion> {
         match ProtocolVersion::parse(requested) {
             Some(v) if v.era() == Era::Modern && self.contains(v) => Ok(v),
             _ => Err(UnsupportedVersion {
                 requested: requested.to_owned(),
-                supported: self.clone(),
+                supported: Supported::new(
+                    self.0.iter().copied().filter(|v| v.era() == Era::Modern),
+                )
+                .unwrap_or_else(|| self.clone()),
             }),
         }
     }
@@ -365,8 +370,11 @@ mod tests {
         assert_eq!(obj.code, -32022);
         let data: serde_json::Value = serde_json::from_str(obj.data.unwrap().get()).unwrap();
         assert_eq!(data["requested"], "2025-11-25");
-        assert_eq!(data["supported"][0], "2026-07-28");
-        assert_eq!(data["supported"].as_array().unwrap().len(), 5);
+        assert_eq!(
+            data["supported"],
+            serde_json::json!(["2026-07-28"]),
+            "only what a retry can use"
+        );
         assert_eq!(err.to_initialize_error().code, -32602);
     }
 

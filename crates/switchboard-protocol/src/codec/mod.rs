@@ -1,7 +1,7 @@
 //! Incremental framing codecs: bytes of a transport in, complete frames out, and
 //! the reverse.
 //!
-//! - [`line`]: newline-delimited JSON, the stdio transport (every revision,
+//! - [`line`](mod@line): newline-delimited JSON, the stdio transport (every revision,
 //!   "Transports → stdio"): one JSON-RPC message (or, in 2025-03-26, one batch) per
 //!   line.
 //! - [`sse`]: server-sent events (WHATWG HTML, "Server-sent events"), the body of

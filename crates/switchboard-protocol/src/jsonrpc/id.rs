@@ -16,6 +16,9 @@ use serde_json::value::RawValue;
 ///
 /// Two ids are equal when they are the same JSON token: `1` and `"1"` differ, and
 /// so do `0` and `-0` (a peer that sent `-0` gets `-0` back).
+///
+/// The order (`Ord`) is that of the literal text, for use as a map key: it is not
+/// numeric (`10` sorts before `9`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Id {
     /// An integer id, as its JSON literal text (an optional `-` then digits, no

@@ -244,21 +244,21 @@ impl PartialEq for ErrorResponse {
 /// A borrowed view of one message, classified from its envelope without copying
 /// `params`, `result` or `error`. Built by [`MessageRef::classify`]; turned into an
 /// owned [`Message`] by [`MessageRef::to_owned`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum MessageRef<'a> {
     /// A request.
     Request {
         /// The id's raw JSON text, already checked to be a string or an integer.
         id: &'a RawValue,
-        /// The method (borrowed unless it had escapes).
-        method: &'a str,
+        /// The method (borrowed unless it had escapes such as `\/`).
+        method: Cow<'a, str>,
         /// Raw `params`.
         params: Option<&'a RawValue>,
     },
     /// A notification.
     Notification {
-        /// The method.
-        method: &'a str,
+        /// The method (borrowed unless it had escapes).
+        method: Cow<'a, str>,
         /// Raw `params`.
         params: Option<&'a RawValue>,
     },
@@ -398,11 +398,16 @@ fn member_key<'a>(m: &scan::Member<'a>) -> Cow<'a, str> {
     }
 }
 
-/// Reads a raw JSON string that has no escapes as a borrowed `&str`.
-fn plain_str(raw: &RawValue) -> Option<&str> {
+/// Reads a raw JSON string, borrowed when it has no escapes; `None` when the value
+/// is not a string.
+fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    (!inner.contains('\\')).then_some(inner)
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
 impl<'a> MessageRef<'a> {
@@ -414,8 +419,8 @@ impl<'a> MessageRef<'a> {
     /// type, a method that is not a string, `params` neither object nor array, both or
     /// neither of `result`/`error`, `method` together with `result`/`error`).
     ///
-    /// A method containing JSON escapes is rejected as invalid: method names of every
-    /// MCP revision are plain ASCII, and this keeps classification copy-free.
+    /// Member names and string values may use JSON escapes (`"tools\/list"` is
+    /// `tools/list`); only then is the method copied.
     pub fn classify(bytes: &'a [u8]) -> Result<MessageRef<'a>, DecodeError> {
         let (text, top) = scan::scan_top(bytes)
             .map_err(|e| DecodeError::new(DecodeErrorKind::Parse, format!("invalid JSON: {e}")))?;
@@ -471,22 +476,19 @@ impl<'a> MessageRef<'a> {
         };
         let with_id = |mut e: DecodeError| {
             e.id = id.as_ref().map(|(_, id)| id.clone());
-            e.notification = id.is_none() && env.method.is_some() && env.id.is_none();
+            // Meant as a notification only when it names a method properly (JSON-RPC 2.0
+            // §7 answers `{"jsonrpc":"2.0","method":1,"params":"bar"}` with -32600).
+            e.notification = env.id.is_none() && env.method.and_then(json_str).is_some();
             e
         };
         match env.jsonrpc {
-            Some(v) if v.get() == "\"2.0\"" => {}
+            Some(v) if json_str(v).as_deref() == Some(JSONRPC_VERSION) => {}
             Some(_) => return Err(with_id(invalid("\"jsonrpc\" must be \"2.0\""))),
             None => return Err(with_id(invalid("missing \"jsonrpc\": \"2.0\""))),
         }
         if let Some(method) = env.method {
-            let Some(name) = plain_str(method) else {
-                let detail = if method.get().starts_with('"') {
-                    "\"method\" must not contain escape sequences"
-                } else {
-                    "\"method\" must be a string"
-                };
-                return Err(with_id(invalid(detail)));
+            let Some(name) = json_str(method) else {
+                return Err(with_id(invalid("\"method\" must be a string")));
             };
             if env.result.is_some() || env.error.is_some() {
                 return Err(with_id(invalid(
@@ -534,8 +536,8 @@ impl<'a> MessageRef<'a> {
     }
 
     /// The method of a request or notification.
-    pub fn method(&self) -> Option<&'a str> {
-        match *self {
+    pub fn method(&self) -> Option<&str> {
+        match self {
             MessageRef::Request { method, .. } | MessageRef::Notification { method, .. } => {
                 Some(method)
             }
@@ -545,9 +547,9 @@ impl<'a> MessageRef<'a> {
 
     /// The id of a request or response, decoded.
     pub fn id(&self) -> Option<Id> {
-        let raw = match *self {
-            MessageRef::Request { id, .. } | MessageRef::Response { id, .. } => id,
-            MessageRef::Error { id, .. } => id?,
+        let raw = match self {
+            MessageRef::Request { id, .. } | MessageRef::Response { id, .. } => *id,
+            MessageRef::Error { id, .. } => (*id)?,
             MessageRef::Notification { .. } => return None,
         };
         Id::from_raw(raw).ok()
@@ -561,17 +563,19 @@ impl<'a> MessageRef<'a> {
         match *self {
             MessageRef::Request {
                 id: i,
-                method,
+                ref method,
                 params,
             } => Message::Request(Request {
                 id: id(i),
-                method: method.to_owned(),
+                method: method.clone().into_owned(),
                 params: params.map(own),
             }),
-            MessageRef::Notification { method, params } => Message::Notification(Notification {
-                method: method.to_owned(),
-                params: params.map(own),
-            }),
+            MessageRef::Notification { ref method, params } => {
+                Message::Notification(Notification {
+                    method: method.clone().into_owned(),
+                    params: params.map(own),
+                })
+            }
             MessageRef::Response { id: i, result } => Message::Response(Response {
                 id: id(i),
                 result: own(result),
@@ -987,6 +991,22 @@ mod tests {
     fn unknown_envelope_members_are_ignored_and_order_is_free() {
         let v = reencode(r#"{"method":"ping","x":1,"id":1,"jsonrpc":"2.0"}"#);
         assert_eq!(v, json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
+    }
+
+    #[test]
+    fn escaped_methods_and_versions_are_read() {
+        let m = decode(r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools\/list"}"#).unwrap();
+        assert_eq!(m.method(), Some("tools/list"));
+        let n = decode(r#"{"jsonrpc":"2.0","method":"notifications\/initialized"}"#).unwrap();
+        assert_eq!(n.method(), Some("notifications/initialized"));
+    }
+
+    #[test]
+    fn json_rpc_section_7_invalid_request_is_answered() {
+        let e = decode(r#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#).unwrap_err();
+        assert_eq!(e.code(), code::INVALID_REQUEST);
+        assert!(e.wants_response());
+        assert_eq!(e.to_response().id, None);
     }
 
     #[test]
