@@ -12,7 +12,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::common::{Extra, Meta, ResultType};
-use super::content::const_tag;
 
 /// Method `completion/complete` (request; all revisions).
 pub const COMPLETION_COMPLETE: &str = "completion/complete";

@@ -17,48 +17,6 @@ use serde_json::{Map, Value};
 
 use super::common::{Annotations, Extra, Icon, Meta};
 
-/// Defines a zero-sized marker type that serializes as one fixed string and
-/// deserializes only from that string: the `type` member of a tagged MCP object.
-macro_rules! const_tag {
-    ($(#[$doc:meta])* $name:ident = $value:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        pub struct $name;
-
-        impl $name {
-            /// The tag's wire value.
-            pub const VALUE: &'static str = $value;
-        }
-
-        impl ::serde::Serialize for $name {
-            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str($value)
-            }
-        }
-
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl ::serde::de::Visitor<'_> for V {
-                    type Value = $name;
-                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                        write!(f, "the string {:?}", $value)
-                    }
-                    fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<$name, E> {
-                        if v == $value {
-                            Ok($name)
-                        } else {
-                            Err(E::invalid_value(::serde::de::Unexpected::Str(v), &self))
-                        }
-                    }
-                }
-                d.deserialize_str(V)
-            }
-        }
-    };
-}
-pub(crate) use const_tag;
-
 const_tag!(
     /// The `type` of a [`TextContent`]: always `"text"`.
     TextType = "text"

@@ -28,62 +28,27 @@ pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// elicitation finished out of band; params [`ElicitationCompleteNotificationParams`].
 pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
-/// Generates a unit type that (de)serializes as exactly one JSON string, for the
-/// schema's `const` members (`"type": "object"`, `"mode": "url"`, ...).
-macro_rules! const_str {
-    ($(#[$doc:meta])* $name:ident = $value:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        pub struct $name;
-
-        impl $name {
-            /// The JSON string this type stands for.
-            pub const VALUE: &'static str = $value;
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str($value)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                if s == $value {
-                    Ok($name)
-                } else {
-                    Err(de::Error::invalid_value(
-                        de::Unexpected::Str(&s),
-                        &concat!("\"", $value, "\""),
-                    ))
-                }
-            }
-        }
-    };
-}
-
-const_str!(
+const_tag!(
     /// The constant `"form"` of `ElicitRequestFormParams.mode` (2025-11-25+).
     FormMode = "form"
 );
-const_str!(
+const_tag!(
     /// The constant `"url"` of `ElicitRequestURLParams.mode` (2025-11-25+).
     UrlMode = "url"
 );
-const_str!(
+const_tag!(
     /// The constant `"object"` of `requestedSchema.type` (2025-06-18+).
     ObjectType = "object"
 );
-const_str!(
+const_tag!(
     /// The constant `"string"` of string and single-select enum schemas (2025-06-18+).
     StringType = "string"
 );
-const_str!(
+const_tag!(
     /// The constant `"boolean"` of [`BooleanSchema`] (2025-06-18+).
     BooleanType = "boolean"
 );
-const_str!(
+const_tag!(
     /// The constant `"array"` of multi-select enum schemas (2025-11-25+).
     ArrayType = "array"
 );
