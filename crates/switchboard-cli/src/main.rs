@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use switchboard_protocol::codec::line::{encode_line, FrameDecoder, LineError};
+use switchboard_protocol::codec::line::{encode_batch_line, encode_line, FrameDecoder, LineError};
 use switchboard_protocol::jsonrpc::{Frame, Message};
 use switchboard_protocol::ProtocolVersion;
 
@@ -105,42 +105,57 @@ fn describe(m: &Message) -> String {
 struct Tally {
     ok: usize,
     bad: usize,
-    line: usize,
+    answered: usize,
+    frame: usize,
 }
 
 impl Tally {
-    /// Writes one decoded frame (or the answer to a bad one) to `out`.
+    /// Writes one decoded frame (or the answer to a bad one) to `out`: a single
+    /// message as one line, a batch (2025-03-26) as one array line holding the
+    /// re-encoded messages and the error responses for its bad items, in order
+    /// (JSON-RPC 2.0 §6).
     fn frame(&mut self, out: &mut impl Write, item: Result<Frame, LineError>) -> io::Result<()> {
-        self.line += 1;
-        let line = self.line;
+        self.frame += 1;
+        let n = self.frame;
         match item {
-            Ok(Frame::Single(m)) => self.message(out, line, &m),
+            Ok(Frame::Single(m)) => {
+                self.ok += 1;
+                eprintln!("frame {n}: {}", describe(&m));
+                out.write_all(&encode_line(&m))
+            }
             Ok(Frame::Batch(items)) => {
+                eprintln!("frame {n}: batch of {}", items.len());
+                let mut batch = Vec::with_capacity(items.len());
                 for item in items {
                     match item {
-                        Ok(m) => self.message(out, line, &m)?,
-                        Err(e) => self.answer(out, line, &LineError::Decode(e))?,
+                        Ok(m) => {
+                            self.ok += 1;
+                            eprintln!("  {}", describe(&m));
+                            batch.push(m);
+                        }
+                        Err(e) => batch.extend(self.bad_input(n, &LineError::Decode(e))),
                     }
                 }
-                Ok(())
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                out.write_all(&encode_batch_line(&batch))
             }
-            Err(e) => self.answer(out, line, &e),
+            Err(e) => match self.bad_input(n, &e) {
+                Some(answer) => out.write_all(&encode_line(&answer)),
+                None => Ok(()),
+            },
         }
     }
 
-    fn message(&mut self, out: &mut impl Write, line: usize, m: &Message) -> io::Result<()> {
-        self.ok += 1;
-        eprintln!("line {line}: {}", describe(m));
-        out.write_all(&encode_line(m))
-    }
-
-    fn answer(&mut self, out: &mut impl Write, line: usize, e: &LineError) -> io::Result<()> {
+    /// Counts and reports bad input; the answer the spec gives it, if any.
+    fn bad_input(&mut self, n: usize, e: &LineError) -> Option<Message> {
         self.bad += 1;
-        eprintln!("line {line}: bad input: {e}");
-        if e.wants_response() {
-            out.write_all(&encode_line(&Message::Error(e.to_response())))?;
-        }
-        Ok(())
+        eprintln!("frame {n}: bad input: {e}");
+        e.wants_response().then(|| {
+            self.answered += 1;
+            Message::Error(e.to_response())
+        })
     }
 }
 
@@ -167,8 +182,9 @@ fn decode(file: Option<PathBuf>, revision: ProtocolVersion) -> anyhow::Result<()
     }
     out.flush()?;
     eprintln!(
-        "# {} messages decoded and re-encoded, {} bad inputs answered per the spec (revision {revision})",
-        tally.ok, tally.bad
+        "# {} messages decoded and re-encoded; {} bad inputs, {} answered per the spec \
+         (broken notifications get no answer); revision {revision}",
+        tally.ok, tally.bad, tally.answered
     );
     Ok(())
 }

@@ -46,17 +46,20 @@ fn built_in_sample_round_trips_and_answers_bad_lines() {
 
 #[test]
 fn stdin_and_batches_in_2025_03_26() {
-    let input = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}]\n\
+    let input = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"},{\"jsonrpc\":\"1.0\",\"method\":\"x\"}]\n\
                   {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}";
     let (out, err, ok) = run(&["decode", "-", "--revision", "2025-03-26"], Some(input));
     assert!(ok, "{err}");
-    assert_eq!(out.len(), 3);
-    assert_eq!(out[0]["id"], 1);
-    assert_eq!(out[1]["error"]["code"], -32600);
+    assert_eq!(out.len(), 2, "a batch is answered as one array line");
+    let batch = out[0].as_array().expect("array");
+    assert_eq!(batch.len(), 2, "the broken notification gets no answer");
+    assert_eq!(batch[0]["id"], 1);
+    assert_eq!(batch[1]["error"]["code"], -32600);
     assert_eq!(
-        out[2]["id"], 2,
+        out[1]["id"], 2,
         "a last line without a newline is still read"
     );
+    assert!(err.contains("2 bad inputs, 1 answered"), "{err}");
     let (out, _, _) = run(&["decode", "-", "--revision", "2025-06-18"], Some(input));
     assert_eq!(
         out[0]["error"]["code"], -32600,
