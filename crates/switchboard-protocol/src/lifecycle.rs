@@ -168,6 +168,17 @@ pub enum LifecycleError {
         /// The method.
         method: String,
     },
+    /// The method does not exist yet in the session's revision, e.g. `elicitation/create`
+    /// in a 2024-11-05 session ([`introduced_in`]). Code -32601.
+    #[error("method {method:?} does not exist in {version} (added in {added})")]
+    MethodNotInRevision {
+        /// The method.
+        method: String,
+        /// The session's revision.
+        version: ProtocolVersion,
+        /// The revision that added the method.
+        added: ProtocolVersion,
+    },
     /// A capability the method needs was not declared by the side that must declare it.
     /// Code -32601 for [`Gate::Method`], -32602 for [`Gate::Feature`].
     #[error("{method:?} needs the {} capability `{}`, which was not declared", .requirement.capability.side(), .requirement.capability.path())]
@@ -205,7 +216,7 @@ impl LifecycleError {
             | Closed => code::INVALID_REQUEST,
             InvalidParams(_) | InitializeVersion(_) | AnswerNotAccepted(_) => code::INVALID_PARAMS,
             UnsupportedProtocolVersion(_) => code::UNSUPPORTED_PROTOCOL_VERSION,
-            MethodRemoved { .. } => code::METHOD_NOT_FOUND,
+            MethodRemoved { .. } | MethodNotInRevision { .. } => code::METHOD_NOT_FOUND,
             CapabilityNotDeclared { requirement, .. } => match requirement.gate {
                 Gate::Method => code::METHOD_NOT_FOUND,
                 Gate::Feature => code::INVALID_PARAMS,
@@ -657,6 +668,13 @@ pub fn check_capabilities(
     server: &ServerCapabilities,
     client: &ClientCapabilities,
 ) -> Result<(), LifecycleError> {
+    if let Some(added) = introduced_in(method).filter(|added| version < *added) {
+        return Err(LifecycleError::MethodNotInRevision {
+            method: method.to_owned(),
+            version,
+            added,
+        });
+    }
     for mut r in requirements(direction, version, method, params) {
         if r.capability.is_declared(server, client) {
             continue;
@@ -675,6 +693,29 @@ pub fn check_capabilities(
         });
     }
     Ok(())
+}
+
+/// The revision that added a method of the MCP method set, for the methods that
+/// were not in 2024-11-05 (each revision's schema and changelog); `None` for the
+/// methods of 2024-11-05 and for methods MCP does not define. Removals in 2026-07-28
+/// are [`removed_in_modern`].
+pub fn introduced_in(method: &str) -> Option<ProtocolVersion> {
+    use ProtocolVersion::*;
+    Some(match method {
+        m::COMPLETION_COMPLETE => V2025_03_26,
+        m::ELICITATION_CREATE => V2025_06_18,
+        m::TASKS_GET
+        | m::TASKS_RESULT
+        | m::TASKS_LIST
+        | m::TASKS_CANCEL
+        | m::TASKS_STATUS
+        | m::ELICITATION_COMPLETE => V2025_11_25,
+        "server/discover"
+        | "subscriptions/listen"
+        | "notifications/subscriptions/acknowledged"
+        | m::TASKS_UPDATE => V2026_07_28,
+        _ => return None,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -1428,8 +1469,11 @@ fn request_meta(params: Option<&RawValue>) -> Result<Option<Map<String, Value>>,
     }
 }
 
-fn has_modern_version(params: Option<&RawValue>) -> bool {
-    matches!(request_meta(params), Ok(Some(m)) if m.contains_key(meta::PROTOCOL_VERSION))
+/// Whether a request's `_meta` marks it as 2026-07-28 (it names the protocol version or
+/// the client capabilities there).
+fn has_modern_meta(params: Option<&RawValue>) -> bool {
+    matches!(request_meta(params), Ok(Some(m))
+        if m.contains_key(meta::PROTOCOL_VERSION) || m.contains_key(meta::CLIENT_CAPABILITIES))
 }
 
 fn missing(key: &str) -> LifecycleError {
@@ -1623,13 +1667,16 @@ pub enum Accepted {
 /// A server that speaks both eras on one connection (2026-07-28 "Era detection" →
 /// dual-era server).
 ///
-/// Selection: `initialize` always goes to the legacy machine and, once accepted,
-/// selects legacy for the rest of the connection. Until then a request whose
-/// `_meta` carries `io.modelcontextprotocol/protocolVersion` is checked with
-/// [`check_modern_request`] and, when it passes, selects modern (the era is not locked
-/// by a failed check, so a client may fall back after -32022). Before any selection a
-/// request without that key follows the legacy rules (`ping` works, anything else is
-/// -32600). After modern is selected, every request gets the modern check.
+/// Each request is routed by what it carries (2026-07-28 "Era detection": "a request
+/// with modern `_meta` is served stateless"; `initialize` selects legacy semantics):
+/// - `initialize` goes to the legacy machine;
+/// - a request whose `_meta` names `io.modelcontextprotocol/protocolVersion` or
+///   `io.modelcontextprotocol/clientCapabilities` gets [`check_modern_request`] and is
+///   served statelessly — also after `initialize`, and a failed check (-32022, -32602)
+///   locks nothing, so a client may retry or fall back;
+/// - any other request follows the legacy rules (`ping` works before `initialize`,
+///   anything else is -32600), except on a connection that has only spoken modern so
+///   far, where it gets the modern check too (so `ping` is -32601 there).
 #[derive(Debug, Clone)]
 pub struct DualEraServer {
     supported: Supported,
@@ -1672,12 +1719,8 @@ impl DualEraServer {
     /// A request arrived: which era serves it, or the error to answer with.
     pub fn recv_request(&mut self, request: &Request) -> Result<Accepted, LifecycleError> {
         let params = request.params.as_deref();
-        let modern = match self.era {
-            Some(Era::Legacy) => false,
-            _ if request.method == m::INITIALIZE => false,
-            Some(Era::Modern) => true,
-            None => has_modern_version(params),
-        };
+        let is_initialize = request.method == m::INITIALIZE;
+        let modern = !is_initialize && (has_modern_meta(params) || self.era == Some(Era::Modern));
         if modern {
             let ctx = check_modern_request(
                 &self.supported,
@@ -1685,7 +1728,7 @@ impl DualEraServer {
                 &request.method,
                 params,
             )?;
-            self.era = Some(Era::Modern);
+            self.era.get_or_insert(Era::Modern);
             Ok(Accepted::Modern(Box::new(ctx)))
         } else {
             self.legacy.recv_request(request)?;
@@ -2731,6 +2774,50 @@ mod tests {
         );
     }
 
+    #[test]
+    fn methods_newer_than_the_session_do_not_exist() {
+        let client: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}, "sampling": {}})).unwrap();
+        let server: ServerCapabilities =
+            serde_json::from_value(json!({"completions": {}})).unwrap();
+        let elicit =
+            raw(json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}}));
+        for (version, method, dir, ok) in [
+            (
+                V2024_11_05,
+                "elicitation/create",
+                Direction::ServerToClient,
+                false,
+            ),
+            (
+                V2025_06_18,
+                "elicitation/create",
+                Direction::ServerToClient,
+                true,
+            ),
+            (
+                V2024_11_05,
+                "completion/complete",
+                Direction::ClientToServer,
+                false,
+            ),
+            (
+                V2025_03_26,
+                "completion/complete",
+                Direction::ClientToServer,
+                true,
+            ),
+            (V2025_06_18, "tasks/list", Direction::ClientToServer, false),
+        ] {
+            let r = check_capabilities(dir, version, method, Some(&elicit), &server, &client);
+            assert_eq!(r.is_ok(), ok, "{version} {method}: {r:?}");
+            if let Err(e) = r {
+                assert_eq!(e.code(), -32601, "{version} {method}");
+            }
+        }
+        assert_eq!(introduced_in("tools/call"), None);
+    }
+
     fn dual() -> DualEraServer {
         DualEraServer::new(
             Supported::default(),
@@ -2755,13 +2842,20 @@ mod tests {
         let init = req(3, "initialize", Some(init_params("2025-06-18", json!({}))));
         assert_eq!(d.recv_request(&init), Ok(Accepted::Legacy));
         assert_eq!(d.era(), Some(Era::Legacy));
-        // A modern-looking request is now under the legacy rules (not initialized yet).
+        // A request with modern `_meta` is still served statelessly.
         let modern = req(
             4,
             "tools/list",
             Some(modern_params(json!("2026-07-28"), json!({}), json!({}))),
         );
-        assert_eq!(d.recv_request(&modern).unwrap_err().code(), -32600);
+        assert!(matches!(d.recv_request(&modern), Ok(Accepted::Modern(_))));
+        // A legacy request before the handshake is over is not.
+        assert_eq!(
+            d.recv_request(&req(5, "tools/list", None))
+                .unwrap_err()
+                .code(),
+            -32600
+        );
         let resp = d.initialize_response().unwrap();
         assert_eq!(
             resp.result_as::<Value>().unwrap()["protocolVersion"],
@@ -2770,7 +2864,18 @@ mod tests {
         d.recv_notification(&note("notifications/initialized", None))
             .unwrap();
         assert!(matches!(d.legacy().state(), ServerState::Operating(_)));
-        assert_eq!(d.recv_request(&modern), Ok(Accepted::Legacy));
+        assert!(matches!(d.recv_request(&modern), Ok(Accepted::Modern(_))));
+        assert_eq!(
+            d.recv_request(&req(6, "tools/list", None)),
+            Ok(Accepted::Legacy)
+        );
+        // Capabilities without a version: a modern request missing a required field.
+        let no_version = req(
+            7,
+            "tools/list",
+            Some(json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}})),
+        );
+        assert_eq!(d.recv_request(&no_version).unwrap_err().code(), -32602);
         assert_eq!(d.recv_request(&init).unwrap_err().code(), -32600);
     }
 

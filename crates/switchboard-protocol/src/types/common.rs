@@ -236,6 +236,12 @@ pub enum CacheScope {
     Private,
 }
 
+/// The cache lifetime a 2026-07-28 client uses for a `ttlMs` as received, in
+/// milliseconds: a missing or negative value counts as 0, i.e. stale ("Caching").
+pub fn effective_ttl_ms(ttl_ms: Option<i64>) -> u64 {
+    ttl_ms.map_or(0, |t| u64::try_from(t).unwrap_or(0))
+}
+
 /// A result with no content of its own (`{}`), e.g. for `ping` or
 /// `logging/setLevel`; 2026-07-28 adds `resultType`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -287,6 +293,13 @@ mod tests {
         let a: Annotations = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(a.priority_f64(), Some(1.0));
         assert_eq!(serde_json::to_value(&a).unwrap(), v);
+    }
+
+    #[test]
+    fn ttl_rules() {
+        assert_eq!(effective_ttl_ms(None), 0);
+        assert_eq!(effective_ttl_ms(Some(-5)), 0);
+        assert_eq!(effective_ttl_ms(Some(1500)), 1500);
     }
 
     #[test]

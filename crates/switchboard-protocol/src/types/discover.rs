@@ -35,10 +35,14 @@ pub struct DiscoverResult {
     /// How to use the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
-    /// How long the result may be cached, in milliseconds (≥ 0).
-    pub ttl_ms: u64,
-    /// Who may reuse a cached copy.
-    pub cache_scope: CacheScope,
+    /// How long the result may be cached, in milliseconds. Required by the schema
+    /// (≥ 0), but kept as received: a missing or negative value counts as 0 (stale),
+    /// see [`effective_ttl_ms`](super::effective_ttl_ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    /// Who may reuse a cached copy (required by the schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// `_meta`, with `io.modelcontextprotocol/serverInfo`.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -67,8 +71,8 @@ impl DiscoverResult {
             supported_versions,
             capabilities,
             instructions: None,
-            ttl_ms,
-            cache_scope,
+            ttl_ms: Some(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+            cache_scope: Some(cache_scope),
             meta,
             extra: Extra::new(),
         }
@@ -106,8 +110,8 @@ mod tests {
             "cacheScope": "public"
         }));
         assert_eq!(r.result_type, Some(ResultType::Complete));
-        assert_eq!(r.ttl_ms, 3_600_000);
-        assert_eq!(r.cache_scope, CacheScope::Public);
+        assert_eq!(super::super::effective_ttl_ms(r.ttl_ms), 3_600_000);
+        assert_eq!(r.cache_scope, Some(CacheScope::Public));
         assert_eq!(r.server_info().unwrap().name, "ExampleServer");
         assert!(r.capabilities.supports_tools());
     }
@@ -120,7 +124,7 @@ mod tests {
         }));
         assert_eq!(r.extra["x-new"], json!({"a": 1}));
         assert!(r.server_info().is_none());
-        for missing in ["supportedVersions", "capabilities", "ttlMs", "cacheScope"] {
+        for missing in ["supportedVersions", "capabilities"] {
             let mut v = json!({"resultType": "complete", "supportedVersions": [],
                 "capabilities": {}, "ttlMs": 1, "cacheScope": "public"});
             v.as_object_mut().unwrap().remove(missing);
@@ -129,11 +133,11 @@ mod tests {
                 "{missing}"
             );
         }
-        assert!(
-            serde_json::from_value::<DiscoverResult>(json!({"supportedVersions": [],
-            "capabilities": {}, "ttlMs": -1, "cacheScope": "public"}))
-            .is_err()
-        );
+        // Cache hints are lenient: missing or negative means stale, and is kept.
+        let r: DiscoverResult = round_trip(json!({"supportedVersions": [],
+            "capabilities": {}, "ttlMs": -1}));
+        assert_eq!(super::super::effective_ttl_ms(r.ttl_ms), 0);
+        assert_eq!(r.cache_scope, None);
     }
 
     #[test]
