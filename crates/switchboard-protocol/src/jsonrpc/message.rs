@@ -208,7 +208,8 @@ fn raw_eq(a: &RawValue, b: &RawValue) -> bool {
             == serde_json::from_str::<serde_json::Value>(b.get()).ok()
 }
 
-fn raw_opt_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
+/// Whether two optional raw payloads are equal as JSON values.
+pub(crate) fn raw_opt_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => raw_eq(a, b),

@@ -8,6 +8,8 @@ mod id;
 mod message;
 mod scan;
 
+pub(crate) use message::raw_opt_eq;
+
 pub use id::{Id, IdError, IntId};
 pub use message::{
     decode_frame, encode_batch, Batching, DecodeError, DecodeErrorKind, ErrorObject, ErrorResponse,

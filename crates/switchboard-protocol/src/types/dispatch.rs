@@ -62,7 +62,7 @@ use super::tasks::{
 use super::tools::{
     CallToolRequestParams, NOTIFICATION_TOOLS_LIST_CHANGED, TOOLS_CALL, TOOLS_LIST,
 };
-use crate::jsonrpc::{code, ErrorObject, Id, Notification, Request};
+use crate::jsonrpc::{code, raw_opt_eq, ErrorObject, Id, Notification, Request};
 
 /// The -32602 answer for `method` whose params failed to decode.
 fn invalid_params(method: &str, reason: &dyn std::fmt::Display) -> ErrorObject {
@@ -102,18 +102,6 @@ fn decode_optional<T: DeserializeOwned>(
 fn encode<T: Serialize>(params: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(params)
         .unwrap_or_else(|_| RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON"))
-}
-
-fn raw_opt_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a.get() == b.get()
-                || serde_json::from_str::<serde_json::Value>(a.get()).ok()
-                    == serde_json::from_str::<serde_json::Value>(b.get()).ok()
-        }
-        _ => false,
-    }
 }
 
 /// Generates a method-set enum: one variant per method (`required` params are boxed,
