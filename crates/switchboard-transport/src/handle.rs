@@ -1,0 +1,421 @@
+//! The halves a library holds: [`Sender`] and [`Receiver`], and what goes through
+//! them.
+//!
+//! The I/O itself is owned by driver tasks (a reader and a writer per transport,
+//! plus a supervisor for a child process) spawned on the Tokio runtime when the
+//! transport is made; the halves only talk to those tasks through bounded queues.
+
+use std::fmt;
+use std::io;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use switchboard_protocol::codec::{encode_batch_line, encode_line};
+use switchboard_protocol::jsonrpc::{Batching, DecodeError, Message};
+use tokio::sync::mpsc;
+
+use crate::stdio::child::ShutdownReport;
+
+/// The batching rule of one transport, shared by its halves and its reader task.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchingSwitch(Arc<AtomicBool>);
+
+impl BatchingSwitch {
+    pub(crate) fn new(batching: Batching) -> Self {
+        BatchingSwitch(Arc::new(AtomicBool::new(batching == Batching::Allowed)))
+    }
+
+    pub(crate) fn get(&self) -> Batching {
+        if self.0.load(Ordering::Acquire) {
+            Batching::Allowed
+        } else {
+            Batching::Refused
+        }
+    }
+
+    pub(crate) fn set(&self, batching: Batching) {
+        self.0
+            .store(batching == Batching::Allowed, Ordering::Release);
+    }
+}
+
+/// A connected transport: the two halves a library uses.
+///
+/// Made by [`crate::stdio::serve`], [`crate::stdio::serve_on`],
+/// [`crate::memory::pair`] and [`crate::connect`]; a child process comes as a
+/// [`crate::stdio::ChildTransport`], which adds the process handle.
+#[derive(Debug)]
+pub struct Transport {
+    /// Sends messages to the peer; cloneable.
+    pub sender: Sender,
+    /// Yields what the peer sent, then [`Inbound::Closed`].
+    pub receiver: Receiver,
+}
+
+impl Transport {
+    /// The two halves, to move them to different tasks.
+    pub fn split(self) -> (Sender, Receiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+/// The sending half: queues messages for the writer task, which writes each as one
+/// line (`encode_line`; MCP "Transports → stdio", every revision).
+///
+/// Cloneable; all clones feed one bounded queue of
+/// [`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
+/// messages.
+///
+/// **Dropping.** When the last `Sender` is dropped, the writer task writes what is
+/// still queued, flushes, shuts its output down (for a child: closes the child's
+/// stdin; for a pipe or [`crate::memory::pair`]: the peer reads end of input) and
+/// ends. The receiving side is not affected. On the server side a bad inbound line
+/// is answered only while some `Sender` is alive.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    pub(crate) tx: mpsc::Sender<Vec<u8>>,
+    pub(crate) batching: BatchingSwitch,
+}
+
+impl Sender {
+    /// Queues one message, waiting while the queue is full (backpressure).
+    ///
+    /// The message is encoded here, in the caller's task, as one line of compact
+    /// JSON; the writer task only writes bytes. `Ok` means queued, not yet written.
+    ///
+    /// Errors: [`SendError::is_closed`] when the writer task has ended (the output
+    /// failed, the child was shut down, or the runtime is gone); the message comes
+    /// back with [`SendError::into_inner`].
+    ///
+    /// Cancel safety: if the future is dropped before it completes, the message was
+    /// not queued and nothing of it is written.
+    pub async fn send(&self, message: Message) -> Result<(), SendError> {
+        let line = encode_line(&message);
+        match self.tx.send(line).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(SendError::new(
+                SendErrorKind::Closed,
+                Outgoing::Message(message),
+            )),
+        }
+    }
+
+    /// Like [`send`](Self::send) but never waits.
+    ///
+    /// Errors: [`SendError::is_full`] when the queue is full, [`SendError::is_closed`]
+    /// when the writer task has ended.
+    pub fn try_send(&self, message: Message) -> Result<(), SendError> {
+        let line = encode_line(&message);
+        match self.tx.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => Err(SendError::new(
+                SendErrorKind::Full,
+                Outgoing::Message(message),
+            )),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(SendError::new(
+                SendErrorKind::Closed,
+                Outgoing::Message(message),
+            )),
+        }
+    }
+
+    /// Queues a JSON-RPC batch as one line (a JSON array;
+    /// `encode_batch_line`). Batches exist only in 2025-03-26 (MCP 2025-03-26,
+    /// "Base protocol → Batching": MUST accept, MAY send; `initialize` is never
+    /// batched, which is the library's rule to keep).
+    ///
+    /// Errors: [`SendError::is_batch_refused`] unless the transport's batching rule
+    /// is [`Batching::Allowed`] (see [`set_batching`](Self::set_batching));
+    /// [`SendError::is_empty_batch`] for an empty vector (an empty array is an
+    /// invalid request, JSON-RPC 2.0 §6); otherwise as [`send`](Self::send). Cancel
+    /// safety as [`send`](Self::send).
+    pub async fn send_batch(&self, messages: Vec<Message>) -> Result<(), SendError> {
+        if self.batching.get() == Batching::Refused {
+            return Err(SendError::new(
+                SendErrorKind::BatchRefused,
+                Outgoing::Batch(messages),
+            ));
+        }
+        if messages.is_empty() {
+            return Err(SendError::new(
+                SendErrorKind::EmptyBatch,
+                Outgoing::Batch(messages),
+            ));
+        }
+        let line = encode_batch_line(&messages);
+        match self.tx.send(line).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(SendError::new(
+                SendErrorKind::Closed,
+                Outgoing::Batch(messages),
+            )),
+        }
+    }
+
+    /// The batching rule in force, for both directions.
+    pub fn batching(&self) -> Batching {
+        self.batching.get()
+    }
+
+    /// Changes the batching rule of the whole transport (both halves and the
+    /// reader, which decodes each line with `decode_frame` under the rule in force
+    /// when it takes the line, as `FrameDecoder::set_batching` does): `Allowed` once
+    /// 2025-03-26 is negotiated (`ProtocolVersion::batching`).
+    ///
+    /// The reader applies the rule to each line as it decodes it; lines already
+    /// decoded and waiting in the inbound queue keep the rule they were decoded
+    /// under. So set it before sending the message that ends negotiation: the
+    /// server before sending its `initialize` result, the client on receiving it,
+    /// before sending `notifications/initialized`. A conforming peer cannot send a
+    /// batch earlier.
+    pub fn set_batching(&self, batching: Batching) {
+        self.batching.set(batching);
+    }
+
+    /// Whether the writer task has ended (every later send fails).
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Waits until the writer task has ended. Cancel safe.
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
+}
+
+/// What a [`SendError`] gives back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// The message of [`Sender::send`] or [`Sender::try_send`].
+    Message(Message),
+    /// The messages of [`Sender::send_batch`].
+    Batch(Vec<Message>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendErrorKind {
+    Closed,
+    Full,
+    BatchRefused,
+    EmptyBatch,
+}
+
+/// A message that was not queued, and why. The message comes back with
+/// [`into_inner`](Self::into_inner).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendError {
+    kind: SendErrorKind,
+    /// Boxed to keep `Result<(), SendError>` small.
+    payload: Box<Outgoing>,
+}
+
+impl SendError {
+    fn new(kind: SendErrorKind, payload: Outgoing) -> Self {
+        SendError {
+            kind,
+            payload: Box::new(payload),
+        }
+    }
+
+    /// The writer task has ended: the output failed or was closed. Final.
+    pub fn is_closed(&self) -> bool {
+        self.kind == SendErrorKind::Closed
+    }
+
+    /// The queue was full ([`Sender::try_send`] only). Transient.
+    pub fn is_full(&self) -> bool {
+        self.kind == SendErrorKind::Full
+    }
+
+    /// A batch on a transport whose batching rule is [`Batching::Refused`].
+    pub fn is_batch_refused(&self) -> bool {
+        self.kind == SendErrorKind::BatchRefused
+    }
+
+    /// An empty batch.
+    pub fn is_empty_batch(&self) -> bool {
+        self.kind == SendErrorKind::EmptyBatch
+    }
+
+    /// The message or batch that was not queued.
+    pub fn into_inner(self) -> Outgoing {
+        *self.payload
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.kind {
+            SendErrorKind::Closed => "transport closed: the message was not sent",
+            SendErrorKind::Full => "transport queue full: the message was not sent",
+            SendErrorKind::BatchRefused => {
+                "batches are not allowed on this transport (only 2025-03-26 has them)"
+            }
+            SendErrorKind::EmptyBatch => "an empty batch is an invalid request",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// One inbound event.
+#[derive(Debug)]
+pub enum Inbound {
+    /// One message from the peer.
+    Message(Message),
+    /// A JSON-RPC batch (2025-03-26 only), each item decoded on its own
+    /// (JSON-RPC 2.0 §6: an invalid item does not spoil the others). Invalid items
+    /// are passed on, not answered by the transport: on the server side their
+    /// answers belong in the batch's response array, which the library builds
+    /// (`DecodeError::to_response`, unless `wants_response` is false); on the
+    /// client side they have been logged (warn) and may be ignored.
+    Batch(Vec<Result<Message, DecodeError>>),
+    /// The last event: no more input will come. After it, [`Receiver::recv`]
+    /// returns `None`.
+    Closed {
+        /// Why.
+        reason: CloseReason,
+    },
+}
+
+/// Why a transport's input ended ([`Inbound::Closed`]).
+///
+/// The library should fail every request still awaiting a response when it sees
+/// this (MCP R5 "Transports → stdio": after an unexpected exit the client SHOULD
+/// restart, retry lost requests and re-open listens).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// Server side: our own stdin reached end of file. The spec's servers SHOULD
+    /// exit then (R5 "Transports → stdio"). Displayed as "stdin closed".
+    StdinClosed,
+    /// The peer closed its side of a pipe or of an in-memory pair.
+    PeerClosed,
+    /// Reading the input (or waiting for a child) failed.
+    Io(Arc<io::Error>),
+    /// A child process exited on its own, with this status.
+    ChildExited(ExitStatus),
+    /// A child process closed its stdout but did not exit within
+    /// [`crate::stdio::STDOUT_EOF_EXIT_WAIT`]; it can no longer answer. It keeps running
+    /// until [`crate::stdio::ChildProcess::shutdown`] or the handle is dropped.
+    ChildStdoutClosed,
+    /// A child process was shut down at our request; how it ended.
+    ShutDown(ShutdownReport),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::StdinClosed => f.write_str("stdin closed"),
+            CloseReason::PeerClosed => f.write_str("peer closed the connection"),
+            CloseReason::Io(e) => write!(f, "I/O error: {e}"),
+            CloseReason::ChildExited(status) => write!(f, "child exited ({status})"),
+            CloseReason::ChildStdoutClosed => {
+                f.write_str("child closed its stdout but is still running")
+            }
+            CloseReason::ShutDown(report) => write!(f, "child shut down: {report}"),
+        }
+    }
+}
+
+/// The receiving half: yields what the peer sent, in order, then
+/// [`Inbound::Closed`].
+///
+/// The reader task splits lines (`LineDecoder`, with the transport's line limit),
+/// decodes each (`decode_frame`, with the transport's batching rule) and queues the result; at most
+/// [`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
+/// events wait here, after which the reader stops reading (backpressure).
+///
+/// **Dropping.** The reader task ends at its next event and stops reading its
+/// input: a peer that keeps writing blocks once the pipe is full. The sending side
+/// is not affected; a child process is not stopped (that is
+/// [`crate::stdio::ChildProcess`]'s job).
+#[derive(Debug)]
+pub struct Receiver {
+    pub(crate) rx: mpsc::Receiver<Inbound>,
+    pub(crate) batching: BatchingSwitch,
+}
+
+impl Receiver {
+    /// The next event. `None` after [`Inbound::Closed`] has been yielded, or if
+    /// the driver tasks are gone without one (the runtime shut down).
+    ///
+    /// Cancel safe: if the future is dropped before it completes, no event is lost.
+    pub async fn recv(&mut self) -> Option<Inbound> {
+        self.rx.recv().await
+    }
+
+    /// The next event if one is waiting; never waits. `None` when nothing is
+    /// waiting or the stream has ended.
+    pub fn try_recv(&mut self) -> Option<Inbound> {
+        self.rx.try_recv().ok()
+    }
+
+    /// The batching rule in force ([`Sender::batching`]).
+    pub fn batching(&self) -> Batching {
+        self.batching.get()
+    }
+
+    /// Same as [`Sender::set_batching`].
+    pub fn set_batching(&self, batching: Batching) {
+        self.batching.set(batching);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_protocol::jsonrpc::Request;
+
+    fn ping() -> Message {
+        Message::Request(Request::new(1, "ping", &serde_json::json!({})).unwrap())
+    }
+
+    fn pair(capacity: usize) -> (Sender, mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        let sender = Sender {
+            tx,
+            batching: BatchingSwitch::new(Batching::Refused),
+        };
+        (sender, rx)
+    }
+
+    #[test]
+    fn the_switch_is_shared_by_every_holder() {
+        let (sender, _rx) = pair(1);
+        let clone = sender.clone();
+        assert_eq!(clone.batching(), Batching::Refused);
+        sender.set_batching(Batching::Allowed);
+        assert_eq!(clone.batching(), Batching::Allowed);
+    }
+
+    #[test]
+    fn try_send_reports_full_then_closed_and_gives_the_message_back() {
+        let (sender, mut rx) = pair(1);
+        sender.try_send(ping()).unwrap();
+        let e = sender.try_send(ping()).unwrap_err();
+        assert!(e.is_full() && !e.is_closed(), "{e}");
+        assert_eq!(e.into_inner(), Outgoing::Message(ping()));
+        // What was queued is one encoded line.
+        let line = rx.try_recv().unwrap();
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(Message::decode(&line[..line.len() - 1]).unwrap(), ping());
+        drop(rx);
+        let e = sender.try_send(ping()).unwrap_err();
+        assert!(e.is_closed(), "{e}");
+        assert!(sender.is_closed());
+        assert_eq!(e.to_string(), "transport closed: the message was not sent");
+    }
+
+    #[test]
+    fn close_reasons_read_well() {
+        assert_eq!(CloseReason::StdinClosed.to_string(), "stdin closed");
+        assert_eq!(
+            CloseReason::PeerClosed.to_string(),
+            "peer closed the connection"
+        );
+        let io = CloseReason::Io(Arc::new(io::Error::other("boom")));
+        assert_eq!(io.to_string(), "I/O error: boom");
+    }
+}

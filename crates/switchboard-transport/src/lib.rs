@@ -1,0 +1,74 @@
+//! # switchboard-transport
+//!
+//! The transport layer of the Model Context Protocol (MCP): moving JSON-RPC
+//! messages over bytes, connections and processes. It knows framing, pipes,
+//! child processes, backpressure and shutdown; it must not know about tools,
+//! resources, prompts, sessions, request ids awaiting answers, timeouts of
+//! requests, or what a method means. Those belong to the library layer above
+//! (`switchboard`); the messages themselves come from `switchboard-protocol`.
+//!
+//! ## Shape: handles and drivers
+//!
+//! Every transport is a [`Transport`]: a [`Sender`] (cloneable; `send`,
+//! `send_batch`) and a [`Receiver`] (yields [`Inbound`] events: a message, a
+//! batch, then a final [`Inbound::Closed`] with a [`CloseReason`]). The I/O is
+//! owned by driver tasks spawned on the Tokio runtime (a reader and a writer,
+//! plus a supervisor for a child process); the halves talk to them through
+//! bounded queues ([`TransportConfig::channel_capacity`]), so a slow side slows
+//! the other down instead of growing memory. What dropping each half does is
+//! documented on [`Sender`], [`Receiver`] and [`stdio::ChildProcess`].
+//!
+//! ## Transports
+//!
+//! - [`stdio::serve`] / [`stdio::serve_on`]: the server side of stdio (our own
+//!   stdin/stdout, or any pipe pair).
+//! - [`stdio::spawn`]: the client side of stdio, a server run as a child process,
+//!   with the spec's shutdown order (close stdin, SIGTERM, SIGKILL, reap).
+//! - [`memory::pair`]: two connected ends for tests, through the real line codec.
+//! - [`connect`]: the line driver over any `AsyncRead`/`AsyncWrite` pair, in
+//!   either [`Role`].
+//!
+//! Bad input is handled per [`Role`]: a server answers it with the spec's error
+//! and goes on; a client logs it as the peer's fault and goes on.
+//!
+//! ## Logging
+//!
+//! Everything is logged through `tracing`, in spans named after the transport
+//! (`stdio_server`, `stdio_child`, `memory`) with `name` and, for processes,
+//! `pid` fields. This crate never writes to stdout except protocol messages of
+//! [`stdio::serve`], and never installs a subscriber: only binaries do (and in
+//! stdio server mode they must send logs to stderr).
+//!
+//! ```
+//! use switchboard_protocol::jsonrpc::{Message, Notification};
+//! use switchboard_transport::{memory, CloseReason, Inbound, TransportConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (client, server) = memory::pair(&TransportConfig::default());
+//! let (client_tx, _client_rx) = client.split();
+//! let (_server_tx, mut server_rx) = server.split();
+//!
+//! let hello = Notification::new("notifications/initialized", &serde_json::json!({})).unwrap();
+//! client_tx.send(Message::Notification(hello)).await.unwrap();
+//! drop(client_tx); // the client closes its side
+//!
+//! assert!(matches!(server_rx.recv().await, Some(Inbound::Message(_))));
+//! assert!(matches!(
+//!     server_rx.recv().await,
+//!     Some(Inbound::Closed { reason: CloseReason::PeerClosed })
+//! ));
+//! assert!(server_rx.recv().await.is_none());
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod config;
+mod handle;
+mod line;
+pub mod memory;
+pub mod stdio;
+
+pub use config::{TransportConfig, DEFAULT_CHANNEL_CAPACITY};
+pub use handle::{CloseReason, Inbound, Outgoing, Receiver, SendError, Sender, Transport};
+pub use line::{connect, Role};

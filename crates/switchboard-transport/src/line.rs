@@ -1,0 +1,406 @@
+//! The newline-delimited JSON driver over any byte pipe: the reader and writer
+//! tasks behind every transport of this crate.
+//!
+//! Source: MCP "Transports → stdio" (every revision): one JSON-RPC message (in
+//! 2025-03-26, or one batch) per line, no embedded newlines; R5 adds that TCP and
+//! Unix-socket transports SHOULD reuse this framing, hence [`connect`] over any
+//! [`AsyncRead`]/[`AsyncWrite`] pair.
+
+use std::io;
+use std::sync::Arc;
+
+use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
+use switchboard_protocol::jsonrpc::{decode_frame, Frame, Message};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, trace, warn, Instrument, Span};
+
+use crate::config::TransportConfig;
+use crate::handle::{BatchingSwitch, CloseReason, Inbound, Receiver, Sender, Transport};
+
+/// How many bytes one read asks for (64 KiB). Independent of the line limit: the
+/// line decoder assembles lines across reads.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Which end of the conversation this transport is, which decides what happens to
+/// bad input (a line that is not a valid JSON-RPC frame).
+///
+/// Source: JSON-RPC 2.0 §4.2 and §5.1 (the error objects), MCP
+/// "Transports → stdio" (every revision; the peer's stdout carries only messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// We are the server, reading what a client wrote (e.g. our own stdin). A bad
+    /// line is answered on our output with the spec's error response
+    /// (`LineError::to_response`): -32700 with `id: null` for malformed JSON, a
+    /// line over the limit or non-UTF-8; -32600 with the request's id when it could
+    /// be read (`null` otherwise). A broken notification (a `method` and no `id`)
+    /// gets no answer (`LineError::wants_response`). The stream goes on with the
+    /// next line. Each bad line is also logged (warn).
+    Server,
+    /// We are the client, reading what a server wrote (e.g. a child's stdout). A
+    /// bad line (a banner, a stray print, an invalid envelope) is the server's
+    /// fault: it is logged (warn, with `peer`) and skipped; nothing is sent back and
+    /// the session goes on.
+    Client {
+        /// The peer's name, for the logs (e.g. the child's configured name).
+        peer: String,
+    },
+}
+
+/// How the reader task ended.
+#[derive(Debug)]
+pub(crate) enum ReadEnd {
+    /// End of input.
+    Eof,
+    /// Reading failed.
+    Failed(io::Error),
+    /// The [`Receiver`] was dropped.
+    ReceiverGone,
+}
+
+/// The pieces of a started transport, for callers that supervise the tasks
+/// themselves (the child process).
+pub(crate) struct Started {
+    pub(crate) transport: Transport,
+    pub(crate) reader: JoinHandle<ReadEnd>,
+    pub(crate) writer: JoinHandle<()>,
+    pub(crate) events: mpsc::Sender<Inbound>,
+}
+
+/// Starts a newline-delimited JSON transport over `input` and `output`: spawns a
+/// reader task and a writer task on the current Tokio runtime, both inside `span`.
+///
+/// - Outbound: each message [`Sender::send`] queues is written as one line
+///   (`encode_line`) and flushed when the queue runs empty.
+/// - Inbound: lines of at most
+///   [`TransportConfig::max_line_len`](TransportConfig::max_line_len) bytes are
+///   decoded with `decode_frame` under the transport's batching rule; bad lines are
+///   handled as `role` says. At end of input the [`Receiver`] gets
+///   [`Inbound::Closed`] with [`CloseReason::PeerClosed`]; on a read error, with
+///   [`CloseReason::Io`].
+/// - A write error is logged (warn) and ends the writer task: later sends fail
+///   with [`SendError::is_closed`](crate::SendError::is_closed).
+///
+/// Dropping the halves: see [`Sender`] and [`Receiver`]. When both are dropped
+/// both tasks end (the reader at its next line or at end of input), dropping
+/// `input` and `output`.
+///
+/// Panics if called outside a Tokio runtime.
+pub fn connect<R, W>(
+    input: R,
+    output: W,
+    role: Role,
+    config: &TransportConfig,
+    span: Span,
+) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    connect_with_eof(input, output, role, config, span, CloseReason::PeerClosed)
+}
+
+/// [`connect`], with the reason to report at end of input.
+pub(crate) fn connect_with_eof<R, W>(
+    input: R,
+    output: W,
+    role: Role,
+    config: &TransportConfig,
+    span: Span,
+    eof: CloseReason,
+) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let started = start(input, output, role, config, span.clone());
+    let Started {
+        transport,
+        reader,
+        writer: _,
+        events,
+    } = started;
+    tokio::spawn(
+        async move {
+            let reason = match reader.await {
+                Ok(ReadEnd::Eof) => eof,
+                Ok(ReadEnd::Failed(e)) => CloseReason::Io(Arc::new(e)),
+                Ok(ReadEnd::ReceiverGone) => return,
+                Err(e) => CloseReason::Io(Arc::new(io::Error::other(e))),
+            };
+            debug!(%reason, "input ended");
+            let _ = events.send(Inbound::Closed { reason }).await;
+        }
+        .instrument(span),
+    );
+    transport
+}
+
+/// Spawns the reader and writer tasks; the reader does not send
+/// [`Inbound::Closed`] (the caller does, from [`Started::events`]).
+pub(crate) fn start<R, W>(
+    input: R,
+    output: W,
+    role: Role,
+    config: &TransportConfig,
+    span: Span,
+) -> Started
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(config.capacity());
+    let (in_tx, in_rx) = mpsc::channel::<Inbound>(config.capacity());
+    let batching = BatchingSwitch::new(config.batching);
+    let decoder = LineDecoder::with_max_line_len(config.max_line_len);
+    let reader = ReaderTask {
+        role,
+        events: in_tx.clone(),
+        replies: out_tx.downgrade(),
+        batching: batching.clone(),
+        decoder,
+    };
+    let reader = tokio::spawn(reader.run(input).instrument(span.clone()));
+    let writer = tokio::spawn(write_loop(output, out_rx).instrument(span));
+    Started {
+        transport: Transport {
+            sender: Sender {
+                tx: out_tx,
+                batching: batching.clone(),
+            },
+            receiver: Receiver {
+                rx: in_rx,
+                batching,
+            },
+        },
+        reader,
+        writer,
+        events: in_tx,
+    }
+}
+
+/// Writes queued lines until every [`Sender`] is gone, then flushes and shuts the
+/// output down.
+async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = queue.recv().await {
+        trace!(bytes = line.len(), "writing a line");
+        if let Err(e) = output.write_all(&line).await {
+            warn!(error = %e, "write failed; the transport's output is closed");
+            return;
+        }
+        if queue.is_empty() {
+            if let Err(e) = output.flush().await {
+                warn!(error = %e, "flush failed; the transport's output is closed");
+                return;
+            }
+        }
+    }
+    debug!("every sender dropped; closing the output");
+    let _ = output.flush().await;
+    let _ = output.shutdown().await;
+}
+
+struct ReaderTask {
+    role: Role,
+    events: mpsc::Sender<Inbound>,
+    /// For answering bad lines (server role) without keeping the writer alive.
+    replies: mpsc::WeakSender<Vec<u8>>,
+    batching: BatchingSwitch,
+    /// Lines are decoded with `decode_frame` under the switch's rule as each is
+    /// taken: the same as `FrameDecoder` with `set_batching` before every
+    /// `next_frame`, but the line's text stays at hand for the client's logs.
+    decoder: LineDecoder,
+}
+
+/// At most [`EXCERPT_CHARS`] characters of `text`, for a log.
+fn excerpt(text: &str) -> &str {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// How much of a bad line the client's warning quotes: 200 characters.
+const EXCERPT_CHARS: usize = 200;
+
+/// The receiver is gone.
+struct Gone;
+
+impl ReaderTask {
+    async fn run<R: AsyncRead + Unpin>(mut self, mut input: R) -> ReadEnd {
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let n = match input.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    warn!(error = %e, "read failed");
+                    return ReadEnd::Failed(e);
+                }
+            };
+            self.decoder.push(&buf[..n]);
+            while let Some(line) = self.decoder.next_line() {
+                if self.handle(line).await.is_err() {
+                    return ReadEnd::ReceiverGone;
+                }
+            }
+        }
+        let rest: Vec<_> = self.decoder.finish().collect();
+        for item in rest {
+            if self.handle(item).await.is_err() {
+                return ReadEnd::ReceiverGone;
+            }
+        }
+        ReadEnd::Eof
+    }
+
+    async fn handle(&mut self, line: Result<String, LineError>) -> Result<(), Gone> {
+        let item = match line {
+            Ok(text) => decode_frame(text.as_bytes(), self.batching.get())
+                .map_err(|e| (LineError::Decode(e), Some(text))),
+            Err(e) => Err((e, None)),
+        };
+        let event = match item {
+            Ok(Frame::Single(message)) => {
+                trace!(method = message.method(), "received a message");
+                Inbound::Message(message)
+            }
+            Ok(Frame::Batch(items)) => {
+                if let Role::Client { peer } = &self.role {
+                    for e in items.iter().filter_map(|i| i.as_ref().err()) {
+                        warn!(peer = %peer, error = %e, "invalid batch item from the server");
+                    }
+                }
+                Inbound::Batch(items)
+            }
+            Err((e, text)) => {
+                self.bad_line(e, text.as_deref()).await;
+                return Ok(());
+            }
+        };
+        self.events.send(event).await.map_err(|_| Gone)
+    }
+
+    async fn bad_line(&mut self, e: LineError, text: Option<&str>) {
+        match &self.role {
+            Role::Client { peer } => {
+                let line = text.map(excerpt).unwrap_or_default();
+                warn!(peer = %peer, error = %e, line, "the server wrote a line that is not a valid JSON-RPC message; skipped");
+            }
+            Role::Server if !e.wants_response() => {
+                warn!(error = %e, "invalid notification; not answered (JSON-RPC 2.0 §4.1)");
+            }
+            Role::Server => {
+                let answer = e.to_response();
+                warn!(code = answer.error.code, error = %e, "bad input; answering with an error");
+                let line = encode_line(&Message::Error(answer));
+                match self.replies.upgrade() {
+                    Some(tx) => {
+                        if tx.send(line).await.is_err() {
+                            debug!("output closed; the error answer was not sent");
+                        }
+                    }
+                    None => debug!("no sender left; the error answer was not sent"),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use switchboard_protocol::jsonrpc::Request;
+    use tokio::io::{duplex, split, AsyncReadExt, AsyncWriteExt};
+
+    fn ping(id: i64) -> Message {
+        Message::Request(Request::new(id, "ping", &serde_json::json!({})).unwrap())
+    }
+
+    #[test]
+    fn excerpt_cuts_at_a_character_boundary() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(EXCERPT_CHARS + 10);
+        assert_eq!(excerpt(&long).chars().count(), EXCERPT_CHARS);
+    }
+
+    #[tokio::test]
+    async fn the_client_role_answers_nothing_and_goes_on() {
+        let (peer, ours) = duplex(4096);
+        let (our_in, our_out) = split(ours);
+        let (mut peer_out, mut peer_in) = split(peer);
+        let t = connect(
+            our_in,
+            our_out,
+            Role::Client {
+                peer: "p".to_owned(),
+            },
+            &TransportConfig::default(),
+            Span::none(),
+        );
+        let (tx, mut rx) = t.split();
+        peer_in
+            .write_all(b"banner\n{\"jsonrpc\":\"1.0\",\"id\":1}\n[]\n")
+            .await
+            .unwrap();
+        peer_in.write_all(&encode_line(&ping(2))).await.unwrap();
+        peer_in.shutdown().await.unwrap();
+        match rx.recv().await {
+            Some(Inbound::Message(m)) => assert_eq!(m, ping(2)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            rx.recv().await,
+            Some(Inbound::Closed {
+                reason: CloseReason::PeerClosed
+            })
+        ));
+        // Nothing was written back: our output ends empty when the sender goes.
+        drop(tx);
+        let mut written = Vec::new();
+        peer_out.read_to_end(&mut written).await.unwrap();
+        assert!(written.is_empty(), "{}", String::from_utf8_lossy(&written));
+    }
+
+    /// With a queue of one event and nobody receiving, the reader stops reading
+    /// and the peer's writes block: memory stays bounded. (Paused time: the
+    /// timeout fires only once every task is blocked.)
+    #[tokio::test(start_paused = true)]
+    async fn a_full_inbound_queue_stops_the_reader() {
+        let (peer, ours) = duplex(1024);
+        let (our_in, our_out) = split(ours);
+        let (_peer_out, mut peer_in) = split(peer);
+        let config = TransportConfig {
+            channel_capacity: 1,
+            ..TransportConfig::default()
+        };
+        let t = connect(our_in, our_out, Role::Server, &config, Span::none());
+        let (_tx, mut rx) = t.split();
+        let mut bytes = Vec::new();
+        for i in 0..10_000 {
+            bytes.extend(encode_line(&ping(i)));
+        }
+        let total = bytes.len();
+        let writer = tokio::spawn(async move {
+            peer_in.write_all(&bytes).await.unwrap();
+            peer_in
+        });
+        tokio::pin!(writer);
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), &mut writer)
+                .await
+                .is_err(),
+            "{total} bytes were taken in while nobody received"
+        );
+        for i in 0..10_000 {
+            match rx.recv().await {
+                Some(Inbound::Message(m)) => assert_eq!(m, ping(i)),
+                other => panic!("{other:?}"),
+            }
+        }
+        writer.await.unwrap();
+    }
+}

@@ -1,0 +1,591 @@
+//! The client side of stdio: a server run as a child process.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use switchboard_protocol::codec::LineDecoder;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::timeout;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::config::TransportConfig;
+use crate::handle::{CloseReason, Inbound, Receiver, Sender};
+use crate::line::{start, ReadEnd, Role, Started};
+
+/// Default [`ShutdownConfig::stdin_close_grace`]: 5 seconds.
+pub const DEFAULT_STDIN_CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Default [`ShutdownConfig::sigterm_grace`]: 5 seconds.
+pub const DEFAULT_SIGTERM_GRACE: Duration = Duration::from_secs(5);
+
+/// Default [`ChildConfig::stderr_max_line_len`]: 64 KiB (65 536 bytes).
+pub const DEFAULT_STDERR_MAX_LINE_LEN: usize = 64 * 1024;
+
+/// How long, once a child has exited, the transport waits for the rest of its
+/// stdout before reporting [`Inbound::Closed`]: 250 ms.
+///
+/// The child's stdout normally reaches end of file when it exits; the window only
+/// matters when a grandchild inherited it and keeps it open. Output after the
+/// window is dropped.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+/// How long, once a child has closed its stdout, the transport waits for it to
+/// exit before reporting [`CloseReason::ChildStdoutClosed`] instead of
+/// [`CloseReason::ChildExited`]: 2 seconds. A child that exits closes its stdout
+/// a moment before its exit is seen; this keeps that ordinary case from being
+/// reported as a child that lives on without output.
+pub const STDOUT_EOF_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the end of a shutdown waits for the rest of the child's stderr to be
+/// logged: 1 second. It only matters when a grandchild holds stderr open.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
+
+/// How to stop a child (MCP §3 "Lifecycle", shutdown, stdio: close stdin, then
+/// SIGTERM, then SIGKILL; R5 "Transports → stdio": close stdin, wait, force-kill).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShutdownConfig {
+    /// How long to wait for the child to exit after its stdin is closed, before
+    /// sending SIGTERM. Default [`DEFAULT_STDIN_CLOSE_GRACE`] (5 s).
+    pub stdin_close_grace: Duration,
+    /// How long to wait after SIGTERM before sending SIGKILL. Default
+    /// [`DEFAULT_SIGTERM_GRACE`] (5 s).
+    pub sigterm_grace: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            stdin_close_grace: DEFAULT_STDIN_CLOSE_GRACE,
+            sigterm_grace: DEFAULT_SIGTERM_GRACE,
+        }
+    }
+}
+
+/// What to run, and how ([`spawn`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use switchboard_transport::stdio::ChildConfig;
+///
+/// let mut config = ChildConfig::new("echo", "cat").arg("-u").env("LC_ALL", "C");
+/// config.shutdown.sigterm_grace = Duration::from_secs(1);
+/// assert_eq!(config.shutdown.stdin_close_grace, Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildConfig {
+    /// The child's name, for logs and spans (e.g. the upstream's configured name).
+    pub name: String,
+    /// The program: a path, or a name looked up in `PATH`.
+    pub command: OsString,
+    /// The arguments, without the program.
+    pub args: Vec<OsString>,
+    /// Variables added to the child's environment (after
+    /// [`env_clear`](Self::env_clear) when it is set), in order; a later entry
+    /// overrides an earlier one.
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether the child starts from an empty environment (only [`env`](Self::env))
+    /// instead of inheriting ours. Default `false` (inherit).
+    pub env_clear: bool,
+    /// The child's working directory; `None` (default) inherits ours.
+    pub current_dir: Option<PathBuf>,
+    /// The longest stderr line logged whole, in bytes; a longer line is logged as
+    /// dropped, with its length. Default [`DEFAULT_STDERR_MAX_LINE_LEN`] (64 KiB).
+    pub stderr_max_line_len: usize,
+    /// How [`ChildProcess::shutdown`] stops it.
+    pub shutdown: ShutdownConfig,
+}
+
+impl ChildConfig {
+    /// A child named `name` running `command` with no arguments, our environment
+    /// and working directory, and the default limits and shutdown graces.
+    pub fn new(name: impl Into<String>, command: impl AsRef<OsStr>) -> Self {
+        ChildConfig {
+            name: name.into(),
+            command: command.as_ref().to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            env_clear: false,
+            current_dir: None,
+            stderr_max_line_len: DEFAULT_STDERR_MAX_LINE_LEN,
+            shutdown: ShutdownConfig::default(),
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Adds one environment variable.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+}
+
+/// The step of [`ChildProcess::shutdown`] at which the child was seen to exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownStep {
+    /// It had already exited on its own; nothing was sent.
+    AlreadyExited,
+    /// After its stdin was closed, within
+    /// [`ShutdownConfig::stdin_close_grace`]; no signal was sent.
+    StdinClosed,
+    /// After SIGTERM, within [`ShutdownConfig::sigterm_grace`].
+    Sigterm,
+    /// After SIGKILL.
+    Sigkill,
+}
+
+/// How a child ended under [`ChildProcess::shutdown`] (or when its handle was
+/// dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Its exit status, as reaped (`waitpid`).
+    pub status: ExitStatus,
+    /// The step at which it exited.
+    pub step: ShutdownStep,
+}
+
+impl fmt::Display for ShutdownReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let step = match self.step {
+            ShutdownStep::AlreadyExited => "had already exited",
+            ShutdownStep::StdinClosed => "exited after stdin was closed",
+            ShutdownStep::Sigterm => "exited after SIGTERM",
+            ShutdownStep::Sigkill => "killed with SIGKILL",
+        };
+        write!(f, "{step} ({})", self.status)
+    }
+}
+
+/// A running child: the transport's halves and the process handle.
+#[derive(Debug)]
+pub struct ChildTransport {
+    /// Writes to the child's stdin.
+    pub sender: Sender,
+    /// Reads the child's stdout. Ends with [`Inbound::Closed`] carrying
+    /// [`CloseReason::ChildExited`] (promptly when the child exits on its own),
+    /// [`CloseReason::ChildStdoutClosed`], or [`CloseReason::ShutDown`].
+    pub receiver: Receiver,
+    /// Owns the process: shut it down with [`ChildProcess::shutdown`]. Dropping it
+    /// shuts the child down too (in the background).
+    pub process: ChildProcess,
+}
+
+type ShutdownReply = oneshot::Sender<io::Result<ShutdownReport>>;
+
+/// The handle that owns a child process.
+///
+/// **Dropping** it starts the same shutdown as [`shutdown`](Self::shutdown) in
+/// the background, on the runtime: close stdin, wait, SIGTERM, wait, SIGKILL,
+/// reap. If the runtime itself shuts down before that is done, the process is
+/// killed (SIGKILL; Tokio's `kill_on_drop`) and Tokio reaps it on a best-effort
+/// basis. Either way the child does not outlive us running. Only the child is
+/// signalled, not processes it started.
+///
+/// Keep it bound (`let ChildTransport { sender, receiver, process } = ...`):
+/// destructuring with `..` drops it, and with it the child.
+#[derive(Debug)]
+#[must_use = "dropping the ChildProcess shuts the child down"]
+pub struct ChildProcess {
+    name: String,
+    pid: u32,
+    control: Option<oneshot::Sender<ShutdownReply>>,
+}
+
+impl ChildProcess {
+    /// The child's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The child's process id (valid until it is reaped; do not signal it
+    /// yourself).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Stops the child in the spec's order and reaps it (MCP §3 "Lifecycle",
+    /// stdio shutdown):
+    ///
+    /// 1. if it has already exited, reap it and report
+    ///    [`ShutdownStep::AlreadyExited`];
+    /// 2. close its stdin (messages still queued by [`Sender`]s are dropped, later
+    ///    sends fail) and wait up to [`ShutdownConfig::stdin_close_grace`];
+    /// 3. send SIGTERM and wait up to [`ShutdownConfig::sigterm_grace`];
+    /// 4. send SIGKILL and wait for it to exit.
+    ///
+    /// Then the rest of its stdout is read for up to [`EXIT_DRAIN`] (its stderr for
+    /// up to 1 s more, after `Closed`), the
+    /// [`Receiver`] gets [`Inbound::Closed`] with [`CloseReason::ShutDown`] (unless it
+    /// had already got a `Closed`), and the report is returned. No zombie is left.
+    ///
+    /// Errors: waiting for the child failed (`waitpid`), or the supervising task is
+    /// gone (the runtime is shutting down).
+    ///
+    /// Cancel safety: once called, the shutdown goes on to the end even if this
+    /// future is dropped.
+    pub async fn shutdown(mut self) -> io::Result<ShutdownReport> {
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let gone = || io::Error::other("the child's supervisor task is gone");
+        let control = self.control.take().ok_or_else(gone)?;
+        control.send(reply_tx).map_err(|_| gone())?;
+        reply_rx.await.map_err(|_| gone())?
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        if self.control.is_some() {
+            debug!(name = %self.name, pid = self.pid, "child handle dropped; shutting the child down");
+        }
+    }
+}
+
+/// Starts `config.command` as a child process speaking MCP over its stdin and
+/// stdout (MCP "Transports → stdio", client side), in the [`Role::Client`] role:
+/// a line of its stdout that is not a valid message is logged (warn, with the
+/// child's name) and skipped.
+///
+/// The child's stdin, stdout and stderr are pipes. Its stderr is read line by line
+/// and each line logged with `tracing` at `info` (lines longer than
+/// [`ChildConfig::stderr_max_line_len`] or not UTF-8 are logged as dropped); it
+/// never reaches our stdout. All tasks run in a `stdio_child` span with the
+/// fields `name` and `pid`.
+///
+/// When the child exits on its own, the [`Receiver`] gets [`Inbound::Closed`] with
+/// [`CloseReason::ChildExited`] and the status as soon as the exit is seen (after
+/// at most [`EXIT_DRAIN`] to read its last output), so the library can fail every
+/// pending request at once.
+///
+/// Errors: the process could not be started (e.g. the program is not found); the
+/// error's message names the child and the command.
+///
+/// Panics if called outside a Tokio runtime.
+pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<ChildTransport> {
+    let mut cmd = Command::new(&config.command);
+    cmd.args(&config.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if config.env_clear {
+        cmd.env_clear();
+    }
+    cmd.envs(config.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &config.current_dir {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot start child {:?} ({:?}): {e}",
+                config.name, config.command
+            ),
+        )
+    })?;
+    let pid = child
+        .id()
+        .ok_or_else(|| io::Error::other("the child exited before its pid was read"))?;
+    let span = info_span!("stdio_child", name = %config.name, pid);
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("all three streams were piped");
+    };
+    info!(parent: &span, command = ?config.command, args = ?config.args, "child started");
+
+    let Started {
+        transport,
+        reader,
+        writer,
+        events,
+    } = start(
+        stdout,
+        stdin,
+        Role::Client {
+            peer: config.name.clone(),
+        },
+        transport,
+        span.clone(),
+    );
+    let stderr_task = tokio::spawn(
+        log_stderr(stderr, config.name.clone(), config.stderr_max_line_len)
+            .instrument(span.clone()),
+    );
+    let (control_tx, control_rx) = oneshot::channel();
+    let supervisor = Supervisor {
+        child,
+        pid,
+        shutdown: config.shutdown.clone(),
+        reader: Some(reader),
+        writer: Some(writer),
+        stderr: Some(stderr_task),
+        events: Some(events),
+    };
+    tokio::spawn(supervisor.run(control_rx).instrument(span));
+    Ok(ChildTransport {
+        sender: transport.sender,
+        receiver: transport.receiver,
+        process: ChildProcess {
+            name: config.name,
+            pid,
+            control: Some(control_tx),
+        },
+    })
+}
+
+/// Logs each stderr line of the child until end of file.
+async fn log_stderr<R: AsyncRead + Unpin>(mut stderr: R, name: String, max: usize) {
+    let mut lines = LineDecoder::with_max_line_len(max);
+    let mut buf = vec![0u8; 8 * 1024];
+    let log = |line: Result<String, _>| match line {
+        Ok(text) => info!(child = %name, "stderr: {text}"),
+        Err(e) => info!(child = %name, "stderr line dropped: {e}"),
+    };
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => lines.feed(&buf[..n]).for_each(log),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                debug!(error = %e, "reading the child's stderr failed");
+                break;
+            }
+        }
+    }
+    lines.finish().for_each(log);
+}
+
+/// Waits for an optional task; never resolves for `None`.
+async fn join<T>(task: &mut Option<JoinHandle<T>>) -> Option<T> {
+    match task {
+        Some(handle) => {
+            let out = handle.await.ok();
+            *task = None;
+            out
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits up to `window` for a task to end, then aborts it.
+async fn drain<T>(task: &mut Option<JoinHandle<T>>, window: Duration) {
+    if let Some(mut handle) = task.take() {
+        if timeout(window, &mut handle).await.is_err() {
+            handle.abort();
+            let _ = handle.await;
+        }
+    }
+}
+
+/// Ends a task now (dropping what it owns, e.g. the child's stdin).
+async fn stop<T>(task: &mut Option<JoinHandle<T>>) {
+    if let Some(handle) = task.take() {
+        handle.abort();
+        let _ = handle.await;
+    }
+}
+
+/// Owns the child: reports its exit, runs the shutdown sequence, reaps it.
+struct Supervisor {
+    child: Child,
+    pid: u32,
+    shutdown: ShutdownConfig,
+    reader: Option<JoinHandle<ReadEnd>>,
+    writer: Option<JoinHandle<()>>,
+    stderr: Option<JoinHandle<()>>,
+    /// `None` once [`Inbound::Closed`] was sent: dropping it lets the
+    /// [`Receiver`] end.
+    events: Option<mpsc::Sender<Inbound>>,
+}
+
+enum Event {
+    Exited(io::Result<ExitStatus>),
+    Shutdown(Option<ShutdownReply>),
+}
+
+impl Supervisor {
+    async fn run(mut self, mut control: oneshot::Receiver<ShutdownReply>) {
+        let event = loop {
+            tokio::select! {
+                status = self.child.wait() => break Event::Exited(status),
+                request = &mut control => break Event::Shutdown(request.ok()),
+                end = join(&mut self.reader) => {
+                    if matches!(end, Some(ReadEnd::ReceiverGone)) {
+                        debug!("the receiver was dropped; the child's stdout is no longer read");
+                        continue;
+                    }
+                    debug!(end = ?end, "the child's stdout ended");
+                    match timeout(STDOUT_EOF_EXIT_WAIT, self.child.wait()).await {
+                        Ok(status) => break Event::Exited(status),
+                        Err(_) => {
+                            warn!("the child closed its stdout but is still running");
+                            self.close(CloseReason::ChildStdoutClosed).await;
+                        }
+                    }
+                }
+            }
+        };
+        match event {
+            Event::Exited(status) => {
+                let reason = match &status {
+                    Ok(status) => {
+                        info!(%status, "the child exited");
+                        CloseReason::ChildExited(*status)
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "waiting for the child failed");
+                        CloseReason::Io(Arc::new(io::Error::new(e.kind(), e.to_string())))
+                    }
+                };
+                self.finish(reason).await;
+                let reply = control.await.ok();
+                let report = status.map(|status| ShutdownReport {
+                    status,
+                    step: ShutdownStep::AlreadyExited,
+                });
+                self.end(reply, report).await;
+            }
+            Event::Shutdown(reply) => {
+                let report = self.shutdown_sequence().await;
+                match &report {
+                    Ok(report) => {
+                        info!(%report, "the child was shut down");
+                        self.finish(CloseReason::ShutDown(*report)).await;
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "shutting the child down failed");
+                        let e = io::Error::new(e.kind(), e.to_string());
+                        self.finish(CloseReason::Io(Arc::new(e))).await;
+                    }
+                }
+                self.end(reply, report).await;
+            }
+        }
+    }
+
+    /// Sends [`Inbound::Closed`] once.
+    async fn close(&mut self, reason: CloseReason) {
+        if let Some(events) = self.events.take() {
+            let _ = events.send(Inbound::Closed { reason }).await;
+        }
+    }
+
+    /// After the exit: drains stdout, closes stdin, then reports `Closed`.
+    async fn finish(&mut self, reason: CloseReason) {
+        drain(&mut self.reader, EXIT_DRAIN).await;
+        stop(&mut self.writer).await;
+        self.close(reason).await;
+    }
+
+    /// Drains stderr and answers a shutdown request.
+    async fn end(&mut self, reply: Option<ShutdownReply>, report: io::Result<ShutdownReport>) {
+        drain(&mut self.stderr, STDERR_DRAIN).await;
+        if let Some(reply) = reply {
+            let _ = reply.send(report);
+        }
+    }
+
+    fn report(status: ExitStatus, step: ShutdownStep) -> io::Result<ShutdownReport> {
+        Ok(ShutdownReport { status, step })
+    }
+
+    async fn shutdown_sequence(&mut self) -> io::Result<ShutdownReport> {
+        if let Some(status) = self.child.try_wait()? {
+            return Self::report(status, ShutdownStep::AlreadyExited);
+        }
+        let grace = self.shutdown.stdin_close_grace;
+        debug!(?grace, "closing the child's stdin");
+        stop(&mut self.writer).await;
+        if let Ok(status) = timeout(grace, self.child.wait()).await {
+            return Self::report(status?, ShutdownStep::StdinClosed);
+        }
+        // Not reaped yet (we are its only reaper), so the pid is still this child.
+        if let Some(status) = self.child.try_wait()? {
+            return Self::report(status, ShutdownStep::StdinClosed);
+        }
+        let grace = self.shutdown.sigterm_grace;
+        debug!(?grace, "sending SIGTERM");
+        self.signal(Signal::SIGTERM);
+        if let Ok(status) = timeout(grace, self.child.wait()).await {
+            return Self::report(status?, ShutdownStep::Sigterm);
+        }
+        if let Some(status) = self.child.try_wait()? {
+            return Self::report(status, ShutdownStep::Sigterm);
+        }
+        debug!("sending SIGKILL");
+        if let Err(e) = self.child.start_kill() {
+            debug!(error = %e, "SIGKILL failed");
+        }
+        let status = self.child.wait().await?;
+        Self::report(status, ShutdownStep::Sigkill)
+    }
+
+    fn signal(&self, signal: Signal) {
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return;
+        };
+        if let Err(e) = kill(Pid::from_raw(pid), signal) {
+            debug!(error = %e, ?signal, "sending the signal failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let c = ChildConfig::new("n", "cmd").args(["a", "b"]).env("K", "V");
+        assert_eq!(c.shutdown.stdin_close_grace, Duration::from_secs(5));
+        assert_eq!(c.shutdown.sigterm_grace, Duration::from_secs(5));
+        assert_eq!(c.stderr_max_line_len, 65_536);
+        assert!(!c.env_clear);
+        assert_eq!(c.current_dir, None);
+        assert_eq!(c.args, ["a", "b"]);
+        assert_eq!(c.env, [("K".into(), "V".into())]);
+    }
+
+    #[test]
+    fn reports_say_how_the_child_ended() {
+        let killed = ShutdownReport {
+            status: ExitStatus::from_raw(9),
+            step: ShutdownStep::Sigkill,
+        };
+        assert!(killed.to_string().starts_with("killed with SIGKILL"));
+        let closed = CloseReason::ShutDown(killed);
+        assert!(closed.to_string().contains("SIGKILL"), "{closed}");
+        let exited = CloseReason::ChildExited(ExitStatus::from_raw(3 << 8));
+        assert!(exited.to_string().contains('3'), "{exited}");
+    }
+}

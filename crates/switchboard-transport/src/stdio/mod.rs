@@ -1,0 +1,73 @@
+//! The stdio transport (MCP "Transports → stdio", every revision; summary in the
+//! project's spec notes §5.1): JSON-RPC on the server's stdin and stdout, one
+//! message per line, stderr free for logs.
+//!
+//! - Server side: [`serve`] (the process's own stdin/stdout) and [`serve_on`] (any
+//!   pipe pair, for tests and sockets).
+//! - Client side: [`spawn`] starts a server as a child process and returns a
+//!   [`ChildTransport`]; its [`ChildProcess`] handle shuts it down in the spec's
+//!   order (close stdin, SIGTERM, SIGKILL; §3 "Lifecycle", shutdown).
+
+pub(crate) mod child;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::info_span;
+
+pub use child::{
+    spawn, ChildConfig, ChildProcess, ChildTransport, ShutdownConfig, ShutdownReport, ShutdownStep,
+    DEFAULT_SIGTERM_GRACE, DEFAULT_STDERR_MAX_LINE_LEN, DEFAULT_STDIN_CLOSE_GRACE, EXIT_DRAIN,
+    STDOUT_EOF_EXIT_WAIT,
+};
+
+use crate::config::TransportConfig;
+use crate::handle::{CloseReason, Transport};
+use crate::line::{connect_with_eof, Role};
+
+/// Serves over the process's own stdin and stdout ([`tokio::io::stdin`],
+/// [`tokio::io::stdout`]), as [`serve_on`] does.
+///
+/// stdout belongs to the protocol: this crate writes nothing else there and
+/// installs no logger (its logs go through `tracing`; the binary decides where
+/// they go, which must be stderr in this mode).
+///
+/// Caveat (Tokio's): stdin is read on a blocking thread. If the process wants to
+/// exit while stdin is still open, a read in progress can delay the runtime's
+/// shutdown; exit the process (or use `Runtime::shutdown_timeout`) rather than
+/// wait for it.
+///
+/// Panics if called outside a Tokio runtime.
+pub fn serve(config: &TransportConfig) -> Transport {
+    serve_on(tokio::io::stdin(), tokio::io::stdout(), config)
+}
+
+/// Serves over `input` (what the client writes: our stdin) and `output` (what
+/// the client reads: our stdout), in the [`Role::Server`] role:
+///
+/// - each message sent is one line (`encode_line`);
+/// - each bad inbound line is answered on `output` with the spec's error
+///   (-32700 `id: null`; -32600 with the id when readable; nothing for a broken
+///   notification), and the next line is served;
+/// - end of `input` yields [`crate::Inbound::Closed`] with
+///   [`CloseReason::StdinClosed`] ("stdin closed"); the output stays usable, so
+///   answers still in flight can be written before the library drops its
+///   [`crate::Sender`]s.
+///
+/// The tasks run in a `stdio_server` span with the fields `name` ("stdio") and
+/// `pid` (this process).
+///
+/// Panics if called outside a Tokio runtime.
+pub fn serve_on<R, W>(input: R, output: W, config: &TransportConfig) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let span = info_span!("stdio_server", name = "stdio", pid = std::process::id());
+    connect_with_eof(
+        input,
+        output,
+        Role::Server,
+        config,
+        span,
+        CloseReason::StdinClosed,
+    )
+}

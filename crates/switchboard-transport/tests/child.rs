@@ -1,0 +1,359 @@
+//! The client side of stdio with real child processes (`cat` and `sh`, which
+//! every Debian machine has).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+use switchboard_protocol::jsonrpc::{Batching, Message};
+use switchboard_transport::stdio::{self, ChildConfig, ShutdownStep};
+use switchboard_transport::{CloseReason, Inbound, TransportConfig};
+
+fn sh(name: &str, script: &str) -> ChildConfig {
+    ChildConfig::new(name, "sh").arg("-c").arg(script)
+}
+
+/// Small graces so that escalation tests stay short.
+fn quick(mut config: ChildConfig) -> ChildConfig {
+    config.shutdown.stdin_close_grace = Duration::from_millis(200);
+    config.shutdown.sigterm_grace = Duration::from_millis(200);
+    config
+}
+
+/// The pid is no child of ours any more (reaped, no zombie) and no process.
+fn assert_reaped(pid: u32) {
+    let pid = Pid::from_raw(pid as i32);
+    assert_eq!(
+        waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+        Err(Errno::ECHILD),
+        "{pid} is still our child (running or zombie)"
+    );
+    assert_eq!(kill(pid, None), Err(Errno::ESRCH), "{pid} still exists");
+}
+
+#[tokio::test]
+async fn cat_echoes_messages_and_batches() {
+    let child = stdio::spawn(ChildConfig::new("echo", "cat"), &TransportConfig::default()).unwrap();
+    let (tx, mut rx, process) = (child.sender, child.receiver, child.process);
+    assert_eq!(process.name(), "echo");
+    let messages = [
+        request(1, "tools/list"),
+        notification("n"),
+        response("r"),
+        error(4),
+    ];
+    for m in &messages {
+        within("send", tx.send(m.clone())).await.unwrap();
+    }
+    for m in &messages {
+        assert_eq!(&next_message(&mut rx).await, m);
+    }
+    tx.set_batching(Batching::Allowed);
+    within("batch", tx.send_batch(messages.to_vec()))
+        .await
+        .unwrap();
+    match next(&mut rx).await {
+        Inbound::Batch(items) => {
+            let items: Vec<Message> = items.into_iter().map(Result::unwrap).collect();
+            assert_eq!(items, messages);
+        }
+        other => panic!("expected a batch, got {other:?}"),
+    }
+
+    let pid = process.pid();
+    let report = within("shutdown", process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::StdinClosed);
+    assert!(report.status.success());
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ShutDown(r),
+        } => assert_eq!(r, report),
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    assert!(within("end", rx.recv()).await.is_none());
+    assert_reaped(pid);
+    // The child's stdin is closed: sends fail.
+    assert!(within("send", tx.send(request(9, "x")))
+        .await
+        .unwrap_err()
+        .is_closed());
+}
+
+#[tokio::test]
+async fn a_banner_on_stdout_is_logged_and_skipped() {
+    capture_logs();
+    let name = "banner-child";
+    let child = stdio::spawn(
+        sh(name, "echo 'Server v1.2 starting...'; exec cat"),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let (tx, mut rx) = (child.sender, child.receiver);
+    within("send", tx.send(request(1, "ping"))).await.unwrap();
+    // The banner came first, but the first event is the echoed request.
+    assert_eq!(next_message(&mut rx).await, request(1, "ping"));
+    let warned = log_lines_with("not a valid JSON-RPC message");
+    assert!(
+        warned
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains(name) && l.contains("Server v1.2 starting")),
+        "no warning naming the child: {warned:?}"
+    );
+    within("shutdown", child.process.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn stderr_is_logged_with_the_childs_name() {
+    capture_logs();
+    let name = "stderr-child";
+    let child = stdio::spawn(
+        sh(name, "echo oops-on-stderr >&2; exec cat"),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let pid = child.process.pid();
+    // A round trip, so the child is surely past its echo.
+    within("send", child.sender.send(request(1, "ping")))
+        .await
+        .unwrap();
+    let mut rx = child.receiver;
+    next_message(&mut rx).await;
+    within("shutdown", child.process.shutdown()).await.unwrap();
+    let lines = log_lines_with("stderr: oops-on-stderr");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains(name), "{lines:?}");
+    assert!(
+        lines[0].contains(&format!("pid={pid}")),
+        "no pid in the span: {lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_child_that_exits_on_stdin_close_gets_no_sigterm() {
+    capture_logs();
+    let name = "polite-child";
+    let child = stdio::spawn(
+        sh(
+            name,
+            "trap 'echo got-term >&2' TERM; cat; echo stdin-ended >&2",
+        ),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let pid = child.process.pid();
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::StdinClosed);
+    assert_eq!(report.status.code(), Some(0));
+    assert_reaped(pid);
+    let mine: Vec<String> = log_lines_with(name);
+    assert!(
+        mine.iter().any(|l| l.contains("stderr: stdin-ended")),
+        "{mine:?}"
+    );
+    assert!(
+        !mine.iter().any(|l| l.contains("stderr: got-term")),
+        "{mine:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_stdin_close_gets_sigterm() {
+    capture_logs();
+    let name = "term-child";
+    let child = stdio::spawn(
+        quick(sh(
+            name,
+            "trap 'echo got-term >&2; exit 143' TERM; while :; do sleep 0.05; done",
+        )),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let pid = child.process.pid();
+    let mut rx = child.receiver;
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::Sigterm);
+    assert_eq!(report.status.code(), Some(143));
+    assert_reaped(pid);
+    assert!(log_lines_with(name)
+        .iter()
+        .any(|l| l.contains("stderr: got-term")));
+    assert!(matches!(
+        next(&mut rx).await,
+        Inbound::Closed {
+            reason: CloseReason::ShutDown(_)
+        }
+    ));
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_sigterm_is_killed_and_reaped() {
+    use std::os::unix::process::ExitStatusExt;
+    let child = stdio::spawn(
+        quick(sh("stubborn", "trap '' TERM; while :; do sleep 0.1; done")),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let pid = child.process.pid();
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::Sigkill);
+    assert_eq!(report.status.signal(), Some(9));
+    assert_reaped(pid);
+}
+
+#[tokio::test]
+async fn a_child_that_exits_reports_its_status_promptly() {
+    let child = stdio::spawn(sh("quitter", "exit 3"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ChildExited(status),
+        } => {
+            assert_eq!(status.code(), Some(3))
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    assert!(within("end", rx.recv()).await.is_none());
+    let pid = child.process.pid();
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::AlreadyExited);
+    assert_eq!(report.status.code(), Some(3));
+    assert_reaped(pid);
+}
+
+#[tokio::test]
+async fn a_child_that_dies_mid_session_closes_the_receiver() {
+    let child = stdio::spawn(sh("reader", "read x; exit 7"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    within("send", child.sender.send(request(1, "tools/call")))
+        .await
+        .unwrap();
+    match next(&mut rx).await {
+        Inbound::Closed { reason } => {
+            assert!(
+                matches!(reason, CloseReason::ChildExited(s) if s.code() == Some(7)),
+                "{reason}"
+            );
+            assert!(reason.to_string().contains('7'), "{reason}");
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    // Its stdin is gone: sends fail (possibly after one that raced the exit).
+    let pid = child.process.pid();
+    within("shutdown", child.process.shutdown()).await.unwrap();
+    assert!(within("send", child.sender.send(request(2, "x")))
+        .await
+        .unwrap_err()
+        .is_closed());
+    assert_reaped(pid);
+}
+
+#[tokio::test]
+async fn output_written_just_before_exit_arrives_before_closed() {
+    let line = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bye"}}"#;
+    let child = stdio::spawn(
+        sh("last-words", &format!("echo '{line}'; exit 0")),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let mut rx = child.receiver;
+    assert_eq!(
+        next_message(&mut rx).await.method(),
+        Some("notifications/message")
+    );
+    assert!(matches!(
+        next(&mut rx).await,
+        Inbound::Closed { reason: CloseReason::ChildExited(s) } if s.success()
+    ));
+    within("shutdown", child.process.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_that_closes_stdout_but_lives_is_reported() {
+    let child = stdio::spawn(sh("mute", "exec 1>&-; read x"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    assert!(matches!(
+        next(&mut rx).await,
+        Inbound::Closed {
+            reason: CloseReason::ChildStdoutClosed
+        }
+    ));
+    let pid = child.process.pid();
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::StdinClosed);
+    assert!(within("end", rx.recv()).await.is_none(), "only one Closed");
+    assert_reaped(pid);
+}
+
+#[tokio::test]
+async fn dropping_the_process_handle_shuts_the_child_down() {
+    let child = stdio::spawn(
+        quick(ChildConfig::new("dropped", "cat")),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let pid = child.process.pid();
+    let mut rx = child.receiver;
+    drop(child.process);
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ShutDown(report),
+        } => {
+            assert_eq!(report.step, ShutdownStep::StdinClosed)
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    // Closed is sent after the reap.
+    assert_reaped(pid);
+}
+
+#[tokio::test]
+async fn dropping_every_sender_closes_the_childs_stdin() {
+    let child = stdio::spawn(ChildConfig::new("eof", "cat"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    drop(child.sender);
+    assert!(matches!(
+        next(&mut rx).await,
+        Inbound::Closed { reason: CloseReason::ChildExited(s) } if s.success()
+    ));
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::AlreadyExited);
+}
+
+#[tokio::test]
+async fn environment_and_working_directory_are_applied() {
+    let mut config = sh(
+        "env",
+        r#"printf '{"jsonrpc":"2.0","method":"m","params":{"v":"%s","d":"%s","h":"%s"}}\n' "$SB_TEST_VAR" "$(pwd)" "${HOME:-unset}"; exec cat"#,
+    )
+    .env("SB_TEST_VAR", "hello");
+    config.env_clear = true;
+    config = config.env("PATH", std::env::var_os("PATH").unwrap());
+    config.current_dir = Some("/".into());
+    let child = stdio::spawn(config, &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    let Message::Notification(n) = next_message(&mut rx).await else {
+        panic!()
+    };
+    let params: serde_json::Value = n.params_as().unwrap();
+    assert_eq!(
+        params,
+        serde_json::json!({"v": "hello", "d": "/", "h": "unset"})
+    );
+    within("shutdown", child.process.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_program_is_an_error_naming_the_child() {
+    let err = stdio::spawn(
+        ChildConfig::new("ghost", "/nonexistent/switchboard-test-program"),
+        &TransportConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("ghost"), "{err}");
+}
