@@ -1,0 +1,228 @@
+//! The library's one error type, [`Error`], for everything a request or a session can
+//! end with: a timeout, a cancellation, a closed transport, the peer's JSON-RPC error,
+//! a local refusal by the lifecycle, a result that does not decode, a limit.
+//!
+//! Opaque on purpose (the shape of hyper's `Error`): the kind sits behind `is_*`
+//! methods, `Display` prints only this level, and the cause (a decode error, a
+//! lifecycle rule) is reachable through [`std::error::Error::source`]. Cloneable, so
+//! that one failure (the transport closing) can be handed to every waiter at once.
+//!
+//! This module must not know about transports' internals, methods' meanings or how an
+//! error is answered on the wire (a handler's failure is an [`ErrorObject`] built by
+//! the caller; this type is what *our* requests end with).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_protocol::jsonrpc::ErrorObject;
+use switchboard_protocol::lifecycle::LifecycleError;
+
+/// Why a request or a session failed. See the `is_*` methods for the kinds.
+#[derive(Clone)]
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    kind: Kind,
+    method: Option<String>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// No response within the deadline (MCP "Lifecycle" → "Timeouts", 2025-03-26+).
+    Timeout(Duration),
+    /// Cancelled by the caller; `notifications/cancelled` was sent when the request was
+    /// still in flight.
+    Cancelled(Option<String>),
+    /// The transport closed (or was never usable); the reason as the transport gave it.
+    Closed(String),
+    /// The peer answered with a JSON-RPC error.
+    Protocol(ErrorObject),
+    /// The lifecycle refused locally; nothing was sent.
+    Lifecycle(LifecycleError),
+    /// The result (or our params) did not (de)serialize.
+    Decode,
+    /// A configured limit was reached (pending requests, pages of a listing).
+    Limit(String),
+}
+
+impl Error {
+    fn new(kind: Kind) -> Self {
+        Error {
+            inner: Box::new(Inner {
+                kind,
+                method: None,
+                source: None,
+            }),
+        }
+    }
+
+    pub(crate) fn timeout(after: Duration) -> Self {
+        Error::new(Kind::Timeout(after))
+    }
+
+    pub(crate) fn cancelled(reason: Option<String>) -> Self {
+        Error::new(Kind::Cancelled(reason))
+    }
+
+    pub(crate) fn closed(reason: impl Into<String>) -> Self {
+        Error::new(Kind::Closed(reason.into()))
+    }
+
+    pub(crate) fn protocol(error: ErrorObject) -> Self {
+        Error::new(Kind::Protocol(error))
+    }
+
+    pub(crate) fn lifecycle(error: LifecycleError) -> Self {
+        let mut e = Error::new(Kind::Lifecycle(error.clone()));
+        e.inner.source = Some(Arc::new(error));
+        e
+    }
+
+    pub(crate) fn decode(error: serde_json::Error) -> Self {
+        let mut e = Error::new(Kind::Decode);
+        e.inner.source = Some(Arc::new(error));
+        e
+    }
+
+    pub(crate) fn limit(what: impl Into<String>) -> Self {
+        Error::new(Kind::Limit(what.into()))
+    }
+
+    /// Names the method the error belongs to (shown in `Display`).
+    pub(crate) fn with_method(mut self, method: &str) -> Self {
+        self.inner.method = Some(method.to_owned());
+        self
+    }
+
+    /// No response arrived before the request's deadline (its timeout, as extended by
+    /// progress notifications, capped by the hard maximum). `notifications/cancelled`
+    /// was sent (MCP 2025-03-26+ "Lifecycle" → "Timeouts").
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.inner.kind, Kind::Timeout(_))
+    }
+
+    /// The caller cancelled the request (MCP "Cancellation");
+    /// `notifications/cancelled` was sent if the request was in flight.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.inner.kind, Kind::Cancelled(_))
+    }
+
+    /// The transport closed before an answer came, or the session is closed. Final:
+    /// every later request fails the same way.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.inner.kind, Kind::Closed(_))
+    }
+
+    /// The peer answered with a JSON-RPC error; [`error_object`](Self::error_object)
+    /// has it.
+    pub fn is_protocol(&self) -> bool {
+        matches!(self.inner.kind, Kind::Protocol(_))
+    }
+
+    /// The peer's JSON-RPC error object (code, message, data), when
+    /// [`is_protocol`](Self::is_protocol).
+    pub fn error_object(&self) -> Option<&ErrorObject> {
+        match &self.inner.kind {
+            Kind::Protocol(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The request was refused locally by a lifecycle or capability rule (e.g. the
+    /// server did not declare the capability the method needs, or the handshake's
+    /// version was not acceptable); nothing was sent for it.
+    pub fn is_local_refusal(&self) -> bool {
+        matches!(self.inner.kind, Kind::Lifecycle(_))
+    }
+
+    /// The lifecycle rule that refused, when [`is_local_refusal`](Self::is_local_refusal).
+    pub fn lifecycle_error(&self) -> Option<&LifecycleError> {
+        match &self.inner.kind {
+            Kind::Lifecycle(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// A result did not decode into the expected type, or params did not encode.
+    pub fn is_decode(&self) -> bool {
+        matches!(self.inner.kind, Kind::Decode)
+    }
+
+    /// A configured limit was reached (too many pending requests, too many pages).
+    pub fn is_limit(&self) -> bool {
+        matches!(self.inner.kind, Kind::Limit(_))
+    }
+
+    /// The method of the request that failed, when known.
+    pub fn method(&self) -> Option<&str> {
+        self.inner.method.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(m) = &self.inner.method {
+            write!(f, "{m}: ")?;
+        }
+        match &self.inner.kind {
+            Kind::Timeout(d) => write!(f, "timed out after {} ms", d.as_millis()),
+            Kind::Cancelled(None) => f.write_str("cancelled"),
+            Kind::Cancelled(Some(r)) => write!(f, "cancelled: {r}"),
+            Kind::Closed(r) => write!(f, "transport closed: {r}"),
+            Kind::Protocol(e) => write!(f, "peer answered error {}: {}", e.code, e.message),
+            Kind::Lifecycle(_) => f.write_str("refused locally, nothing sent"),
+            Kind::Decode => f.write_str("result did not decode"),
+            Kind::Limit(w) => write!(f, "limit reached: {w}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.inner.kind);
+        if let Some(m) = &self.inner.method {
+            d.field("method", m);
+        }
+        if let Some(s) = &self.inner.source {
+            d.field("source", &s.to_string());
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_display() {
+        let e = Error::timeout(Duration::from_millis(1500)).with_method("tools/call");
+        assert!(e.is_timeout() && !e.is_closed());
+        assert_eq!(e.to_string(), "tools/call: timed out after 1500 ms");
+        let e = Error::protocol(ErrorObject::new(-32601, "nope"));
+        assert_eq!(e.error_object().unwrap().code, -32601);
+        assert!(e.is_protocol());
+        let e = Error::lifecycle(LifecycleError::Closed);
+        assert!(e.is_local_refusal());
+        assert!(std::error::Error::source(&e).is_some());
+        assert_eq!(
+            Error::closed("peer closed the connection").to_string(),
+            "transport closed: peer closed the connection"
+        );
+    }
+}

@@ -1,0 +1,1022 @@
+//! The JSON-RPC peer shared by the client and the server: a cloneable handle
+//! ([`Peer`]) that sends requests and notifications, and a [`Driver`] task that owns
+//! the transport's receiver and routes what arrives.
+//!
+//! What the driver does with each inbound message (spec notes §2, §3, §7):
+//! - a response or error response goes to the waiter of the pending request with that
+//!   id (see the pending table); a late one is ignored (debug log);
+//! - `notifications/progress` goes to the progress callback of the request whose
+//!   progress token it names, and moves that request's deadline (by its timeout, never
+//!   past the hard maximum);
+//! - `notifications/cancelled` fires the [`CancelToken`] of the incoming request it
+//!   names; the handler's future is then dropped and no response is sent (MCP
+//!   "Cancellation": the receiver SHOULD NOT answer a cancelled request);
+//! - any other request runs the [`Handler`] in a task of its own, at most
+//!   [`PeerConfig::max_concurrent_handlers`] at once (beyond that: -32603 at once);
+//! - any other notification goes to [`Handler::notification`];
+//! - [`Inbound::Closed`] fails every pending request at once with an error naming the
+//!   reason, cancels every running handler, and ends the driver.
+//!
+//! A request of ours ends one of four ways: its response, its deadline (the driver
+//! fails it and sends `notifications/cancelled`, 2025-03-26+ "Timeouts"), its
+//! [`CancelToken`] (the caller's task sends `notifications/cancelled` and fails it),
+//! or the transport closing. Requests marked not cancellable (`initialize`, which MUST
+//! NOT be cancelled) time out without the notification.
+//!
+//! **Dropping.** The driver holds the transport's sender only weakly: when the last
+//! [`Peer`] (and the last running handler) is gone, the sender is dropped, which closes
+//! our output; the peer then normally closes its side and the driver ends at
+//! [`Inbound::Closed`]. Dropping a request's future before it completes removes the
+//! request from the table and sends `notifications/cancelled` for it in the
+//! background. Dropping the [`Driver`] (not running it) leaves requests to time out
+//! never: run it.
+//!
+//! This module must not know MCP's lifecycle, capabilities or any method beyond the
+//! base protocol's progress and cancellation notifications (and the `_meta.progressToken`
+//! they rely on); that is the client's and the server's business.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
+use switchboard_protocol::types::{
+    CancelledNotificationParams, Meta, ProgressNotificationParams, ProgressToken,
+    NOTIFICATION_CANCELLED, NOTIFICATION_PROGRESS,
+};
+use switchboard_transport::{Inbound, Receiver, Sender, Transport};
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::error::Error;
+use crate::pending::{NewRequest, PendingTable};
+
+/// Called for each `notifications/progress` naming a request's progress token, on the
+/// driver task: it must return quickly and must not block (hand work to a channel).
+pub type ProgressCallback = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync>;
+
+/// The future a [`Handler`] returns for one incoming request: the raw `result`, or the
+/// JSON-RPC error to answer with.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ErrorObject>> + Send>>;
+
+// ---------------------------------------------------------------------------
+// Cancellation
+// ---------------------------------------------------------------------------
+
+/// A cancellation signal, cloneable; all clones share one state. Fired once, with an
+/// optional reason (sent as `notifications/cancelled`'s `reason`).
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Default)]
+struct CancelInner {
+    fired: AtomicBool,
+    reason: Mutex<Option<String>>,
+    notify: Notify,
+}
+
+impl CancelToken {
+    /// A token not yet fired.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Fires the token without a reason. Later calls do nothing.
+    pub fn cancel(&self) {
+        self.fire(None);
+    }
+
+    /// Fires the token with `reason`. Later calls do nothing (the first reason stays).
+    pub fn cancel_with(&self, reason: impl Into<String>) {
+        self.fire(Some(reason.into()));
+    }
+
+    fn fire(&self, reason: Option<String>) {
+        {
+            let mut r = lock(&self.inner.reason);
+            if self.inner.fired.load(Ordering::Acquire) {
+                return;
+            }
+            *r = reason;
+            self.inner.fired.store(true, Ordering::Release);
+        }
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether the token was fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.fired.load(Ordering::Acquire)
+    }
+
+    /// The reason given when it was fired.
+    pub fn reason(&self) -> Option<String> {
+        lock(&self.inner.reason).clone()
+    }
+
+    /// Completes once the token is fired (at once if it already was). Cancel safe.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// ---------------------------------------------------------------------------
+// Options and configuration
+// ---------------------------------------------------------------------------
+
+/// Per-request options: timeout, hard maximum, progress callback, cancellation.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// How long to wait for the response, and how far each progress notification
+    /// moves the deadline. `None`: [`PeerConfig::default_timeout`]. Capped by the hard
+    /// maximum.
+    pub timeout: Option<Duration>,
+    /// The hard maximum from sending, which progress never extends past. `None`:
+    /// [`PeerConfig::max_timeout`].
+    pub max_total: Option<Duration>,
+    /// Asks for progress (`params._meta.progressToken` is set to the request's id) and
+    /// receives each `notifications/progress` for it. See [`ProgressCallback`].
+    pub on_progress: Option<ProgressCallback>,
+    /// Fire to cancel: `notifications/cancelled{requestId, reason}` is sent and the
+    /// request fails with [`Error::is_cancelled`].
+    pub cancel: Option<CancelToken>,
+}
+
+impl RequestOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        RequestOptions::default()
+    }
+
+    /// Sets [`timeout`](Self::timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`max_total`](Self::max_total).
+    pub fn max_total(mut self, max_total: Duration) -> Self {
+        self.max_total = Some(max_total);
+        self
+    }
+
+    /// Sets [`on_progress`](Self::on_progress).
+    pub fn on_progress(
+        mut self,
+        f: impl Fn(ProgressNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets [`cancel`](Self::cancel).
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("max_total", &self.max_total)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("cancel", &self.cancel)
+            .finish()
+    }
+}
+
+/// Limits and defaults of one peer. Every field documents its default.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// A name for the session's tracing span (`session{name}`). Default `"peer"`.
+    pub name: String,
+    /// The timeout of a request that sets none. Default 60 s.
+    pub default_timeout: Duration,
+    /// The hard maximum of any request, progress included; explicit timeouts above it
+    /// are cut to it. Default 10 min.
+    pub max_timeout: Duration,
+    /// The most requests of ours awaiting a response at once; one more fails at once
+    /// with [`Error::is_limit`]. Default 1024.
+    pub max_pending: usize,
+    /// The most incoming requests handled at once; one more is answered -32603 at
+    /// once. Default 64.
+    pub max_concurrent_handlers: usize,
+}
+
+impl Default for PeerConfig {
+    fn default() -> Self {
+        PeerConfig {
+            name: "peer".to_owned(),
+            default_timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(600),
+            max_pending: 1024,
+            max_concurrent_handlers: 64,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Handlers of incoming traffic
+// ---------------------------------------------------------------------------
+
+/// What the client or server layer supplies: the answer to each incoming request
+/// (other than progress and cancellation, which the driver handles) and what to do
+/// with incoming notifications.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers one request. Runs in a task of its own; the future is dropped (and no
+    /// response sent) when the peer cancels the request or the transport closes.
+    /// A panic is answered -32603.
+    fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture;
+
+    /// One incoming notification (not `notifications/progress` or
+    /// `notifications/cancelled`), on the driver task: return quickly. Default: logged
+    /// at debug and dropped.
+    fn notification(&self, notification: Notification) {
+        tracing::debug!(method = %notification.method, "notification dropped (no handler)");
+    }
+
+    /// The transport closed for `reason`; called once, on the driver task.
+    fn closed(&self, reason: &str) {
+        let _ = reason;
+    }
+}
+
+/// A handler that answers every request -32601 (method not found).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MethodNotFound;
+
+impl Handler for MethodNotFound {
+    fn request(&self, request: Request, _cx: HandlerContext) -> HandlerFuture {
+        Box::pin(async move { Err(method_not_found(&request.method)) })
+    }
+}
+
+/// The -32601 error object for `method`.
+pub fn method_not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+    )
+}
+
+/// What a handler knows about the request it answers.
+#[derive(Clone)]
+pub struct HandlerContext {
+    id: Id,
+    method: String,
+    cancel: CancelToken,
+    progress_token: Option<ProgressToken>,
+    peer: Peer,
+}
+
+impl HandlerContext {
+    /// The request's id.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Fired when the peer sends `notifications/cancelled` for this request or the
+    /// transport closes.
+    pub fn cancellation(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// The request's `params._meta.progressToken`, if it asked for progress.
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.progress_token.as_ref()
+    }
+
+    /// The peer, to send requests or notifications while answering.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Sends `notifications/progress{progressToken, progress, total?, message?}` when
+    /// the request asked for progress; does nothing otherwise. `progress` must
+    /// increase from call to call (spec §7 "Progress"; not checked here).
+    ///
+    /// Errors: [`Error::is_closed`] when the transport is closed; [`Error::is_decode`]
+    /// for a NaN or infinite value.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(token) = &self.progress_token else {
+            return Ok(());
+        };
+        let mut p = ProgressNotificationParams::new(token.clone(), progress).ok_or_else(|| {
+            Error::decode(serde::de::Error::custom("progress is not a finite number"))
+        })?;
+        if let Some(t) = total {
+            p = p.with_total(t);
+        }
+        p.message = message.map(str::to_owned);
+        let n = Notification::new(NOTIFICATION_PROGRESS, &p).map_err(Error::decode)?;
+        self.peer.notify(n).await
+    }
+}
+
+impl fmt::Debug for HandlerContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerContext")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("progress_token", &self.progress_token)
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The handle
+// ---------------------------------------------------------------------------
+
+/// State the handle and the driver share.
+struct Core {
+    table: Mutex<PendingTable>,
+    incoming: Mutex<HashMap<Id, CancelToken>>,
+    /// Wakes the driver to recompute the next deadline after an insert.
+    wake: Notify,
+    handlers: Arc<Semaphore>,
+    config: PeerConfig,
+    span: tracing::Span,
+}
+
+/// What only the handles hold strongly (the driver holds it weakly): the sender.
+struct Shared {
+    sender: Sender,
+    core: Arc<Core>,
+}
+
+/// The handle to a JSON-RPC session: send requests and notifications. Cloneable and
+/// cheap to clone; see the module docs for what dropping the last one does.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("name", &self.shared.core.config.name)
+            .field("closed", &self.closed_reason())
+            .finish()
+    }
+}
+
+/// The task that owns the transport's receiver: run it (e.g. `tokio::spawn(driver.run())`).
+#[must_use = "the driver must run for responses to arrive"]
+pub struct Driver {
+    core: Arc<Core>,
+    shared: Weak<Shared>,
+    receiver: Receiver,
+    handler: Arc<dyn Handler>,
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("name", &self.core.config.name)
+            .finish()
+    }
+}
+
+/// A session over `transport`: the handle and the driver (which must be run).
+/// `handler` answers incoming requests and takes incoming notifications.
+pub fn connect(
+    transport: Transport,
+    config: PeerConfig,
+    handler: Arc<dyn Handler>,
+) -> (Peer, Driver) {
+    let (sender, receiver) = transport.split();
+    let span = tracing::info_span!("session", name = %config.name);
+    let core = Arc::new(Core {
+        table: Mutex::new(PendingTable::new(config.max_pending)),
+        incoming: Mutex::new(HashMap::new()),
+        wake: Notify::new(),
+        handlers: Arc::new(Semaphore::new(config.max_concurrent_handlers)),
+        config,
+        span,
+    });
+    let shared = Arc::new(Shared {
+        sender,
+        core: core.clone(),
+    });
+    let driver = Driver {
+        core,
+        shared: Arc::downgrade(&shared),
+        receiver,
+        handler,
+    };
+    (Peer { shared }, driver)
+}
+
+impl Peer {
+    fn core(&self) -> &Core {
+        &self.shared.core
+    }
+
+    /// Sends a request and waits for its result, as raw JSON.
+    ///
+    /// `params`, when given, must be a JSON object if progress is asked for (the
+    /// progress token goes into its `_meta`).
+    ///
+    /// Errors: [`Error::is_protocol`] (the peer's error response),
+    /// [`Error::is_timeout`], [`Error::is_cancelled`], [`Error::is_closed`],
+    /// [`Error::is_limit`] (too many pending requests), [`Error::is_decode`] (params
+    /// that cannot take a progress token).
+    ///
+    /// Cancel safety: dropping the future removes the request and sends
+    /// `notifications/cancelled` for it in the background.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        self.request_with(method, options, true, move |_| Ok(params))
+            .await
+    }
+
+    /// [`request`](Self::request) with the result decoded as `R`.
+    ///
+    /// Errors: as `request`, and [`Error::is_decode`] when the result is not an `R`.
+    pub async fn request_as<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<R, Error> {
+        let raw = self.request(method, params, options).await?;
+        serde_json::from_str(raw.get()).map_err(|e| Error::decode(e).with_method(method))
+    }
+
+    /// The general form: `build` receives the id the request will carry and returns
+    /// its params (the lifecycle builds `initialize` this way). `cancellable: false`
+    /// sends no `notifications/cancelled` on timeout or cancellation (for
+    /// `initialize`, which MUST NOT be cancelled).
+    ///
+    /// Errors: as [`request`](Self::request), and whatever `build` returns (nothing is
+    /// sent then).
+    pub async fn request_with(
+        &self,
+        method: &str,
+        options: RequestOptions,
+        cancellable: bool,
+        build: impl FnOnce(Id) -> Result<Option<Box<RawValue>>, Error>,
+    ) -> Result<Box<RawValue>, Error> {
+        let core = self.core();
+        let max_total = options.max_total.unwrap_or(core.config.max_timeout);
+        let timeout = options
+            .timeout
+            .unwrap_or(core.config.default_timeout)
+            .min(max_total);
+        let (n, token, rx) = lock(&core.table).insert(
+            NewRequest {
+                method: method.to_owned(),
+                timeout,
+                max_total,
+                on_progress: options.on_progress.clone(),
+                notify_cancel: cancellable,
+            },
+            Instant::now(),
+        )?;
+        core.wake.notify_one();
+        let id = Id::from(n);
+        let span = tracing::debug_span!(parent: &core.span, "request", method, id = n);
+        let guard = PendingGuard {
+            peer: self.clone(),
+            id: n,
+            sent: false,
+            armed: true,
+        };
+        async move {
+            let mut guard = guard;
+            let params = build(id.clone())?;
+            let params = add_progress_token(params, token.as_ref())
+                .map_err(|e| e.with_method(method))?;
+            let request = Request {
+                id: id.clone(),
+                method: method.to_owned(),
+                params,
+            };
+            tracing::debug!("sending");
+            if self
+                .shared
+                .sender
+                .send(Message::Request(request))
+                .await
+                .is_err()
+            {
+                let reason = self
+                    .closed_reason()
+                    .unwrap_or_else(|| "the transport's writer has ended".to_owned());
+                return Err(Error::closed(reason).with_method(method));
+            }
+            guard.sent = true;
+            let mut rx = rx;
+            let cancel = options.cancel.unwrap_or_default();
+            let outcome = tokio::select! {
+                r = &mut rx => {
+                    guard.armed = false;
+                    r.unwrap_or_else(|_| Err(Error::closed("the peer's driver has ended").with_method(method)))
+                }
+                _ = cancel.cancelled() => {
+                    guard.armed = false;
+                    let entry = lock(&self.core().table).remove(n);
+                    match entry {
+                        Some(entry) => {
+                            let reason = cancel.reason();
+                            if entry.notify_cancel {
+                                self.send_cancelled(n, reason.clone()).await;
+                            }
+                            tracing::debug!(?reason, "cancelled by the caller");
+                            Err(Error::cancelled(reason).with_method(method))
+                        }
+                        // The response (or the deadline) won the race.
+                        None => rx.await.unwrap_or_else(|_| {
+                            Err(Error::closed("the peer's driver has ended").with_method(method))
+                        }),
+                    }
+                }
+            };
+            match &outcome {
+                Ok(_) => tracing::debug!("answered"),
+                Err(e) => tracing::debug!(error = %e, "failed"),
+            }
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Sends a notification.
+    ///
+    /// Errors: [`Error::is_closed`] when the transport's writer has ended.
+    pub async fn notify(&self, notification: Notification) -> Result<(), Error> {
+        let method = notification.method.clone();
+        self.shared
+            .sender
+            .send(Message::Notification(notification))
+            .await
+            .map_err(|_| {
+                Error::closed(
+                    self.closed_reason()
+                        .unwrap_or_else(|| "the transport's writer has ended".to_owned()),
+                )
+                .with_method(&method)
+            })
+    }
+
+    /// Sends `notifications/cancelled{requestId, reason}`; errors are only logged.
+    async fn send_cancelled(&self, id: u64, reason: Option<String>) {
+        if let Some(n) = cancelled_notification(id, reason) {
+            if let Err(e) = self.notify(n).await {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        }
+    }
+
+    /// Changes the transport's batching rule (both directions); see
+    /// `switchboard_transport::Sender::set_batching`.
+    pub fn set_batching(&self, batching: switchboard_protocol::jsonrpc::Batching) {
+        self.shared.sender.set_batching(batching);
+    }
+
+    /// Why the session closed, once the transport has closed.
+    pub fn closed_reason(&self) -> Option<String> {
+        lock(&self.core().table).closed_reason().map(str::to_owned)
+    }
+
+    /// Whether the transport has closed (every request now fails at once).
+    pub fn is_closed(&self) -> bool {
+        self.closed_reason().is_some() || self.shared.sender.is_closed()
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &PeerConfig {
+        &self.core().config
+    }
+}
+
+fn cancelled_notification(id: u64, reason: Option<String>) -> Option<Notification> {
+    let params = CancelledNotificationParams {
+        request_id: Some(Id::from(id)),
+        reason,
+        ..Default::default()
+    };
+    Notification::new(NOTIFICATION_CANCELLED, &params).ok()
+}
+
+/// Removes a request from the table when its future is dropped early, and sends
+/// `notifications/cancelled` for it if it was sent.
+struct PendingGuard {
+    peer: Peer,
+    id: u64,
+    sent: bool,
+    armed: bool,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let entry = lock(&self.peer.core().table).remove(self.id);
+        let Some(entry) = entry else { return };
+        if !(self.sent && entry.notify_cancel) {
+            return;
+        }
+        let Some(n) = cancelled_notification(self.id, Some("request dropped by the caller".into()))
+        else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let sender = self.peer.shared.sender.clone();
+                rt.spawn(async move {
+                    let _ = sender.send(Message::Notification(n)).await;
+                });
+            }
+            Err(_) => {
+                let _ = self.peer.shared.sender.try_send(Message::Notification(n));
+            }
+        }
+    }
+}
+
+/// Puts `_meta.progressToken` into `params` (an object, or absent).
+fn add_progress_token(
+    params: Option<Box<RawValue>>,
+    token: Option<&ProgressToken>,
+) -> Result<Option<Box<RawValue>>, Error> {
+    let Some(token) = token else {
+        return Ok(params);
+    };
+    let mut map: Map<String, Value> = match &params {
+        None => Map::new(),
+        Some(p) => serde_json::from_str(p.get()).map_err(Error::decode)?,
+    };
+    let meta = map
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else {
+        return Err(Error::decode(serde::de::Error::custom(
+            "params._meta is not an object",
+        )));
+    };
+    meta.insert(
+        "progressToken".to_owned(),
+        serde_json::to_value(token).map_err(Error::decode)?,
+    );
+    serde_json::value::to_raw_value(&map)
+        .map(Some)
+        .map_err(Error::decode)
+}
+
+// ---------------------------------------------------------------------------
+// The driver
+// ---------------------------------------------------------------------------
+
+/// `params._meta`, as far as the driver needs it.
+#[derive(Deserialize)]
+struct MetaPeek {
+    #[serde(default, rename = "_meta")]
+    meta: Option<Meta>,
+}
+
+impl Driver {
+    /// Runs until the transport closes: routes every inbound message, times requests
+    /// out, and at the end fails whatever is still pending. Cancel safe only in the
+    /// sense that dropping it stops routing (pending requests then wait for their own
+    /// cancellation).
+    pub async fn run(mut self) {
+        let span = self.core.span.clone();
+        async move {
+            tracing::debug!("driver started");
+            loop {
+                let deadline = lock(&self.core.table).next_deadline();
+                let sleep = async move {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                };
+                tokio::select! {
+                    event = self.receiver.recv() => match event {
+                        Some(Inbound::Message(m)) => self.on_message(m),
+                        Some(Inbound::Batch(items)) => {
+                            for item in items {
+                                match item {
+                                    Ok(m) => self.on_message(m),
+                                    Err(e) => tracing::warn!(error = %e, "bad item in a batch; ignored"),
+                                }
+                            }
+                        }
+                        Some(Inbound::Closed { reason }) => {
+                            self.close(&reason.to_string());
+                            break;
+                        }
+                        None => {
+                            self.close("the transport ended without a reason");
+                            break;
+                        }
+                    },
+                    _ = sleep => self.sweep(),
+                    _ = self.core.wake.notified() => {}
+                }
+            }
+            tracing::debug!("driver ended");
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn sweep(&self) {
+        let expired = lock(&self.core.table).expired(Instant::now());
+        for e in expired {
+            tracing::info!(method = %e.method, id = e.id, after_ms = e.after.as_millis() as u64, "request timed out");
+            if e.notify_cancel {
+                let reason = format!("timed out after {} ms", e.after.as_millis());
+                self.send_in_background(
+                    cancelled_notification(e.id, Some(reason)).map(Message::Notification),
+                );
+            }
+        }
+    }
+
+    /// Sends without blocking the driver (a full outbound queue must not stop reading).
+    fn send_in_background(&self, message: Option<Message>) {
+        let (Some(message), Some(shared)) = (message, self.shared.upgrade()) else {
+            return;
+        };
+        let sender = shared.sender.clone();
+        drop(shared);
+        tokio::spawn(async move {
+            let _ = sender.send(message).await;
+        });
+    }
+
+    fn on_message(&mut self, message: Message) {
+        match message {
+            Message::Response(r) => {
+                let entry = lock(&self.core.table).take_response(&r.id);
+                if let Some(entry) = entry {
+                    entry.resolve(Ok(r.result));
+                }
+            }
+            Message::Error(e) => match &e.id {
+                Some(id) => {
+                    let entry = lock(&self.core.table).take_response(id);
+                    if let Some(entry) = entry {
+                        let method = entry.method.clone();
+                        entry.resolve(Err(Error::protocol(e.error).with_method(&method)));
+                    }
+                }
+                None => tracing::warn!(
+                    code = e.error.code,
+                    message = %e.error.message,
+                    "error response without an id; cannot route it"
+                ),
+            },
+            Message::Request(r) => self.on_request(r),
+            Message::Notification(n) => self.on_notification(n),
+        }
+    }
+
+    fn on_notification(&self, n: Notification) {
+        match n.method.as_str() {
+            NOTIFICATION_PROGRESS => {
+                let params = match n.params_as::<ProgressNotificationParams>() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "malformed progress notification; ignored");
+                        return;
+                    }
+                };
+                let cb = lock(&self.core.table).progress(&params.progress_token, Instant::now());
+                match cb {
+                    Some(cb) => cb(params),
+                    None => {
+                        tracing::debug!(token = %params.progress_token, "progress for no pending request; ignored")
+                    }
+                }
+            }
+            NOTIFICATION_CANCELLED => {
+                let params = match n.params_as::<CancelledNotificationParams>() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "malformed cancelled notification; ignored");
+                        return;
+                    }
+                };
+                let Some(id) = params.request_id else { return };
+                let token = lock(&self.core.incoming).get(&id).cloned();
+                match token {
+                    Some(t) => {
+                        tracing::debug!(%id, reason = ?params.reason, "peer cancelled its request");
+                        match params.reason {
+                            Some(r) => t.cancel_with(r),
+                            None => t.cancel(),
+                        }
+                    }
+                    None => tracing::debug!(%id, "cancellation of no running request; ignored"),
+                }
+            }
+            _ => self.handler.notification(n),
+        }
+    }
+
+    fn answer_now(&self, id: Id, error: ErrorObject) {
+        self.send_in_background(Some(Message::Error(ErrorResponse::new(Some(id), error))));
+    }
+
+    fn on_request(&self, request: Request) {
+        let Some(shared) = self.shared.upgrade() else {
+            tracing::debug!(method = %request.method, "request after every handle was dropped; not answered");
+            return;
+        };
+        let id = request.id.clone();
+        let method = request.method.clone();
+        let permit = match self.core.handlers.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                tracing::warn!(%method, %id, "too many concurrent requests; refused");
+                self.answer_now(
+                    id,
+                    ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        format!(
+                            "too many concurrent requests (limit {})",
+                            self.core.config.max_concurrent_handlers
+                        ),
+                    ),
+                );
+                return;
+            }
+        };
+        let cancel = CancelToken::new();
+        {
+            let mut incoming = lock(&self.core.incoming);
+            if incoming.contains_key(&id) {
+                drop(incoming);
+                self.answer_now(
+                    id,
+                    ErrorObject::new(
+                        code::INVALID_REQUEST,
+                        "a request with this id is still being handled",
+                    ),
+                );
+                return;
+            }
+            incoming.insert(id.clone(), cancel.clone());
+        }
+        let progress_token = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<MetaPeek>(p.get()).ok())
+            .and_then(|m| m.meta)
+            .and_then(|m| switchboard_protocol::types::meta::progress_token(&m));
+        let peer = Peer { shared };
+        let cx = HandlerContext {
+            id: id.clone(),
+            method: method.clone(),
+            cancel: cancel.clone(),
+            progress_token,
+            peer: peer.clone(),
+        };
+        let fut = self.handler.request(request, cx);
+        let core = self.core.clone();
+        let span = tracing::debug_span!(parent: &self.core.span, "incoming", %method, %id);
+        tokio::spawn(
+            async move {
+                let _permit = permit;
+                let task = tokio::spawn(fut);
+                let abort = task.abort_handle();
+                let result = tokio::select! {
+                    r = task => Some(r),
+                    _ = cancel.cancelled() => { abort.abort(); None }
+                };
+                lock(&core.incoming).remove(&id);
+                let Some(result) = result else {
+                    tracing::debug!("cancelled; no response sent");
+                    return;
+                };
+                let message = match result {
+                    Ok(Ok(result)) => Message::Response(Response { id, result }),
+                    Ok(Err(error)) => Message::Error(ErrorResponse::new(Some(id), error)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "handler panicked");
+                        Message::Error(ErrorResponse::new(
+                            Some(id),
+                            ErrorObject::new(
+                                code::INTERNAL_ERROR,
+                                "internal error: the handler failed",
+                            ),
+                        ))
+                    }
+                };
+                if peer.shared.sender.send(message).await.is_err() {
+                    tracing::debug!("transport closed before the response could be sent");
+                }
+            }
+            .instrument(span),
+        );
+    }
+
+    fn close(&self, reason: &str) {
+        let failed = lock(&self.core.table).fail_all(reason);
+        let running: Vec<CancelToken> = lock(&self.core.incoming).drain().map(|(_, t)| t).collect();
+        for t in &running {
+            t.cancel_with(format!("transport closed: {reason}"));
+        }
+        tracing::info!(%reason, failed, handlers_cancelled = running.len(), "transport closed");
+        self.handler.closed(reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_token_goes_into_meta() {
+        let token = Id::from(7);
+        let p = add_progress_token(None, Some(&token)).unwrap().unwrap();
+        assert_eq!(p.get(), r#"{"_meta":{"progressToken":7}}"#);
+        let raw = serde_json::value::to_raw_value(&serde_json::json!({"name":"t","_meta":{"x":1}}))
+            .unwrap();
+        let p = add_progress_token(Some(raw), Some(&token))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(p.get()).unwrap();
+        assert_eq!(v["_meta"], serde_json::json!({"x":1,"progressToken":7}));
+        let bad = serde_json::value::to_raw_value(&serde_json::json!([1])).unwrap();
+        assert!(add_progress_token(Some(bad), Some(&token))
+            .unwrap_err()
+            .is_decode());
+        let bad = serde_json::value::to_raw_value(&serde_json::json!({"_meta": 1})).unwrap();
+        assert!(add_progress_token(Some(bad), Some(&token))
+            .unwrap_err()
+            .is_decode());
+    }
+
+    #[tokio::test]
+    async fn cancel_token_fires_once() {
+        let t = CancelToken::new();
+        let t2 = t.clone();
+        let waiter = tokio::spawn(async move { t2.cancelled().await });
+        t.cancel_with("first");
+        t.cancel_with("second");
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(t.is_cancelled());
+        assert_eq!(t.reason().as_deref(), Some("first"));
+        // Already fired: completes at once.
+        tokio::time::timeout(Duration::from_secs(5), t.cancelled())
+            .await
+            .unwrap();
+    }
+}

@@ -1,0 +1,143 @@
+//! The client's legacy handshake against a scripted server (spec notes §3).
+
+mod client_support;
+
+use client_support::*;
+use serde_json::json;
+use switchboard::Client;
+use switchboard_protocol::version::Supported;
+use switchboard_protocol::ProtocolVersion;
+
+#[tokio::test]
+async fn handshake_offers_the_latest_legacy_version_and_exposes_the_answer() {
+    let (transport, mut script) = pair();
+    let (client, init) = within(async {
+        tokio::join!(
+            Client::connect(transport, options()),
+            script.handshake("2025-11-25", json!({"tools": {"listChanged": true}}))
+        )
+    })
+    .await;
+    let client = client.unwrap();
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert_eq!(init["capabilities"], json!({}), "no handler, no capability");
+    assert_eq!(
+        init["clientInfo"],
+        json!({"name": "test-client", "version": "0.1.0"})
+    );
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(client.server_info().name, "scripted");
+    assert_eq!(client.instructions(), Some("be nice"));
+    assert!(client.server_capabilities().tools.is_some());
+    assert!(client.server_capabilities().prompts.is_none());
+}
+
+#[tokio::test]
+async fn an_older_supported_answer_is_accepted() {
+    let (transport, mut script) = pair();
+    let (client, _) = within(async {
+        tokio::join!(
+            Client::connect(transport, options()),
+            script.handshake("2024-11-05", json!({"tools": {}}))
+        )
+    })
+    .await;
+    let client = client.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
+    // The session works at that version.
+    let ping = async {
+        let req = script.recv_request().await;
+        assert_eq!(req.method, "ping");
+        script.respond(&req.id, json!({})).await;
+    };
+    let (r, ()) = within(async { tokio::join!(client.ping(), ping) }).await;
+    r.unwrap();
+}
+
+/// Answers `initialize` with `version` and returns what came next.
+async fn answer_with(script: &mut Script, version: &str) {
+    let init = script.recv_request().await;
+    script
+        .respond(
+            &init.id,
+            json!({"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn an_unsupported_answer_is_refused_and_the_client_disconnects() {
+    for (supported, answer) in [
+        (Supported::default(), "2023-01-01"),
+        (Supported::default(), "2026-07-28"),
+        (
+            Supported::new([ProtocolVersion::V2025_06_18, ProtocolVersion::V2025_11_25]).unwrap(),
+            "2024-11-05",
+        ),
+    ] {
+        let (transport, mut script) = pair();
+        let mut opts = options();
+        opts.supported = supported;
+        let (client, ()) = within(async {
+            tokio::join!(
+                Client::connect(transport, opts),
+                answer_with(&mut script, answer)
+            )
+        })
+        .await;
+        let e = client.unwrap_err();
+        assert!(e.is_local_refusal(), "{answer}: {e:?}");
+        assert_eq!(e.lifecycle_error().unwrap().code(), -32602);
+        // No notifications/initialized; our side is closed.
+        script.expect_closed().await;
+    }
+}
+
+#[tokio::test]
+async fn the_offer_is_the_newest_legacy_version_in_the_set() {
+    let (transport, mut script) = pair();
+    let mut opts = options();
+    opts.supported =
+        Supported::new([ProtocolVersion::V2024_11_05, ProtocolVersion::V2025_03_26]).unwrap();
+    let (client, init) = within(async {
+        tokio::join!(
+            Client::connect(transport, opts),
+            script.handshake("2025-03-26", json!({}))
+        )
+    })
+    .await;
+    assert_eq!(init["protocolVersion"], "2025-03-26");
+    assert_eq!(
+        client.unwrap().protocol_version(),
+        ProtocolVersion::V2025_03_26
+    );
+}
+
+#[tokio::test]
+async fn an_initialize_error_is_a_protocol_error() {
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script.respond_error(&init.id, -32602, "unsupported").await;
+    };
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+    let e = client.unwrap_err();
+    assert_eq!(e.error_object().unwrap().code, -32602);
+    script.expect_closed().await;
+}
+
+#[tokio::test]
+async fn the_server_closing_during_the_handshake_is_a_closed_error() {
+    let (transport, script) = pair();
+    let Script { tx, mut rx } = script;
+    let server = async move {
+        let _init = within(rx.recv()).await;
+        drop(tx);
+        drop(rx);
+    };
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+    let e = client.unwrap_err();
+    assert!(e.is_closed(), "{e:?}");
+}

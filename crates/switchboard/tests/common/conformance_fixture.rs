@@ -1,0 +1,317 @@
+//! The server fixture set of the MCP conformance suite (`modelcontextprotocol/
+//! conformance`, REVISIONS.md §9), registered through `Server::builder`: tools
+//! `test_*` and `json_schema_2020_12_tool`, resources `test://static-text`,
+//! `test://static-binary`, template `test://template/{id}/data`, prompts `test_*`,
+//! and completion on `test_prompt_with_arguments`.
+
+use serde_json::{json, Value};
+use switchboard::server::{HandlerError, Server, ServerBuilder, ToolContext, ToolError};
+use switchboard_protocol::types::{
+    CallToolResult, ContentBlock, CreateMessageRequestParams, ElicitRequestParams, GetPromptResult,
+    Implementation, LoggingLevel, Prompt, Resource, ResourceContents, ResourceTemplate, Tool,
+};
+
+/// A 1×1 PNG, base64.
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// An empty WAV file, base64.
+pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+/// The text of `test_simple_text`.
+pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
+/// The text of `test_error_handling`'s error.
+pub const ERROR_TEXT: &str = "This tool intentionally returns an error for testing";
+
+/// Every fixture tool's name, in registration order.
+pub const TOOL_NAMES: [&str; 11] = [
+    "test_simple_text",
+    "test_image_content",
+    "test_audio_content",
+    "test_embedded_resource",
+    "test_multiple_content_types",
+    "test_tool_with_logging",
+    "test_tool_with_progress",
+    "test_error_handling",
+    "test_sampling",
+    "test_elicitation",
+    "json_schema_2020_12_tool",
+];
+
+fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("fixture JSON fits the type")
+}
+
+fn tool(name: &str, description: &str, input_schema: Value) -> Tool {
+    from(json!({"name": name, "description": description, "inputSchema": input_schema}))
+}
+
+fn no_args() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn blocks(v: Value) -> CallToolResult {
+    from(json!({ "content": v }))
+}
+
+fn embedded() -> Value {
+    json!({"type": "resource", "resource": {"uri": "test://embedded-resource",
+        "mimeType": "text/plain", "text": "This is an embedded resource content."}})
+}
+
+/// The fixture's builder (so tests can add to it or change settings).
+pub fn builder() -> ServerBuilder {
+    let b = Server::builder(Implementation::new("conformance-fixture", "1.0.0"))
+        .instructions("The MCP conformance suite's server fixtures.")
+        .tool(
+            tool("test_simple_text", "Returns simple text content", no_args()),
+            |_, _| async { Ok(blocks(json!([{"type": "text", "text": SIMPLE_TEXT}]))) },
+        )
+        .tool(
+            tool("test_image_content", "Returns image content", no_args()),
+            |_, _| async {
+                Ok(blocks(
+                    json!([{"type": "image", "data": PNG, "mimeType": "image/png"}]),
+                ))
+            },
+        )
+        .tool(
+            tool("test_audio_content", "Returns audio content", no_args()),
+            |_, _| async {
+                Ok(blocks(
+                    json!([{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]),
+                ))
+            },
+        )
+        .tool(
+            tool(
+                "test_embedded_resource",
+                "Returns an embedded resource",
+                no_args(),
+            ),
+            |_, _| async { Ok(blocks(json!([embedded()]))) },
+        )
+        .tool(
+            tool(
+                "test_multiple_content_types",
+                "Returns text, image and resource content",
+                no_args(),
+            ),
+            |_, _| async {
+                Ok(blocks(json!([
+                    {"type": "text", "text": "Multiple content types test:"},
+                    {"type": "image", "data": PNG, "mimeType": "image/png"},
+                    embedded(),
+                ])))
+            },
+        )
+        .tool(
+            tool(
+                "test_tool_with_logging",
+                "Sends log messages while it runs",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                for step in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ] {
+                    ctx.log(LoggingLevel::Info, json!(step)).await?;
+                }
+                ctx.log(LoggingLevel::Debug, json!("debug detail")).await?;
+                Ok(blocks(
+                    json!([{"type": "text", "text": "Tool with logging executed successfully"}]),
+                ))
+            },
+        )
+        .tool(
+            tool(
+                "test_tool_with_progress",
+                "Reports progress while it runs",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                for p in [0.0, 50.0, 100.0] {
+                    ctx.progress(p, Some(100.0), Some(format!("step {p}")))
+                        .await?;
+                }
+                Ok(blocks(
+                    json!([{"type": "text", "text": "Tool with progress executed successfully"}]),
+                ))
+            },
+        )
+        .tool(
+            tool("test_error_handling", "Always fails", no_args()),
+            |_, _| async { Err(ToolError::new(ERROR_TEXT)) },
+        )
+        .tool(
+            tool(
+                "test_sampling",
+                "Asks the client's LLM",
+                json!({"type": "object", "properties": {"prompt": {"type": "string"}},
+                    "required": ["prompt"]}),
+            ),
+            |args, ctx: ToolContext| async move {
+                let prompt = args["prompt"].as_str().unwrap_or_default().to_owned();
+                let params: CreateMessageRequestParams = from(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "maxTokens": 100}));
+                let answer = ctx.create_message(params).await?;
+                let text = serde_json::to_value(answer.content.blocks())
+                    .ok()
+                    .and_then(|v| v[0]["text"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                Ok(blocks(
+                    json!([{"type": "text", "text": format!("LLM response: {text}")}]),
+                ))
+            },
+        )
+        .tool(
+            tool(
+                "test_elicitation",
+                "Asks the user for input",
+                json!({"type": "object", "properties": {"message": {"type": "string"}},
+                    "required": ["message"]}),
+            ),
+            |args, ctx: ToolContext| async move {
+                let params: ElicitRequestParams = from(json!({
+                    "message": args["message"],
+                    "requestedSchema": {"type": "object", "properties": {
+                        "username": {"type": "string", "description": "User's response"},
+                        "email": {"type": "string", "description": "User's email address"}},
+                        "required": ["username", "email"]}}));
+                let answer = ctx.elicit(params).await?;
+                let text = format!(
+                    "User response: {}",
+                    serde_json::to_value(&answer).unwrap_or_default()
+                );
+                Ok(blocks(json!([{"type": "text", "text": text}])))
+            },
+        )
+        .tool(
+            tool(
+                "json_schema_2020_12_tool",
+                "A JSON Schema 2020-12 input schema with $defs and additionalProperties",
+                json!({
+                    "$schema": "https://json-schema.org/draft/2020-12/schema",
+                    "type": "object",
+                    "$defs": {"address": {"type": "object", "properties": {
+                        "street": {"type": "string"}, "city": {"type": "string"}},
+                        "required": ["city"]}},
+                    "properties": {"name": {"type": "string"},
+                        "address": {"$ref": "#/$defs/address"}},
+                    "required": ["name"],
+                    "additionalProperties": false}),
+            ),
+            |args, _| async move {
+                Ok(blocks(
+                    json!([{"type": "text", "text": format!("received {}", Value::Object(args))}]),
+                ))
+            },
+        );
+    let b = b
+        .resource(
+            from(json!({"uri": "test://static-text", "name": "static-text",
+                "description": "A static text resource", "mimeType": "text/plain"})),
+            |r| async move {
+                Ok(vec![from::<ResourceContents>(json!({"uri": r.uri,
+                    "mimeType": "text/plain",
+                    "text": "This is the content of the static text resource."}))])
+            },
+        )
+        .resource(
+            from::<Resource>(
+                json!({"uri": "test://static-binary", "name": "static-binary",
+                "description": "A static binary resource", "mimeType": "image/png"}),
+            ),
+            |r| async move {
+                Ok(vec![from::<ResourceContents>(json!({"uri": r.uri,
+                    "mimeType": "image/png", "blob": PNG}))])
+            },
+        )
+        .resource_template(
+            from::<ResourceTemplate>(json!({"uriTemplate": "test://template/{id}/data",
+                "name": "template", "description": "A parameterized resource",
+                "mimeType": "application/json"})),
+            |r| async move {
+                let id = r.variables["id"].clone();
+                if id == "missing" {
+                    return Err(HandlerError::NotFound(format!("no data for id {id}")));
+                }
+                Ok(vec![from::<ResourceContents>(json!({"uri": r.uri,
+                    "mimeType": "application/json",
+                    "text": json!({"id": id, "templateTest": true,
+                        "data": format!("Data for ID: {id}")}).to_string()}))])
+            },
+        );
+    b.prompt(
+        from::<Prompt>(json!({"name": "test_simple_prompt",
+            "description": "A simple prompt without arguments"})),
+        |_| async {
+            Ok(from::<GetPromptResult>(json!({"messages": [{"role": "user",
+                "content": {"type": "text", "text": "This is a simple prompt for testing."}}]})))
+        },
+    )
+    .prompt(
+        from::<Prompt>(json!({"name": "test_prompt_with_arguments",
+            "description": "A prompt with required arguments",
+            "arguments": [
+                {"name": "arg1", "description": "First test argument", "required": true},
+                {"name": "arg2", "description": "Second test argument", "required": true}]})),
+        |a| async move {
+            Ok(from::<GetPromptResult>(json!({"messages": [{"role": "user",
+                "content": {"type": "text", "text": format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'", a["arg1"], a["arg2"])}}]})))
+        },
+    )
+    .prompt(
+        from::<Prompt>(json!({"name": "test_prompt_with_embedded_resource",
+            "description": "A prompt that includes an embedded resource",
+            "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed",
+                "required": true}]})),
+        |a| async move {
+            Ok(from::<GetPromptResult>(json!({"messages": [
+                {"role": "user", "content": {"type": "resource", "resource": {
+                    "uri": a["resourceUri"], "mimeType": "text/plain",
+                    "text": "Embedded resource content for testing."}}},
+                {"role": "user", "content": {"type": "text",
+                    "text": "Please process the embedded resource above."}}]})))
+        },
+    )
+    .prompt(
+        from::<Prompt>(json!({"name": "test_prompt_with_image",
+            "description": "A prompt that includes image content"})),
+        |_| async {
+            Ok(from::<GetPromptResult>(json!({"messages": [
+                {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
+                {"role": "user", "content": {"type": "text", "text": "Please analyze the image above."}}]})))
+        },
+    )
+    .prompt_completion("test_prompt_with_arguments", "arg1", |r| async move {
+        // 150 candidates, so that the cap of 100 is exercised.
+        Ok((0..150)
+            .map(|i| format!("value{i:03}"))
+            .filter(|v| v.starts_with(&r.value))
+            .collect())
+    })
+    .template_completion("test://template/{id}/data", "id", |r| async move {
+        Ok(["1", "2", "42"]
+            .into_iter()
+            .filter(|v| v.starts_with(&r.value))
+            .map(str::to_owned)
+            .collect())
+    })
+}
+
+/// The fixture server.
+pub fn server() -> Server {
+    builder().build().expect("the fixture registers cleanly")
+}
+
+/// The text of the first content block of a `tools/call` result.
+pub fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// The content blocks of a `tools/call` result, decoded.
+pub fn decode_blocks(result: &Value) -> Vec<ContentBlock> {
+    from(result["content"].clone())
+}
