@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use switchboard_protocol::codec::{encode_batch_line, encode_line};
-use switchboard_protocol::jsonrpc::{Batching, DecodeError, Message};
+use switchboard_protocol::jsonrpc::{Batching, DecodeError, Id, Message};
 use tokio::sync::mpsc;
 
 use crate::stdio::child::ShutdownReport;
@@ -74,25 +74,128 @@ impl Transport {
 /// is answered only while some `Sender` is alive.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    pub(crate) tx: mpsc::Sender<Vec<u8>>,
+    pub(crate) tx: mpsc::Sender<Outbound>,
     pub(crate) batching: BatchingSwitch,
 }
 
+/// Where a queued message should go, for transports with several outputs per
+/// peer (the Streamable HTTP server); single-output transports ignore it. See
+/// [`Sender::send_related`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Not tied to any request.
+    Unrelated,
+    /// A request or notification sent on behalf of the inbound request with this id.
+    Related(Id),
+    /// The response (or error response) to the inbound request with this id.
+    Response(Id),
+    /// A batch holding the responses to the inbound requests with these ids (at
+    /// least one).
+    Responses(Vec<Id>),
+}
+
+impl Route {
+    fn of(message: &Message, related: Option<Id>) -> Route {
+        match message {
+            Message::Response(r) => Route::Response(r.id.clone()),
+            Message::Error(e) => match &e.id {
+                Some(id) => Route::Response(id.clone()),
+                None => Route::Unrelated,
+            },
+            _ => related.map_or(Route::Unrelated, Route::Related),
+        }
+    }
+
+    fn of_batch(messages: &[Message]) -> Route {
+        let ids: Vec<Id> = messages
+            .iter()
+            .filter_map(|m| match Route::of(m, None) {
+                Route::Response(id) => Some(id),
+                _ => None,
+            })
+            .collect();
+        if ids.is_empty() {
+            Route::Unrelated
+        } else {
+            Route::Responses(ids)
+        }
+    }
+}
+
+/// One queued output: the encoded line (compact JSON and `\n`) and its route.
+#[derive(Debug)]
+pub(crate) struct Outbound {
+    pub(crate) line: Vec<u8>,
+    pub(crate) route: Route,
+}
+
+impl Outbound {
+    pub(crate) fn new(line: Vec<u8>, route: Route) -> Self {
+        Outbound { line, route }
+    }
+}
+
 impl Sender {
-    /// Queues one message, waiting while the queue is full (backpressure).
+    /// Queues one message, waiting while the queue is full (backpressure). The same
+    /// as [`send_related`](Self::send_related) with `related = None`.
     ///
     /// The message is encoded here, in the caller's task, as one line of compact
     /// JSON; the writer task only writes bytes. `Ok` means queued, not yet written.
     ///
     /// Errors: [`SendError::is_closed`] when the writer task has ended (the output
-    /// failed, the child was shut down, or the runtime is gone); the message comes
-    /// back with [`SendError::into_inner`].
+    /// failed, the child was shut down, the HTTP session ended, or the runtime is
+    /// gone); the message comes back with [`SendError::into_inner`].
     ///
     /// Cancel safety: if the future is dropped before it completes, the message was
     /// not queued and nothing of it is written.
     pub async fn send(&self, message: Message) -> Result<(), SendError> {
-        let line = encode_line(&message);
-        match self.tx.send(line).await {
+        self.send_related(message, None).await
+    }
+
+    /// Queues one message with a routing hint: the id of the inbound request this
+    /// message belongs to, if any. Waits while the queue is full (backpressure);
+    /// encoding, errors and cancel safety as [`send`](Self::send).
+    ///
+    /// **The contract.** Transports with a single ordered channel (stdio, child
+    /// processes, [`crate::memory`], [`crate::connect`]) ignore `related`: every
+    /// message is written to the one output, in the order queued. Transports that
+    /// have several channels per peer route by it. For the Streamable HTTP server
+    /// ([`crate::http::server`]; MCP 2025-03-26 to 2025-11-25, "Transports →
+    /// Streamable HTTP"):
+    ///
+    /// - A response or error response ([`Message::Response`], [`Message::Error`]
+    ///   with an id) always goes on the SSE stream (or JSON reply) of the POST that
+    ///   carried the request with that id, whatever `related` says; once every
+    ///   request of that POST has its response, the stream ends. A response whose
+    ///   id matches no open request (already answered, or never received) is
+    ///   logged (warn) and dropped; an error response with a `null` id goes to
+    ///   the standalone stream.
+    /// - A request or notification with `related = Some(id)` goes on the stream of
+    ///   the POST that carried request `id` while that stream is open (its response
+    ///   not yet sent), before the response if queued before it: this is how
+    ///   progress (`notifications/progress`), logging (`notifications/message`) and
+    ///   server-to-client requests (`sampling/createMessage`, `elicitation/create`,
+    ///   `roots/list`) made while handling a call reach the client on the call's
+    ///   stream. If the POST asked for a JSON reply (server configured with
+    ///   `json_response`) or its stream has already ended, the message goes where
+    ///   `related = None` would send it.
+    /// - Anything else (`related = None`, or an id with no open stream) goes on the
+    ///   session's standalone GET stream, and is kept there in a bounded buffer
+    ///   (`sse_replay_buffer` events, oldest dropped first) until a GET stream opens
+    ///   if none is open.
+    ///
+    /// So the library should pass `Some(request_id)` for everything it sends while
+    /// handling that request, and `None` for messages of its own (list-changed and
+    /// resource-updated notifications, pings, requests not made on behalf of a
+    /// call). Order is kept per stream; messages on different streams have no order
+    /// between them.
+    pub async fn send_related(
+        &self,
+        message: Message,
+        related: Option<Id>,
+    ) -> Result<(), SendError> {
+        let out = Outbound::new(encode_line(&message), Route::of(&message, related));
+        match self.tx.send(out).await {
             Ok(()) => Ok(()),
             Err(_) => Err(SendError::new(
                 SendErrorKind::Closed,
@@ -101,13 +204,13 @@ impl Sender {
         }
     }
 
-    /// Like [`send`](Self::send) but never waits.
+    /// Like [`send`](Self::send) (no routing hint) but never waits.
     ///
     /// Errors: [`SendError::is_full`] when the queue is full, [`SendError::is_closed`]
     /// when the writer task has ended.
     pub fn try_send(&self, message: Message) -> Result<(), SendError> {
-        let line = encode_line(&message);
-        match self.tx.try_send(line) {
+        let out = Outbound::new(encode_line(&message), Route::of(&message, None));
+        match self.tx.try_send(out) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => Err(SendError::new(
                 SendErrorKind::Full,
@@ -121,7 +224,10 @@ impl Sender {
     }
 
     /// Queues a JSON-RPC batch as one line (a JSON array;
-    /// `encode_batch_line`). Batches exist only in 2025-03-26 (MCP 2025-03-26,
+    /// `encode_batch_line`). On the Streamable HTTP server a batch goes to the
+    /// stream of the POST whose requests its responses answer (the library answers
+    /// a batch POST with one batch of responses), or to the standalone stream if it
+    /// holds no response. Batches exist only in 2025-03-26 (MCP 2025-03-26,
     /// "Base protocol → Batching": MUST accept, MAY send; `initialize` is never
     /// batched, which is the library's rule to keep).
     ///
@@ -143,8 +249,8 @@ impl Sender {
                 Outgoing::Batch(messages),
             ));
         }
-        let line = encode_batch_line(&messages);
-        match self.tx.send(line).await {
+        let out = Outbound::new(encode_batch_line(&messages), Route::of_batch(&messages));
+        match self.tx.send(out).await {
             Ok(()) => Ok(()),
             Err(_) => Err(SendError::new(
                 SendErrorKind::Closed,
@@ -302,6 +408,17 @@ pub enum CloseReason {
     ChildStdoutClosed,
     /// A child process was shut down at our request; how it ended.
     ShutDown(ShutdownReport),
+    /// HTTP server: the client ended the session with `DELETE` (MCP 2025-03-26 to
+    /// 2025-11-25, "Streamable HTTP" → "Session Management").
+    SessionDeleted,
+    /// HTTP server: the session saw no request and had no open stream for the
+    /// configured idle timeout
+    /// ([`HttpServerConfig::session_idle_timeout`](crate::http::server::HttpServerConfig::session_idle_timeout)).
+    SessionExpired,
+    /// HTTP server: the session was ended on this side: the
+    /// [`HttpServer`](crate::http::server::HttpServer) was dropped, or every
+    /// [`Sender`] of the session was dropped.
+    SessionClosed,
 }
 
 impl fmt::Display for CloseReason {
@@ -315,6 +432,9 @@ impl fmt::Display for CloseReason {
                 f.write_str("child closed its stdout but is still running")
             }
             CloseReason::ShutDown(report) => write!(f, "child shut down: {report}"),
+            CloseReason::SessionDeleted => f.write_str("the client deleted the HTTP session"),
+            CloseReason::SessionExpired => f.write_str("the HTTP session expired (idle)"),
+            CloseReason::SessionClosed => f.write_str("the HTTP session was closed by the server"),
         }
     }
 }
@@ -372,7 +492,7 @@ mod tests {
         Message::Request(Request::new(1, "ping", &serde_json::json!({})).unwrap())
     }
 
-    fn pair(capacity: usize) -> (Sender, mpsc::Receiver<Vec<u8>>) {
+    fn pair(capacity: usize) -> (Sender, mpsc::Receiver<Outbound>) {
         let (tx, rx) = mpsc::channel(capacity);
         let sender = Sender {
             tx,
@@ -398,7 +518,7 @@ mod tests {
         assert!(e.is_full() && !e.is_closed(), "{e}");
         assert_eq!(e.into_inner(), Outgoing::Message(ping()));
         // What was queued is one encoded line.
-        let line = rx.try_recv().unwrap();
+        let line = rx.try_recv().unwrap().line;
         assert_eq!(line.last(), Some(&b'\n'));
         assert_eq!(Message::decode(&line[..line.len() - 1]).unwrap(), ping());
         drop(rx);

@@ -27,6 +27,10 @@
 //! - [`memory::pair`]: two connected ends for tests, through the real line codec.
 //! - [`connect`]: the line driver over any `AsyncRead`/`AsyncWrite` pair, in
 //!   either [`Role`].
+//! - [`http::server`]: the Streamable HTTP server (stateful shape, 2025-03-26 to
+//!   2025-11-25): an HTTP listener whose [`http::server::SessionAcceptor`] yields
+//!   one [`Transport`] per MCP session. Replies and related messages are routed
+//!   to the right HTTP stream by [`Sender::send_related`].
 //!
 //! Bad input is handled per [`Role`]: a server answers it with the spec's error
 //! and goes on; a client logs it as the peer's fault and goes on.
@@ -34,7 +38,8 @@
 //! ## Logging
 //!
 //! Everything is logged through `tracing`, in spans named after the transport
-//! (`stdio_server`, `stdio_child`, `memory`) with `name` and, for processes,
+//! (`stdio_server`, `stdio_child`, `memory`, `http_server`, `http_connection`,
+//! `http_session`) with `name` and, for processes,
 //! `pid` fields. This crate never writes to stdout except protocol messages of
 //! [`stdio::serve`], and never installs a subscriber: only binaries do (and in
 //! stdio server mode they must send logs to stderr).
@@ -65,6 +70,7 @@
 
 mod config;
 mod handle;
+pub mod http;
 mod line;
 pub mod memory;
 pub mod stdio;

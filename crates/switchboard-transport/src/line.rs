@@ -17,7 +17,9 @@ use tokio::task::JoinHandle;
 use tracing::{debug, trace, warn, Instrument, Span};
 
 use crate::config::TransportConfig;
-use crate::handle::{BatchingSwitch, CloseReason, Inbound, Receiver, Sender, Transport};
+use crate::handle::{
+    BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Route, Sender, Transport,
+};
 
 /// How many bytes one read asks for (64 KiB). Independent of the line limit: the
 /// line decoder assembles lines across reads.
@@ -150,7 +152,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(config.capacity());
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(config.capacity());
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
@@ -182,8 +184,8 @@ where
 
 /// Writes queued lines until every [`Sender`] is gone, then flushes and shuts the
 /// output down.
-async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Vec<u8>>) {
-    while let Some(line) = queue.recv().await {
+async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Outbound>) {
+    while let Some(Outbound { line, .. }) = queue.recv().await {
         trace!(bytes = line.len(), "writing a line");
         if let Err(e) = output.write_all(&line).await {
             warn!(error = %e, "write failed; the transport's output is closed");
@@ -205,7 +207,7 @@ struct ReaderTask {
     role: Role,
     events: mpsc::Sender<Inbound>,
     /// For answering bad lines (server role) without keeping the writer alive.
-    replies: mpsc::WeakSender<Vec<u8>>,
+    replies: mpsc::WeakSender<Outbound>,
     batching: BatchingSwitch,
     /// Lines are decoded with `decode_frame` under the switch's rule as each is
     /// taken: the same as `FrameDecoder` with `set_batching` before every
@@ -298,7 +300,11 @@ impl ReaderTask {
                 let line = encode_line(&Message::Error(answer));
                 match self.replies.upgrade() {
                     Some(tx) => {
-                        if tx.send(line).await.is_err() {
+                        if tx
+                            .send(Outbound::new(line, Route::Unrelated))
+                            .await
+                            .is_err()
+                        {
                             debug!("output closed; the error answer was not sent");
                         }
                     }

@@ -40,6 +40,7 @@ pub mod completion;
 pub mod context;
 pub mod prompts;
 pub mod resources;
+mod serve;
 pub mod testing;
 pub mod tools;
 
@@ -68,6 +69,7 @@ pub use completion::CompletionRequest;
 pub use context::{BoxFuture, ContextError, ContextSink, ToolContext};
 pub use prompts::PromptArguments;
 pub use resources::{ResourceRequest, UriTemplate, UriTemplateError};
+pub use serve::{ServeOptions, ServerSession};
 pub use tools::{Arguments, ToolError};
 
 use completion::{CompletionHandler, CompletionKey};

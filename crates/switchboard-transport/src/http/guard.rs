@@ -1,0 +1,226 @@
+//! Checks of request headers, as pure functions (MCP 2025-03-26 to 2025-11-25,
+//! "Transports → Streamable HTTP" → "Security Warning", "Sending Messages to the
+//! Server", "Protocol Version Header", "Resumability and Redelivery").
+
+use std::net::SocketAddr;
+
+use http::header::{ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use http::HeaderMap;
+use switchboard_protocol::ProtocolVersion;
+
+/// The host names a local server answers to by default.
+const LOCAL_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// The default `Host` values: each local name with the bound port, plus the bound
+/// address itself (`ip:port`, IPv6 in brackets).
+pub(crate) fn default_hosts(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let mut hosts: Vec<String> = LOCAL_NAMES
+        .iter()
+        .map(|name| format!("{name}:{port}"))
+        .collect();
+    let own = bound.to_string();
+    if !hosts.contains(&own) {
+        hosts.push(own);
+    }
+    hosts
+}
+
+/// The default `Origin` values: `http://` and `https://` with each default host.
+pub(crate) fn default_origins(bound: SocketAddr) -> Vec<String> {
+    default_hosts(bound)
+        .into_iter()
+        .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
+        .collect()
+}
+
+/// Whether the `Host` header is one of `allowed` (ASCII case-insensitive, exact
+/// otherwise). A missing or non-text `Host` fails.
+pub(crate) fn host_ok(headers: &HeaderMap, allowed: &[String]) -> bool {
+    match headers.get(HOST).and_then(|v| v.to_str().ok()) {
+        Some(host) => allowed.iter().any(|a| a.eq_ignore_ascii_case(host.trim())),
+        None => false,
+    }
+}
+
+/// Whether the `Origin` header is absent (a non-browser client) or one of
+/// `allowed` (ASCII case-insensitive). `Origin: null` and unreadable values fail.
+pub(crate) fn origin_ok(headers: &HeaderMap, allowed: &[String]) -> bool {
+    match headers.get(ORIGIN) {
+        None => true,
+        Some(v) => match v.to_str() {
+            Ok(origin) => allowed
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(origin.trim())),
+            Err(_) => false,
+        },
+    }
+}
+
+/// The media types listed in every `Accept` header, lowercased, parameters
+/// dropped.
+fn accepted(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|item| {
+            item.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect()
+}
+
+/// POST: `Accept` must list both `application/json` and `text/event-stream`
+/// (every Streamable HTTP revision: the client MUST).
+pub(crate) fn post_accept_ok(headers: &HeaderMap) -> bool {
+    let types = accepted(headers);
+    types.iter().any(|t| t == "application/json") && types.iter().any(|t| t == "text/event-stream")
+}
+
+/// GET: `Accept` must list `text/event-stream`.
+pub(crate) fn get_accept_ok(headers: &HeaderMap) -> bool {
+    accepted(headers).iter().any(|t| t == "text/event-stream")
+}
+
+/// POST: `Content-Type` must be `application/json` (parameters such as `charset`
+/// allowed).
+pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The `MCP-Protocol-Version` header (2025-06-18 onward).
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The `Mcp-Session-Id` header (`MCP-Session-Id` in 2025-11-25; names are
+/// case-insensitive).
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+/// The `Last-Event-ID` header (SSE resumption).
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The revision the request claims: the `MCP-Protocol-Version` header, or
+/// [`ProtocolVersion::HTTP_DEFAULT`] (2025-03-26) when absent (2025-06-18,
+/// "Protocol Version Header": the server SHOULD assume it).
+///
+/// Errors: the header's text when it is not one of `supported` (or not text), to
+/// be answered with 400.
+pub(crate) fn protocol_version(
+    headers: &HeaderMap,
+    supported: &[ProtocolVersion],
+) -> Result<ProtocolVersion, String> {
+    let Some(value) = headers.get(PROTOCOL_VERSION) else {
+        return Ok(ProtocolVersion::HTTP_DEFAULT);
+    };
+    let text = value.to_str().map_err(|_| "(not text)".to_owned())?;
+    match ProtocolVersion::parse(text.trim()) {
+        Some(v) if supported.contains(&v) => Ok(v),
+        _ => Err(text.to_owned()),
+    }
+}
+
+/// An SSE event id of this server: `<stream>-<seq>` in decimal, stream 0 being the
+/// standalone GET stream, seq 0 the priming event.
+pub(crate) fn event_id(stream: u64, seq: u64) -> String {
+    format!("{stream}-{seq}")
+}
+
+/// Parses an event id made by [`event_id`].
+pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = text.trim().split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+/// One header's value as text, if present and readable.
+pub(crate) fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn host_and_origin_defaults() {
+        let bound: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let hosts = default_hosts(bound);
+        let origins = default_origins(bound);
+        assert!(host_ok(&headers(&[("host", "localhost:4000")]), &hosts));
+        assert!(host_ok(&headers(&[("host", "LOCALHOST:4000")]), &hosts));
+        assert!(host_ok(&headers(&[("host", "[::1]:4000")]), &hosts));
+        assert!(!host_ok(&headers(&[("host", "localhost:4001")]), &hosts));
+        assert!(!host_ok(&headers(&[("host", "evil.example:4000")]), &hosts));
+        assert!(!host_ok(&headers(&[]), &hosts));
+        assert!(origin_ok(&headers(&[]), &origins));
+        assert!(origin_ok(
+            &headers(&[("origin", "http://127.0.0.1:4000")]),
+            &origins
+        ));
+        assert!(!origin_ok(&headers(&[("origin", "null")]), &origins));
+        assert!(!origin_ok(
+            &headers(&[("origin", "http://evil.example")]),
+            &origins
+        ));
+    }
+
+    #[test]
+    fn accept_rules() {
+        assert!(post_accept_ok(&headers(&[(
+            "accept",
+            "application/json, text/event-stream"
+        )])));
+        assert!(post_accept_ok(&headers(&[
+            ("accept", "application/json;q=0.9"),
+            ("accept", "Text/Event-Stream")
+        ])));
+        assert!(!post_accept_ok(&headers(&[("accept", "application/json")])));
+        assert!(!post_accept_ok(&headers(&[])));
+        assert!(get_accept_ok(&headers(&[("accept", "text/event-stream")])));
+        assert!(!get_accept_ok(&headers(&[("accept", "application/json")])));
+        assert!(content_type_ok(&headers(&[(
+            "content-type",
+            "application/json; charset=utf-8"
+        )])));
+        assert!(!content_type_ok(&headers(&[(
+            "content-type",
+            "text/plain"
+        )])));
+    }
+
+    #[test]
+    fn versions_and_event_ids() {
+        let supported = [ProtocolVersion::V2025_03_26, ProtocolVersion::V2025_11_25];
+        assert_eq!(
+            protocol_version(&headers(&[]), &supported),
+            Ok(ProtocolVersion::V2025_03_26)
+        );
+        assert_eq!(
+            protocol_version(&headers(&[(PROTOCOL_VERSION, "2025-11-25")]), &supported),
+            Ok(ProtocolVersion::V2025_11_25)
+        );
+        assert!(
+            protocol_version(&headers(&[(PROTOCOL_VERSION, "2025-06-18")]), &supported).is_err()
+        );
+        assert!(
+            protocol_version(&headers(&[(PROTOCOL_VERSION, "1999-01-01")]), &supported).is_err()
+        );
+        assert_eq!(parse_event_id(&event_id(3, 17)), Some((3, 17)));
+        assert_eq!(parse_event_id("x-1"), None);
+        assert_eq!(parse_event_id("12"), None);
+    }
+}

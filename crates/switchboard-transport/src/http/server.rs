@@ -1,0 +1,852 @@
+//! The Streamable HTTP server, stateful shape (MCP 2025-03-26, 2025-06-18 and
+//! 2025-11-25, "Transports → Streamable HTTP"; REVISIONS.md §5.3).
+//!
+//! [`HttpServer::bind`] listens on one address and serves one endpoint
+//! ([`HttpServerConfig::path`], `/mcp` by default). Each session is created by a
+//! POST carrying an `initialize` request and no `Mcp-Session-Id`, and handed to the
+//! library through the [`SessionAcceptor`] as an [`HttpSession`]: a
+//! [`Transport`] like any other, whose [`Receiver`](crate::Receiver) yields the
+//! messages POSTed in that session and whose [`Sender`](crate::Sender) routes
+//! replies to the right HTTP stream ([`Sender::send_related`](crate::Sender::send_related)).
+//!
+//! Per request, in this order:
+//!
+//! | check | answer |
+//! |---|---|
+//! | `Host` not allowed ([`HttpServerConfig::allowed_hosts`]) or `Origin` present and not allowed ([`HttpServerConfig::allowed_origins`]): DNS-rebinding protection | 403 |
+//! | path other than [`HttpServerConfig::path`] | 404 |
+//! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
+//! | method other than POST, GET, DELETE | 405 with `Allow` |
+//! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` | 406 |
+//! | POST whose `Content-Type` is not `application/json` | 415 |
+//! | POST body over [`HttpServerConfig::max_body_bytes`] | 413 |
+//! | `Mcp-Session-Id` naming no live session | 404 |
+//! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
+//! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
+//! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
+//! | `initialize` with [`HttpServerConfig::max_sessions`] live, or the acceptor dropped | 503 |
+//! | a request id already open in the session | 400 |
+//! | POST of notifications and responses only | 202, no body |
+//! | POST with requests | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]) |
+//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID`; 409 if the standalone stream is already open |
+//! | DELETE | 200, the session ends |
+//!
+//! Error bodies are a JSON-RPC error response with `id: null`
+//! (`application/json`).
+//!
+//! **Backpressure.** Each session's outbound messages are put on their streams by
+//! one router task, which waits while the target connection's queue
+//! ([`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
+//! events) is full: a client that keeps a stream open but does not read it slows
+//! that session's [`Sender`](crate::Sender) down (as a full pipe does on stdio),
+//! never other sessions. A connection that goes away is noticed at the next
+//! event sent to it; its events are then only kept for replay.
+//!
+//! Every accepted TCP socket gets `TCP_NODELAY` (SSE replies are written in
+//! pieces; without it each piece can wait for the peer's delayed ACK).
+
+use std::convert::Infallible;
+use std::fmt;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use switchboard_protocol::codec::Event;
+use switchboard_protocol::jsonrpc::{
+    code, decode_frame, Batching, DecodeErrorKind, ErrorObject, ErrorResponse, Frame, Id, Message,
+};
+use switchboard_protocol::ProtocolVersion;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, info_span, warn, Instrument};
+
+use super::body::Body;
+use super::guard;
+use super::session::{first_duplicate, Limits, Registry, Session, StreamError};
+use crate::config::TransportConfig;
+use crate::handle::{CloseReason, Inbound, Transport};
+
+/// The default endpoint path: `/mcp`.
+pub const DEFAULT_PATH: &str = "/mcp";
+/// The default largest POST body: 4 MiB (4 194 304 bytes).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The default number of live sessions: 1024.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// The default idle timeout of a session: 30 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default number of events kept per SSE stream for replay: 256.
+pub const DEFAULT_SSE_REPLAY_BUFFER: usize = 256;
+
+/// The configuration of an [`HttpServer`].
+///
+/// ```
+/// use switchboard_transport::http::server::HttpServerConfig;
+///
+/// let mut config = HttpServerConfig::default();
+/// config.max_sessions = 16;
+/// assert_eq!(config.bind.to_string(), "127.0.0.1:0");
+/// assert_eq!(config.path, "/mcp");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpServerConfig {
+    /// The address to listen on. Default `127.0.0.1:0`: loopback only (the spec:
+    /// local servers SHOULD bind to localhost only), port chosen by the OS (read it
+    /// with [`HttpServer::local_addr`]). Never widened to `0.0.0.0` by this crate.
+    pub bind: SocketAddr,
+    /// The MCP endpoint's path, starting with `/`. Default [`DEFAULT_PATH`].
+    pub path: String,
+    /// The accepted `Host` header values (`name:port`, compared ignoring ASCII
+    /// case). `None` (default): `localhost`, `127.0.0.1` and `[::1]`, each with the
+    /// bound port, and the bound address itself. Anything else gets 403
+    /// (DNS-rebinding protection; every revision's "Security Warning").
+    pub allowed_hosts: Option<Vec<String>>,
+    /// The accepted `Origin` header values (e.g. `http://localhost:8080`, compared
+    /// ignoring ASCII case); a request without `Origin` is accepted. `None`
+    /// (default): `http://` and `https://` with each default host. A present,
+    /// unlisted `Origin` gets 403 (2025-11-25: MUST).
+    pub allowed_origins: Option<Vec<String>>,
+    /// The largest POST body, in bytes; larger gets 413. Default
+    /// [`DEFAULT_MAX_BODY_BYTES`] (4 MiB).
+    pub max_body_bytes: usize,
+    /// The most sessions live at once; an `initialize` beyond gets 503. Default
+    /// [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
+    /// A session with no open stream that has seen no request for this long ends
+    /// ([`CloseReason::SessionExpired`]; later requests get 404). `None`: never.
+    /// Default [`DEFAULT_SESSION_IDLE_TIMEOUT`] (30 minutes).
+    pub session_idle_timeout: Option<Duration>,
+    /// How many events each SSE stream keeps for `Last-Event-ID` replay, and how
+    /// many server messages the standalone stream holds while no GET is open
+    /// (oldest dropped first). Values below 1 count as 1. Default
+    /// [`DEFAULT_SSE_REPLAY_BUFFER`] (256).
+    pub sse_replay_buffer: usize,
+    /// Answer POSTed requests with `application/json` (only the responses; other
+    /// messages related to them go to the standalone stream) instead of an SSE
+    /// stream. Default `false`.
+    pub json_response: bool,
+    /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400.
+    /// Default 2025-03-26, 2025-06-18, 2025-11-25 (the stateful Streamable HTTP
+    /// revisions; 2026-07-28's stateless handling is not implemented yet).
+    pub supported_versions: Vec<ProtocolVersion>,
+    /// Queue capacities and the initial batching rule of each session's
+    /// [`Transport`] (`max_line_len` is not used: bodies are bounded by
+    /// [`max_body_bytes`](Self::max_body_bytes)).
+    pub transport: TransportConfig,
+}
+
+impl Default for HttpServerConfig {
+    fn default() -> Self {
+        HttpServerConfig {
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            path: DEFAULT_PATH.to_owned(),
+            allowed_hosts: None,
+            allowed_origins: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
+            sse_replay_buffer: DEFAULT_SSE_REPLAY_BUFFER,
+            json_response: false,
+            supported_versions: vec![
+                ProtocolVersion::V2025_03_26,
+                ProtocolVersion::V2025_06_18,
+                ProtocolVersion::V2025_11_25,
+            ],
+            transport: TransportConfig::default(),
+        }
+    }
+}
+
+/// A new session, as the [`SessionAcceptor`] yields it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HttpSession {
+    /// The session's halves. The receiver's first event is the `initialize`
+    /// request; it ends with [`Inbound::Closed`] when the session ends
+    /// ([`CloseReason::SessionDeleted`], [`CloseReason::SessionExpired`],
+    /// [`CloseReason::SessionClosed`]). Dropping every
+    /// [`Sender`](crate::Sender) ends the session.
+    pub transport: Transport,
+    /// The `Mcp-Session-Id` minted for it: 32 lowercase hex digits from the OS's
+    /// CSPRNG (128 bits).
+    pub session_id: String,
+    /// The `MCP-Protocol-Version` of the `initialize` POST, or 2025-03-26 when it
+    /// had none. The revision actually used is negotiated by `initialize` itself.
+    pub protocol_version: ProtocolVersion,
+    /// All headers of the `initialize` POST (e.g. `Authorization`, `User-Agent`).
+    pub headers: HeaderMap,
+}
+
+/// Yields each new session of an [`HttpServer`].
+#[derive(Debug)]
+pub struct SessionAcceptor {
+    rx: mpsc::Receiver<HttpSession>,
+}
+
+impl SessionAcceptor {
+    /// The next new session; `None` once the server is dropped.
+    ///
+    /// While nobody calls this, at most
+    /// [`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
+    /// new sessions wait and further `initialize` POSTs wait with them. Dropping
+    /// the acceptor makes later `initialize` POSTs get 503.
+    ///
+    /// Cancel safe.
+    pub async fn accept(&mut self) -> Option<HttpSession> {
+        self.rx.recv().await
+    }
+}
+
+struct Shared {
+    config: HttpServerConfig,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    registry: Arc<Registry>,
+    acceptor: mpsc::Sender<HttpSession>,
+    limits: Limits,
+}
+
+/// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
+/// stops accepting connections, ends every session
+/// ([`CloseReason::SessionClosed`]) and closes open connections once their
+/// current response ends.
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("path", &self.shared.config.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Binds [`HttpServerConfig::bind`] and starts serving on the current Tokio
+    /// runtime (an accept task, and one task per connection).
+    ///
+    /// Errors: binding fails (address in use, permission), or
+    /// [`io::ErrorKind::InvalidInput`] when [`HttpServerConfig::path`] does not
+    /// start with `/`.
+    pub async fn bind(config: HttpServerConfig) -> io::Result<(HttpServer, SessionAcceptor)> {
+        if !config.path.starts_with('/') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the endpoint path must start with '/': {:?}", config.path),
+            ));
+        }
+        let listener = TcpListener::bind(config.bind).await?;
+        let local_addr = listener.local_addr()?;
+        let hosts = config
+            .allowed_hosts
+            .clone()
+            .unwrap_or_else(|| guard::default_hosts(local_addr));
+        let origins = config
+            .allowed_origins
+            .clone()
+            .unwrap_or_else(|| guard::default_origins(local_addr));
+        let (tx, rx) = mpsc::channel(config.transport.capacity());
+        let limits = Limits {
+            replay: config.sse_replay_buffer.max(1),
+            idle: config.session_idle_timeout,
+            capacity: config.transport.capacity(),
+        };
+        let shared = Arc::new(Shared {
+            registry: Arc::new(Registry::new(config.max_sessions)),
+            config,
+            hosts,
+            origins,
+            acceptor: tx,
+            limits,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let span = info_span!("http_server", addr = %local_addr);
+        tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx).instrument(span));
+        Ok((
+            HttpServer {
+                local_addr,
+                shared,
+                shutdown,
+            },
+            SessionAcceptor { rx },
+        ))
+    }
+
+    /// The address actually bound (with the OS-chosen port when the configured
+    /// port was 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The endpoint's URL, `http://<local_addr><path>`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.local_addr, self.shared.config.path)
+    }
+
+    /// How many sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    /// Stops the server; the same as dropping it.
+    pub fn shutdown(self) {}
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+        for session in self.shared.registry.drain() {
+            session.end(CloseReason::SessionClosed);
+        }
+    }
+}
+
+/// Waits until the server is shut down (the flag set, or the [`HttpServer`] gone).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await.map(|_| ());
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        warn!(%peer, error = %e, "could not set TCP_NODELAY");
+                    }
+                    let span = info_span!("http_connection", %peer);
+                    tokio::spawn(
+                        serve_connection(stream, shared.clone(), shutdown.clone()).instrument(span),
+                    );
+                }
+                Err(e) => {
+                    // E.g. out of file descriptors: wait a little rather than spin.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = stopped(&mut shutdown) => break,
+        }
+    }
+    debug!("the server stopped accepting connections");
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let service = service_fn(move |req: Request<Incoming>| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(&shared, req).await) }
+    });
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                debug!(error = %e, "connection ended with an error");
+            }
+        }
+        () = stopped(&mut shutdown) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// A response with a JSON-RPC error body (`id: null`).
+fn rpc_error(status: StatusCode, code: i64, message: impl Into<String>) -> Response<Body> {
+    error_body(
+        status,
+        ErrorResponse::new(None, ErrorObject::new(code, message)),
+    )
+}
+
+fn error_body(status: StatusCode, error: ErrorResponse) -> Response<Body> {
+    let body = Message::Error(error).encode();
+    let mut response = Response::new(Body::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn status_only(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
+
+fn sse_response(body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn session_not_found() -> Response<Body> {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        code::INVALID_REQUEST,
+        "session not found",
+    )
+}
+
+fn session_required() -> Response<Body> {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        code::INVALID_REQUEST,
+        "Mcp-Session-Id header is required",
+    )
+}
+
+/// The session a request names: `Ok(None)` without the header, `Err(404)` when it
+/// names no live session.
+fn find_session(
+    shared: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<Arc<Session>>, Box<Response<Body>>> {
+    match headers.get(guard::SESSION_ID) {
+        None => Ok(None),
+        Some(value) => {
+            let found = value.to_str().ok().and_then(|id| shared.registry.get(id));
+            match found {
+                Some(session) => {
+                    session.touch();
+                    Ok(Some(session))
+                }
+                None => Err(Box::new(session_not_found())),
+            }
+        }
+    }
+}
+
+async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let headers = req.headers();
+    if !guard::host_ok(headers, &shared.hosts) {
+        debug!(host = ?headers.get(http::header::HOST), "Host not allowed");
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            code::INVALID_REQUEST,
+            "Host not allowed",
+        );
+    }
+    if !guard::origin_ok(headers, &shared.origins) {
+        debug!(origin = ?headers.get(http::header::ORIGIN), "Origin not allowed");
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            code::INVALID_REQUEST,
+            "Origin not allowed",
+        );
+    }
+    if req.uri().path() != shared.config.path {
+        return status_only(StatusCode::NOT_FOUND);
+    }
+    let version = match guard::protocol_version(headers, &shared.config.supported_versions) {
+        Ok(v) => v,
+        Err(text) => {
+            let supported: Vec<&str> = shared
+                .config
+                .supported_versions
+                .iter()
+                .map(|v| v.as_str())
+                .collect();
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                format!(
+                    "unsupported MCP-Protocol-Version {text:?} (supported: {})",
+                    supported.join(", ")
+                ),
+            );
+        }
+    };
+    match *req.method() {
+        Method::POST => post(shared, req, version).await,
+        Method::GET => get(shared, req.headers(), version),
+        Method::DELETE => delete(shared, req.headers()),
+        _ => {
+            let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// A 128-bit session id from the OS's CSPRNG, as 32 lowercase hex digits
+/// (visible ASCII, as every revision requires).
+fn mint_session_id() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The ids a frame's answer must carry: requests, and invalid batch items that
+/// want an answer and whose id could be read.
+fn request_ids(frame: &Frame) -> Vec<Id> {
+    match frame {
+        Frame::Single(Message::Request(r)) => vec![r.id.clone()],
+        Frame::Single(_) => Vec::new(),
+        Frame::Batch(items) => items
+            .iter()
+            .filter_map(|item| match item {
+                Ok(Message::Request(r)) => Some(r.id.clone()),
+                Err(e) if e.wants_response() => e.id().cloned(),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+async fn post(
+    shared: &Arc<Shared>,
+    req: Request<Incoming>,
+    version: ProtocolVersion,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    if !guard::post_accept_ok(headers) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            code::INVALID_REQUEST,
+            "Accept must list both application/json and text/event-stream",
+        );
+    }
+    if !guard::content_type_ok(headers) {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let max = shared.config.max_body_bytes;
+    let too_large = || {
+        rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            code::INVALID_REQUEST,
+            format!("the body exceeds {max} bytes"),
+        )
+    };
+    let declared =
+        guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return too_large();
+    }
+    let bytes: Bytes = match Limited::new(body, max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+        Err(e) => {
+            debug!(error = %e, "reading the body failed");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "could not read the body",
+            );
+        }
+    };
+    let session = match find_session(shared, headers) {
+        Ok(s) => s,
+        Err(response) => return *response,
+    };
+    let batching = session
+        .as_ref()
+        .map_or(Batching::Refused, |s| s.batching.get());
+    let frame = match decode_frame(&bytes, batching) {
+        Ok(frame) => frame,
+        Err(e) => {
+            let status = StatusCode::BAD_REQUEST;
+            return match e.kind() {
+                DecodeErrorKind::Parse => rpc_error(status, code::PARSE_ERROR, e.detail()),
+                _ => error_body(status, e.to_response()),
+            };
+        }
+    };
+    let (session, created) = match session {
+        Some(s) => (s, None),
+        None => {
+            let is_initialize =
+                matches!(&frame, Frame::Single(Message::Request(r)) if r.method == "initialize");
+            if !is_initialize {
+                return session_required();
+            }
+            match create_session(shared, headers, version).await {
+                Ok(s) => {
+                    let id = s.id.clone();
+                    (s, Some(id))
+                }
+                Err(response) => return *response,
+            }
+        }
+    };
+    let mut response = answer(shared, &session, frame, version).await;
+    if let Some(id) = created {
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(guard::SESSION_ID, value);
+        }
+    }
+    response
+}
+
+async fn create_session(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    version: ProtocolVersion,
+) -> Result<Arc<Session>, Box<Response<Body>>> {
+    let unavailable =
+        |why: &str| rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why.to_owned());
+    if shared.registry.len() >= shared.config.max_sessions {
+        return Err(Box::new(unavailable("too many sessions")));
+    }
+    let id = mint_session_id().map_err(|e| {
+        warn!(error = %e, "the OS random source failed");
+        Box::new(rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::INTERNAL_ERROR,
+            "no session id",
+        ))
+    })?;
+    let (session, transport) = Session::start(
+        id.as_str().into(),
+        shared.limits.clone(),
+        Arc::downgrade(&shared.registry),
+        &shared.config.transport,
+    );
+    if !shared.registry.insert(session.clone()) {
+        session.end(CloseReason::SessionClosed);
+        return Err(Box::new(unavailable("too many sessions")));
+    }
+    let info = HttpSession {
+        transport,
+        session_id: id,
+        protocol_version: version,
+        headers: headers.clone(),
+    };
+    if shared.acceptor.send(info).await.is_err() {
+        session.end(CloseReason::SessionClosed);
+        return Err(Box::new(unavailable(
+            "the server is not accepting sessions",
+        )));
+    }
+    debug!(session = %session.id, "new session");
+    Ok(session)
+}
+
+/// Delivers a decoded POST body to the session and answers it.
+async fn answer(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    frame: Frame,
+    version: ProtocolVersion,
+) -> Response<Body> {
+    let ids = request_ids(&frame);
+    let event = match frame {
+        Frame::Single(m) => Inbound::Message(m),
+        Frame::Batch(items) => Inbound::Batch(items),
+    };
+    if ids.is_empty() {
+        return match session.deliver(event).await {
+            Ok(()) => status_only(StatusCode::ACCEPTED),
+            Err(()) => gone(session),
+        };
+    }
+    if let Some(id) = first_duplicate(&ids) {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            format!("request id {id} appears twice in the batch"),
+        );
+    }
+    let json = shared.config.json_response;
+    let (stream, mut rx) = match session.open_request_stream(&ids, json) {
+        Ok(opened) => opened,
+        Err(StreamError::DuplicateId(id)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                format!("request id {id} is already in use in this session"),
+            )
+        }
+        Err(_) => return session_not_found(),
+    };
+    let guard = session.guard();
+    if session.deliver(event).await.is_err() {
+        session.cancel_stream(stream);
+        return gone(session);
+    }
+    if json {
+        let mut items = Vec::new();
+        while let Some(item) = rx.recv().await {
+            items.push(item);
+        }
+        drop(guard);
+        if items.is_empty() {
+            return session_not_found();
+        }
+        let body = if ids.len() == 1 && items.len() == 1 && !items[0].starts_with(b"[") {
+            items.pop().expect("one item")
+        } else {
+            merge_json_arrays(&items)
+        };
+        let mut response = Response::new(Body::full(body));
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return response;
+    }
+    let mut prefix = std::collections::VecDeque::new();
+    if version >= ProtocolVersion::V2025_11_25 {
+        prefix.push_back(priming(stream, 0));
+    }
+    sse_response(Body::stream(prefix, Some(rx), guard))
+}
+
+/// The session is gone, or the library dropped its receiver: end it, 404.
+fn gone(session: &Arc<Session>) -> Response<Body> {
+    session.end(CloseReason::SessionClosed);
+    session_not_found()
+}
+
+/// Joins JSON objects and arrays into one array (a batch reply).
+fn merge_json_arrays(items: &[Bytes]) -> Bytes {
+    let mut out = Vec::with_capacity(items.iter().map(Bytes::len).sum::<usize>() + 2);
+    out.push(b'[');
+    let mut first = true;
+    for item in items {
+        let inner: &[u8] = if item.starts_with(b"[") && item.ends_with(b"]") {
+            &item[1..item.len() - 1]
+        } else {
+            item
+        };
+        if inner.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(inner);
+    }
+    out.push(b']');
+    Bytes::from(out)
+}
+
+/// The priming event (2025-11-25): an id and empty data.
+fn priming(stream: u64, after: u64) -> Bytes {
+    Bytes::from(
+        Event::priming(guard::event_id(stream, after))
+            .encode()
+            .expect("a numeric event id is always valid"),
+    )
+}
+
+fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> Response<Body> {
+    if !guard::get_accept_ok(headers) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            code::INVALID_REQUEST,
+            "Accept must list text/event-stream",
+        );
+    }
+    let session = match find_session(shared, headers) {
+        Ok(Some(s)) => s,
+        Ok(None) => return session_required(),
+        Err(response) => return *response,
+    };
+    let last = guard::header_text(headers, guard::LAST_EVENT_ID);
+    let (stream, opened) = match last {
+        Some(text) => {
+            let Some((stream, seq)) = guard::parse_event_id(text) else {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    code::INVALID_REQUEST,
+                    "unknown Last-Event-ID",
+                );
+            };
+            (stream, session.resume(stream, seq))
+        }
+        None => (super::session::STANDALONE, session.open_standalone()),
+    };
+    let opened = match opened {
+        Ok(o) => o,
+        Err(StreamError::Conflict) => {
+            return rpc_error(
+                StatusCode::CONFLICT,
+                code::INVALID_REQUEST,
+                "the session's standalone stream is already open",
+            )
+        }
+        Err(StreamError::UnknownStream) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Last-Event-ID names no stream kept by this session",
+            )
+        }
+        Err(_) => return session_not_found(),
+    };
+    let mut prefix = opened.prefix;
+    if last.is_none() && version >= ProtocolVersion::V2025_11_25 {
+        prefix.push_front(priming(stream, opened.after));
+    }
+    sse_response(Body::stream(prefix, opened.rx, session.guard()))
+}
+
+fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+    match find_session(shared, headers) {
+        Ok(Some(session)) => {
+            session.end(CloseReason::SessionDeleted);
+            status_only(StatusCode::OK)
+        }
+        Ok(None) => session_required(),
+        Err(response) => *response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_visible_ascii_and_distinct() {
+        let a = mint_session_id().unwrap();
+        let b = mint_session_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn json_batches_merge() {
+        let items = [
+            Bytes::from_static(b"{\"a\":1}"),
+            Bytes::from_static(b"[{\"b\":2},{\"c\":3}]"),
+        ];
+        assert_eq!(
+            &merge_json_arrays(&items)[..],
+            b"[{\"a\":1},{\"b\":2},{\"c\":3}]"
+        );
+    }
+}

@@ -1,0 +1,587 @@
+//! One Streamable HTTP session: its streams, their replay buffers, the router task
+//! that drains the session's [`Sender`](crate::Sender) queue onto them, and the
+//! registry of live sessions.
+//!
+//! Source: MCP 2025-03-26 to 2025-11-25, "Transports → Streamable HTTP" →
+//! "Session Management", "Listening for Messages from the Server", "Resumability
+//! and Redelivery".
+//!
+//! Streams are numbered per session: 0 is the standalone stream (GET), 1, 2, ...
+//! are the streams of POSTs that carried requests. Each SSE event's id is
+//! `<stream>-<seq>` ([`guard::event_id`]); seq 0 is the priming event, messages
+//! count from 1.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use switchboard_protocol::codec::Event;
+use switchboard_protocol::jsonrpc::Id;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tracing::{debug, warn, Instrument};
+
+use super::guard;
+use crate::config::TransportConfig;
+use crate::handle::{
+    BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Route, Sender, Transport,
+};
+
+/// The standalone (GET) stream's number.
+pub(crate) const STANDALONE: u64 = 0;
+
+/// How many finished POST streams whose response was not handed to a live
+/// connection (the client had gone) are kept per session for resumption; the
+/// oldest is dropped first.
+pub(crate) const MAX_RETAINED_STREAMS: usize = 32;
+
+/// The limits a session runs under.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Events kept per SSE stream for replay (at least 1).
+    pub(crate) replay: usize,
+    /// Idle time after which the session ends; `None`: never.
+    pub(crate) idle: Option<Duration>,
+    /// Capacity of each connection's event queue and of the session's queues.
+    pub(crate) capacity: usize,
+}
+
+/// The live sessions of one server, by id.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    sessions: Mutex<HashMap<Arc<str>, Arc<Session>>>,
+    max: usize,
+}
+
+impl Registry {
+    pub(crate) fn new(max: usize) -> Self {
+        Registry {
+            sessions: Mutex::new(HashMap::new()),
+            max,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Adds a session; `false` (not added) when `max` sessions are live.
+    pub(crate) fn insert(&self, session: Arc<Session>) -> bool {
+        let mut map = self.lock();
+        if map.len() >= self.max {
+            return false;
+        }
+        map.insert(session.id.clone(), session);
+        true
+    }
+
+    pub(crate) fn remove(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Takes every session out (server shutdown).
+    pub(crate) fn drain(&self) -> Vec<Arc<Session>> {
+        self.lock().drain().map(|(_, s)| s).collect()
+    }
+}
+
+/// One SSE stream (or, in JSON-reply mode, the channel of one POST's reply).
+#[derive(Debug)]
+struct Stream {
+    /// A POST answered with `application/json`: only responses go here, unframed,
+    /// nothing is kept for replay.
+    json: bool,
+    /// Requests of this POST still without a response.
+    pending: usize,
+    /// The connection currently reading this stream: (generation, queue).
+    live: Option<(u64, mpsc::Sender<Bytes>)>,
+    /// The last events, for replay: (seq, encoded event).
+    buffer: VecDeque<(u64, Bytes)>,
+    next_seq: u64,
+    /// The highest seq handed to a live connection.
+    delivered: u64,
+}
+
+impl Stream {
+    fn new(json: bool, pending: usize) -> Self {
+        Stream {
+            json,
+            pending,
+            live: None,
+            buffer: VecDeque::new(),
+            next_seq: 1,
+            delivered: 0,
+        }
+    }
+
+    fn live_open(&self) -> bool {
+        self.live.as_ref().is_some_and(|(_, tx)| !tx.is_closed())
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    ended: bool,
+    next_stream: u64,
+    next_gen: u64,
+    /// Open requests: id → the stream of the POST that carried it.
+    requests: HashMap<Id, u64>,
+    streams: HashMap<u64, Stream>,
+    /// Finished POST streams kept for resumption, oldest first.
+    retained: VecDeque<u64>,
+    last_activity: Instant,
+    connections: usize,
+}
+
+/// Why a stream could not be opened or resumed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StreamError {
+    /// The session has ended (404).
+    Ended,
+    /// A request id of the POST is already open in this session (400).
+    DuplicateId(Id),
+    /// The standalone stream already has a reader (409).
+    Conflict,
+    /// The event id names no stream kept here (400).
+    UnknownStream,
+}
+
+/// What a new or resumed SSE connection gets: events to send first, then the
+/// live queue (absent for a finished stream), and the seq the connection starts
+/// after (for the priming event's id).
+pub(crate) struct Opened {
+    pub(crate) prefix: VecDeque<Bytes>,
+    pub(crate) rx: Option<mpsc::Receiver<Bytes>>,
+    pub(crate) after: u64,
+}
+
+/// One session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: Arc<str>,
+    /// `None` once [`Inbound::Closed`] was queued; the lock orders deliveries
+    /// before it.
+    inbound: tokio::sync::Mutex<Option<mpsc::Sender<Inbound>>>,
+    pub(crate) batching: BatchingSwitch,
+    state: Mutex<State>,
+    ended: watch::Sender<bool>,
+    limits: Limits,
+    registry: Weak<Registry>,
+}
+
+/// Held by each open HTTP response of a session (in its body): the session is
+/// not idle while one exists.
+#[derive(Debug)]
+pub(crate) struct ConnGuard {
+    session: Arc<Session>,
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        let mut st = self.session.lock();
+        st.connections = st.connections.saturating_sub(1);
+        st.last_activity = Instant::now();
+    }
+}
+
+impl Session {
+    /// Makes a session and its [`Transport`], and spawns its router task.
+    pub(crate) fn start(
+        id: Arc<str>,
+        limits: Limits,
+        registry: Weak<Registry>,
+        config: &TransportConfig,
+    ) -> (Arc<Session>, Transport) {
+        let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
+        let (in_tx, in_rx) = mpsc::channel::<Inbound>(config.capacity());
+        let batching = BatchingSwitch::new(config.batching);
+        let mut streams = HashMap::new();
+        streams.insert(STANDALONE, Stream::new(false, 0));
+        let session = Arc::new(Session {
+            id: id.clone(),
+            inbound: tokio::sync::Mutex::new(Some(in_tx)),
+            batching: batching.clone(),
+            state: Mutex::new(State {
+                ended: false,
+                next_stream: STANDALONE + 1,
+                next_gen: 0,
+                requests: HashMap::new(),
+                streams,
+                retained: VecDeque::new(),
+                last_activity: Instant::now(),
+                connections: 0,
+            }),
+            ended: watch::channel(false).0,
+            limits,
+            registry,
+        });
+        let span = tracing::info_span!("http_session", session = %id);
+        tokio::spawn(session.clone().route_loop(out_rx).instrument(span));
+        let transport = Transport {
+            sender: Sender {
+                tx: out_tx,
+                batching: batching.clone(),
+            },
+            receiver: Receiver {
+                rx: in_rx,
+                batching,
+            },
+        };
+        (session, transport)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records activity (any request of the session).
+    pub(crate) fn touch(&self) {
+        self.lock().last_activity = Instant::now();
+    }
+
+    /// A guard for one open response of this session.
+    pub(crate) fn guard(self: &Arc<Self>) -> ConnGuard {
+        let mut st = self.lock();
+        st.connections += 1;
+        st.last_activity = Instant::now();
+        drop(st);
+        ConnGuard {
+            session: self.clone(),
+        }
+    }
+
+    fn new_live(&self, st: &mut State, stream: u64) -> mpsc::Receiver<Bytes> {
+        let (tx, rx) = mpsc::channel(self.limits.capacity);
+        st.next_gen += 1;
+        let generation = st.next_gen;
+        if let Some(s) = st.streams.get_mut(&stream) {
+            s.live = Some((generation, tx));
+        }
+        rx
+    }
+
+    /// Opens the stream of a POST carrying the requests `ids` (non-empty, unique:
+    /// the caller checks), before they are delivered, so no response can miss it.
+    pub(crate) fn open_request_stream(
+        &self,
+        ids: &[Id],
+        json: bool,
+    ) -> Result<(u64, mpsc::Receiver<Bytes>), StreamError> {
+        let mut st = self.lock();
+        if st.ended {
+            return Err(StreamError::Ended);
+        }
+        if let Some(id) = ids.iter().find(|id| st.requests.contains_key(*id)) {
+            return Err(StreamError::DuplicateId(id.clone()));
+        }
+        let stream = st.next_stream;
+        st.next_stream += 1;
+        st.streams.insert(stream, Stream::new(json, ids.len()));
+        for id in ids {
+            st.requests.insert(id.clone(), stream);
+        }
+        let rx = self.new_live(&mut st, stream);
+        Ok((stream, rx))
+    }
+
+    /// Forgets a stream whose requests were never delivered.
+    pub(crate) fn cancel_stream(&self, stream: u64) {
+        let mut st = self.lock();
+        st.streams.remove(&stream);
+        st.requests.retain(|_, s| *s != stream);
+    }
+
+    /// Opens the standalone stream for a GET without `Last-Event-ID`: events
+    /// buffered and not yet handed to any connection come first.
+    pub(crate) fn open_standalone(&self) -> Result<Opened, StreamError> {
+        let mut st = self.lock();
+        if st.ended {
+            return Err(StreamError::Ended);
+        }
+        let s = st.streams.get(&STANDALONE).expect("the standalone stream");
+        if s.live_open() {
+            return Err(StreamError::Conflict);
+        }
+        let after = s.delivered;
+        let prefix: VecDeque<Bytes> = s
+            .buffer
+            .iter()
+            .filter(|(seq, _)| *seq > after)
+            .map(|(_, e)| e.clone())
+            .collect();
+        let rx = self.new_live(&mut st, STANDALONE);
+        let s = st
+            .streams
+            .get_mut(&STANDALONE)
+            .expect("the standalone stream");
+        s.delivered = s.next_seq - 1;
+        Ok(Opened {
+            prefix,
+            rx: Some(rx),
+            after,
+        })
+    }
+
+    /// Resumes `stream` after event `after` (GET with `Last-Event-ID`): replays the
+    /// kept events after it, then goes on live if the stream is still open (the
+    /// standalone stream always is; a POST stream until its last response).
+    pub(crate) fn resume(&self, stream: u64, after: u64) -> Result<Opened, StreamError> {
+        let mut st = self.lock();
+        if st.ended {
+            return Err(StreamError::Ended);
+        }
+        let Some(s) = st.streams.get(&stream) else {
+            return Err(StreamError::UnknownStream);
+        };
+        if s.json {
+            return Err(StreamError::UnknownStream);
+        }
+        if stream == STANDALONE && s.live_open() {
+            return Err(StreamError::Conflict);
+        }
+        let prefix: VecDeque<Bytes> = s
+            .buffer
+            .iter()
+            .filter(|(seq, _)| *seq > after)
+            .map(|(_, e)| e.clone())
+            .collect();
+        let open = stream == STANDALONE || s.pending > 0;
+        if open {
+            let rx = self.new_live(&mut st, stream);
+            let s = st.streams.get_mut(&stream).expect("present");
+            s.delivered = s.next_seq - 1;
+            Ok(Opened {
+                prefix,
+                rx: Some(rx),
+                after,
+            })
+        } else {
+            st.streams.remove(&stream);
+            st.retained.retain(|s| *s != stream);
+            Ok(Opened {
+                prefix,
+                rx: None,
+                after,
+            })
+        }
+    }
+
+    /// Queues an inbound event for the library. `Err` when the session has ended
+    /// or the library dropped its [`Receiver`].
+    pub(crate) async fn deliver(&self, event: Inbound) -> Result<(), ()> {
+        let inbound = self.inbound.lock().await;
+        match inbound.as_ref() {
+            Some(tx) => tx.send(event).await.map_err(|_| ()),
+            None => Err(()),
+        }
+    }
+
+    /// Ends the session (idempotent): every open stream is closed, the session
+    /// leaves the registry (later requests get 404), the router stops (later sends
+    /// fail as closed) and the library's receiver gets [`Inbound::Closed`] with
+    /// `reason`.
+    pub(crate) fn end(self: &Arc<Self>, reason: CloseReason) {
+        {
+            let mut st = self.lock();
+            if st.ended {
+                return;
+            }
+            st.ended = true;
+            st.streams.clear();
+            st.requests.clear();
+            st.retained.clear();
+        }
+        debug!(session = %self.id, %reason, "session ended");
+        self.ended.send_replace(true);
+        if let Some(registry) = self.registry.upgrade() {
+            registry.remove(&self.id);
+        }
+        let session = self.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let tx = session.inbound.lock().await.take();
+                if let Some(tx) = tx {
+                    let _ = tx.send(Inbound::Closed { reason }).await;
+                }
+            });
+        }
+    }
+
+    /// When the session may be idle-expired next, if it has an idle timeout.
+    fn idle_deadline(&self) -> Option<Instant> {
+        let idle = self.limits.idle?;
+        let st = self.lock();
+        Some(if st.connections > 0 {
+            Instant::now() + idle
+        } else {
+            st.last_activity + idle
+        })
+    }
+
+    fn idle_expired(&self) -> bool {
+        let Some(idle) = self.limits.idle else {
+            return false;
+        };
+        let st = self.lock();
+        st.connections == 0 && Instant::now() >= st.last_activity + idle
+    }
+
+    async fn route_loop(self: Arc<Self>, mut queue: mpsc::Receiver<Outbound>) {
+        let mut ended = self.ended.subscribe();
+        loop {
+            let deadline = self.idle_deadline();
+            let idle = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                out = queue.recv() => match out {
+                    Some(out) => {
+                        let mut ended_now = self.ended.subscribe();
+                        tokio::select! {
+                            () = self.route(out) => {}
+                            () = is_ended(&mut ended_now) => break,
+                        }
+                    }
+                    None => {
+                        debug!("every sender dropped; ending the session");
+                        self.end(CloseReason::SessionClosed);
+                        break;
+                    }
+                },
+                () = is_ended(&mut ended) => break,
+                () = idle => {
+                    if self.idle_expired() {
+                        debug!("idle timeout; ending the session");
+                        self.end(CloseReason::SessionExpired);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts one outbound message on its stream (see
+    /// [`Sender::send_related`](crate::Sender::send_related)).
+    async fn route(&self, out: Outbound) {
+        let Outbound { mut line, route } = out;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let (target, item, seq, live, done) = {
+            let mut st = self.lock();
+            if st.ended {
+                return;
+            }
+            let (target, answered) = match route {
+                Route::Response(id) => match st.requests.remove(&id) {
+                    Some(s) => (s, 1),
+                    None => {
+                        warn!(id = %id, "a response to no open request of this session; dropped");
+                        return;
+                    }
+                },
+                Route::Responses(ids) => {
+                    let mut target = None;
+                    let mut n = 0;
+                    for id in &ids {
+                        if let Some(s) = st.requests.remove(id) {
+                            target.get_or_insert(s);
+                            n += 1;
+                        }
+                    }
+                    match target {
+                        Some(s) => (s, n),
+                        None => {
+                            warn!(
+                                "a batch of responses to no open request of this session; dropped"
+                            );
+                            return;
+                        }
+                    }
+                }
+                Route::Related(id) => match st.requests.get(&id) {
+                    Some(&s) if st.streams.get(&s).is_some_and(|s| !s.json) => (s, 0),
+                    _ => (STANDALONE, 0),
+                },
+                Route::Unrelated => (STANDALONE, 0),
+            };
+            let replay = self.limits.replay.max(1);
+            let Some(s) = st.streams.get_mut(&target) else {
+                return;
+            };
+            s.pending = s.pending.saturating_sub(answered);
+            let done = answered > 0 && s.pending == 0;
+            let (item, seq) = if s.json {
+                (Bytes::from(line), 0)
+            } else {
+                let seq = s.next_seq;
+                s.next_seq += 1;
+                let data = String::from_utf8(line)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                let event = Event::message(data)
+                    .with_id(guard::event_id(target, seq))
+                    .encode()
+                    .expect("a numeric event id is always valid");
+                let event = Bytes::from(event);
+                s.buffer.push_back((seq, event.clone()));
+                while s.buffer.len() > replay {
+                    s.buffer.pop_front();
+                }
+                (event, seq)
+            };
+            (target, item, seq, s.live.clone(), done)
+        };
+        let generation = live.as_ref().map(|(g, _)| *g);
+        let delivered = match live {
+            Some((_, tx)) => tx.send(item).await.is_ok(),
+            None => false,
+        };
+        let mut st = self.lock();
+        let Some(s) = st.streams.get_mut(&target) else {
+            return;
+        };
+        if delivered {
+            s.delivered = s.delivered.max(seq);
+        } else if generation.is_some() && s.live.as_ref().map(|(g, _)| *g) == generation {
+            // The connection went away: keep buffering for a resumption.
+            s.live = None;
+        }
+        if done {
+            s.live = None;
+            let json = s.json;
+            if delivered || json {
+                st.streams.remove(&target);
+            } else {
+                st.retained.push_back(target);
+                while st.retained.len() > MAX_RETAINED_STREAMS {
+                    if let Some(old) = st.retained.pop_front() {
+                        st.streams.remove(&old);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits until the session has ended.
+async fn is_ended(ended: &mut watch::Receiver<bool>) {
+    let _ = ended.wait_for(|e| *e).await.map(|_| ());
+}
+
+/// Collects the ids of `ids` that occur more than once.
+pub(crate) fn first_duplicate(ids: &[Id]) -> Option<Id> {
+    let mut seen = HashSet::new();
+    ids.iter().find(|id| !seen.insert(*id)).cloned()
+}

@@ -1,0 +1,582 @@
+//! The Streamable HTTP server transport (stateful shape, MCP 2025-03-26 to
+//! 2025-11-25) against a real HTTP client (reqwest), with a tiny echo loop on the
+//! library side. Servers bind 127.0.0.1:0 only; every test is bounded by a timeout.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard_protocol::codec::{SseItem, SseParser};
+use switchboard_protocol::jsonrpc::{Message, Notification, Response};
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig, SessionAcceptor};
+use switchboard_transport::{CloseReason, Inbound};
+use tokio::sync::mpsc;
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test timed out")
+}
+
+/// Answers every request of every session: `initialize` with a fixed result;
+/// `with_progress` with a related progress notification, then the response;
+/// `notify_unrelated` with an unrelated log notification, then the response;
+/// anything else with `{"echo": method, "params": params}`. Each session's close
+/// reason is sent on the returned channel.
+fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
+    let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(session) = acceptor.accept().await {
+            let closed_tx = closed_tx.clone();
+            assert!(!session.session_id.is_empty());
+            tokio::spawn(async move {
+                let (tx, mut rx) = session.transport.split();
+                while let Some(event) = rx.recv().await {
+                    let request = match event {
+                        Inbound::Message(Message::Request(r)) => r,
+                        Inbound::Closed { reason } => {
+                            let _ = closed_tx.send(reason);
+                            break;
+                        }
+                        _ => continue,
+                    };
+                    let id = request.id.clone();
+                    let result = match request.method.as_str() {
+                        "initialize" => json!({
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": {},
+                            "serverInfo": {"name": "echo", "version": "0"}
+                        }),
+                        "with_progress" => {
+                            let note = Notification::new(
+                                "notifications/progress",
+                                &json!({"progressToken": "t", "progress": 1}),
+                            )
+                            .unwrap();
+                            tx.send_related(Message::Notification(note), Some(id.clone()))
+                                .await
+                                .unwrap();
+                            json!({"done": true})
+                        }
+                        "notify_unrelated" => {
+                            let note = Notification::new(
+                                "notifications/message",
+                                &json!({"level": "info", "data": "unrelated"}),
+                            )
+                            .unwrap();
+                            tx.send(Message::Notification(note)).await.unwrap();
+                            json!({"sent": true})
+                        }
+                        method => {
+                            let params: Value = request.params_as().unwrap_or(Value::Null);
+                            json!({"echo": method, "params": params})
+                        }
+                    };
+                    let response = Response::new(id, &result).unwrap();
+                    if tx.send(Message::Response(response)).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    closed_rx
+}
+
+async fn start(config: HttpServerConfig) -> (HttpServer, mpsc::UnboundedReceiver<CloseReason>) {
+    let (server, acceptor) = HttpServer::bind(config).await.unwrap();
+    assert!(server.local_addr().ip().is_loopback());
+    let closed = echo(acceptor);
+    (server, closed)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(LIMIT).build().unwrap()
+}
+
+fn request(id: u64, method: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"n": id}}).to_string()
+}
+
+fn initialize(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string()
+}
+
+fn post(
+    c: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: String,
+) -> reqwest::RequestBuilder {
+    let mut b = c
+        .post(url)
+        .header("accept", ACCEPT_BOTH)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(s) = session {
+        b = b
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    b
+}
+
+/// Every event of a finished SSE body, as (id, data).
+fn events(body: &[u8]) -> Vec<(Option<String>, String)> {
+    let mut parser = SseParser::new();
+    let mut out: Vec<_> = parser
+        .feed(body)
+        .filter_map(|item| match item.unwrap() {
+            SseItem::Event(e) => Some((e.id, e.data)),
+            SseItem::Comment(_) => None,
+        })
+        .collect();
+    parser.finish();
+    while let Some(item) = parser.next_item() {
+        if let SseItem::Event(e) = item.unwrap() {
+            out.push((e.id, e.data));
+        }
+    }
+    out
+}
+
+/// The JSON messages of an SSE body (priming events skipped).
+fn messages(body: &[u8]) -> Vec<Value> {
+    events(body)
+        .into_iter()
+        .filter(|(_, data)| !data.is_empty())
+        .map(|(_, data)| serde_json::from_str(&data).unwrap())
+        .collect()
+}
+
+/// Creates a session; returns its id.
+async fn open_session(c: &reqwest::Client, url: &str) -> String {
+    let resp = post(c, url, None, initialize(1)).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let sid = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = resp.bytes().await.unwrap();
+    let msgs = messages(&body);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 1);
+    sid
+}
+
+/// Reads an open SSE stream until `n` message events came.
+async fn read_messages(resp: &mut reqwest::Response, n: usize) -> Vec<(Option<String>, Value)> {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let chunk = resp.chunk().await.unwrap().expect("the stream ended early");
+        for item in parser.feed(&chunk) {
+            if let SseItem::Event(e) = item.unwrap() {
+                if !e.data.is_empty() {
+                    out.push((e.id, serde_json::from_str(&e.data).unwrap()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn get(c: &reqwest::Client, url: &str, session: &str) -> reqwest::RequestBuilder {
+    c.get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+}
+
+#[tokio::test]
+async fn initialize_creates_a_session_with_an_id() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let resp = post(&client(), &url, None, initialize(1))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let h = resp.headers();
+        assert_eq!(h["content-type"], "text/event-stream");
+        assert_eq!(h["x-accel-buffering"], "no");
+        let sid = h["mcp-session-id"].to_str().unwrap().to_owned();
+        assert!(
+            sid.len() >= 16 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+            "{sid}"
+        );
+        let msgs = messages(&resp.bytes().await.unwrap());
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs[0]["result"]["serverInfo"]["name"], "echo");
+        assert_eq!(server.session_count(), 1);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_call_gets_its_related_notification_before_the_response_then_the_stream_ends() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let resp = post(&c, &url, Some(&sid), request(2, "with_progress"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        // The whole body: the stream ends after the response.
+        let evs = events(&resp.bytes().await.unwrap());
+        assert_eq!(evs.len(), 3, "{evs:?}");
+        // 2025-11-25: a priming event (an id, empty data) first.
+        assert!(evs[0].1.is_empty() && evs[0].0.is_some(), "{evs:?}");
+        let note: Value = serde_json::from_str(&evs[1].1).unwrap();
+        assert_eq!(note["method"], "notifications/progress");
+        let answer: Value = serde_json::from_str(&evs[2].1).unwrap();
+        assert_eq!(answer["id"], 2);
+        assert_eq!(answer["result"]["done"], true);
+        // Event ids are distinct.
+        let ids: std::collections::HashSet<_> = evs.iter().map(|e| e.0.clone().unwrap()).collect();
+        assert_eq!(ids.len(), 3);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn notifications_get_202_and_no_body() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let resp = post(&c, &url, Some(&sid), body).send().await.unwrap();
+        assert_eq!(resp.status(), 202);
+        assert!(resp.bytes().await.unwrap().is_empty());
+    })
+    .await
+}
+
+#[tokio::test]
+async fn session_header_rules_400_404_and_delete() {
+    bounded(async {
+        let (server, mut closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        // Missing session id on a non-initialize request: 400.
+        let resp = post(&c, &url, None, request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        // Unknown session: 404.
+        let resp = post(&c, &url, Some("no-such-session"), request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404);
+        // The real one works.
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            messages(&resp.bytes().await.unwrap())[0]["result"]["echo"],
+            "ping"
+        );
+        // DELETE ends it: the library sees Closed, later requests get 404.
+        let resp = c
+            .delete(&url)
+            .header("mcp-session-id", &sid)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(matches!(
+            closed.recv().await,
+            Some(CloseReason::SessionDeleted)
+        ));
+        let resp = post(&c, &url, Some(&sid), request(4, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404);
+        assert_eq!(server.session_count(), 0);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn header_checks_406_403_400() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        // Accept without text/event-stream: 406.
+        let resp = c
+            .post(&url)
+            .header("accept", "application/json")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &sid)
+            .body(request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 406);
+        // A foreign Origin: 403.
+        let resp = post(&c, &url, Some(&sid), request(2, "ping"))
+            .header("origin", "http://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 403);
+        // A local Origin is fine.
+        let origin = format!("http://localhost:{}", server.local_addr().port());
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.bytes().await.unwrap();
+        // A foreign Host (DNS rebinding): 403.
+        let resp = post(&c, &url, Some(&sid), request(4, "ping"))
+            .header(
+                "host",
+                format!("evil.example:{}", server.local_addr().port()),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 403);
+        // An unsupported MCP-Protocol-Version: 400.
+        let resp = c
+            .post(&url)
+            .header("accept", ACCEPT_BOTH)
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "1999-01-01")
+            .body(request(5, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        // GET without text/event-stream: 406.
+        let resp = c
+            .get(&url)
+            .header("accept", "application/json")
+            .header("mcp-session-id", &sid)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 406);
+        // Another method: 405.
+        let resp = c.put(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 405);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.max_body_bytes = 1024;
+        let (server, _closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let big = json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
+            "params": {"pad": "x".repeat(4096)}})
+        .to_string();
+        let resp = post(&c, &url, Some(&sid), big).send().await.unwrap();
+        assert_eq!(resp.status(), 413);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn bad_json_gets_400_with_a_parse_error() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let resp = post(&c, &url, Some(&sid), "{not json".to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["code"], -32700);
+        assert!(body["id"].is_null() && body.get("id").is_some(), "{body}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn max_sessions_gives_503() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.max_sessions = 2;
+        let (server, _closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        open_session(&c, &url).await;
+        open_session(&c, &url).await;
+        let resp = post(&c, &url, None, initialize(1)).send().await.unwrap();
+        assert_eq!(resp.status(), 503);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_get_stream_receives_unrelated_server_messages_and_resumes() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let mut stream = get(&c, &url, &sid).send().await.unwrap();
+        assert_eq!(stream.status(), 200);
+        assert_eq!(stream.headers()["content-type"], "text/event-stream");
+        // A second standalone stream at once: 409.
+        let second = get(&c, &url, &sid).send().await.unwrap();
+        assert_eq!(second.status(), 409);
+        let resp = post(&c, &url, Some(&sid), request(2, "notify_unrelated"))
+            .send()
+            .await
+            .unwrap();
+        let msgs = messages(&resp.bytes().await.unwrap());
+        assert_eq!(
+            msgs.len(),
+            1,
+            "only the response on the POST stream: {msgs:?}"
+        );
+        assert_eq!(msgs[0]["id"], 2);
+        let got = read_messages(&mut stream, 1).await;
+        assert_eq!(got[0].1["method"], "notifications/message");
+        let first_id = got[0].0.clone().expect("events carry ids");
+        drop(stream);
+        // With no GET open, the next one is buffered...
+        let resp = post(&c, &url, Some(&sid), request(3, "notify_unrelated"))
+            .send()
+            .await
+            .unwrap();
+        resp.bytes().await.unwrap();
+        // ...and replayed on resumption after the last event seen.
+        let mut resumed = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let r = get(&c, &url, &sid)
+                    .header("last-event-id", &first_id)
+                    .send()
+                    .await
+                    .unwrap();
+                if r.status() != 409 {
+                    return r;
+                }
+                // The old connection's close has not been seen yet.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(resumed.status(), 200);
+        let got = read_messages(&mut resumed, 1).await;
+        assert_eq!(got[0].1["method"], "notifications/message");
+        assert_ne!(got[0].0.as_deref(), Some(first_id.as_str()));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn json_response_mode_answers_with_application_json() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.json_response = true;
+        let (server, _closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        let resp = post(&c, &url, None, initialize(1)).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "application/json");
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["id"], 1);
+        let resp = post(&c, &url, Some(&sid), request(2, "with_progress"))
+            .send()
+            .await
+            .unwrap();
+        let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["result"]["done"], true);
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_sessions_each_get_their_own_answers() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let mut tasks = Vec::new();
+        for n in 0..20u64 {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                let c = client();
+                let sid = open_session(&c, &url).await;
+                for k in 0..5u64 {
+                    let id = 100 + k;
+                    let method = format!("m{n}");
+                    let resp = post(&c, &url, Some(&sid), request(id, &method))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(resp.status(), 200);
+                    let msgs = messages(&resp.bytes().await.unwrap());
+                    assert_eq!(msgs.len(), 1, "{msgs:?}");
+                    assert_eq!(msgs[0]["id"], id);
+                    assert_eq!(msgs[0]["result"]["echo"], method);
+                    assert_eq!(msgs[0]["result"]["params"]["n"], id);
+                }
+                sid
+            }));
+        }
+        let mut ids = std::collections::HashSet::new();
+        for t in tasks {
+            ids.insert(t.await.unwrap());
+        }
+        assert_eq!(ids.len(), 20);
+        assert_eq!(server.session_count(), 20);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn dropping_the_server_closes_every_session() {
+    bounded(async {
+        let (server, mut closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        open_session(&c, &url).await;
+        drop(server);
+        assert!(matches!(
+            closed.recv().await,
+            Some(CloseReason::SessionClosed)
+        ));
+    })
+    .await
+}

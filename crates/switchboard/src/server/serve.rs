@@ -1,0 +1,438 @@
+//! Serving one connection: a [`Server`] behind the JSON-RPC peer, over any
+//! `switchboard-transport` [`Transport`] (stdio, a child's pipes, the in-memory pair).
+//!
+//! ```text
+//! Server::serve(transport, options) -> ServerSession      (nothing runs yet)
+//! ServerSession::run().await                              (until the transport closes)
+//!
+//! inbound request ──> DualEraServer::recv_request (on the driver task, in arrival order)
+//!   Err(e)                  -> e.to_error_object()   (-32600 before initialize, -32601, ...)
+//!   Legacy  initialize      -> initialize_response() (negotiated version, derived caps;
+//!                              batching switched on first when 2025-03-26 was agreed)
+//!   Legacy  ping            -> {}
+//!   Legacy  anything else   -> ClientRequest::from_request -> Server::handle(session
+//!                              state, negotiated version, client capabilities, PeerSink)
+//!   Modern  (2026-07-28 _meta, check_modern_request passed)
+//!                           -> Server::handle(fresh state, request's version and
+//!                              capabilities, PeerSink without server→client requests)
+//! inbound notification ──> DualEraServer::recv_notification (errors are only logged)
+//! ```
+//!
+//! The [`ContextSink`] of each request ([`PeerSink`], private) sends what a tool's
+//! [`ToolContext`](super::ToolContext) decided: notifications as JSON-RPC
+//! notifications through the peer, sampling / elicitation / roots as server→client
+//! requests through the peer (with the peer's default timeout), after the legacy
+//! lifecycle's `check_send_*` (e.g. no server→client request before
+//! `notifications/initialized`). Cancellation is the peer's: the request's
+//! [`HandlerContext::cancellation`] token, fired by `notifications/cancelled`.
+//!
+//! Choices and limits:
+//! - **2026-07-28 and server→client requests.** A modern request is served without a
+//!   session. Its tool may send notifications (progress, logging), but sampling,
+//!   elicitation and roots are refused with [`ContextError::Peer`] naming the gap:
+//!   in 2026-07-28 they travel as an `input_required` result and a retried request
+//!   (MRTR), which is not implemented yet.
+//! - **Batches (2025-03-26).** Batching is switched on for the whole transport just
+//!   before the `initialize` result is sent. The items of an inbound batch are served
+//!   one by one and each answer goes out as its own message (the peer's current
+//!   behaviour), not as one response array.
+//! - **End of the connection.** [`ServerSession::run`] returns when the transport's
+//!   input closes (stdin end of file, the peer hanging up, a read error). At that
+//!   moment the peer fails every server→client request still waiting, fires the
+//!   cancellation token of every request still being handled (so
+//!   [`ToolContext::cancelled`](super::ToolContext::cancelled) completes) and aborts
+//!   those handlers at their next await: **in-flight requests are not answered**.
+//!   Answers already queued are still written: the output closes once the session's
+//!   last [`Peer`] is gone (the one [`ServerSession::run`] holds is dropped when it
+//!   returns; drop any clone taken with [`ServerSession::peer`] too).
+//!
+//! This module must not know about bytes, framing, processes or sockets (the
+//! transport), about ids and deadlines (the peer), nor what a tool does (the
+//! registry in [`Server`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+use switchboard_protocol::jsonrpc::{code, ErrorObject, Notification, Request};
+use switchboard_protocol::lifecycle::{Accepted, DualEraServer, LegacySession, LifecycleError};
+use switchboard_protocol::types::{ClientRequest, ServerNotification, ServerRequest};
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::Transport;
+use tracing::Instrument;
+
+use super::context::{BoxFuture, ContextError, ContextSink};
+use super::{Server, SessionState};
+use crate::error::Error;
+use crate::peer::{self, Driver, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig};
+
+/// How [`Server::serve`] runs one connection. Every field documents its default.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The name of the session's tracing span. Default: the server's `serverInfo.name`
+    /// (when left empty).
+    pub name: String,
+    /// How long a server→client request (sampling, elicitation, roots) waits for the
+    /// client's answer. Default 60 s.
+    pub request_timeout: Duration,
+    /// The hard maximum of a server→client request. Default 10 min.
+    pub max_timeout: Duration,
+    /// The most server→client requests awaiting an answer at once. Default 1024.
+    pub max_pending: usize,
+    /// The most client requests handled at once; one more is answered -32603 at once.
+    /// Default 64.
+    pub max_concurrent_handlers: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        let peer = PeerConfig::default();
+        ServeOptions {
+            name: String::new(),
+            request_timeout: peer.default_timeout,
+            max_timeout: peer.max_timeout,
+            max_pending: peer.max_pending,
+            max_concurrent_handlers: peer.max_concurrent_handlers,
+        }
+    }
+}
+
+/// What the session's handler and its handle share.
+#[derive(Debug)]
+struct Shared {
+    lifecycle: Mutex<DualEraServer>,
+    state: SessionState,
+    closed: Mutex<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One connection being served: made by [`Server::serve`], driven by
+/// [`run`](Self::run).
+#[must_use = "a ServerSession does nothing until it is run"]
+pub struct ServerSession {
+    peer: Peer,
+    driver: Driver,
+    shared: Arc<Shared>,
+    span: tracing::Span,
+}
+
+impl std::fmt::Debug for ServerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSession")
+            .field("driver", &self.driver)
+            .field("lifecycle", &*lock(&self.shared.lifecycle))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Serves one connection over `transport` (the server's end): answers `initialize`,
+    /// `ping` and every registered feature, as the module documentation describes.
+    ///
+    /// `Server` is a cheap handle (clones share the registry), so one server can
+    /// serve many connections at once, each with its own lifecycle and
+    /// [`SessionState`]. Nothing happens until [`ServerSession::run`] is awaited.
+    pub fn serve(&self, transport: Transport, options: ServeOptions) -> ServerSession {
+        let name = if options.name.is_empty() {
+            self.info().name.clone()
+        } else {
+            options.name
+        };
+        let shared = Arc::new(Shared {
+            lifecycle: Mutex::new(self.lifecycle()),
+            state: SessionState::new(),
+            closed: Mutex::new(None),
+        });
+        let handler = Arc::new(ServerHandler {
+            server: self.clone(),
+            shared: shared.clone(),
+        });
+        let config = PeerConfig {
+            name: name.clone(),
+            default_timeout: options.request_timeout,
+            max_timeout: options.max_timeout,
+            max_pending: options.max_pending,
+            max_concurrent_handlers: options.max_concurrent_handlers,
+        };
+        let (peer, driver) = peer::connect(transport, config, handler);
+        ServerSession {
+            peer,
+            driver,
+            shared,
+            span: tracing::info_span!("serve", server = %name),
+        }
+    }
+}
+
+impl ServerSession {
+    /// The session's peer, e.g. to send `notifications/resources/updated` (see
+    /// [`Server::resource_updated`]) while it runs. A clone kept past
+    /// [`run`](Self::run) keeps the transport's output open.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The session's state (`logging/setLevel` level, subscriptions).
+    pub fn state(&self) -> &SessionState {
+        &self.shared.state
+    }
+
+    /// The legacy session, once the `initialize` result was produced.
+    pub fn legacy_session(&self) -> Option<LegacySession> {
+        lock(&self.shared.lifecycle).legacy().session().cloned()
+    }
+
+    /// Serves until the transport's input closes; returns the reason it closed.
+    ///
+    /// What happens to requests still in flight then: see the module documentation
+    /// (they are cancelled and not answered). Cancel safety: dropping the future
+    /// stops reading; requests in flight keep running until they finish.
+    pub async fn run(self) -> String {
+        let ServerSession {
+            peer,
+            driver,
+            shared,
+            span,
+        } = self;
+        async move {
+            tracing::info!("serving");
+            driver.run().await;
+            drop(peer);
+            let reason = lock(&shared.closed)
+                .clone()
+                .unwrap_or_else(|| "the transport ended".to_owned());
+            tracing::info!(%reason, "session ended");
+            reason
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// The server's [`Handler`]: the lifecycle's checks, then [`Server::handle`].
+struct ServerHandler {
+    server: Server,
+    shared: Arc<Shared>,
+}
+
+fn refuse(error: ErrorObject) -> HandlerFuture {
+    Box::pin(async move { Err(error) })
+}
+
+fn raw(v: &Value) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(v).map_err(|e| {
+        ErrorObject::new(
+            code::INTERNAL_ERROR,
+            format!("result does not serialize: {e}"),
+        )
+    })
+}
+
+impl Handler for ServerHandler {
+    fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture {
+        // Runs on the driver task, in arrival order: the lifecycle sees requests in
+        // the order the client sent them.
+        let mut lifecycle = lock(&self.shared.lifecycle);
+        let accepted = match lifecycle.recv_request(&request) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(method = %request.method, error = %e, "refused by the lifecycle");
+                return refuse(e.to_error_object());
+            }
+        };
+        match accepted {
+            Accepted::Legacy if request.method == "initialize" => {
+                let answer = lifecycle.initialize_response();
+                let version = lifecycle.legacy().session().map(|s| s.version);
+                drop(lifecycle);
+                match (answer, version) {
+                    (Ok(response), Some(version)) => {
+                        // Before the result is sent: a conforming client may batch
+                        // from its next message on (2025-03-26 only).
+                        cx.peer().set_batching(version.batching());
+                        tracing::info!(%version, "initialize answered");
+                        Box::pin(async move { Ok(response.result) })
+                    }
+                    (Err(e), _) => refuse(e.to_error_object()),
+                    (Ok(_), None) => refuse(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "the lifecycle produced no session",
+                    )),
+                }
+            }
+            Accepted::Legacy if request.method == "ping" => {
+                Box::pin(async { Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")) })
+            }
+            Accepted::Legacy => {
+                let Some(session) = lifecycle.legacy().session().cloned() else {
+                    // recv_request accepts other methods only once a session exists.
+                    return refuse(
+                        LifecycleError::NotInitialized {
+                            method: request.method.clone(),
+                        }
+                        .to_error_object(),
+                    );
+                };
+                drop(lifecycle);
+                let sink = PeerSink {
+                    cx,
+                    shared: self.shared.clone(),
+                    modern: false,
+                };
+                self.dispatch(
+                    &request,
+                    self.shared.state.clone(),
+                    session.version,
+                    session.client_capabilities,
+                    sink,
+                )
+            }
+            Accepted::Modern(ctx) => {
+                drop(lifecycle);
+                let sink = PeerSink {
+                    cx,
+                    shared: self.shared.clone(),
+                    modern: true,
+                };
+                // Stateless: nothing is inferred from earlier requests.
+                self.dispatch(
+                    &request,
+                    SessionState::new(),
+                    ctx.version,
+                    ctx.client_capabilities,
+                    sink,
+                )
+            }
+        }
+    }
+
+    fn notification(&self, notification: Notification) {
+        match lock(&self.shared.lifecycle).recv_notification(&notification) {
+            Ok(()) => tracing::debug!(method = %notification.method, "notification accepted"),
+            Err(e) => {
+                tracing::debug!(method = %notification.method, error = %e, "notification refused; dropped")
+            }
+        }
+    }
+
+    fn closed(&self, reason: &str) {
+        lock(&self.shared.lifecycle).close();
+        *lock(&self.shared.closed) = Some(reason.to_owned());
+    }
+}
+
+impl ServerHandler {
+    /// Decodes the request and runs [`Server::handle`] in the returned future.
+    fn dispatch(
+        &self,
+        request: &Request,
+        state: SessionState,
+        version: ProtocolVersion,
+        client_capabilities: switchboard_protocol::types::ClientCapabilities,
+        sink: PeerSink,
+    ) -> HandlerFuture {
+        let decoded = match ClientRequest::from_request(request) {
+            Ok(d) => d,
+            Err(e) => return refuse(e),
+        };
+        let server = self.server.clone();
+        let sink: Arc<dyn ContextSink> = Arc::new(sink);
+        Box::pin(async move {
+            let result = server
+                .handle(&state, version, &client_capabilities, decoded, sink)
+                .await?;
+            raw(&result)
+        })
+    }
+}
+
+/// The [`ContextSink`] of one request, over the peer.
+struct PeerSink {
+    cx: HandlerContext,
+    shared: Arc<Shared>,
+    /// A 2026-07-28 request: no session, no server→client requests (MRTR later).
+    modern: bool,
+}
+
+fn lifecycle_refusal(e: LifecycleError) -> ContextError {
+    match e {
+        LifecycleError::Closed => ContextError::Closed,
+        e => ContextError::Peer(e.to_string()),
+    }
+}
+
+fn peer_error(e: Error) -> ContextError {
+    if let Some(o) = e.error_object() {
+        ContextError::Client {
+            code: o.code,
+            message: o.message.clone(),
+        }
+    } else if e.is_closed() {
+        ContextError::Closed
+    } else if e.is_cancelled() {
+        ContextError::Cancelled
+    } else {
+        ContextError::Peer(e.to_string())
+    }
+}
+
+impl ContextSink for PeerSink {
+    fn notify(&self, notification: ServerNotification) -> BoxFuture<'_, Result<(), ContextError>> {
+        Box::pin(async move {
+            let n = notification.to_notification();
+            if !self.modern {
+                lock(&self.shared.lifecycle)
+                    .legacy()
+                    .check_send_notification(&n.method, n.params.as_deref())
+                    .map_err(lifecycle_refusal)?;
+            }
+            self.cx.peer().notify(n).await.map_err(peer_error)
+        })
+    }
+
+    fn request(&self, request: ServerRequest) -> BoxFuture<'_, Result<Value, ContextError>> {
+        Box::pin(async move {
+            let method = request.method().to_owned();
+            if self.modern {
+                return Err(ContextError::Peer(format!(
+                    "{method}: server-to-client requests are not available to 2026-07-28 \
+                     requests yet (they need an input_required result, MRTR, which is not \
+                     implemented)"
+                )));
+            }
+            // The id is the peer's; only the params are taken from this.
+            let params = request.to_request(0).params;
+            lock(&self.shared.lifecycle)
+                .legacy()
+                .check_send_request(&method, params.as_deref())
+                .map_err(lifecycle_refusal)?;
+            let raw = self
+                .cx
+                .peer()
+                .request(&method, params, Default::default())
+                .await
+                .map_err(peer_error)?;
+            serde_json::from_str(raw.get()).map_err(|e| ContextError::InvalidResult {
+                method: match request {
+                    ServerRequest::CreateMessage(_) => "sampling/createMessage",
+                    ServerRequest::Elicit(_) => "elicitation/create",
+                    ServerRequest::ListRoots(_) => "roots/list",
+                    _ => "request",
+                },
+                reason: e.to_string(),
+            })
+        })
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cx.cancellation().is_cancelled()
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.cx.cancellation().cancelled())
+    }
+}

@@ -1,0 +1,207 @@
+//! End to end across a process boundary: the library's `Client` against the example
+//! stdio server (`examples/echo_server.rs`) run as a child process, plus raw lines
+//! written to the child's stdin.
+//!
+//! Where the binary comes from: Cargo gives integration tests no path to examples
+//! (`CARGO_BIN_EXE_*` is for `[[bin]]` targets only, and a bin target would ship an
+//! `echo_server` with the library). But `cargo test` (without target filters, as
+//! `cargo test --workspace` and `-p switchboard` run it) builds every example
+//! before running tests, into `<target>/<profile>/examples/`, the directory next to
+//! this test binary's `deps/`. So the test looks there; when the binary is missing
+//! (e.g. `cargo test --test e2e_stdio`, which builds no examples) each test prints
+//! why and passes without checking anything. Run `cargo build --example
+//! echo_server` first in that case.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::{CallOptions, Client, ClientOptions};
+use switchboard_protocol::types::{CallToolResult, CreateMessageResult, Implementation};
+use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport, ShutdownStep};
+use switchboard_transport::{Transport, TransportConfig};
+
+const BOUND: Duration = Duration::from_secs(20);
+
+async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f)
+        .await
+        .expect("the test's bound elapsed")
+}
+
+/// `<target>/<profile>/examples/echo_server`, if it was built.
+fn example_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?;
+    let path = profile_dir
+        .join("examples")
+        .join(format!("echo_server{}", std::env::consts::EXE_SUFFIX));
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!(
+            "SKIPPED: {} not found; `cargo test` without target filters builds it \
+             (or run `cargo build -p switchboard --example echo_server`)",
+            path.display()
+        );
+        None
+    }
+}
+
+fn first_text(r: &CallToolResult) -> String {
+    let v = serde_json::to_value(&r.content[0]).unwrap();
+    v["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_client_talks_to_the_example_server_process() {
+    let Some(path) = example_binary() else { return };
+    let ChildTransport {
+        sender,
+        receiver,
+        process,
+    } = spawn(
+        ChildConfig::new("echo_server", &path),
+        &TransportConfig::default(),
+    )
+    .expect("the example starts");
+    let options = ClientOptions::new(Implementation::new("e2e-stdio", "0.1.0")).with_sampling(
+        |_params, _cx| async {
+            let answer: CreateMessageResult = serde_json::from_value(json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": "sampled over stdio"},
+                "model": "test-model"
+            }))
+            .unwrap();
+            Ok(answer)
+        },
+    );
+    let client = within(Client::connect(Transport { sender, receiver }, options))
+        .await
+        .expect("connect");
+    assert_eq!(client.server_info().name, "echo-server");
+
+    let tools = within(client.list_tools()).await.unwrap();
+    assert_eq!(tools.len(), 4);
+
+    let r = within(client.call_tool("echo", json!({"text": "über stdio ✓"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&r), "über stdio ✓");
+
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = seen.clone();
+    let options = CallOptions::new().on_progress(move |p| {
+        sink.lock()
+            .unwrap()
+            .push(serde_json::to_value(&p).unwrap()["progress"].to_string())
+    });
+    let r = within(client.call_tool_with(
+        "slow_progress",
+        json!({"steps": 4, "delay_ms": 10}),
+        options,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(first_text(&r), "done");
+    assert_eq!(*seen.lock().unwrap(), ["1", "2", "3", "4"]);
+
+    let r = within(client.call_tool("fail", json!({}))).await.unwrap();
+    assert!(r.is_error());
+
+    let r = within(client.call_tool("ask_sampling", json!({"prompt": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&r), "sampled over stdio");
+
+    // Closing its stdin ends the server: it exits on its own, successfully.
+    drop(client);
+    let report = within(process.shutdown()).await.expect("shutdown");
+    assert!(report.status.success(), "{report:?}");
+    assert!(
+        matches!(
+            report.step,
+            ShutdownStep::StdinClosed | ShutdownStep::AlreadyExited
+        ),
+        "{report:?}"
+    );
+}
+
+/// Reads the child's stdout on a thread; each line arrives on a channel, so every
+/// wait is bounded by `recv_timeout`.
+struct Lines(std::sync::mpsc::Receiver<String>);
+
+impl Lines {
+    fn next(&self) -> Value {
+        let line = self.0.recv_timeout(BOUND).expect("a line within the bound");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+}
+
+fn write_line(stdin: &mut std::process::ChildStdin, line: &str) {
+    stdin.write_all(line.as_bytes()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+}
+
+#[test]
+fn a_malformed_line_gets_parse_error_and_the_session_goes_on() {
+    let Some(path) = example_binary() else { return };
+    let mut child = Command::new(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the example starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let lines = Lines(rx);
+    let mut send = |s: &str| write_line(&mut stdin, s);
+
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    let init = lines.next();
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"#);
+    let e = lines.next();
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    assert_eq!(e["id"], Value::Null);
+
+    send("this is not JSON");
+    assert_eq!(lines.next()["error"]["code"], -32700);
+
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}"#,
+    );
+    let r = lines.next();
+    assert_eq!(r["id"], 3);
+    assert_eq!(r["result"]["content"][0]["text"], "still here");
+
+    // End of stdin: the server exits on its own.
+    drop(stdin);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let status = done_rx
+        .recv_timeout(BOUND)
+        .expect("the server exits after end of stdin")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}

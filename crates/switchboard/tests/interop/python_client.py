@@ -1,0 +1,62 @@
+"""Interop: the official MCP Python SDK client (`mcp` on PyPI, written against 2.3.0)
+against the Switchboard example stdio server.
+
+Usage: python3 python_client.py PATH/TO/echo_server
+
+Calls `echo` and `slow_progress` (with a progress callback) over stdio and checks
+the answers. Exits 0 on success; prints what went wrong and exits 1 otherwise.
+Run by `tests/e2e_python.rs` when `python3 -c 'import mcp'` works.
+"""
+
+import asyncio
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def text_of(result):
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def main(server_path: str) -> None:
+    params = StdioServerParameters(command=server_path, args=[])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "echo-server", init.server_info
+
+            tools = await session.list_tools()
+            names = sorted(t.name for t in tools.tools)
+            assert names == ["ask_sampling", "echo", "fail", "slow_progress"], names
+
+            result = await session.call_tool("echo", {"text": "hello from python"})
+            assert not result.is_error, result
+            assert text_of(result) == "hello from python", result
+
+            seen = []
+
+            async def on_progress(progress, total, message=None):
+                seen.append((progress, total, message))
+
+            result = await session.call_tool(
+                "slow_progress",
+                {"steps": 3, "delay_ms": 10},
+                progress_callback=on_progress,
+            )
+            assert text_of(result) == "done", result
+            assert [p for p, _, _ in seen] == [1, 2, 3], seen
+            assert all(t == 3 for _, t, _ in seen), seen
+
+            result = await session.call_tool("fail", {})
+            assert result.is_error, result
+
+    print(f"python interop ok (protocol {init.protocol_version}, progress {seen})")
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(asyncio.wait_for(main(sys.argv[1]), timeout=30))
+    except Exception as e:  # noqa: BLE001 - report anything, fail the test
+        print(f"python interop FAILED: {e!r}", file=sys.stderr)
+        sys.exit(1)
