@@ -172,6 +172,13 @@ pub struct RequestOptions {
     /// Fire to cancel: `notifications/cancelled{requestId, reason}` is sent and the
     /// request fails with [`Error::is_cancelled`].
     pub cancel: Option<CancelToken>,
+    /// The id of the incoming request this request is made on behalf of (e.g. a
+    /// sampling request made while handling a `tools/call`): passed to the
+    /// transport as the routing hint of
+    /// [`Sender::send_related`](switchboard_transport::Sender::send_related), so the
+    /// Streamable HTTP server puts it on that call's SSE stream. `None` (default):
+    /// no hint. Transports with one channel ignore it.
+    pub related: Option<Id>,
 }
 
 impl RequestOptions {
@@ -206,6 +213,12 @@ impl RequestOptions {
         self.cancel = Some(token);
         self
     }
+
+    /// Sets [`related`](Self::related).
+    pub fn related(mut self, id: Id) -> Self {
+        self.related = Some(id);
+        self
+    }
 }
 
 impl fmt::Debug for RequestOptions {
@@ -215,6 +228,7 @@ impl fmt::Debug for RequestOptions {
             .field("max_total", &self.max_total)
             .field("on_progress", &self.on_progress.is_some())
             .field("cancel", &self.cancel)
+            .field("related", &self.related)
             .finish()
     }
 }
@@ -353,7 +367,7 @@ impl HandlerContext {
         }
         p.message = message.map(str::to_owned);
         let n = Notification::new(NOTIFICATION_PROGRESS, &p).map_err(Error::decode)?;
-        self.peer.notify(n).await
+        self.peer.notify_related(n, Some(self.id.clone())).await
     }
 }
 
@@ -544,7 +558,7 @@ impl Peer {
             if self
                 .shared
                 .sender
-                .send(Message::Request(request))
+                .send_related(Message::Request(request), options.related.clone())
                 .await
                 .is_err()
             {
@@ -590,14 +604,30 @@ impl Peer {
         .await
     }
 
-    /// Sends a notification.
+    /// Sends a notification (no routing hint; see
+    /// [`notify_related`](Self::notify_related)).
     ///
     /// Errors: [`Error::is_closed`] when the transport's writer has ended.
     pub async fn notify(&self, notification: Notification) -> Result<(), Error> {
+        self.notify_related(notification, None).await
+    }
+
+    /// Sends a notification that belongs to the incoming request `related` (progress
+    /// or log messages sent while handling it): the id is the routing hint of
+    /// [`Sender::send_related`](switchboard_transport::Sender::send_related), so the
+    /// Streamable HTTP server puts the notification on that request's SSE stream
+    /// while it is open. Transports with one channel (stdio, memory) ignore it.
+    ///
+    /// Errors: [`Error::is_closed`] when the transport's writer has ended.
+    pub async fn notify_related(
+        &self,
+        notification: Notification,
+        related: Option<Id>,
+    ) -> Result<(), Error> {
         let method = notification.method.clone();
         self.shared
             .sender
-            .send(Message::Notification(notification))
+            .send_related(Message::Notification(notification), related)
             .await
             .map_err(|_| {
                 Error::closed(
@@ -999,6 +1029,113 @@ mod tests {
         assert!(add_progress_token(Some(bad), Some(&token))
             .unwrap_err()
             .is_decode());
+    }
+
+    /// `notify_related` and `RequestOptions::related` reach the transport as routing
+    /// hints: over the Streamable HTTP server, a notification and a request made
+    /// while handling a POSTed request arrive on that POST's SSE stream, before its
+    /// response (which carries the client's answer to the request).
+    #[tokio::test]
+    async fn related_messages_travel_on_the_call_stream() {
+        use switchboard_protocol::codec::{SseItem, SseParser};
+        use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+
+        struct Work;
+        impl Handler for Work {
+            fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture {
+                Box::pin(async move {
+                    if request.method == "initialize" {
+                        return Ok(RawValue::from_string("{}".to_owned()).unwrap());
+                    }
+                    let n =
+                        Notification::new("notifications/message", &serde_json::json!({"data": 1}))
+                            .unwrap();
+                    cx.peer()
+                        .notify_related(n, Some(cx.id().clone()))
+                        .await
+                        .unwrap();
+                    let options = RequestOptions::new()
+                        .related(cx.id().clone())
+                        .timeout(Duration::from_secs(10));
+                    cx.peer()
+                        .request("ask", None, options)
+                        .await
+                        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+                })
+            }
+        }
+
+        let limit = Duration::from_secs(20);
+        tokio::time::timeout(limit, async {
+            let (server, mut acceptor) =
+                HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+            let url = server.url();
+            tokio::spawn(async move {
+                while let Some(session) = acceptor.accept().await {
+                    let (_peer, driver) =
+                        connect(session.transport, PeerConfig::default(), Arc::new(Work));
+                    tokio::spawn(async move {
+                        let _peer = _peer;
+                        driver.run().await
+                    });
+                }
+            });
+            let c = reqwest::Client::builder().timeout(limit).build().unwrap();
+            let post = |session: Option<&str>, body: Value| {
+                let mut b = c
+                    .post(&url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .body(body.to_string());
+                if let Some(s) = session {
+                    b = b.header("mcp-session-id", s);
+                }
+                b
+            };
+            let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"}}});
+            let resp = post(None, init).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let sid = resp.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            drop(resp.bytes().await.unwrap());
+
+            let work = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "work"});
+            let mut resp = post(Some(&sid), work).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let mut parser = SseParser::new();
+            let mut got: Vec<Value> = Vec::new();
+            while got.len() < 3 {
+                let Some(chunk) = resp.chunk().await.unwrap() else {
+                    break;
+                };
+                for item in parser.feed(&chunk) {
+                    if let SseItem::Event(e) = item.unwrap() {
+                        if e.data.is_empty() {
+                            continue;
+                        }
+                        let v: Value = serde_json::from_str(&e.data).unwrap();
+                        if v["method"] == "ask" {
+                            let answer = serde_json::json!({"jsonrpc": "2.0", "id": v["id"],
+                                "result": {"answered": true}});
+                            let r = post(Some(&sid), answer).send().await.unwrap();
+                            assert_eq!(r.status(), 202);
+                        }
+                        got.push(v);
+                    }
+                }
+            }
+            assert_eq!(got.len(), 3, "{got:?}");
+            assert_eq!(got[0]["method"], "notifications/message");
+            assert_eq!(got[1]["method"], "ask");
+            assert_eq!(got[2]["id"], 2);
+            assert_eq!(got[2]["result"], serde_json::json!({"answered": true}));
+        })
+        .await
+        .expect("test timed out");
     }
 
     #[tokio::test]

@@ -21,7 +21,14 @@ async fn list_and_read() {
             .iter()
             .map(|r| r["uri"].as_str().unwrap())
             .collect();
-        assert_eq!(uris, ["test://static-text", "test://static-binary"]);
+        assert_eq!(
+            uris,
+            [
+                "test://static-text",
+                "test://static-binary",
+                "test://watched-resource"
+            ]
+        );
         let r = h.call("resources/templates/list", json!({})).await.unwrap();
         assert_eq!(
             r["resourceTemplates"][0]["uriTemplate"],

@@ -43,7 +43,12 @@ async fn tools_list_has_every_fixture_tool_with_valid_names() {
             .collect();
         assert_eq!(names, TOOL_NAMES, "{v}");
         assert!(r.get("nextCursor").is_none());
-        let schema = &r["tools"][10]["inputSchema"];
+        let schema = &r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "json_schema_2020_12_tool")
+            .unwrap()["inputSchema"];
         assert_eq!(
             schema["$schema"],
             "https://json-schema.org/draft/2020-12/schema"
@@ -126,6 +131,47 @@ async fn every_fixture_tool_answers() {
     assert!(
         matches!(&sink.requests()[..], [ServerRequest::Elicit(p)] if p.message() == Some("who?"))
     );
+
+    // SEP-1034 defaults and SEP-1330 enum variants, as the suite checks them.
+    for (tool, field, expected) in [
+        (
+            "test_elicitation_sep1034_defaults",
+            "age",
+            json!({"type": "integer", "description": "User age", "default": 30}),
+        ),
+        (
+            "test_elicitation_sep1330_enums",
+            "legacyEnum",
+            json!({"type": "string", "description": "Legacy titled enum",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]}),
+        ),
+    ] {
+        let sink = RecordingSink::new();
+        sink.push_answer(Ok(json!({"action": "decline"})));
+        let r = h
+            .call_with(
+                "tools/call",
+                json!({"name": tool, "arguments": {}}),
+                sink.clone(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            first_text(&r),
+            "Elicitation completed: action=decline, content={}",
+            "{tool}"
+        );
+        let requests = sink.requests();
+        let [ServerRequest::Elicit(p)] = &requests[..] else {
+            panic!("{tool}: {requests:?}");
+        };
+        let p = serde_json::to_value(p).unwrap();
+        assert_eq!(
+            p["requestedSchema"]["properties"][field], expected,
+            "{tool}"
+        );
+    }
 
     let r = h
         .call_tool(

@@ -1,9 +1,13 @@
 //! Serving one connection: a [`Server`] behind the JSON-RPC peer, over any
-//! `switchboard-transport` [`Transport`] (stdio, a child's pipes, the in-memory pair).
+//! `switchboard-transport` [`Transport`] (stdio, a child's pipes, the in-memory pair,
+//! one Streamable HTTP session); and serving every session of a Streamable HTTP
+//! server ([`Server::serve_http`]).
 //!
 //! ```text
 //! Server::serve(transport, options) -> ServerSession      (nothing runs yet)
 //! ServerSession::run().await                              (until the transport closes)
+//! Server::serve_http(acceptor, options).await             (Streamable HTTP: one spawned
+//!                                                          serve(..).run() per session)
 //!
 //! inbound request ──> DualEraServer::recv_request (on the driver task, in arrival order)
 //!   Err(e)                  -> e.to_error_object()   (-32600 before initialize, -32601, ...)
@@ -21,7 +25,10 @@
 //! The [`ContextSink`] of each request ([`PeerSink`], private) sends what a tool's
 //! [`ToolContext`](super::ToolContext) decided: notifications as JSON-RPC
 //! notifications through the peer, sampling / elicitation / roots as server→client
-//! requests through the peer (with the peer's default timeout), after the legacy
+//! requests through the peer (with the peer's default timeout), both tagged with the
+//! incoming request's id as the transport's routing hint
+//! ([`Peer::notify_related`], [`RequestOptions::related`]; the Streamable HTTP
+//! server puts them on that call's SSE stream, stdio ignores it), after the legacy
 //! lifecycle's `check_send_*` (e.g. no server→client request before
 //! `notifications/initialized`). Cancellation is the peer's: the request's
 //! [`HandlerContext::cancellation`] token, fired by `notifications/cancelled`.
@@ -50,6 +57,7 @@
 //! transport), about ids and deadlines (the peer), nor what a tool does (the
 //! registry in [`Server`]).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,13 +67,16 @@ use switchboard_protocol::jsonrpc::{code, ErrorObject, Notification, Request};
 use switchboard_protocol::lifecycle::{Accepted, DualEraServer, LegacySession, LifecycleError};
 use switchboard_protocol::types::{ClientRequest, ServerNotification, ServerRequest};
 use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::server::{HttpSession, SessionAcceptor};
 use switchboard_transport::Transport;
 use tracing::Instrument;
 
 use super::context::{BoxFuture, ContextError, ContextSink};
 use super::{Server, SessionState};
 use crate::error::Error;
-use crate::peer::{self, Driver, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig};
+use crate::peer::{
+    self, Driver, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig, RequestOptions,
+};
 
 /// How [`Server::serve`] runs one connection. Every field documents its default.
 #[derive(Debug, Clone)]
@@ -164,6 +175,70 @@ impl Server {
             driver,
             shared,
             span: tracing::info_span!("serve", server = %name),
+        }
+    }
+}
+
+impl Server {
+    /// Serves every session of a Streamable HTTP server: each [`HttpSession`] the
+    /// `acceptor` yields is served with [`serve`](Self::serve) (the same `options`)
+    /// in a task of its own, so sessions run concurrently. How many run at once is
+    /// bounded by the HTTP server's
+    /// [`max_sessions`](switchboard_transport::http::server::HttpServerConfig::max_sessions)
+    /// (an `initialize` beyond gets 503), and a session's task ends when its
+    /// transport closes (DELETE, idle expiry, the server shutting down).
+    ///
+    /// The future completes once the acceptor ends (the
+    /// [`HttpServer`](switchboard_transport::http::server::HttpServer) was dropped or
+    /// shut down, which also ends every session) and every session's task has
+    /// finished. Dropping the future aborts the sessions still running.
+    ///
+    /// ```no_run
+    /// # async fn demo(server: switchboard::server::Server) -> std::io::Result<()> {
+    /// use switchboard::server::ServeOptions;
+    /// use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+    ///
+    /// let (http, acceptor) = HttpServer::bind(HttpServerConfig::default()).await?;
+    /// tracing::info!(url = %http.url(), "listening");
+    /// server.serve_http(acceptor, ServeOptions::default()).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_http(
+        &self,
+        mut acceptor: SessionAcceptor,
+        options: ServeOptions,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let server = self.clone();
+        async move {
+            let mut sessions = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    next = acceptor.accept() => {
+                        let Some(session) = next else { break };
+                        let HttpSession { transport, session_id, protocol_version, .. } = session;
+                        let span = tracing::info_span!("http_session", session = %session_id);
+                        span.in_scope(|| {
+                            tracing::debug!(%protocol_version, "session accepted");
+                        });
+                        let served = server.serve(transport, options.clone());
+                        sessions.spawn(served.run().instrument(span));
+                    }
+                    Some(done) = sessions.join_next(), if !sessions.is_empty() => {
+                        if let Err(e) = done {
+                            tracing::warn!(error = %e, "a session's task failed");
+                        }
+                    }
+                }
+            }
+            tracing::debug!(
+                running = sessions.len(),
+                "the acceptor ended; waiting for sessions"
+            );
+            while let Some(done) = sessions.join_next().await {
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "a session's task failed");
+                }
+            }
         }
     }
 }
@@ -390,7 +465,11 @@ impl ContextSink for PeerSink {
                     .check_send_notification(&n.method, n.params.as_deref())
                     .map_err(lifecycle_refusal)?;
             }
-            self.cx.peer().notify(n).await.map_err(peer_error)
+            self.cx
+                .peer()
+                .notify_related(n, Some(self.cx.id().clone()))
+                .await
+                .map_err(peer_error)
         })
     }
 
@@ -413,7 +492,11 @@ impl ContextSink for PeerSink {
             let raw = self
                 .cx
                 .peer()
-                .request(&method, params, Default::default())
+                .request(
+                    &method,
+                    params,
+                    RequestOptions::new().related(self.cx.id().clone()),
+                )
                 .await
                 .map_err(peer_error)?;
             serde_json::from_str(raw.get()).map_err(|e| ContextError::InvalidResult {

@@ -1,7 +1,8 @@
 //! The server fixture set of the MCP conformance suite (`modelcontextprotocol/
 //! conformance`, REVISIONS.md §9), registered through `Server::builder`: tools
 //! `test_*` and `json_schema_2020_12_tool`, resources `test://static-text`,
-//! `test://static-binary`, template `test://template/{id}/data`, prompts `test_*`,
+//! `test://static-binary`, `test://watched-resource` (to subscribe to), template
+//! `test://template/{id}/data`, prompts `test_*`,
 //! and completion on `test_prompt_with_arguments`.
 
 use serde_json::{json, Value};
@@ -21,7 +22,7 @@ pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
 pub const ERROR_TEXT: &str = "This tool intentionally returns an error for testing";
 
 /// Every fixture tool's name, in registration order.
-pub const TOOL_NAMES: [&str; 11] = [
+pub const TOOL_NAMES: [&str; 13] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -32,6 +33,8 @@ pub const TOOL_NAMES: [&str; 11] = [
     "test_error_handling",
     "test_sampling",
     "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
     "json_schema_2020_12_tool",
 ];
 
@@ -49,6 +52,24 @@ fn no_args() -> Value {
 
 fn blocks(v: Value) -> CallToolResult {
     from(json!({ "content": v }))
+}
+
+/// Asks the client with `requested_schema` (an object schema) and reports the
+/// answer as `Elicitation completed: action=…, content=…`.
+async fn elicit_with(
+    ctx: ToolContext,
+    message: &str,
+    requested_schema: Value,
+) -> Result<CallToolResult, ToolError> {
+    let params: ElicitRequestParams =
+        from(json!({"message": message, "requestedSchema": requested_schema}));
+    let answer = serde_json::to_value(ctx.elicit(params).await?).unwrap_or_default();
+    let text = format!(
+        "Elicitation completed: action={}, content={}",
+        answer["action"].as_str().unwrap_or_default(),
+        answer.get("content").cloned().unwrap_or(json!({}))
+    );
+    Ok(blocks(json!([{"type": "text", "text": text}])))
 }
 
 fn embedded() -> Value {
@@ -188,6 +209,60 @@ pub fn builder() -> ServerBuilder {
         )
         .tool(
             tool(
+                "test_elicitation_sep1034_defaults",
+                "Asks for input with a default for every primitive type (SEP-1034)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                elicit_with(
+                    ctx,
+                    "Please review and update the form fields with defaults",
+                    json!({"type": "object", "properties": {
+                        "name": {"type": "string", "description": "User name",
+                            "default": "John Doe"},
+                        "age": {"type": "integer", "description": "User age", "default": 30},
+                        "score": {"type": "number", "description": "User score",
+                            "default": 95.5},
+                        "status": {"type": "string", "description": "User status",
+                            "enum": ["active", "inactive", "pending"], "default": "active"},
+                        "verified": {"type": "boolean", "description": "Verification status",
+                            "default": true}}}),
+                )
+                .await
+            },
+        )
+        .tool(
+            tool(
+                "test_elicitation_sep1330_enums",
+                "Asks for input with every enum schema variant (SEP-1330)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                elicit_with(
+                    ctx,
+                    "Please select options from the enum fields",
+                    json!({"type": "object", "properties": {
+                        "untitledSingle": {"type": "string", "description": "Untitled single-select",
+                            "enum": ["option1", "option2", "option3"]},
+                        "titledSingle": {"type": "string", "description": "Titled single-select",
+                            "oneOf": [{"const": "value1", "title": "First Option"},
+                                {"const": "value2", "title": "Second Option"},
+                                {"const": "value3", "title": "Third Option"}]},
+                        "legacyEnum": {"type": "string", "description": "Legacy titled enum",
+                            "enum": ["opt1", "opt2", "opt3"],
+                            "enumNames": ["Option One", "Option Two", "Option Three"]},
+                        "untitledMulti": {"type": "array", "description": "Untitled multi-select",
+                            "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                        "titledMulti": {"type": "array", "description": "Titled multi-select",
+                            "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                                {"const": "value2", "title": "Second Choice"},
+                                {"const": "value3", "title": "Third Choice"}]}}}}),
+                )
+                .await
+            },
+        )
+        .tool(
+            tool(
                 "json_schema_2020_12_tool",
                 "A JSON Schema 2020-12 input schema with $defs and additionalProperties",
                 json!({
@@ -225,6 +300,16 @@ pub fn builder() -> ServerBuilder {
             |r| async move {
                 Ok(vec![from::<ResourceContents>(json!({"uri": r.uri,
                     "mimeType": "image/png", "blob": PNG}))])
+            },
+        )
+        .resource(
+            from::<Resource>(
+                json!({"uri": "test://watched-resource", "name": "watched-resource",
+                "description": "A resource to subscribe to", "mimeType": "text/plain"}),
+            ),
+            |r| async move {
+                Ok(vec![from::<ResourceContents>(json!({"uri": r.uri,
+                    "mimeType": "text/plain", "text": "Watched resource content."}))])
             },
         )
         .resource_template(

@@ -1,0 +1,207 @@
+//! End to end over Streamable HTTP: the example server's tools
+//! (`examples/echo_server.rs`, included below) served by `Server::serve_http` on
+//! 127.0.0.1, driven by a raw HTTP client (reqwest) that parses the SSE replies with
+//! `switchboard_protocol::codec::sse::SseParser`. Every test is bounded by a timeout.
+
+#[path = "../examples/echo_server.rs"]
+#[allow(dead_code)]
+mod echo_server;
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::server::ServeOptions;
+use switchboard_protocol::codec::sse::{SseItem, SseParser};
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+
+const LIMIT: Duration = Duration::from_secs(30);
+const VERSION: &str = "2025-11-25";
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test timed out")
+}
+
+/// The example server on 127.0.0.1:0; returns the HTTP server (drop it to stop)
+/// and the `serve_http` task.
+async fn start() -> (HttpServer, tokio::task::JoinHandle<()>) {
+    let (http, acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+    assert!(http.local_addr().ip().is_loopback());
+    let server = echo_server::builder().build().unwrap();
+    let task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+    (http, task)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(LIMIT).build().unwrap()
+}
+
+fn post(
+    c: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    let mut b = c
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(s) = session {
+        b = b
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", VERSION);
+    }
+    b
+}
+
+/// Reads the JSON messages of an SSE reply as they arrive (priming events
+/// skipped), calling `on_message` for each, until the stream ends.
+async fn read_stream(
+    resp: &mut reqwest::Response,
+    mut on_message: impl AsyncFnMut(&Value),
+) -> Vec<Value> {
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        let events: Vec<_> = parser.feed(&chunk).collect();
+        for item in events {
+            if let SseItem::Event(e) = item.unwrap() {
+                if e.data.is_empty() {
+                    continue;
+                }
+                let v: Value = serde_json::from_str(&e.data).unwrap();
+                on_message(&v).await;
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// `initialize` then `notifications/initialized`; returns the session id.
+async fn open_session(c: &reqwest::Client, url: &str, capabilities: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": capabilities,
+        "clientInfo": {"name": "e2e-http", "version": "0"}}});
+    let mut resp = post(c, url, None, init).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let sid = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let msgs = read_stream(&mut resp, async |_| {}).await;
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 1);
+    assert_eq!(msgs[0]["result"]["protocolVersion"], VERSION);
+    assert_eq!(msgs[0]["result"]["serverInfo"]["name"], "echo-server");
+
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = post(c, url, Some(&sid), initialized).send().await.unwrap();
+    assert_eq!(resp.status(), 202);
+    sid
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_arrives_on_the_call_stream_and_delete_ends_the_session() {
+    bounded(async {
+        let (http, task) = start().await;
+        let url = http.url();
+        let c = client();
+        let sid = open_session(&c, &url, json!({})).await;
+
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "slow_progress", "arguments": {"steps": 3, "delay_ms": 0},
+            "_meta": {"progressToken": "tok-1"}}});
+        let mut resp = post(&c, &url, Some(&sid), call).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let msgs = read_stream(&mut resp, async |_| {}).await;
+        assert_eq!(
+            msgs.len(),
+            4,
+            "three progress notifications, then the result: {msgs:?}"
+        );
+        for (i, m) in msgs[..3].iter().enumerate() {
+            assert_eq!(m["method"], "notifications/progress", "{m}");
+            assert_eq!(m["params"]["progressToken"], "tok-1");
+            assert_eq!(m["params"]["progress"].as_f64(), Some((i + 1) as f64));
+            assert_eq!(m["params"]["total"].as_f64(), Some(3.0));
+        }
+        assert_eq!(msgs[3]["id"], 2);
+        assert_eq!(msgs[3]["result"]["content"][0]["text"], "done");
+
+        let resp = c
+            .delete(&url)
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", VERSION)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+        let resp = post(&c, &url, Some(&sid), ping).send().await.unwrap();
+        assert_eq!(resp.status(), 404, "the deleted session is gone");
+
+        // Dropping the HTTP server ends the acceptor, and serve_http with it.
+        drop(http);
+        task.await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_request_travels_on_the_call_stream() {
+    bounded(async {
+        let (http, _task) = start().await;
+        let url = http.url();
+        let c = client();
+        let sid = open_session(&c, &url, json!({"sampling": {}})).await;
+
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "ask_sampling", "arguments": {"prompt": "hello"}}});
+        let mut resp = post(&c, &url, Some(&sid), call).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let msgs = read_stream(&mut resp, async |m: &Value| {
+            if m["method"] == "sampling/createMessage" {
+                let answer = json!({"jsonrpc": "2.0", "id": m["id"], "result": {
+                    "role": "assistant", "model": "test-model",
+                    "content": {"type": "text", "text": "hi there"}}});
+                let r = post(&c, &url, Some(&sid), answer).send().await.unwrap();
+                assert_eq!(r.status(), 202);
+            }
+        })
+        .await;
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert_eq!(msgs[0]["method"], "sampling/createMessage");
+        assert_eq!(msgs[1]["id"], 7);
+        assert_eq!(msgs[1]["result"]["content"][0]["text"], "hi there");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_served_concurrently() {
+    bounded(async {
+        let (http, _task) = start().await;
+        let url = http.url();
+        let c = client();
+        let a = open_session(&c, &url, json!({})).await;
+        let b = open_session(&c, &url, json!({})).await;
+        assert_ne!(a, b);
+        assert_eq!(http.session_count(), 2);
+        for (sid, text) in [(&a, "from a"), (&b, "from b")] {
+            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"text": text}}});
+            let mut resp = post(&c, &url, Some(sid), call).send().await.unwrap();
+            let msgs = read_stream(&mut resp, async |_| {}).await;
+            assert_eq!(msgs[0]["result"]["content"][0]["text"], text);
+        }
+    })
+    .await;
+}
