@@ -779,7 +779,15 @@ impl Driver {
                             for item in items {
                                 match item {
                                     Ok(m) => self.on_message(m),
-                                    Err(e) => tracing::warn!(error = %e, "bad item in a batch; ignored"),
+                                    // JSON-RPC 2.0 §6: an invalid item gets its own error
+                                    // response (none for a broken notification). The
+                                    // answers go out one by one, not as one array yet.
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "bad item in a batch");
+                                        self.send_in_background(
+                                            e.wants_response().then(|| Message::Error(e.to_response())),
+                                        );
+                                    }
                                 }
                             }
                         }

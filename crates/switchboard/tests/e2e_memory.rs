@@ -474,3 +474,55 @@ async fn no_server_request_before_notifications_initialized() {
     assert_eq!(r["id"], 2);
     assert_eq!(r["result"]["content"][0]["text"], "by hand", "{r}");
 }
+
+#[tokio::test]
+async fn invalid_items_of_a_batch_get_their_own_error() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (server, _probe) = server();
+    let (ours, theirs) = tokio::io::duplex(65_536);
+    let (their_r, their_w) = tokio::io::split(theirs);
+    let transport = switchboard_transport::connect(
+        their_r,
+        their_w,
+        switchboard_transport::Role::Server,
+        &TransportConfig::default(),
+        tracing::Span::none(),
+    );
+    let serving = tokio::spawn(server.serve(transport, ServeOptions::default()).run());
+    let (our_r, mut our_w) = tokio::io::split(ours);
+    let mut lines = BufReader::new(our_r).lines();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    within(our_w.write_all(format!("{init}\n").as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_json(&mut lines).await["result"]["protocolVersion"],
+        "2025-03-26"
+    );
+    let rest = concat!(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"[{"jsonrpc":"2.0","id":9,"method":7},{"jsonrpc":"1.0","method":"x"},{"jsonrpc":"2.0","id":10,"method":"ping"}]"#,
+        "\n"
+    );
+    within(our_w.write_all(rest.as_bytes())).await.unwrap();
+    // The invalid request is answered with -32600 and its id, the valid one served,
+    // the broken notification not answered.
+    let mut answers = [next_json(&mut lines).await, next_json(&mut lines).await];
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(answers[0]["id"], 9);
+    assert_eq!(answers[0]["error"]["code"], -32600);
+    assert_eq!(
+        answers[1],
+        json!({"jsonrpc": "2.0", "id": 10, "result": {}})
+    );
+    // End of input ends the session.
+    within(our_w.shutdown()).await.unwrap();
+    within(serving).await.unwrap();
+}
+
+/// The next line the server wrote, as JSON.
+async fn next_json<R: tokio::io::AsyncBufRead + Unpin>(lines: &mut tokio::io::Lines<R>) -> Value {
+    let line = within(lines.next_line()).await.unwrap().expect("a line");
+    serde_json::from_str(&line).unwrap()
+}
