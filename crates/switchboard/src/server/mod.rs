@@ -46,7 +46,6 @@ pub mod tools;
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -773,17 +772,15 @@ impl Server {
                 "subscriptions/listen is served by the peer layer, not by Server::handle",
             ))),
             ClientRequest::ListTools(p) => {
-                let range = self.page(
+                let (tools, next_cursor) = self.page(
                     "tools",
-                    inner.tools.len(),
+                    &inner.tools,
                     p.as_ref().and_then(|p| p.cursor.as_deref()),
+                    |t| tools::for_revision(&t.tool, version),
                 )?;
                 let r = ListToolsResult {
-                    tools: inner.tools[range.0]
-                        .iter()
-                        .map(|t| tools::for_revision(&t.tool, version))
-                        .collect(),
-                    next_cursor: range.1,
+                    tools,
+                    next_cursor,
                     ..Default::default()
                 };
                 self.finish(version, &r, list_cache)
@@ -814,33 +811,29 @@ impl Server {
                 self.finish(version, &result, None)
             }
             ClientRequest::ListResources(p) => {
-                let range = self.page(
+                let (resources, next_cursor) = self.page(
                     "resources",
-                    inner.resources.len(),
+                    &inner.resources,
                     p.as_ref().and_then(|p| p.cursor.as_deref()),
+                    |r| r.resource.clone(),
                 )?;
                 let r = ListResourcesResult {
-                    resources: inner.resources[range.0]
-                        .iter()
-                        .map(|r| r.resource.clone())
-                        .collect(),
-                    next_cursor: range.1,
+                    resources,
+                    next_cursor,
                     ..Default::default()
                 };
                 self.finish(version, &r, list_cache)
             }
             ClientRequest::ListResourceTemplates(p) => {
-                let range = self.page(
+                let (resource_templates, next_cursor) = self.page(
                     "templates",
-                    inner.templates.len(),
+                    &inner.templates,
                     p.as_ref().and_then(|p| p.cursor.as_deref()),
+                    |t| t.template.clone(),
                 )?;
                 let r = ListResourceTemplatesResult {
-                    resource_templates: inner.templates[range.0]
-                        .iter()
-                        .map(|t| t.template.clone())
-                        .collect(),
-                    next_cursor: range.1,
+                    resource_templates,
+                    next_cursor,
                     ..Default::default()
                 };
                 self.finish(version, &r, list_cache)
@@ -883,17 +876,15 @@ impl Server {
                 self.finish(version, &EmptyResult::default(), None)
             }
             ClientRequest::ListPrompts(p) => {
-                let range = self.page(
+                let (prompts, next_cursor) = self.page(
                     "prompts",
-                    inner.prompts.len(),
+                    &inner.prompts,
                     p.as_ref().and_then(|p| p.cursor.as_deref()),
+                    |p| p.prompt.clone(),
                 )?;
                 let r = ListPromptsResult {
-                    prompts: inner.prompts[range.0]
-                        .iter()
-                        .map(|p| p.prompt.clone())
-                        .collect(),
-                    next_cursor: range.1,
+                    prompts,
+                    next_cursor,
                     ..Default::default()
                 };
                 self.finish(version, &r, list_cache)
@@ -998,15 +989,17 @@ impl Server {
             .find_map(|t| t.parsed.matches(uri).map(|v| (t.handler.clone(), v)))
     }
 
-    /// The slice of a list to answer and the next cursor. Cursors are
-    /// `"<list>:<offset>"`, opaque to clients; any other value, another list's
+    /// One page of a list, each item mapped by `item`, and the next cursor. Cursors
+    /// are `"<list>:<offset>"`, opaque to clients; any other value, another list's
     /// cursor, or an offset outside `1..len` is -32602.
-    fn page(
+    fn page<T, U>(
         &self,
         list: &str,
-        len: usize,
+        items: &[T],
         cursor: Option<&str>,
-    ) -> Result<(Range<usize>, Option<String>), Refusal> {
+        item: impl FnMut(&T) -> U,
+    ) -> Result<(Vec<U>, Option<String>), Refusal> {
+        let len = items.len();
         let start = match cursor {
             None => 0,
             Some(c) => c
@@ -1018,7 +1011,7 @@ impl Server {
         };
         let end = start.saturating_add(self.inner.page_size).min(len);
         let next = (end < len).then(|| format!("{list}:{end}"));
-        Ok((start..end, next))
+        Ok((items[start..end].iter().map(item).collect(), next))
     }
 
     /// The result as JSON for `version`: 2026-07-28 gets `resultType: "complete"`
