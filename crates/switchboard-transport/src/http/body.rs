@@ -54,6 +54,17 @@ impl Body {
             _guard: Some(guard),
         }
     }
+
+    /// A streamed body of no session (a stateless 2026-07-28 exchange): `prefix`,
+    /// then the chunks of `rx` (if any) until every sender is gone. Dropping the body
+    /// (the connection closed) closes `rx`, which the feeding task notices.
+    pub(crate) fn stream_owned(prefix: VecDeque<Bytes>, rx: Option<mpsc::Receiver<Bytes>>) -> Self {
+        Body {
+            prefix,
+            rx,
+            _guard: None,
+        }
+    }
 }
 
 impl http_body::Body for Body {

@@ -10,21 +10,27 @@
 //!   serves an HTTP session exactly as it serves stdio. Outbound messages are routed
 //!   to the right HTTP stream by the hint of
 //!   [`Sender::send_related`](crate::Sender::send_related).
-//!
-//! Not yet here, and where each will go:
-//!
-//! - The 2026-07-28 stateless shape (POST only, no sessions, `Mcp-Method`/`Mcp-Name`
-//!   header checks, closing a stream cancels its request): a second dispatch in
-//!   `server.rs` chosen per POST by `MCP-Protocol-Version` (today a header naming
-//!   2026-07-28 is refused with 400 as unsupported; see
-//!   [`server::HttpServerConfig::supported_versions`]). Its checks of the
-//!   `Mcp-*` headers belong in `guard.rs`.
-//! - The legacy HTTP+SSE transport (2024-11-05: `GET /sse` with an `endpoint`
-//!   event, POSTs answered 202): its own module `legacy_sse.rs`, mounted by the
-//!   same listener on its own paths, reusing `session.rs` (a session with only a
-//!   standalone stream) and `body.rs`.
-//! - The Streamable HTTP client: `client.rs`, reusing `codec::sse::SseParser` for
-//!   replies and the same [`Transport`](crate::Transport) halves.
+//! - [`legacy`]: the legacy HTTP+SSE **server** (2024-11-05: `GET /sse` answered
+//!   with an `endpoint` event, POSTs to `/message?sessionId=..` answered 202,
+//!   every server message as an SSE `message` event), served by the same
+//!   [`server::HttpServer`] on its own paths; sessions come through the same
+//!   acceptor with [`server::SessionKind::LegacySse`].
+//! - [`sse_client`]: the legacy HTTP+SSE **client** ([`sse_client::connect`]), a
+//!   [`Transport`](crate::Transport) to a 2024-11-05 server (the last fallback of
+//!   a Streamable HTTP client, REVISIONS.md §5.3).
+//! - [`stateless`]: the same endpoint's stateless 2026-07-28 form: a POST without
+//!   a session, told apart by `MCP-Protocol-Version` or its body's `_meta`, is one
+//!   exchange, handed to the library as an
+//!   [`HttpSession`](server::HttpSession) of kind
+//!   [`SessionKind::Stateless`](server::SessionKind::Stateless); GET and DELETE
+//!   from a 2026-07-28 client get 405. The `Mcp-*` header checks are the
+//!   library's (they need the tool's schema).
+//! - [`client`]: the Streamable HTTP **client** ([`client::connect`]), a
+//!   [`Transport`](crate::Transport) to one endpoint URL with an
+//!   [`HttpClientHandle`](client::HttpClientHandle) beside it: JSON and SSE
+//!   replies, sessions (one new session after a 404), `Last-Event-ID`
+//!   resumption, and the 2026-07-28 request headers and cancellation by closing
+//!   the stream.
 //!
 //! Internals: `guard.rs` (Host/Origin/Accept/Content-Type/version checks, pure
 //! functions), `session.rs` (one session: its streams, replay buffers and the
@@ -32,6 +38,10 @@
 //! response body fed by a channel).
 
 mod body;
+pub mod client;
 mod guard;
+pub mod legacy;
 pub mod server;
 mod session;
+pub mod sse_client;
+pub mod stateless;

@@ -1,5 +1,7 @@
-//! The Streamable HTTP server, stateful shape (MCP 2025-03-26, 2025-06-18 and
-//! 2025-11-25, "Transports → Streamable HTTP"; REVISIONS.md §5.3).
+//! The Streamable HTTP server: the stateful shape (MCP 2025-03-26, 2025-06-18 and
+//! 2025-11-25, "Transports → Streamable HTTP"; REVISIONS.md §5.3) and, on the same
+//! endpoint, the stateless 2026-07-28 shape ([`super::stateless`]; REVISIONS.md
+//! §5.4), so clients of every era are served at the same time.
 //!
 //! [`HttpServer::bind`] listens on one address and serves one endpoint
 //! ([`HttpServerConfig::path`], `/mcp` by default). Each session is created by a
@@ -15,6 +17,8 @@
 //! |---|---|
 //! | `Host` not allowed ([`HttpServerConfig::allowed_hosts`]) or `Origin` present and not allowed ([`HttpServerConfig::allowed_origins`]): DNS-rebinding protection | 403 |
 //! | path other than [`HttpServerConfig::path`] | 404 |
+//! | GET or DELETE with `MCP-Protocol-Version: 2026-07-28` (a modern revision) | 405 with `Allow: POST` |
+//! | a POST that is a 2026-07-28 exchange: no `Mcp-Session-Id` (or a modern `MCP-Protocol-Version`, which wins over a session id, ignored as 2026-07-28 says) and either a modern `MCP-Protocol-Version` or a body whose `params._meta` names `io.modelcontextprotocol/protocolVersion` (then even with an unsupported header version: the library answers -32022 or -32020) | after the Accept, Content-Type and size checks below: served statelessly, see [`super::stateless`] for its answers |
 //! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
 //! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` | 406 |
@@ -24,7 +28,7 @@
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
 //! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
-//! | `initialize` with [`HttpServerConfig::max_sessions`] live, or the acceptor dropped | 503 |
+//! | `initialize` with [`HttpServerConfig::max_sessions`] live, or the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`] | 503 |
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]) |
@@ -64,6 +68,7 @@ use switchboard_protocol::codec::Event;
 use switchboard_protocol::jsonrpc::{
     code, decode_frame, Batching, DecodeErrorKind, ErrorObject, ErrorResponse, Frame, Id, Message,
 };
+use switchboard_protocol::version::Era;
 use switchboard_protocol::ProtocolVersion;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -72,6 +77,7 @@ use tracing::{debug, info_span, warn, Instrument};
 use super::body::Body;
 use super::guard;
 use super::session::{first_duplicate, Limits, Registry, Session, StreamError};
+use super::stateless;
 use crate::config::TransportConfig;
 use crate::handle::{CloseReason, Inbound, Transport};
 
@@ -81,6 +87,8 @@ pub const DEFAULT_PATH: &str = "/mcp";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// The default number of live sessions: 1024.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// The default number of stateless 2026-07-28 exchanges in progress at once: 4096.
+pub const DEFAULT_MAX_EXCHANGES: usize = 4096;
 /// The default idle timeout of a session: 30 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default number of events kept per SSE stream for replay: 256.
@@ -121,6 +129,10 @@ pub struct HttpServerConfig {
     /// The most sessions live at once; an `initialize` beyond gets 503. Default
     /// [`DEFAULT_MAX_SESSIONS`].
     pub max_sessions: usize,
+    /// The most stateless 2026-07-28 exchanges ([`super::stateless`]) in progress
+    /// at once (a `subscriptions/listen` counts until its stream ends); one more
+    /// POST gets 503 (JSON-RPC -32000, no id). Default [`DEFAULT_MAX_EXCHANGES`].
+    pub max_exchanges: usize,
     /// A session with no open stream that has seen no request for this long ends
     /// ([`CloseReason::SessionExpired`]; later requests get 404). `None`: never.
     /// Default [`DEFAULT_SESSION_IDLE_TIMEOUT`] (30 minutes).
@@ -134,14 +146,40 @@ pub struct HttpServerConfig {
     /// messages related to them go to the standalone stream) instead of an SSE
     /// stream. Default `false`.
     pub json_response: bool,
-    /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400.
-    /// Default 2025-03-26, 2025-06-18, 2025-11-25 (the stateful Streamable HTTP
-    /// revisions; 2026-07-28's stateless handling is not implemented yet).
+    /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400,
+    /// except on a POST whose body is a 2026-07-28 message (its `_meta` names
+    /// `io.modelcontextprotocol/protocolVersion`), which is served statelessly so the
+    /// library answers -32022 with the supported versions (or -32020 when header and
+    /// body disagree). Default 2025-03-26, 2025-06-18, 2025-11-25 (stateful
+    /// sessions) and 2026-07-28 (stateless exchanges, [`super::stateless`]).
     pub supported_versions: Vec<ProtocolVersion>,
+    /// The path of the legacy HTTP+SSE stream (2024-11-05; see
+    /// [`legacy`](super::legacy)): a GET there opens a legacy session. `None`
+    /// turns the legacy transport off. Starts with `/` (any other value matches
+    /// no request); a value equal to [`path`](Self::path) is ignored (that
+    /// endpoint keeps it). Default `Some` of
+    /// [`DEFAULT_SSE_PATH`](super::legacy::DEFAULT_SSE_PATH) (`/sse`).
+    pub sse_path: Option<String>,
+    /// The path legacy clients POST to, named by the `endpoint` event as
+    /// `<message_path>?sessionId=<id>`; unused while
+    /// [`sse_path`](Self::sse_path) is `None`. Default
+    /// [`DEFAULT_MESSAGE_PATH`](super::legacy::DEFAULT_MESSAGE_PATH) (`/message`).
+    pub message_path: String,
+    /// How long a legacy SSE stream may stay silent before it gets a keep-alive
+    /// comment (`: keep-alive`), so proxies do not cut it. `None`: never. Default
+    /// [`DEFAULT_SSE_KEEP_ALIVE`](super::legacy::DEFAULT_SSE_KEEP_ALIVE) (15 s).
+    pub sse_keep_alive: Option<Duration>,
     /// Queue capacities and the initial batching rule of each session's
     /// [`Transport`] (`max_line_len` is not used: bodies are bounded by
     /// [`max_body_bytes`](Self::max_body_bytes)).
     pub transport: TransportConfig,
+    /// Health endpoints for orchestrators (e.g. Kubernetes probes): when set, a GET
+    /// on `/healthz` answers 200 `ok` (the process serves HTTP), and a GET on
+    /// `/readyz` answers 200 `ready` or 503 with the reason, from the probe. They
+    /// are answered before the `Host`/`Origin` checks (a kubelet sends the pod's
+    /// address as `Host`) and reveal nothing but readiness. Default `None` (both
+    /// paths are 404 like any other).
+    pub health: Option<HealthProbe>,
 }
 
 impl Default for HttpServerConfig {
@@ -153,6 +191,7 @@ impl Default for HttpServerConfig {
             allowed_origins: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_exchanges: DEFAULT_MAX_EXCHANGES,
             session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
             sse_replay_buffer: DEFAULT_SSE_REPLAY_BUFFER,
             json_response: false,
@@ -160,30 +199,109 @@ impl Default for HttpServerConfig {
                 ProtocolVersion::V2025_03_26,
                 ProtocolVersion::V2025_06_18,
                 ProtocolVersion::V2025_11_25,
+                ProtocolVersion::V2026_07_28,
             ],
+            sse_path: Some(super::legacy::DEFAULT_SSE_PATH.to_owned()),
+            message_path: super::legacy::DEFAULT_MESSAGE_PATH.to_owned(),
+            sse_keep_alive: Some(super::legacy::DEFAULT_SSE_KEEP_ALIVE),
             transport: TransportConfig::default(),
+            health: None,
         }
     }
+}
+
+/// The readiness check behind `/readyz` ([`HttpServerConfig::health`]):
+/// `Ok(())` when ready, else why not (sent as the 503 body, one line).
+#[derive(Clone)]
+pub struct HealthProbe(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl fmt::Debug for HealthProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HealthProbe")
+    }
+}
+
+/// `/healthz` and `/readyz`, when [`HttpServerConfig::health`] is set.
+fn health_answer(shared: &Shared, req: &Request<Incoming>) -> Option<Response<Body>> {
+    let probe = shared.config.health.as_ref()?;
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return None;
+    }
+    let (status, text) = match req.uri().path() {
+        "/healthz" => (StatusCode::OK, "ok\n".to_owned()),
+        "/readyz" => match (probe.0)() {
+            Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
+            Err(why) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {}\n", why.replace(['\n', '\r'], " ")),
+            ),
+        },
+        _ => return None,
+    };
+    let mut response = Response::new(Body::full(Bytes::from(text)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Some(response)
+}
+
+/// What an [`HttpSession`] is: a stateful session or one stateless exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionKind {
+    /// A Streamable HTTP session of 2025-03-26 to 2025-11-25, opened by
+    /// `initialize`, named by `Mcp-Session-Id`, living until DELETE, idle expiry or
+    /// shutdown.
+    Stateful,
+    /// One 2026-07-28 POST ([`super::stateless`]): the receiver yields its one
+    /// message and then [`Inbound::Closed`]; the sender's notifications and response
+    /// go on that POST's reply; server→client requests never reach the wire.
+    Stateless,
+    /// A legacy HTTP+SSE session (2024-11-05, [`super::legacy`]), opened by a GET
+    /// on [`HttpServerConfig::sse_path`] (so `protocol_version` is 2024-11-05,
+    /// `headers` are the GET's and `session_id` is the `sessionId` of the
+    /// endpoint URI, minted as `Mcp-Session-Id` is); the receiver's first event
+    /// is whatever the client POSTs first (normally `initialize`); every message
+    /// sent goes on its one SSE stream; it ends when that stream closes
+    /// ([`CloseReason::PeerClosed`]), on idle expiry or shutdown.
+    LegacySse,
 }
 
 /// A new session, as the [`SessionAcceptor`] yields it.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct HttpSession {
-    /// The session's halves. The receiver's first event is the `initialize`
-    /// request; it ends with [`Inbound::Closed`] when the session ends
+    /// The session's halves. Stateful: the receiver's first event is the
+    /// `initialize` request; it ends with [`Inbound::Closed`] when the session ends
     /// ([`CloseReason::SessionDeleted`], [`CloseReason::SessionExpired`],
-    /// [`CloseReason::SessionClosed`]). Dropping every
-    /// [`Sender`](crate::Sender) ends the session.
+    /// [`CloseReason::SessionClosed`]); dropping every [`Sender`](crate::Sender)
+    /// ends the session. Stateless: see [`SessionKind::Stateless`].
     pub transport: Transport,
     /// The `Mcp-Session-Id` minted for it: 32 lowercase hex digits from the OS's
-    /// CSPRNG (128 bits).
+    /// CSPRNG (128 bits). Empty for a stateless exchange (2026-07-28 has no
+    /// sessions).
     pub session_id: String,
-    /// The `MCP-Protocol-Version` of the `initialize` POST, or 2025-03-26 when it
-    /// had none. The revision actually used is negotiated by `initialize` itself.
+    /// Stateful: the `MCP-Protocol-Version` of the `initialize` POST, or 2025-03-26
+    /// when it had none (the revision actually used is negotiated by `initialize`
+    /// itself). Stateless: the header's revision when it named a supported one,
+    /// else 2026-07-28 (the library checks the header against the body's `_meta`).
     pub protocol_version: ProtocolVersion,
-    /// All headers of the `initialize` POST (e.g. `Authorization`, `User-Agent`).
+    /// All headers of the POST that opened it (e.g. `Authorization`, `User-Agent`;
+    /// for a stateless exchange `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, which the
+    /// library checks against the body).
     pub headers: HeaderMap,
+    /// Stateful session or stateless exchange.
+    pub kind: SessionKind,
+}
+
+impl HttpSession {
+    /// Whether this is one stateless 2026-07-28 exchange
+    /// ([`SessionKind::Stateless`]).
+    pub fn is_stateless(&self) -> bool {
+        self.kind == SessionKind::Stateless
+    }
 }
 
 /// Yields each new session of an [`HttpServer`].
@@ -213,6 +331,10 @@ struct Shared {
     registry: Arc<Registry>,
     acceptor: mpsc::Sender<HttpSession>,
     limits: Limits,
+    /// Turns true when the server is dropped (stateless exchanges then end).
+    stopping: watch::Receiver<bool>,
+    /// One permit per stateless exchange in progress.
+    exchanges: Arc<tokio::sync::Semaphore>,
 }
 
 /// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
@@ -264,7 +386,14 @@ impl HttpServer {
             idle: config.session_idle_timeout,
             capacity: config.transport.capacity(),
         };
+        let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
+            stopping: shutdown_rx.clone(),
+            exchanges: Arc::new(tokio::sync::Semaphore::new(
+                config
+                    .max_exchanges
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
             registry: Arc::new(Registry::new(config.max_sessions)),
             config,
             hosts,
@@ -272,7 +401,6 @@ impl HttpServer {
             acceptor: tx,
             limits,
         });
-        let (shutdown, shutdown_rx) = watch::channel(false);
         let span = info_span!("http_server", addr = %local_addr);
         tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx).instrument(span));
         Ok((
@@ -443,6 +571,9 @@ fn find_session(
 }
 
 async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if let Some(response) = health_answer(shared, &req) {
+        return response;
+    }
     let headers = req.headers();
     if !guard::host_ok(headers, &shared.hosts) {
         debug!(host = ?headers.get(http::header::HOST), "Host not allowed");
@@ -460,30 +591,36 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
             "Origin not allowed",
         );
     }
+    if let Some(endpoint) = super::legacy::Endpoint::of(&shared.config, req.uri().path()) {
+        let ctx = super::legacy::Ctx {
+            config: &shared.config,
+            registry: &shared.registry,
+            limits: &shared.limits,
+            acceptor: &shared.acceptor,
+        };
+        return super::legacy::handle(&ctx, endpoint, req).await;
+    }
     if req.uri().path() != shared.config.path {
         return status_only(StatusCode::NOT_FOUND);
     }
-    let version = match guard::protocol_version(headers, &shared.config.supported_versions) {
+    let version = guard::protocol_version(headers, &shared.config.supported_versions);
+    let modern_header = matches!(version, Ok(v) if v.era() == Era::Modern);
+    if modern_header && matches!(*req.method(), Method::GET | Method::DELETE) {
+        // 2026-07-28: POST only; GET and DELETE SHOULD get 405.
+        let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    if *req.method() == Method::POST {
+        return post(shared, req, version).await;
+    }
+    let version = match version {
         Ok(v) => v,
-        Err(text) => {
-            let supported: Vec<&str> = shared
-                .config
-                .supported_versions
-                .iter()
-                .map(|v| v.as_str())
-                .collect();
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                format!(
-                    "unsupported MCP-Protocol-Version {text:?} (supported: {})",
-                    supported.join(", ")
-                ),
-            );
-        }
+        Err(text) => return unsupported_version(shared, &text),
     };
     match *req.method() {
-        Method::POST => post(shared, req, version).await,
         Method::GET => get(shared, req.headers(), version),
         Method::DELETE => delete(shared, req.headers()),
         _ => {
@@ -496,9 +633,28 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     }
 }
 
+/// 400 for an `MCP-Protocol-Version` this server does not speak (stateful
+/// shape).
+fn unsupported_version(shared: &Shared, text: &str) -> Response<Body> {
+    let supported: Vec<&str> = shared
+        .config
+        .supported_versions
+        .iter()
+        .map(|v| v.as_str())
+        .collect();
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        code::INVALID_REQUEST,
+        format!(
+            "unsupported MCP-Protocol-Version {text:?} (supported: {})",
+            supported.join(", ")
+        ),
+    )
+}
+
 /// A 128-bit session id from the OS's CSPRNG, as 32 lowercase hex digits
 /// (visible ASCII, as every revision requires).
-fn mint_session_id() -> io::Result<String> {
+pub(crate) fn mint_session_id() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -524,7 +680,7 @@ fn request_ids(frame: &Frame) -> Vec<Id> {
 async fn post(
     shared: &Arc<Shared>,
     req: Request<Incoming>,
-    version: ProtocolVersion,
+    header_version: Result<ProtocolVersion, String>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
@@ -566,6 +722,43 @@ async fn post(
                 "could not read the body",
             );
         }
+    };
+    let modern_header = matches!(header_version, Ok(v) if v.era() == Era::Modern);
+    let has_session = headers.contains_key(guard::SESSION_ID);
+    if modern_header || !has_session || header_version.is_err() {
+        // Maybe stateless: a 2026-07-28 header, or a body whose `_meta` names a
+        // protocol version (REVISIONS.md §6, "Telling the eras apart"). A body that
+        // is not one message gets the stateful checks' answer below.
+        if let Ok(Frame::Single(message)) = decode_frame(&bytes, Batching::Refused) {
+            let peek = stateless::peek_meta(&message);
+            if modern_header || peek.modern {
+                let version = match header_version {
+                    Ok(v) if v.era() == Era::Modern => v,
+                    _ => ProtocolVersion::LATEST,
+                };
+                let Ok(permit) = shared.exchanges.clone().try_acquire_owned() else {
+                    return rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32000,
+                        "too many requests in progress",
+                    );
+                };
+                return stateless::exchange(
+                    &shared.acceptor,
+                    (shared.stopping.clone(), permit),
+                    &shared.config.transport,
+                    parts.headers,
+                    version,
+                    message,
+                    peek,
+                )
+                .await;
+            }
+        }
+    }
+    let version = match header_version {
+        Ok(v) => v,
+        Err(text) => return unsupported_version(shared, &text),
     };
     let session = match find_session(shared, headers) {
         Ok(s) => s,
@@ -643,6 +836,7 @@ async fn create_session(
         session_id: id,
         protocol_version: version,
         headers: headers.clone(),
+        kind: SessionKind::Stateful,
     };
     if shared.acceptor.send(info).await.is_err() {
         session.end(CloseReason::SessionClosed);

@@ -1,0 +1,1169 @@
+//! The Streamable HTTP **client** transport: one MCP endpoint URL behind the same
+//! [`Transport`] halves as every other transport.
+//!
+//! Sources: MCP 2025-03-26 to 2025-11-25, "Transports → Streamable HTTP" (POST, GET
+//! stream, sessions, resumption; spec notes §5.3) and MCP 2026-07-28, "Transports →
+//! Streamable HTTP" (POST only, no session, `Mcp-Method` / `Mcp-Name` /
+//! `Mcp-Param-*` headers, closing the stream cancels; spec notes §5.4).
+//!
+//! ```text
+//! Sender ──> driver task ──> one POST per outbound message
+//!              request       -> its own task: JSON reply or SSE reply -> Receiver
+//!                               (SSE cut after an event id: GET + Last-Event-ID, bounded)
+//!              notification  -> POST, waits for 202 (keeps notifications in order)
+//!              response      -> POST, waits for 202
+//!              HTTP error    -> the body's JSON-RPC error for that id, else a
+//!                               synthetic error response (code TRANSPORT_ERROR)
+//!              404 + session -> re-initialize once (replay initialize + initialized),
+//!                               then re-send the failed message
+//! optional GET stream (standalone_stream) -> Receiver
+//! last Sender dropped -> DELETE the session (bounded), Inbound::Closed
+//! ```
+//!
+//! **Versions.** The transport does not negotiate: the library tells it the
+//! revision in force with [`HttpClientHandle::set_protocol_version`]. Before that it
+//! sends no `MCP-Protocol-Version`; with a legacy revision it sends the header
+//! (2025-06-18+) and the session id; with 2026-07-28 it runs the modern rules: no
+//! session, no resumption, request headers computed from each body, and an outbound
+//! `notifications/cancelled` is not posted but closes the named request's stream.
+//!
+//! **Cancellation.** An outbound `notifications/cancelled{requestId}` is POSTed
+//! (legacy revisions) and then the named request's stream is no longer read; in
+//! 2026-07-28 it is not POSTed at all and closing the stream is the cancellation.
+//!
+//! **Never hangs.** Every request this transport accepts ends in a message on the
+//! [`Receiver`]: the server's response, or an error response naming what went wrong
+//! (connection refused, HTTP status and body excerpt, stream cut without an event
+//! id, resumption failed, session lost). The only exception is a request cancelled
+//! through [`HttpClientHandle::cancel`] or `notifications/cancelled`: the library
+//! already gave up on it. The transport never closes on its own: while the server
+//! is gone, each request fails at once (connection refused); only dropping every
+//! [`Sender`] ends it.
+//!
+//! This module must not know about tools' meaning, the lifecycle's rules, pending
+//! tables or timeouts of requests (the library's), nor parse SSE itself (it uses
+//! [`SseParser`]).
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::StatusCode;
+use serde_json::Value;
+use switchboard_protocol::codec::{SseItem, SseParser};
+use switchboard_protocol::jsonrpc::{
+    decode_frame, Batching, ErrorObject, ErrorResponse, Frame, Id, Message,
+};
+use switchboard_protocol::version::Era;
+use switchboard_protocol::ProtocolVersion;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tracing::Instrument;
+
+use crate::config::TransportConfig;
+use crate::handle::{BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
+
+/// The JSON-RPC error code of the error responses this transport makes up when the
+/// server gave no JSON-RPC answer for a request (an HTTP error without a JSON-RPC
+/// body, a failed connection, a stream cut before the response): -32000, in the
+/// implementation-defined range (JSON-RPC 2.0 §5.1; MCP 2026-07-28 gives
+/// -32000..-32019 no meaning). The error's `data` is `{"httpStatus": u16}` (plus
+/// `"body"`, an excerpt) when an HTTP status was received, absent otherwise.
+pub const TRANSPORT_ERROR: i64 = -32000;
+
+/// The most bytes of an error body kept for the error message: 512.
+const BODY_EXCERPT: usize = 512;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// How the client transport connects. Every field documents its default.
+#[derive(Debug, Clone)]
+pub struct HttpClientConfig {
+    /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub url: String,
+    /// Extra headers sent on every HTTP request (e.g. `Authorization: Bearer …`).
+    /// Default none.
+    pub headers: Vec<(String, String)>,
+    /// Open the standalone GET stream for server-initiated messages once
+    /// `notifications/initialized` has been posted (legacy revisions only; a 405
+    /// means the server offers none). Default `false`.
+    pub standalone_stream: bool,
+    /// How many times in a row a broken SSE stream is resumed (GET with
+    /// `Last-Event-ID`) before the requests on it fail. Default 3.
+    pub max_resume_attempts: u32,
+    /// How long to wait before resuming when the stream set no `retry:`. Default
+    /// 500 ms.
+    pub default_retry: Duration,
+    /// The TCP connect timeout of each HTTP request. Default 10 s.
+    pub connect_timeout: Duration,
+    /// The bound on the `DELETE` of the session when the transport closes.
+    /// Default 2 s.
+    pub delete_timeout: Duration,
+    /// The largest JSON reply body or SSE event accepted, in bytes. Default 16 MiB.
+    pub max_body_bytes: usize,
+    /// Queue sizes of the halves. Default [`TransportConfig::default`].
+    pub transport: TransportConfig,
+}
+
+impl HttpClientConfig {
+    /// The defaults, for `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpClientConfig {
+            url: url.into(),
+            headers: Vec::new(),
+            standalone_stream: false,
+            max_resume_attempts: 3,
+            default_retry: Duration::from_millis(500),
+            connect_timeout: Duration::from_secs(10),
+            delete_timeout: Duration::from_secs(2),
+            max_body_bytes: switchboard_protocol::codec::DEFAULT_MAX_FRAME_LEN,
+            transport: TransportConfig::default(),
+        }
+    }
+
+    /// Adds a header sent on every HTTP request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// Control of a running client transport, beside its [`Transport`] halves.
+/// Cloneable; all clones act on the same transport.
+#[derive(Clone)]
+pub struct HttpClientHandle {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for HttpClientHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = lock(&self.inner.state);
+        f.debug_struct("HttpClientHandle")
+            .field("url", &self.inner.url)
+            .field("session_id", &st.session_id)
+            .field("version", &st.version)
+            .finish()
+    }
+}
+
+/// A tool's `Mcp-Param-*` headers: (argument name, header name suffix) pairs, from
+/// the `x-mcp-header` annotations of its `inputSchema` (MCP 2026-07-28,
+/// "Transports → Streamable HTTP → Custom headers").
+pub type ToolHeaders = Vec<(String, String)>;
+
+struct State {
+    session_id: Option<String>,
+    /// Bumped each time a new session replaces a lost one.
+    generation: u64,
+    version: Option<ProtocolVersion>,
+    /// The body of the `initialize` request, replayed to start a new session.
+    initialize: Option<Bytes>,
+    /// The body of `notifications/initialized`, replayed after it.
+    initialized: Option<Bytes>,
+    tool_headers: HashMap<String, ToolHeaders>,
+    last_error_status: Option<u16>,
+    standalone: Option<AbortHandle>,
+    /// In-flight POSTs of requests, by request id.
+    in_flight: HashMap<Id, AbortHandle>,
+    /// The inbound queue; `None` once closed.
+    inbound: Option<mpsc::Sender<Inbound>>,
+}
+
+struct Inner {
+    url: String,
+    headers: HeaderMap,
+    http: reqwest::Client,
+    config: HttpClientConfig,
+    state: Mutex<State>,
+    /// Held while a new session is being started (one at a time).
+    recovery: tokio::sync::Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts a client transport for `config.url`: spawns its driver task on the
+/// current Tokio runtime. No HTTP request is made until the first message is sent.
+///
+/// Errors (`io::ErrorKind::InvalidInput`): the URL is not an absolute `http` or
+/// `https` URL, or a configured header is not a valid HTTP header; any other error
+/// of building the HTTP client.
+///
+/// Panics outside a Tokio runtime.
+pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHandle)> {
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    let parsed: http::Uri = config
+        .url
+        .parse()
+        .map_err(|e| invalid(format!("bad MCP URL {:?}: {e}", config.url)))?;
+    match parsed.scheme_str() {
+        Some("http") | Some("https") if parsed.host().is_some() => {}
+        _ => {
+            return Err(invalid(format!(
+                "the MCP URL must be an absolute http(s) URL: {:?}",
+                config.url
+            )))
+        }
+    }
+    let mut headers = HeaderMap::new();
+    for (name, value) in &config.headers {
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| invalid(format!("bad header name {name:?}: {e}")))?;
+        let v = HeaderValue::from_str(value)
+            .map_err(|e| invalid(format!("bad value for header {name:?}: {e}")))?;
+        headers.append(n, v);
+    }
+    // TCP_NODELAY, bounded connect, same-origin redirects only (shared with the
+    // legacy HTTP+SSE client).
+    let http = super::sse_client::http_client(config.connect_timeout).map_err(io::Error::other)?;
+    let capacity = config.transport.channel_capacity.max(1);
+    let (out_tx, out_rx) = mpsc::channel(capacity);
+    let (in_tx, in_rx) = mpsc::channel(capacity);
+    let batching = BatchingSwitch::new(config.transport.batching);
+    let inner = Arc::new(Inner {
+        url: config.url.clone(),
+        headers,
+        http,
+        config,
+        state: Mutex::new(State {
+            session_id: None,
+            generation: 0,
+            version: None,
+            initialize: None,
+            initialized: None,
+            tool_headers: HashMap::new(),
+            last_error_status: None,
+            standalone: None,
+            in_flight: HashMap::new(),
+            inbound: Some(in_tx),
+        }),
+        recovery: tokio::sync::Mutex::new(()),
+    });
+    let span = tracing::info_span!("http_client", url = %inner.url);
+    tokio::spawn(run(inner.clone(), out_rx, batching.clone()).instrument(span));
+    let transport = Transport {
+        sender: Sender {
+            tx: out_tx,
+            batching: batching.clone(),
+        },
+        receiver: Receiver {
+            rx: in_rx,
+            batching,
+        },
+    };
+    Ok((transport, HttpClientHandle { inner }))
+}
+
+impl HttpClientHandle {
+    /// The MCP endpoint URL.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// Sets the revision in force (`None`: none yet). The library calls it after
+    /// negotiation (legacy: from the `initialize` result, before sending
+    /// `notifications/initialized`) or before its first 2026-07-28 request. A
+    /// legacy revision from 2025-06-18 on is sent as `MCP-Protocol-Version` on
+    /// every later HTTP request (spec notes §5.3); 2026-07-28 switches the
+    /// transport to the modern rules (module docs; §5.4).
+    pub fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        lock(&self.inner.state).version = version;
+    }
+
+    /// The revision in force, as last set.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        lock(&self.inner.state).version
+    }
+
+    /// Replaces the per-tool `Mcp-Param-*` map (tool name → its
+    /// [`ToolHeaders`]), used for `tools/call` in 2026-07-28. The library builds it
+    /// from `tools/list` (after dropping tools with invalid annotations).
+    pub fn set_tool_headers(&self, map: HashMap<String, ToolHeaders>) {
+        lock(&self.inner.state).tool_headers = map;
+    }
+
+    /// The session id the server assigned (`Mcp-Session-Id` of the `initialize`
+    /// reply), if any.
+    pub fn session_id(&self) -> Option<String> {
+        lock(&self.inner.state).session_id.clone()
+    }
+
+    /// The HTTP status of the latest POST answered with a non-2xx status, if any
+    /// (the era fallback of MCP 2026-07-28 §6 looks at it).
+    pub fn last_error_status(&self) -> Option<u16> {
+        lock(&self.inner.state).last_error_status
+    }
+
+    /// Cancels the request with `id` by dropping its HTTP exchange (2026-07-28:
+    /// closing the stream is the cancellation). Nothing more is delivered for it.
+    /// Returns whether a request with that id was in flight.
+    pub fn cancel(&self, id: &Id) -> bool {
+        self.inner.cancel(id)
+    }
+}
+
+impl Inner {
+    fn cancel(&self, id: &Id) -> bool {
+        match lock(&self.state).in_flight.remove(id) {
+            Some(task) => {
+                task.abort();
+                tracing::debug!(%id, "request cancelled: its stream is closed");
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn modern(&self) -> bool {
+        matches!(lock(&self.state).version, Some(v) if v.era() == Era::Modern)
+    }
+
+    async fn deliver(&self, event: Inbound) {
+        let tx = lock(&self.state).inbound.clone();
+        if let Some(tx) = tx {
+            let _ = tx.send(event).await;
+        }
+    }
+
+    /// Delivers a decoded frame (a JSON body or one SSE event's data).
+    async fn deliver_frame(&self, bytes: &[u8], batching: Batching) -> Option<Vec<Id>> {
+        match decode_frame(bytes, batching) {
+            Ok(Frame::Single(m)) => {
+                let ids = response_id(&m).into_iter().collect();
+                self.deliver(Inbound::Message(m)).await;
+                Some(ids)
+            }
+            Ok(Frame::Batch(items)) => {
+                let ids = items
+                    .iter()
+                    .filter_map(|m| m.as_ref().ok().and_then(response_id))
+                    .collect();
+                self.deliver(Inbound::Batch(items)).await;
+                Some(ids)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the server sent a malformed message; ignored");
+                None
+            }
+        }
+    }
+
+    /// The headers of one HTTP request: configured ones, `Accept`, the session
+    /// and version headers as the mode says, and for a POST body in 2026-07-28
+    /// the `Mcp-*` headers.
+    fn request_headers(&self, accept: &'static str, body: Option<&Message>) -> HeaderMap {
+        let st = lock(&self.state);
+        let mut h = self.headers.clone();
+        h.insert(ACCEPT, HeaderValue::from_static(accept));
+        if body.is_some() {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        let modern = matches!(st.version, Some(v) if v.era() == Era::Modern);
+        if let Some(v) = st.version {
+            if v.has_version_header() || modern {
+                h.insert(VERSION_HEADER, HeaderValue::from_static(v.as_str()));
+            }
+        }
+        if !modern {
+            if let Some(s) = st
+                .session_id
+                .as_deref()
+                .and_then(|s| HeaderValue::from_str(s).ok())
+            {
+                h.insert(SESSION_HEADER, s);
+            }
+        } else if let Some(Message::Request(r)) = body {
+            modern_headers(&mut h, r, &st.tool_headers);
+        }
+        h
+    }
+
+    /// POSTs `body`, returning the response or the transport error text.
+    async fn post(
+        &self,
+        body: Bytes,
+        message: Option<&Message>,
+    ) -> Result<reqwest::Response, String> {
+        let headers = self.request_headers("application/json, text/event-stream", message);
+        self.http
+            .post(&self.url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| format!("HTTP POST to {} failed: {}", self.url, error_chain(&e)))
+    }
+
+    async fn get_stream(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, String> {
+        let mut headers = self.request_headers("text/event-stream", None);
+        if let Some(id) = last_event_id.and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert(LAST_EVENT_ID, id);
+        }
+        self.http
+            .get(&self.url)
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| format!("HTTP GET of {} failed: {}", self.url, error_chain(&e)))
+    }
+
+    /// Fails each of `ids` with a synthetic error response.
+    async fn fail(&self, ids: &[Id], message: &str, status: Option<(u16, &str)>) {
+        for id in ids {
+            let mut error = ErrorObject::new(TRANSPORT_ERROR, message.to_owned());
+            if let Some((code, body)) = status {
+                error = error.with_data(&serde_json::json!({"httpStatus": code, "body": body}));
+            }
+            tracing::debug!(%id, %message, "request failed in the transport");
+            self.deliver(Inbound::Message(Message::Error(ErrorResponse::new(
+                Some(id.clone()),
+                error,
+            ))))
+            .await;
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn response_id(m: &Message) -> Option<Id> {
+    match m {
+        Message::Response(r) => Some(r.id.clone()),
+        Message::Error(e) => e.id.clone(),
+        _ => None,
+    }
+}
+
+/// The ids of the requests in a decoded outbound frame.
+fn request_ids(frame: &Frame) -> Vec<Id> {
+    match frame {
+        Frame::Single(Message::Request(r)) => vec![r.id.clone()],
+        Frame::Single(_) => Vec::new(),
+        Frame::Batch(items) => items
+            .iter()
+            .filter_map(|m| match m {
+                Ok(Message::Request(r)) => Some(r.id.clone()),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2026-07-28 request headers
+// ---------------------------------------------------------------------------
+
+/// The sentinel form of a header value that cannot travel as is:
+/// `=?base64?<base64 of the UTF-8 bytes>?=` (MCP 2026-07-28, "Header value
+/// encoding").
+pub fn encode_header_value(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.starts_with("=?base64?");
+    if plain || value.is_empty() {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64(value.as_bytes()))
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.len();
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= n {
+                out.push(TABLE[((v >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The header form of a `Mcp-Param-*` argument: strings (encoded as needed),
+/// integers in decimal, booleans; `None` for `null`, absent or other types (the
+/// spec allows the annotation only on string, integer and boolean properties).
+fn param_header_value(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(encode_header_value(s)),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Adds `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` for request `r`.
+fn modern_headers(
+    h: &mut HeaderMap,
+    r: &switchboard_protocol::jsonrpc::Request,
+    tools: &HashMap<String, ToolHeaders>,
+) {
+    if let Ok(v) = HeaderValue::from_str(&encode_header_value(&r.method)) {
+        h.insert(METHOD_HEADER, v);
+    }
+    let name_key = match r.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return,
+    };
+    let params: Value = match &r.params {
+        Some(p) => serde_json::from_str(p.get()).unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    if let Some(name) = params.get(name_key).and_then(Value::as_str) {
+        if let Ok(v) = HeaderValue::from_str(&encode_header_value(name)) {
+            h.insert(NAME_HEADER, v);
+        }
+        if r.method == "tools/call" {
+            for (arg, header) in tools.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                let value = params
+                    .get("arguments")
+                    .and_then(|a| a.get(arg))
+                    .and_then(param_header_value);
+                let (Some(value), Ok(n)) = (
+                    value,
+                    HeaderName::from_bytes(format!("mcp-param-{header}").as_bytes()),
+                ) else {
+                    continue;
+                };
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    h.insert(n, v);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The driver
+// ---------------------------------------------------------------------------
+
+async fn run(inner: Arc<Inner>, mut out: mpsc::Receiver<Outbound>, batching: BatchingSwitch) {
+    while let Some(ob) = out.recv().await {
+        let mut line = ob.line;
+        while matches!(line.last(), Some(b'\n' | b'\r')) {
+            line.pop();
+        }
+        let body = Bytes::from(line);
+        let frame = match decode_frame(&body, Batching::Allowed) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "an outbound message did not decode; dropped");
+                continue;
+            }
+        };
+        let ids = request_ids(&frame);
+        let message = match &frame {
+            Frame::Single(m) => Some(m.clone()),
+            Frame::Batch(_) => None,
+        };
+        let mut cancelled: Option<Id> = None;
+        if let Some(Message::Notification(n)) = &message {
+            if n.method == "notifications/cancelled" {
+                cancelled = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|p| p.get("requestId").cloned())
+                    .and_then(|v| serde_json::from_value::<Id>(v).ok());
+                if inner.modern() {
+                    // 2026-07-28 over HTTP: closing the stream is the cancellation;
+                    // the notification itself is not sent.
+                    if let Some(id) = &cancelled {
+                        inner.cancel(id);
+                    }
+                    continue;
+                }
+            }
+        }
+        if ids.is_empty() {
+            // Notifications and responses: posted in order, each answered 202.
+            let is_initialized = matches!(&message,
+                Some(Message::Notification(n)) if n.method == "notifications/initialized");
+            if is_initialized {
+                lock(&inner.state).initialized = Some(body.clone());
+            }
+            let ok = post_one(&inner, body, message, Vec::new(), &batching).await;
+            if ok && is_initialized && inner.config.standalone_stream && !inner.modern() {
+                start_standalone(&inner);
+            }
+            if let Some(id) = cancelled {
+                // Legacy: the server was told; stop reading the request's stream
+                // (it SHOULD send nothing more for it).
+                inner.cancel(&id);
+            }
+            continue;
+        }
+        let is_initialize = matches!(&message,
+            Some(Message::Request(r)) if r.method == "initialize");
+        if is_initialize {
+            lock(&inner.state).initialize = Some(body.clone());
+        }
+        let task_inner = inner.clone();
+        let task_ids = ids.clone();
+        let b = batching.clone();
+        // The task starts once its abort handle is registered, so a cancellation
+        // can always find it and a finished task never leaves an entry behind.
+        let (go, gate) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(
+            async move {
+                if gate.await.is_err() {
+                    return;
+                }
+                post_one(&task_inner, body, message, task_ids.clone(), &b).await;
+                let mut st = lock(&task_inner.state);
+                for id in &task_ids {
+                    st.in_flight.remove(id);
+                }
+            }
+            .in_current_span(),
+        );
+        {
+            let mut st = lock(&inner.state);
+            for id in ids {
+                st.in_flight.insert(id, task.abort_handle());
+            }
+        }
+        let _ = go.send(());
+    }
+    // Every Sender is gone: end the session.
+    let (session, standalone, in_flight) = {
+        let mut st = lock(&inner.state);
+        let modern = matches!(st.version, Some(v) if v.era() == Era::Modern);
+        let session = if modern { None } else { st.session_id.take() };
+        (
+            session,
+            st.standalone.take(),
+            std::mem::take(&mut st.in_flight),
+        )
+    };
+    if let Some(s) = standalone {
+        s.abort();
+    }
+    for (_, task) in in_flight {
+        task.abort();
+    }
+    let reason = match session {
+        Some(s) => {
+            let mut headers = inner.request_headers("application/json, text/event-stream", None);
+            if let Ok(v) = HeaderValue::from_str(&s) {
+                headers.insert(SESSION_HEADER, v);
+            }
+            let delete = inner.http.delete(&inner.url).headers(headers).send();
+            match tokio::time::timeout(inner.config.delete_timeout, delete).await {
+                Ok(Ok(r)) => tracing::debug!(status = %r.status(), "session deleted"),
+                Ok(Err(e)) => tracing::debug!(error = %e, "DELETE of the session failed"),
+                Err(_) => tracing::debug!("DELETE of the session timed out"),
+            }
+            CloseReason::SessionDeleted
+        }
+        None => CloseReason::PeerClosed,
+    };
+    inner.deliver(Inbound::Closed { reason }).await;
+    lock(&inner.state).inbound = None;
+}
+
+/// POSTs one outbound frame and handles its reply; `ids` are the requests in it.
+/// Returns whether the server accepted it (2xx).
+async fn post_one(
+    inner: &Arc<Inner>,
+    body: Bytes,
+    message: Option<Message>,
+    ids: Vec<Id>,
+    batching: &BatchingSwitch,
+) -> bool {
+    let is_initialize = matches!(&message, Some(Message::Request(r)) if r.method == "initialize");
+    let mut resent = false;
+    loop {
+        // Wait while a new session is being started (404 recovery), so nothing is
+        // sent without the session it needs.
+        drop(inner.recovery.lock().await);
+        let generation = lock(&inner.state).generation;
+        let had_session = lock(&inner.state).session_id.is_some();
+        let resp = match inner.post(body.clone(), message.as_ref()).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(error = %e, "POST failed");
+                inner.fail(&ids, &e, None).await;
+                return false;
+            }
+        };
+        let status = resp.status();
+        if status == StatusCode::NOT_FOUND
+            && had_session
+            && !resent
+            && !is_initialize
+            && !inner.modern()
+        {
+            tracing::info!("the session ended (404); starting a new one");
+            match renew_session(inner, generation).await {
+                Ok(()) => {
+                    resent = true;
+                    continue;
+                }
+                Err(e) => {
+                    let msg = format!(
+                        "the HTTP session ended (404) and a new one could not be started: {e}"
+                    );
+                    inner.fail(&ids, &msg, Some((404, ""))).await;
+                    return false;
+                }
+            }
+        }
+        if !status.is_success() {
+            http_error(inner, resp, &ids).await;
+            return false;
+        }
+        if is_initialize {
+            take_session_id(inner, resp.headers());
+        }
+        read_reply(inner, resp, ids, batching.get()).await;
+        return true;
+    }
+}
+
+fn take_session_id(inner: &Inner, headers: &HeaderMap) {
+    if let Some(s) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        tracing::debug!(session = %s, "session assigned");
+        lock(&inner.state).session_id = Some(s.to_owned());
+    }
+}
+
+/// A non-2xx answer to a POST: the body's JSON-RPC error for the request, else a
+/// synthetic error naming the status and an excerpt of the body.
+async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
+    let status = resp.status();
+    lock(&inner.state).last_error_status = Some(status.as_u16());
+    let body = read_limited(resp, inner.config.max_body_bytes.min(1024 * 1024)).await;
+    if let Ok(Message::Error(mut e)) = Message::decode(&body) {
+        if e.id.is_none() && ids.len() == 1 {
+            e.id = Some(ids[0].clone());
+        }
+        if e.id.is_some() {
+            tracing::debug!(%status, code = e.error.code, "HTTP error with a JSON-RPC error body");
+            inner.deliver(Inbound::Message(Message::Error(e))).await;
+            return;
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    let excerpt: String = text.chars().take(BODY_EXCERPT).collect();
+    let msg = if excerpt.trim().is_empty() {
+        format!("HTTP {status} from {}", inner.url)
+    } else {
+        format!("HTTP {status} from {}: {}", inner.url, excerpt.trim())
+    };
+    if ids.is_empty() {
+        tracing::warn!(%msg, "the server refused a notification or response");
+    }
+    inner
+        .fail(ids, &msg, Some((status.as_u16(), excerpt.trim())))
+        .await;
+}
+
+async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = limit.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= limit {
+            break;
+        }
+    }
+    out
+}
+
+fn is_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+/// Reads a 2xx reply: JSON or SSE. Every id in `ids` ends answered.
+async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, batching: Batching) {
+    if is_sse(resp.headers()) {
+        read_sse(inner, resp, ids, batching).await;
+        return;
+    }
+    let status = resp.status();
+    let body = read_limited(resp, inner.config.max_body_bytes).await;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        if !ids.is_empty() {
+            let msg = format!("the server answered a request with HTTP {status} and no response");
+            inner.fail(&ids, &msg, Some((status.as_u16(), ""))).await;
+        }
+        return;
+    }
+    let answered = inner
+        .deliver_frame(&body, batching)
+        .await
+        .unwrap_or_default();
+    let missing: Vec<Id> = ids.into_iter().filter(|i| !answered.contains(i)).collect();
+    if !missing.is_empty() {
+        inner
+            .fail(
+                &missing,
+                "the server's JSON reply held no response for this request",
+                None,
+            )
+            .await;
+    }
+}
+
+/// Feeds one SSE chunk; removes answered ids from `pending`. Returns whether an
+/// event was dispatched.
+async fn feed_sse(
+    inner: &Inner,
+    parser: &mut SseParser,
+    chunk: &[u8],
+    pending: &mut Vec<Id>,
+    batching: Batching,
+) -> bool {
+    let items: Vec<_> = parser.feed(chunk).collect();
+    let mut progressed = false;
+    for item in items {
+        match item {
+            Ok(SseItem::Event(e)) => {
+                progressed = true;
+                if e.event != "message" || e.data.trim().is_empty() {
+                    continue;
+                }
+                if let Some(ids) = inner.deliver_frame(e.data.as_bytes(), batching).await {
+                    pending.retain(|p| !ids.contains(p));
+                }
+            }
+            Ok(SseItem::Comment(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "SSE event dropped"),
+        }
+    }
+    progressed
+}
+
+/// Reads an SSE reply until every id in `ids` is answered, resuming a broken
+/// stream with GET + `Last-Event-ID` (legacy revisions, bounded attempts).
+async fn read_sse(
+    inner: &Arc<Inner>,
+    mut resp: reqwest::Response,
+    ids: Vec<Id>,
+    batching: Batching,
+) {
+    let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
+    let mut pending = ids;
+    let mut attempts = 0u32;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if feed_sse(inner, &mut parser, &chunk, &mut pending, batching).await {
+                    attempts = 0;
+                }
+                if pending.is_empty() {
+                    return;
+                }
+                continue;
+            }
+            Ok(None) => tracing::debug!("the SSE reply ended"),
+            Err(e) => tracing::debug!(error = %error_chain(&e), "the SSE reply broke"),
+        }
+        parser.finish();
+        if pending.is_empty() {
+            return;
+        }
+        // Resume (legacy revisions only; 2026-07-28 has no resumption).
+        let last = parser.last_event_id().to_owned();
+        let mut why = if last.is_empty() {
+            "the SSE stream ended before the response (no event id to resume from)".to_owned()
+        } else if inner.modern() {
+            "the SSE stream ended before the response (2026-07-28 has no resumption)".to_owned()
+        } else {
+            String::new()
+        };
+        let mut resumed = None;
+        while why.is_empty() {
+            if attempts >= inner.config.max_resume_attempts {
+                why = format!(
+                    "the SSE stream ended before the response; {attempts} resumption attempts failed"
+                );
+                break;
+            }
+            attempts += 1;
+            let wait = parser
+                .retry()
+                .map(Duration::from_millis)
+                .unwrap_or(inner.config.default_retry);
+            tokio::time::sleep(wait).await;
+            tracing::debug!(last_event_id = %last, attempt = attempts, "resuming the SSE stream");
+            match inner.get_stream(Some(&last)).await {
+                Ok(r) if r.status().is_success() && is_sse(r.headers()) => {
+                    resumed = Some(r);
+                    break;
+                }
+                Ok(r)
+                    if r.status() == StatusCode::METHOD_NOT_ALLOWED
+                        || r.status() == StatusCode::NOT_FOUND =>
+                {
+                    why = format!(
+                        "the SSE stream ended before the response and could not be resumed (HTTP {})",
+                        r.status()
+                    );
+                }
+                Ok(r) => tracing::debug!(status = %r.status(), "resumption refused; retrying"),
+                Err(e) => tracing::debug!(error = %e, "resumption failed; retrying"),
+            }
+        }
+        match resumed {
+            Some(r) => resp = r,
+            None => {
+                inner.fail(&pending, &why, None).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Starts a new session after a 404 (MCP 2025-03-26+, "Session Management": the
+/// client MUST start a new session by sending `initialize` without a session id).
+/// Only the first caller of a generation does it; later callers find it done.
+async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String> {
+    let _guard = inner.recovery.lock().await;
+    let (init, initialized) = {
+        let mut st = lock(&inner.state);
+        if st.generation != generation {
+            return Ok(());
+        }
+        st.session_id = None;
+        if let Some(s) = st.standalone.take() {
+            s.abort();
+        }
+        (st.initialize.clone(), st.initialized.clone())
+    };
+    let init = init.ok_or("no initialize request to replay")?;
+    let resp = inner.post(init, None).await?;
+    if !resp.status().is_success() {
+        return Err(format!("initialize was answered HTTP {}", resp.status()));
+    }
+    take_session_id(inner, resp.headers());
+    // Swallow the initialize response: the library has its result already.
+    if is_sse(resp.headers()) {
+        let mut parser = SseParser::new();
+        let mut resp = resp;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    let done = parser.feed(&chunk).any(|i| {
+                        matches!(i, Ok(SseItem::Event(e)) if matches!(
+                            Message::decode(e.data.as_bytes()),
+                            Ok(Message::Response(_) | Message::Error(_))))
+                    });
+                    if done {
+                        break;
+                    }
+                }
+                _ => return Err("the initialize reply ended without a response".into()),
+            }
+        }
+    } else {
+        let _ = read_limited(resp, inner.config.max_body_bytes).await;
+    }
+    if let Some(n) = initialized {
+        let resp = inner.post(n, None).await?;
+        if !resp.status().is_success() {
+            return Err(format!(
+                "notifications/initialized was answered HTTP {}",
+                resp.status()
+            ));
+        }
+    }
+    let standalone = {
+        let mut st = lock(&inner.state);
+        st.generation += 1;
+        inner.config.standalone_stream
+    };
+    if standalone {
+        start_standalone(inner);
+    }
+    tracing::info!(session = ?inner.state.lock().ok().and_then(|s| s.session_id.clone()), "new session started");
+    Ok(())
+}
+
+/// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
+/// the Server") in a task; a 405 means the server offers none.
+fn start_standalone(inner: &Arc<Inner>) {
+    let task_inner = inner.clone();
+    let task = tokio::spawn(
+        async move {
+            let inner = task_inner;
+            let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
+            let mut failures = 0u32;
+            let mut none = Vec::new();
+            loop {
+                let last = parser.last_event_id().to_owned();
+                let last = (!last.is_empty()).then_some(last);
+                match inner.get_stream(last.as_deref()).await {
+                    Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                        tracing::debug!("the server offers no standalone stream (405)");
+                        return;
+                    }
+                    Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
+                        let batching = Batching::Refused;
+                        while let Ok(Some(chunk)) = r.chunk().await {
+                            if feed_sse(&inner, &mut parser, &chunk, &mut none, batching).await {
+                                failures = 0;
+                            }
+                        }
+                        parser.finish();
+                    }
+                    Ok(r) => {
+                        tracing::debug!(status = %r.status(), "standalone stream refused");
+                        failures += 1;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "standalone stream failed");
+                        failures += 1;
+                    }
+                }
+                if failures > inner.config.max_resume_attempts {
+                    tracing::warn!("the standalone stream could not be kept open; given up");
+                    return;
+                }
+                let wait = parser
+                    .retry()
+                    .map(Duration::from_millis)
+                    .unwrap_or(inner.config.default_retry);
+                tokio::time::sleep(wait).await;
+            }
+        }
+        .in_current_span(),
+    );
+    if let Some(old) = lock(&inner.state).standalone.replace(task.abort_handle()) {
+        old.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_protocol::jsonrpc::Request;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), enc);
+        }
+    }
+
+    #[test]
+    fn header_values_are_encoded_only_when_needed() {
+        assert_eq!(encode_header_value("us-west1"), "us-west1");
+        assert_eq!(encode_header_value("a b"), "a b");
+        assert_eq!(encode_header_value(" lead"), "=?base64?IGxlYWQ=?=");
+        assert_eq!(encode_header_value("日本"), "=?base64?5pel5pys?=");
+        assert_eq!(
+            encode_header_value("line\nbreak"),
+            "=?base64?bGluZQpicmVhaw==?="
+        );
+        assert_eq!(
+            encode_header_value("=?base64?x?="),
+            format!("=?base64?{}?=", base64(b"=?base64?x?="))
+        );
+        assert_eq!(
+            param_header_value(&serde_json::json!(42)),
+            Some("42".into())
+        );
+        assert_eq!(
+            param_header_value(&serde_json::json!(true)),
+            Some("true".into())
+        );
+        assert_eq!(param_header_value(&serde_json::json!(null)), None);
+        assert_eq!(param_header_value(&serde_json::json!(1.5)), None);
+    }
+
+    #[test]
+    fn modern_headers_come_from_the_body_and_the_tool_map() {
+        let r = Request::new(
+            7,
+            "tools/call",
+            &serde_json::json!({"name": "deploy", "arguments": {"region": "eu", "n": 3, "skip": null}}),
+        )
+        .unwrap();
+        let mut tools = HashMap::new();
+        tools.insert(
+            "deploy".to_owned(),
+            vec![
+                ("region".to_owned(), "Region".to_owned()),
+                ("n".to_owned(), "Count".to_owned()),
+                ("skip".to_owned(), "Skip".to_owned()),
+            ],
+        );
+        let mut h = HeaderMap::new();
+        modern_headers(&mut h, &r, &tools);
+        assert_eq!(h["mcp-method"], "tools/call");
+        assert_eq!(h["mcp-name"], "deploy");
+        assert_eq!(h["mcp-param-region"], "eu");
+        assert_eq!(h["mcp-param-count"], "3");
+        assert!(h.get("mcp-param-skip").is_none());
+
+        let r = Request::new(
+            8,
+            "resources/read",
+            &serde_json::json!({"uri": "file:///a b"}),
+        )
+        .unwrap();
+        let mut h = HeaderMap::new();
+        modern_headers(&mut h, &r, &tools);
+        assert_eq!(h["mcp-name"], "file:///a b");
+        let r = Request::new(9, "tools/list", &serde_json::json!({})).unwrap();
+        let mut h = HeaderMap::new();
+        modern_headers(&mut h, &r, &tools);
+        assert_eq!(h["mcp-method"], "tools/list");
+        assert!(h.get("mcp-name").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_relative_url_is_refused() {
+        let e = connect(HttpClientConfig::new("/mcp")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        let e = connect(HttpClientConfig::new("http://127.0.0.1:1/mcp").header("bad name", "x"))
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+}
