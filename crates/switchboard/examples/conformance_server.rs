@@ -9,8 +9,10 @@
 //! `PORT` environment variable; `0`, the default, lets the OS choose). Once
 //! listening it logs `listening on http://127.0.0.1:PORT/mcp` to stderr (stdout is
 //! not used). The fixture set itself (tools `test_*`, resources `test://…`,
-//! prompts, completions) is `tests/common/conformance_fixture.rs`, included below
-//! and shared with the tests. Stops on Ctrl-C or SIGTERM.
+//! prompts, completions, and the 2026-07-28 fixtures: MRTR tools and prompt,
+//! list-change triggers) is `tests/common/conformance_fixture.rs`, included below
+//! and shared with the tests. Clients of every revision are served on the one
+//! endpoint: legacy sessions and stateless 2026-07-28 exchanges. Stops on Ctrl-C or SIGTERM.
 
 #[path = "../tests/common/conformance_fixture.rs"]
 #[allow(dead_code)]
@@ -61,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (http, acceptor) = HttpServer::bind(config).await?;
     tracing::info!("listening on {}", http.url());
 
-    let server = conformance_fixture::server();
+    let server = conformance_fixture::server_2026();
     let serving = server.serve_http(acceptor, ServeOptions::default());
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

@@ -1,5 +1,6 @@
-//! The MCP client: [`Client::connect`] runs the legacy handshake over any transport,
-//! then offers typed calls for every client→server method and answers the server's
+//! The MCP client: [`Client::connect`] opens a session over any transport (the
+//! legacy handshake by default, see "Eras" below), [`Client::connect_url`] over
+//! HTTP whatever the server's era; then it offers typed calls for every client→server method and answers the server's
 //! requests (sampling, elicitation, roots) with the handlers set in [`ClientOptions`].
 //!
 //! ```text
@@ -24,20 +25,43 @@
 //! - listings follow `nextCursor` until it is absent, at most
 //!   [`ClientOptions::max_list_pages`] pages ([`Error::is_limit`] beyond).
 //!
-//! **Modern (2026-07-28) is not done yet.** Where it goes: [`Client::connect`] would
-//! probe with `server/discover` first (spec §6, "stdio client") and keep an era enum
-//! (`Legacy(ClientLifecycle)` / `Modern{version, discover result}`) where
-//! `lifecycle` is now; `Client::call` is the one place every request is checked, so it
-//! is also where a modern request would get its `_meta` (`modern_request_meta`) and
-//! where `input_required` results would be answered and retried (MRTR, §5.5) with the
-//! same sampling/elicitation/roots handlers.
+//! **Eras.** A client runs in one of two eras, chosen at connect time:
+//! - *legacy* (2024-11-05 to 2025-11-25): the handshake above, then the lifecycle's
+//!   checks on every message;
+//! - *modern* (2026-07-28): no handshake; `server/discover` tells the server's
+//!   versions and capabilities, every request carries `_meta`
+//!   (`io.modelcontextprotocol/protocolVersion`, `clientCapabilities`, `clientInfo`,
+//!   and `logLevel` once [`Client::set_level`] was called), and an `input_required`
+//!   result is answered with the same sampling / elicitation / roots handlers and
+//!   retried with `inputResponses` + `requestState` (MRTR, spec notes §5.5), at most
+//!   [`ClientOptions::max_input_rounds`] rounds. A -32022 answer naming a version we
+//!   share switches to it and retries once.
+//!
+//! Which one: [`Client::connect`] follows [`ClientOptions::era`] (default: legacy,
+//! as before); [`EraPolicy::Auto`] probes with `server/discover` first (spec notes
+//! §6, "stdio client": a result or a recognised modern error means modern, any
+//! other error or a timeout means legacy); [`Client::connect_url`] runs the HTTP
+//! rules of §6 and remembers the outcome per origin (see [`http`]).
+//!
+//! Typed calls in the modern era: `ping` (removed in 2026-07-28) sends
+//! `server/discover`, the one request every modern server MUST answer;
+//! `logging/setLevel` (removed) sets the `logLevel` sent in every later request's
+//! `_meta`; [`Client::subscribe`] opens a `subscriptions/listen` stream for the URI
+//! and returns once the server acknowledged it, and [`Client::unsubscribe`] closes
+//! it (cancellation: `notifications/cancelled` on stdio, closing the stream over
+//! HTTP).
 //!
 //! This module must not know about bytes, framing or processes (the transport) nor
 //! about ids, deadlines and routing (the peer).
 
-use std::collections::BTreeMap;
+mod modern;
+
+pub mod http;
+
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,7 +69,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use switchboard_protocol::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
+use switchboard_protocol::jsonrpc::{code, ErrorObject, Id, Notification, Request, Response};
 use switchboard_protocol::lifecycle::{ClientLifecycle, LegacySession, LifecycleError};
 use switchboard_protocol::types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
@@ -57,15 +81,25 @@ use switchboard_protocol::types::{
     ServerCapabilities, ServerNotification, ServerRequest, SetLevelRequestParams,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
+use switchboard_protocol::types::{
+    DiscoverResult, SubscriptionFilter, SubscriptionsListenRequestParams,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN,
+};
+use switchboard_protocol::version::Era;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::client::HttpClientHandle;
 use switchboard_transport::Transport;
+use tokio::sync::oneshot;
 
 use crate::error::Error;
 use crate::peer::{
-    self, method_not_found, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig,
+    self, method_not_found, CancelToken, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig,
     RequestOptions,
 };
+use modern::{ModernState, Outcome};
+
+pub use self::http::{connect_url_cache_clear, HttpClientConfig};
 
 /// Options of one call: timeout, progress callback, cancellation (the peer's
 /// [`RequestOptions`]).
@@ -126,6 +160,28 @@ pub struct ClientOptions {
     pub roots: Option<RootsHandler>,
     /// Receives the server's notifications. Default none (dropped).
     pub on_notification: Option<NotificationCallback>,
+    /// Which era [`Client::connect`] speaks. Default `None`: [`EraPolicy::Legacy`]
+    /// for [`Client::connect`], [`EraPolicy::Auto`] for [`Client::connect_url`].
+    pub era: Option<EraPolicy>,
+    /// How long the `server/discover` probe of [`EraPolicy::Auto`] waits before
+    /// deciding the server is legacy (spec notes §6: a timeout means legacy).
+    /// Default 10 s.
+    pub probe_timeout: Duration,
+    /// The most `input_required` rounds one 2026-07-28 call may take before it
+    /// fails with [`Error::is_limit`]. Default 8.
+    pub max_input_rounds: usize,
+}
+
+/// Which era a client speaks (spec notes §1, §3, §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraPolicy {
+    /// Probe with `server/discover` at the newest modern revision in
+    /// [`ClientOptions::supported`]; fall back to `initialize` by the rules of §6.
+    Auto,
+    /// `initialize` only (2024-11-05 to 2025-11-25).
+    Legacy,
+    /// `server/discover` only (2026-07-28); a legacy server is an error.
+    Modern,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -138,6 +194,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("max_pending", &self.max_pending)
             .field("max_concurrent_handlers", &self.max_concurrent_handlers)
             .field("max_list_pages", &self.max_list_pages)
+            .field("era", &self.era)
+            .field("probe_timeout", &self.probe_timeout)
+            .field("max_input_rounds", &self.max_input_rounds)
             .field("capabilities", &self.capabilities())
             .finish()
     }
@@ -158,7 +217,16 @@ impl ClientOptions {
             elicitation: None,
             roots: None,
             on_notification: None,
+            era: None,
+            probe_timeout: Duration::from_secs(10),
+            max_input_rounds: 8,
         }
+    }
+
+    /// Sets [`era`](Self::era).
+    pub fn with_era(mut self, era: EraPolicy) -> Self {
+        self.era = Some(era);
+        self
     }
 
     /// Sets the sampling handler.
@@ -217,21 +285,38 @@ impl ClientOptions {
     }
 }
 
+/// What the connected session is: a legacy session (after `initialize`) or a
+/// modern one (after `server/discover`).
+enum EraState {
+    Legacy {
+        lifecycle: Arc<Mutex<ClientLifecycle>>,
+        session: Box<LegacySession>,
+    },
+    Modern(Box<ModernState>),
+}
+
 /// A connected MCP client. Cloneable (clones share the session). Dropping the last
 /// clone closes our side of the transport (see [`crate::peer`]).
 #[derive(Clone)]
 pub struct Client {
     peer: Peer,
-    lifecycle: Arc<Mutex<ClientLifecycle>>,
-    session: Arc<LegacySession>,
+    era: Arc<EraState>,
+    handler: Arc<ClientHandler>,
+    http: Option<HttpClientHandle>,
     max_list_pages: usize,
+    /// Open `subscriptions/listen` streams (modern `subscribe`), by URI.
+    listens: Arc<Mutex<HashMap<String, (u64, CancelToken)>>>,
 }
+
+/// Tells listen streams apart (a later subscribe to the same URI replaces one).
+static LISTEN_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server_info", &self.session.server_info)
-            .field("protocol_version", &self.session.version)
+            .field("server_info", self.server_info())
+            .field("protocol_version", &self.protocol_version())
+            .field("era", &self.era())
             .finish()
     }
 }
@@ -246,18 +331,46 @@ fn to_params<P: Serialize>(p: &P) -> Result<Option<Box<RawValue>>, Error> {
         .map_err(Error::decode)
 }
 
-impl Client {
-    /// Connects over `transport`: spawns the peer's driver on the current Tokio
-    /// runtime and performs the legacy handshake (spec §3).
-    ///
-    /// Errors: [`Error::is_local_refusal`] when the server answered a version not in
-    /// `options.supported` (or an unreadable result); [`Error::is_protocol`] when it
-    /// answered `initialize` with an error; [`Error::is_timeout`] /
-    /// [`Error::is_closed`]. On error our side of the transport is closed (the spec's
-    /// "SHOULD disconnect").
-    ///
-    /// Panics outside a Tokio runtime.
-    pub async fn connect(transport: Transport, options: ClientOptions) -> Result<Client, Error> {
+/// A client whose peer runs but whose era is not chosen yet.
+struct Started {
+    peer: Peer,
+    handler: Arc<ClientHandler>,
+    lifecycle: Arc<Mutex<ClientLifecycle>>,
+    options: ClientOptions,
+    http: Option<HttpClientHandle>,
+}
+
+/// What the `server/discover` probe found (spec notes §6).
+enum Probe {
+    /// A modern server, at this version.
+    Modern(ProtocolVersion, Box<DiscoverResult>),
+    /// Not a modern server (any other error, or a timeout): use `initialize`.
+    Legacy(Error),
+}
+
+/// The JSON-RPC error codes that only a 2026-07-28 server sends (spec notes §2):
+/// -32020 `HeaderMismatch`, -32021 `MissingRequiredClientCapability`, -32022
+/// `UnsupportedProtocolVersion` (with `data.supported`).
+fn modern_error_supported(e: &Error) -> Option<Vec<String>> {
+    let obj = e.error_object()?;
+    if obj.code != -32022 {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        supported: Vec<String>,
+    }
+    let data: Data = serde_json::from_str(obj.data.as_ref()?.get()).ok()?;
+    Some(data.supported)
+}
+
+fn is_modern_error(e: &Error) -> bool {
+    matches!(e.error_object(), Some(o) if o.code == -32020 || o.code == -32021)
+        || modern_error_supported(e).is_some()
+}
+
+impl Started {
+    fn new(transport: Transport, options: ClientOptions, http: Option<HttpClientHandle>) -> Self {
         let lifecycle = Arc::new(Mutex::new(ClientLifecycle::new(
             options.supported.clone(),
             options.capabilities(),
@@ -266,6 +379,8 @@ impl Client {
         let handler = Arc::new(ClientHandler {
             lifecycle: lifecycle.clone(),
             options: options.clone(),
+            modern: AtomicBool::new(false),
+            acks: Mutex::new(HashMap::new()),
         });
         let config = PeerConfig {
             name: options.client_info.name.clone(),
@@ -274,11 +389,42 @@ impl Client {
             max_pending: options.max_pending,
             max_concurrent_handlers: options.max_concurrent_handlers,
         };
-        let (peer, driver) = peer::connect(transport, config, handler);
+        let (peer, driver) = peer::connect(transport, config, handler.clone());
         tokio::spawn(driver.run());
+        Started {
+            peer,
+            handler,
+            lifecycle,
+            options,
+            http,
+        }
+    }
 
+    fn client(self, era: EraState) -> Client {
+        Client {
+            peer: self.peer,
+            era: Arc::new(era),
+            handler: self.handler,
+            http: self.http,
+            max_list_pages: self.options.max_list_pages,
+            listens: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn set_http_version(&self, v: Option<ProtocolVersion>) {
+        if let Some(h) = &self.http {
+            h.set_protocol_version(v);
+        }
+    }
+
+    /// The legacy handshake (spec §3). On error our side is closed.
+    async fn legacy(self) -> Result<Client, Error> {
+        self.set_http_version(None);
+        self.handler.modern.store(false, Ordering::Release);
+        let lifecycle = self.lifecycle.clone();
         let mut init_id: Option<Id> = None;
-        let answer = peer
+        let answer = self
+            .peer
             .request_with("initialize", RequestOptions::default(), false, |id| {
                 let request = lock(&lifecycle)
                     .initialize_request(id.clone())
@@ -313,39 +459,218 @@ impl Client {
             (session, note)
         };
         // Batches exist only in 2025-03-26; set before `initialized` (see Sender).
-        peer.set_batching(session.version.batching());
-        peer.notify(initialized).await?;
+        self.peer.set_batching(session.version.batching());
+        // Over HTTP, `MCP-Protocol-Version` goes on every request after initialize.
+        self.set_http_version(Some(session.version));
+        self.peer.notify(initialized).await?;
         tracing::info!(
             server = %session.server_info.name,
             version = %session.version,
-            "connected"
+            "connected (legacy)"
         );
-        Ok(Client {
-            peer,
+        Ok(self.client(EraState::Legacy {
             lifecycle,
-            session: Arc::new(session),
-            max_list_pages: options.max_list_pages,
-        })
+            session: Box::new(session),
+        }))
     }
 
-    /// The server's `serverInfo`.
+    /// One `server/discover` at `version`, bounded by `timeout`; never cancellable
+    /// (a legacy server that does not know it must not get a stray cancellation).
+    async fn discover(
+        &self,
+        version: ProtocolVersion,
+        timeout: Duration,
+    ) -> Result<DiscoverResult, Error> {
+        self.set_http_version(Some(version));
+        let params = modern::request_params(
+            version,
+            &self.options.capabilities(),
+            &self.options.client_info,
+            None,
+            None,
+            None,
+        )?;
+        let raw = self
+            .peer
+            .request_with(
+                SERVER_DISCOVER,
+                RequestOptions::default().timeout(timeout),
+                false,
+                |_| Ok(Some(params)),
+            )
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| Error::decode(e).with_method(SERVER_DISCOVER))
+    }
+
+    /// The probe of spec notes §6: `server/discover` at the newest modern revision
+    /// we speak; a -32022 naming a modern revision we share is retried once with it.
+    async fn probe(&self, timeout: Duration) -> Result<Probe, Error> {
+        let Some(mut version) = self.options.supported.latest_modern() else {
+            return Ok(Probe::Legacy(Error::lifecycle(LifecycleError::Config(
+                "no 2026-07-28 revision in ClientOptions::supported",
+            ))));
+        };
+        for attempt in 0..2 {
+            match self.discover(version, timeout).await {
+                Ok(d) => {
+                    if !d.supported_versions.iter().any(|s| s == version.as_str()) {
+                        match self.options.supported.pick_from(&d.supported_versions) {
+                            Some(v) if v.era() == Era::Modern => version = v,
+                            _ => {
+                                return Ok(Probe::Legacy(Error::lifecycle(LifecycleError::Config(
+                                    "server/discover names no 2026-07-28 revision we speak",
+                                ))))
+                            }
+                        }
+                    }
+                    return Ok(Probe::Modern(version, Box::new(d)));
+                }
+                Err(e) if e.is_closed() => return Err(e),
+                Err(e) => {
+                    if let Some(supported) = modern_error_supported(&e) {
+                        // R5: retry once with one of `supported`, even the version
+                        // just refused; a second refusal is the server's error.
+                        match self.options.supported.pick_from(&supported) {
+                            Some(v) if v.era() == Era::Modern && attempt == 0 => {
+                                tracing::debug!(%v, "server/discover: retrying at this version (-32022)");
+                                version = v;
+                                continue;
+                            }
+                            // A dual-era server that speaks only legacy revisions we share.
+                            Some(v) if v.era() == Era::Legacy => return Ok(Probe::Legacy(e)),
+                            _ => return Err(e),
+                        }
+                    }
+                    if is_modern_error(&e) {
+                        // A modern server: never fall back (§6).
+                        return Err(e);
+                    }
+                    tracing::debug!(error = %e, "server/discover failed: a legacy server");
+                    return Ok(Probe::Legacy(e));
+                }
+            }
+        }
+        Err(Error::lifecycle(LifecycleError::Config(
+            "the server rejected every 2026-07-28 revision we offered",
+        ))
+        .with_method(SERVER_DISCOVER))
+    }
+
+    fn modern(self, version: ProtocolVersion, discover: Box<DiscoverResult>) -> Client {
+        self.handler.modern.store(true, Ordering::Release);
+        self.set_http_version(Some(version));
+        let state = ModernState::new(version, *discover, &self.options);
+        tracing::info!(server = %state.server_info.name, %version, "connected (modern)");
+        self.client(EraState::Modern(Box::new(state)))
+    }
+
+    /// Connects by `policy` over the started peer.
+    async fn run(self, policy: EraPolicy) -> Result<Client, Error> {
+        match policy {
+            EraPolicy::Legacy => self.legacy().await,
+            EraPolicy::Modern => {
+                let timeout = self.options.default_timeout;
+                match self.probe(timeout).await? {
+                    Probe::Modern(v, d) => Ok(self.modern(v, d)),
+                    Probe::Legacy(e) => Err(e),
+                }
+            }
+            EraPolicy::Auto => {
+                let timeout = self.options.probe_timeout;
+                match self.probe(timeout).await? {
+                    Probe::Modern(v, d) => Ok(self.modern(v, d)),
+                    Probe::Legacy(_) => self.legacy().await,
+                }
+            }
+        }
+    }
+}
+
+impl Client {
+    /// Connects over `transport` (stdio, a child process, the in-memory pair):
+    /// spawns the peer's driver on the current Tokio runtime and opens the session
+    /// by [`ClientOptions::era`]: by default the legacy handshake (spec §3);
+    /// [`EraPolicy::Auto`] probes with `server/discover` first and falls back to
+    /// `initialize` (spec notes §6, "stdio client"); [`EraPolicy::Modern`] speaks
+    /// 2026-07-28 only.
+    ///
+    /// Errors: [`Error::is_local_refusal`] when the server answered a version not in
+    /// `options.supported` (or an unreadable result); [`Error::is_protocol`] when it
+    /// answered `initialize` (or, modern, `server/discover`) with an error;
+    /// [`Error::is_timeout`] / [`Error::is_closed`]. On error our side of the
+    /// transport is closed (the spec's "SHOULD disconnect").
+    ///
+    /// Panics outside a Tokio runtime.
+    pub async fn connect(transport: Transport, options: ClientOptions) -> Result<Client, Error> {
+        let policy = options.era.unwrap_or(EraPolicy::Legacy);
+        Started::new(transport, options, None).run(policy).await
+    }
+
+    /// Connects over a Streamable HTTP client transport made by the caller, with its
+    /// handle (so the library can set `MCP-Protocol-Version` and the `Mcp-Param-*`
+    /// map); the era by [`ClientOptions::era`] (default [`EraPolicy::Auto`]). Most
+    /// callers want [`connect_url`](Self::connect_url), which also falls back and
+    /// caches per origin.
+    ///
+    /// Errors: as [`connect`](Self::connect).
+    pub async fn connect_http(
+        transport: Transport,
+        handle: HttpClientHandle,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
+        let policy = options.era.unwrap_or(EraPolicy::Auto);
+        Started::new(transport, options, Some(handle))
+            .run(policy)
+            .await
+    }
+
+    /// Which era the session speaks.
+    pub fn era(&self) -> Era {
+        match &*self.era {
+            EraState::Legacy { .. } => Era::Legacy,
+            EraState::Modern(_) => Era::Modern,
+        }
+    }
+
+    /// The server's `serverInfo` (modern: from `server/discover`'s `_meta`; name
+    /// `"unknown"` when the server sent none).
     pub fn server_info(&self) -> &Implementation {
-        &self.session.server_info
+        match &*self.era {
+            EraState::Legacy { session, .. } => &session.server_info,
+            EraState::Modern(m) => &m.server_info,
+        }
     }
 
-    /// The server's declared capabilities.
+    /// The server's declared capabilities (`initialize` or `server/discover`).
     pub fn server_capabilities(&self) -> &ServerCapabilities {
-        &self.session.server_capabilities
+        match &*self.era {
+            EraState::Legacy { session, .. } => &session.server_capabilities,
+            EraState::Modern(m) => &m.discover.capabilities,
+        }
     }
 
-    /// The negotiated revision.
+    /// The revision in use (negotiated, or chosen from `server/discover`).
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.session.version
+        match &*self.era {
+            EraState::Legacy { session, .. } => session.version,
+            EraState::Modern(m) => m.version(),
+        }
     }
 
     /// The server's `instructions`, if any.
     pub fn instructions(&self) -> Option<&str> {
-        self.session.instructions.as_deref()
+        match &*self.era {
+            EraState::Legacy { session, .. } => session.instructions.as_deref(),
+            EraState::Modern(m) => m.discover.instructions.as_deref(),
+        }
+    }
+
+    /// The `server/discover` result of a modern session.
+    pub fn discover_result(&self) -> Option<&DiscoverResult> {
+        match &*self.era {
+            EraState::Legacy { .. } => None,
+            EraState::Modern(m) => Some(&m.discover),
+        }
     }
 
     /// The underlying peer (for raw requests and notifications, bypassing the
@@ -354,30 +679,103 @@ impl Client {
         &self.peer
     }
 
-    /// Sends any request after the lifecycle's check, and returns the raw result.
+    /// Sends any request after the era's checks, and returns the raw result.
+    ///
+    /// Legacy: the lifecycle's check, then the request. Modern: `check_modern_send`
+    /// (methods removed in 2026-07-28 and undeclared server capabilities fail
+    /// locally), `_meta` merged into `params` (which must then be an object), and
+    /// `input_required` results answered and retried (MRTR); a -32022 naming a
+    /// modern revision we share switches to it and retries once.
     ///
     /// Errors: [`Error::is_local_refusal`] (nothing sent) when the method needs a
-    /// server capability that was not declared; [`Error::is_closed`] once the session
-    /// is closed; otherwise as [`Peer::request`].
+    /// server capability that was not declared, or (modern) the server asked for
+    /// input this client declared no capability for; [`Error::is_closed`] once the
+    /// session is closed; [`Error::is_limit`] after
+    /// [`ClientOptions::max_input_rounds`] rounds; [`Error::is_decode`] for an
+    /// unknown `resultType`; otherwise as [`Peer::request`].
     pub async fn request(
         &self,
         method: &str,
         params: Option<Box<RawValue>>,
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let check = lock(&self.lifecycle).check_send_request(method, params.as_deref());
-        match check {
-            Ok(()) => {}
-            Err(LifecycleError::Closed) => {
-                let reason = self
-                    .peer
-                    .closed_reason()
-                    .unwrap_or_else(|| "the session is closed".to_owned());
-                return Err(Error::closed(reason).with_method(method));
+        match &*self.era {
+            EraState::Legacy { lifecycle, .. } => {
+                let check = lock(lifecycle).check_send_request(method, params.as_deref());
+                match check {
+                    Ok(()) => {}
+                    Err(LifecycleError::Closed) => {
+                        let reason = self
+                            .peer
+                            .closed_reason()
+                            .unwrap_or_else(|| "the session is closed".to_owned());
+                        return Err(Error::closed(reason).with_method(method));
+                    }
+                    Err(e) => return Err(Error::lifecycle(e).with_method(method)),
+                }
+                self.peer.request(method, params, options).await
             }
-            Err(e) => return Err(Error::lifecycle(e).with_method(method)),
+            EraState::Modern(m) => self.modern_request(m, method, params, options).await,
         }
-        self.peer.request(method, params, options).await
+    }
+
+    async fn modern_request(
+        &self,
+        m: &ModernState,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        if let Some(reason) = self.peer.closed_reason() {
+            return Err(Error::closed(reason).with_method(method));
+        }
+        m.check(method, params.as_deref())?;
+        let mut retry: Option<(switchboard_protocol::types::InputResponses, Option<String>)> = None;
+        let mut version_switched = false;
+        let mut rounds = 0usize;
+        loop {
+            let p = m.params(method, params.as_deref(), retry.as_ref())?;
+            let raw = match self.peer.request(method, Some(p), options.clone()).await {
+                Ok(raw) => raw,
+                Err(e) => {
+                    // -32022: retry once with a modern revision we share (§3).
+                    let pick = modern_error_supported(&e)
+                        .and_then(|s| self.handler.options.supported.pick_from(&s));
+                    match pick {
+                        Some(v) if !version_switched && v.era() == Era::Modern => {
+                            tracing::info!(%v, "the server asked for another version (-32022)");
+                            m.set_version(v);
+                            if let Some(h) = &self.http {
+                                h.set_protocol_version(Some(v));
+                            }
+                            version_switched = true;
+                            continue;
+                        }
+                        _ => return Err(e),
+                    }
+                }
+            };
+            match modern::outcome(method, &raw)? {
+                Outcome::Complete => return Ok(raw),
+                Outcome::InputRequired(ir) => {
+                    rounds += 1;
+                    if rounds > m.max_rounds() {
+                        return Err(Error::limit(format!(
+                            "more than {} input_required rounds",
+                            m.max_rounds()
+                        ))
+                        .with_method(method));
+                    }
+                    tracing::debug!(
+                        round = rounds,
+                        requests = ir.input_requests.as_ref().map_or(0, |r| r.len()),
+                        "input required"
+                    );
+                    let responses = m.answer(ir.input_requests.unwrap_or_default()).await?;
+                    retry = Some((responses, ir.request_state));
+                }
+            }
+        }
     }
 
     async fn call<R: DeserializeOwned>(
@@ -415,17 +813,51 @@ impl Client {
         Err(Error::limit(format!("more than {} pages", self.max_list_pages)).with_method(method))
     }
 
-    /// `ping` (legacy revisions; either direction): Ok when the server answers.
+    /// Liveness check. Legacy: `ping` (either direction), Ok when the server
+    /// answers `{}`. Modern: `ping` does not exist in 2026-07-28, so this sends
+    /// `server/discover`, which every modern server MUST answer.
     pub async fn ping(&self) -> Result<(), Error> {
-        self.call::<Value>("ping", None, CallOptions::default())
+        let method = match &*self.era {
+            EraState::Legacy { .. } => "ping",
+            EraState::Modern(_) => SERVER_DISCOVER,
+        };
+        self.call::<Value>(method, None, CallOptions::default())
             .await
             .map(|_| ())
     }
 
-    /// `tools/list`, every page (needs the server's `tools`).
+    /// `tools/list`, every page (needs the server's `tools`). In a 2026-07-28 HTTP
+    /// session, tools whose `x-mcp-header` annotations are invalid are dropped
+    /// (logged at warn; spec notes §5.4) and the rest give the transport its
+    /// `Mcp-Param-*` map.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        self.list_all("tools/list", |r: ListToolsResult| (r.tools, r.next_cursor))
-            .await
+        let tools = self
+            .list_all("tools/list", |r: ListToolsResult| (r.tools, r.next_cursor))
+            .await?;
+        Ok(self.check_tool_headers(tools))
+    }
+
+    fn check_tool_headers(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        let (EraState::Modern(_), Some(http)) = (&*self.era, &self.http) else {
+            return tools;
+        };
+        let mut map = HashMap::new();
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in tools {
+            match modern::tool_headers(&tool) {
+                Ok(h) => {
+                    if !h.is_empty() {
+                        map.insert(tool.name.clone(), h);
+                    }
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %tool.name, %why, "tool dropped: invalid x-mcp-header")
+                }
+            }
+        }
+        http.set_tool_headers(map);
+        kept
     }
 
     /// One page of `tools/list`, from `cursor` (`None`: the first).
@@ -437,8 +869,11 @@ impl Client {
                 ..Default::default()
             })?,
         };
-        self.call("tools/list", params, CallOptions::default())
-            .await
+        let mut page: ListToolsResult = self
+            .call("tools/list", params, CallOptions::default())
+            .await?;
+        page.tools = self.check_tool_headers(std::mem::take(&mut page.tools));
+        Ok(page)
     }
 
     /// `tools/call` with `arguments` (a JSON object, or `null` for none) and default
@@ -450,6 +885,8 @@ impl Client {
     }
 
     /// `tools/call` with a timeout, a progress callback or a cancellation token.
+    /// In 2026-07-28 over HTTP a -32020 (header mismatch) re-lists the tools (to
+    /// refresh the `Mcp-Param-*` map) and retries once (spec notes §5.4).
     ///
     /// Errors: as [`call_tool`](Self::call_tool); [`Error::is_decode`] when
     /// `arguments` is neither an object nor `null` (nothing sent).
@@ -470,7 +907,21 @@ impl Client {
             }
         };
         let params = to_params(&CallToolRequestParams::new(name, arguments))?;
-        self.call("tools/call", params, options).await
+        match self
+            .call("tools/call", params.clone(), options.clone())
+            .await
+        {
+            Err(e)
+                if self.http.is_some()
+                    && self.era() == Era::Modern
+                    && e.error_object().is_some_and(|o| o.code == -32020) =>
+            {
+                tracing::info!(tool = %name, "header mismatch (-32020): re-listing tools and retrying");
+                self.list_tools().await?;
+                self.call("tools/call", params, options).await
+            }
+            other => other,
+        }
     }
 
     /// `resources/list`, every page (needs `resources`).
@@ -501,27 +952,134 @@ impl Client {
             .await
     }
 
-    /// `resources/subscribe{uri}` (needs `resources.subscribe`); updates then arrive as
-    /// `notifications/resources/updated` at the notification callback.
+    /// Subscribes to `notifications/resources/updated` for `uri` (needs
+    /// `resources.subscribe`); updates arrive at the notification callback.
+    ///
+    /// Legacy: `resources/subscribe{uri}`. Modern (2026-07-28, where
+    /// `resources/subscribe` is removed): opens a `subscriptions/listen` stream with
+    /// `notifications.resourceSubscriptions = [uri]` and returns once the server
+    /// sent `notifications/subscriptions/acknowledged` for it (within
+    /// [`ClientOptions::default_timeout`]); the stream stays open until
+    /// [`unsubscribe`](Self::unsubscribe), the server ends it, or the client is
+    /// dropped. Subscribing again to the same URI replaces the stream.
+    ///
+    /// Errors: as [`request`](Self::request); modern: [`Error::is_timeout`] when no
+    /// acknowledgement came in time (the stream is then closed).
     pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
-        let params = to_params(&SubscribeRequestParams {
-            uri: uri.to_owned(),
-            ..Default::default()
-        })?;
-        self.call::<Value>("resources/subscribe", params, CallOptions::default())
-            .await
-            .map(|_| ())
+        match &*self.era {
+            EraState::Legacy { .. } => {
+                let params = to_params(&SubscribeRequestParams {
+                    uri: uri.to_owned(),
+                    ..Default::default()
+                })?;
+                self.call::<Value>("resources/subscribe", params, CallOptions::default())
+                    .await
+                    .map(|_| ())
+            }
+            EraState::Modern(m) => self.listen(m, uri).await,
+        }
     }
 
-    /// `resources/unsubscribe{uri}` (needs `resources.subscribe`).
-    pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
-        let params = to_params(&UnsubscribeRequestParams {
-            uri: uri.to_owned(),
+    async fn listen(&self, m: &ModernState, uri: &str) -> Result<(), Error> {
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec![uri.to_owned()]),
+            ..Default::default()
+        };
+        let raw = to_params(&SubscriptionsListenRequestParams {
+            notifications: filter,
             ..Default::default()
         })?;
-        self.call::<Value>("resources/unsubscribe", params, CallOptions::default())
-            .await
-            .map(|_| ())
+        m.check(SUBSCRIPTIONS_LISTEN, raw.as_deref())?;
+        let params = m.params(SUBSCRIPTIONS_LISTEN, raw.as_deref(), None)?;
+        let (ack_tx, ack_rx) = oneshot::channel();
+        let (end_tx, end_rx) = oneshot::channel::<Error>();
+        let cancel = CancelToken::new();
+        // A listen lasts as long as the caller wants it: no practical deadline.
+        let long = Duration::from_secs(365 * 24 * 3600);
+        let options = RequestOptions::default()
+            .timeout(long)
+            .max_total(long)
+            .cancel(cancel.clone());
+        let peer = self.peer.clone();
+        let handler = self.handler.clone();
+        let listens = self.listens.clone();
+        let key = uri.to_owned();
+        let seq = LISTEN_SEQ.fetch_add(1, Ordering::Relaxed);
+        let mut ack_tx = Some(ack_tx);
+        let mut ack_key: Option<String> = None;
+        tokio::spawn(async move {
+            let result = peer
+                .request_with(SUBSCRIPTIONS_LISTEN, options, true, |id| {
+                    let k = id.to_string();
+                    if let Some(tx) = ack_tx.take() {
+                        lock(&handler.acks).insert(k.clone(), tx);
+                    }
+                    ack_key = Some(k);
+                    Ok(Some(params))
+                })
+                .await;
+            if let Some(k) = ack_key {
+                lock(&handler.acks).remove(&k);
+            }
+            {
+                let mut l = lock(&listens);
+                if l.get(&key).is_some_and(|(n, _)| *n == seq) {
+                    l.remove(&key);
+                }
+            }
+            match result {
+                Ok(_) => tracing::debug!(uri = %key, "the server ended the listen stream"),
+                Err(e) => {
+                    tracing::debug!(uri = %key, error = %e, "listen stream ended");
+                    let _ = end_tx.send(e);
+                }
+            }
+        });
+        if let Some((_, old)) = lock(&self.listens).insert(uri.to_owned(), (seq, cancel.clone())) {
+            old.cancel_with("replaced by a new subscription");
+        }
+        let wait = self.peer.config().default_timeout;
+        tokio::select! {
+            ack = ack_rx => match ack {
+                Ok(()) => Ok(()),
+                Err(_) => Err(Error::closed("the listen stream ended before it was acknowledged")
+                    .with_method(SUBSCRIPTIONS_LISTEN)),
+            },
+            end = end_rx => {
+                lock(&self.listens).remove(uri);
+                Err(end.unwrap_or_else(|_| Error::closed("the listen stream ended before it was acknowledged")
+                    .with_method(SUBSCRIPTIONS_LISTEN)))
+            }
+            _ = tokio::time::sleep(wait) => {
+                cancel.cancel_with("no acknowledgement");
+                lock(&self.listens).remove(uri);
+                Err(Error::timeout(wait).with_method(SUBSCRIPTIONS_LISTEN))
+            }
+        }
+    }
+
+    /// Ends the subscription to `uri`. Legacy: `resources/unsubscribe{uri}` (needs
+    /// `resources.subscribe`). Modern: closes the URI's `subscriptions/listen`
+    /// stream (`notifications/cancelled` on stdio; over HTTP the transport closes
+    /// the stream instead); `Ok` also when none was open.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
+        match &*self.era {
+            EraState::Legacy { .. } => {
+                let params = to_params(&UnsubscribeRequestParams {
+                    uri: uri.to_owned(),
+                    ..Default::default()
+                })?;
+                self.call::<Value>("resources/unsubscribe", params, CallOptions::default())
+                    .await
+                    .map(|_| ())
+            }
+            EraState::Modern(_) => {
+                if let Some((_, t)) = lock(&self.listens).remove(uri) {
+                    t.cancel_with("unsubscribed");
+                }
+                Ok(())
+            }
+        }
     }
 
     /// `prompts/list`, every page (needs `prompts`).
@@ -554,85 +1112,133 @@ impl Client {
             .await
     }
 
-    /// `logging/setLevel{level}` (needs `logging`).
+    /// Sets the server's log level (needs `logging`). Legacy:
+    /// `logging/setLevel{level}`. Modern (where that method is removed): remembers
+    /// `level` and sends it as `_meta["io.modelcontextprotocol/logLevel"]` on every
+    /// later request, which is how 2026-07-28 opts in to `notifications/message`
+    /// (spec notes §7 "Logging"); nothing is sent now.
     pub async fn set_level(&self, level: LoggingLevel) -> Result<(), Error> {
-        let params = to_params(&SetLevelRequestParams {
-            level,
-            meta: None,
-            extra: Default::default(),
-        })?;
-        self.call::<Value>("logging/setLevel", params, CallOptions::default())
-            .await
-            .map(|_| ())
+        match &*self.era {
+            EraState::Legacy { .. } => {
+                let params = to_params(&SetLevelRequestParams {
+                    level,
+                    meta: None,
+                    extra: Default::default(),
+                })?;
+                self.call::<Value>("logging/setLevel", params, CallOptions::default())
+                    .await
+                    .map(|_| ())
+            }
+            EraState::Modern(m) => {
+                m.set_log_level(level);
+                Ok(())
+            }
+        }
     }
 }
 
-/// The client's [`Handler`]: the lifecycle's checks, then the configured handlers.
+/// The client's [`Handler`]: the lifecycle's checks (legacy), then the configured
+/// handlers.
 struct ClientHandler {
     lifecycle: Arc<Mutex<ClientLifecycle>>,
     options: ClientOptions,
+    /// Set once the session is modern: no lifecycle checks, no server requests.
+    modern: AtomicBool,
+    /// Waiters for `notifications/subscriptions/acknowledged`, by listen id.
+    acks: Mutex<HashMap<String, oneshot::Sender<()>>>,
 }
 
 fn encode_result<T: Serialize>(r: Result<T, ErrorObject>) -> Result<Box<RawValue>, ErrorObject> {
     let v = r?;
-    serde_json::value::to_raw_value(&v).map_err(|e| {
-        ErrorObject::new(
-            switchboard_protocol::jsonrpc::code::INTERNAL_ERROR,
-            format!("result did not encode: {e}"),
-        )
-    })
+    serde_json::value::to_raw_value(&v)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, format!("result did not encode: {e}")))
+}
+
+/// Answers a server→client request (legacy) or an MRTR input request (modern,
+/// through the input loop) with the configured handlers: `ping`,
+/// `sampling/createMessage`, `elicitation/create`, `roots/list`; anything else, or
+/// a missing handler, is -32601.
+fn dispatch_server_request(
+    options: &ClientOptions,
+    request: &Request,
+    cx: HandlerContext,
+) -> HandlerFuture {
+    let decoded = match ServerRequest::from_request(request) {
+        Ok(d) => d,
+        Err(e) => return Box::pin(async move { Err(e) }),
+    };
+    let not_found = || -> HandlerFuture {
+        let e = method_not_found(&request.method);
+        Box::pin(async move { Err(e) })
+    };
+    match decoded {
+        ServerRequest::Ping(_) => {
+            Box::pin(async { Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")) })
+        }
+        ServerRequest::CreateMessage(p) => match &options.sampling {
+            Some(h) => {
+                let fut = h(*p, cx);
+                Box::pin(async move { encode_result(fut.await) })
+            }
+            None => not_found(),
+        },
+        ServerRequest::Elicit(p) => match &options.elicitation {
+            Some(h) => {
+                let fut = h(*p, cx);
+                Box::pin(async move { encode_result(fut.await) })
+            }
+            None => not_found(),
+        },
+        ServerRequest::ListRoots(_) => match &options.roots {
+            Some(h) => {
+                let fut = h(cx);
+                Box::pin(async move { encode_result(fut.await) })
+            }
+            None => not_found(),
+        },
+        _ => not_found(),
+    }
 }
 
 impl Handler for ClientHandler {
     fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture {
+        if self.modern.load(Ordering::Acquire) {
+            // 2026-07-28 servers never send requests (MRTR replaces them).
+            let e = method_not_found(&request.method);
+            return Box::pin(async move { Err(e) });
+        }
         if let Err(e) = lock(&self.lifecycle).recv_request(&request) {
             tracing::debug!(method = %request.method, error = %e, "server request refused");
             let error = e.to_error_object();
             return Box::pin(async move { Err(error) });
         }
-        let decoded = match ServerRequest::from_request(&request) {
-            Ok(d) => d,
-            Err(e) => return Box::pin(async move { Err(e) }),
-        };
-        let not_found = || -> HandlerFuture {
-            let e = method_not_found(&request.method);
-            Box::pin(async move { Err(e) })
-        };
-        match decoded {
-            ServerRequest::Ping(_) => {
-                Box::pin(async { Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")) })
-            }
-            ServerRequest::CreateMessage(p) => match &self.options.sampling {
-                Some(h) => {
-                    let fut = h(*p, cx);
-                    Box::pin(async move { encode_result(fut.await) })
-                }
-                None => not_found(),
-            },
-            ServerRequest::Elicit(p) => match &self.options.elicitation {
-                Some(h) => {
-                    let fut = h(*p, cx);
-                    Box::pin(async move { encode_result(fut.await) })
-                }
-                None => not_found(),
-            },
-            ServerRequest::ListRoots(_) => match &self.options.roots {
-                Some(h) => {
-                    let fut = h(cx);
-                    Box::pin(async move { encode_result(fut.await) })
-                }
-                None => not_found(),
-            },
-            _ => not_found(),
-        }
+        dispatch_server_request(&self.options, &request, cx)
     }
 
     fn notification(&self, notification: Notification) {
-        if let Err(e) = lock(&self.lifecycle).recv_notification(&notification) {
-            tracing::debug!(method = %notification.method, error = %e, "server notification refused; dropped");
-            return;
+        if !self.modern.load(Ordering::Acquire) {
+            if let Err(e) = lock(&self.lifecycle).recv_notification(&notification) {
+                tracing::debug!(method = %notification.method, error = %e, "server notification refused; dropped");
+                return;
+            }
         }
-        match ServerNotification::from_notification(&notification) {
+        let decoded = ServerNotification::from_notification(&notification);
+        if notification.method == NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+            let id = notification
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|v| {
+                    v.get("_meta")?
+                        .get(switchboard_protocol::types::meta::SUBSCRIPTION_ID)
+                        .cloned()
+                })
+                .and_then(|v| serde_json::from_value::<Id>(v).ok());
+            if let Some(tx) = id.and_then(|id| lock(&self.acks).remove(&id.to_string())) {
+                let _ = tx.send(());
+            }
+        }
+        match decoded {
             Ok(n) => match &self.options.on_notification {
                 Some(cb) => cb(n),
                 None => {
@@ -648,6 +1254,7 @@ impl Handler for ClientHandler {
     fn closed(&self, reason: &str) {
         tracing::debug!(%reason, "session closed");
         lock(&self.lifecycle).close();
+        lock(&self.acks).clear();
     }
 }
 

@@ -21,5 +21,5 @@ pub mod peer;
 mod pending;
 pub mod server;
 
-pub use client::{CallOptions, Client, ClientOptions};
+pub use client::{CallOptions, Client, ClientOptions, EraPolicy};
 pub use error::Error;

@@ -379,7 +379,7 @@ async fn a_modern_request_is_served_without_a_session() {
     let r = raw.recv().await;
     assert_eq!(r["result"]["content"][0]["text"], "modern", "{r}");
     assert_eq!(r["result"]["resultType"], "complete");
-    // Server-to-client requests need MRTR, not there yet: the tool fails clearly.
+    // A server-to-client request becomes an input_required round (MRTR).
     raw.request(
         2,
         "tools/call",
@@ -387,11 +387,12 @@ async fn a_modern_request_is_served_without_a_session() {
     )
     .await;
     let r = raw.recv().await;
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(r["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("input_required"));
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert_eq!(
+        r["result"]["inputRequests"]["input-0"]["method"], "sampling/createMessage",
+        "{r}"
+    );
+    assert!(r["result"]["requestState"].is_string(), "{r}");
     // A wrong version: -32022.
     raw.request(
         3,

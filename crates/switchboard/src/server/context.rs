@@ -25,6 +25,7 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::ProtocolVersion;
 
+use super::mrtr::Round;
 use super::SessionState;
 
 /// A boxed, `Send` future: what handlers and [`ContextSink`] methods return.
@@ -133,6 +134,8 @@ struct Inner {
     progress_token: Option<ProgressToken>,
     last_progress: Mutex<Option<f64>>,
     log: LogGate,
+    /// 2026-07-28 `tools/call` / `prompts/get`: asks become `input_required` rounds.
+    round: Option<Arc<Round>>,
 }
 
 /// The context a tool handler gets with its arguments (cheap to clone; clones share
@@ -148,6 +151,18 @@ struct Inner {
 /// - [`create_message`](Self::create_message), [`elicit`](Self::elicit),
 ///   [`list_roots`](Self::list_roots): only for capabilities the client declared
 ///   (the session's capabilities, or in 2026-07-28 the request's `_meta`).
+///
+/// **2026-07-28.** A modern request has no server→client requests: for `tools/call`
+/// and `prompts/get` the same three asks are served as a multi round-trip request
+/// (MRTR, see `server::mrtr`): an ask with an answer in the retried request's
+/// `inputResponses` (or the sealed `requestState`) returns it; otherwise the handler
+/// is stopped and the request is answered `input_required` with the asks, and the
+/// client's retry runs the handler again from the start. So a handler must ask
+/// before it does anything it must not repeat. Keys are `input-<n>` (the handler's
+/// n-th ask, from 0) unless chosen with the `*_as` variants. An ask for a
+/// capability the request did not declare ends the request with -32021
+/// (`MissingRequiredClientCapability`); check
+/// [`client_capabilities`](Self::client_capabilities) first to skip optional asks.
 #[derive(Clone)]
 pub struct ToolContext {
     inner: Arc<Inner>,
@@ -177,6 +192,7 @@ impl ToolContext {
         client_capabilities: ClientCapabilities,
         progress_token: Option<ProgressToken>,
         log: LogGate,
+        round: Option<Arc<Round>>,
     ) -> Self {
         ToolContext {
             inner: Arc::new(Inner {
@@ -186,7 +202,21 @@ impl ToolContext {
                 progress_token,
                 last_progress: Mutex::new(None),
                 log,
+                round,
             }),
+        }
+    }
+
+    /// Sends `request` to the client: a server→client request (legacy), or an MRTR
+    /// ask under `key` (2026-07-28).
+    async fn ask(
+        &self,
+        key: Option<String>,
+        request: ServerRequest,
+    ) -> Result<Value, ContextError> {
+        match &self.inner.round {
+            Some(round) => round.ask(key, request).await,
+            None => self.inner.sink.request(request).await,
         }
     }
 
@@ -306,6 +336,30 @@ impl ToolContext {
         &self,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ContextError> {
+        self.create_message_keyed(None, params).await
+    }
+
+    /// [`create_message`](Self::create_message) whose 2026-07-28 `inputRequests` key
+    /// is `key` (legacy sessions ignore it).
+    pub async fn create_message_as(
+        &self,
+        key: impl Into<String>,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ContextError> {
+        self.create_message_keyed(Some(key.into()), params).await
+    }
+
+    async fn create_message_keyed(
+        &self,
+        key: Option<String>,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ContextError> {
+        if self.inner.round.is_some() {
+            let v = self
+                .ask(key, ServerRequest::CreateMessage(Box::new(params)))
+                .await?;
+            return decode("sampling/createMessage", v);
+        }
         let caps = &self.inner.client_capabilities;
         if !caps.supports_sampling() {
             return Err(ContextError::CapabilityNotDeclared {
@@ -332,9 +386,7 @@ impl ToolContext {
             });
         }
         let v = self
-            .inner
-            .sink
-            .request(ServerRequest::CreateMessage(Box::new(params)))
+            .ask(key, ServerRequest::CreateMessage(Box::new(params)))
             .await?;
         decode("sampling/createMessage", v)
     }
@@ -347,7 +399,31 @@ impl ToolContext {
     /// mode; `{}` counts as form) or `elicitation.url` (URL mode) declared
     /// ([`ContextError::CapabilityNotDeclared`]).
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ContextError> {
+        self.elicit_keyed(None, params).await
+    }
+
+    /// [`elicit`](Self::elicit) whose 2026-07-28 `inputRequests` key is `key`
+    /// (legacy sessions ignore it).
+    pub async fn elicit_as(
+        &self,
+        key: impl Into<String>,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, ContextError> {
+        self.elicit_keyed(Some(key.into()), params).await
+    }
+
+    async fn elicit_keyed(
+        &self,
+        key: Option<String>,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, ContextError> {
         const METHOD: &str = "elicitation/create";
+        if self.inner.round.is_some() {
+            let v = self
+                .ask(key, ServerRequest::Elicit(Box::new(params)))
+                .await?;
+            return decode(METHOD, v);
+        }
         let version = self.inner.version;
         if version < ProtocolVersion::V2025_06_18
             || (params.is_url() && version < ProtocolVersion::V2025_11_25)
@@ -367,9 +443,7 @@ impl ToolContext {
             return Err(ContextError::CapabilityNotDeclared { capability });
         }
         let v = self
-            .inner
-            .sink
-            .request(ServerRequest::Elicit(Box::new(params)))
+            .ask(key, ServerRequest::Elicit(Box::new(params)))
             .await?;
         decode(METHOD, v)
     }
@@ -377,16 +451,25 @@ impl ToolContext {
     /// Asks the client for its roots (`roots/list`, "Roots"). Refused locally with
     /// [`ContextError::CapabilityNotDeclared`] when the client did not declare `roots`.
     pub async fn list_roots(&self) -> Result<ListRootsResult, ContextError> {
-        if !self.inner.client_capabilities.supports_roots() {
+        self.list_roots_keyed(None).await
+    }
+
+    /// [`list_roots`](Self::list_roots) whose 2026-07-28 `inputRequests` key is
+    /// `key` (legacy sessions ignore it).
+    pub async fn list_roots_as(
+        &self,
+        key: impl Into<String>,
+    ) -> Result<ListRootsResult, ContextError> {
+        self.list_roots_keyed(Some(key.into())).await
+    }
+
+    async fn list_roots_keyed(&self, key: Option<String>) -> Result<ListRootsResult, ContextError> {
+        if self.inner.round.is_none() && !self.inner.client_capabilities.supports_roots() {
             return Err(ContextError::CapabilityNotDeclared {
                 capability: "roots",
             });
         }
-        let v = self
-            .inner
-            .sink
-            .request(ServerRequest::ListRoots(None))
-            .await?;
+        let v = self.ask(key, ServerRequest::ListRoots(None)).await?;
         decode("roots/list", v)
     }
 }

@@ -26,8 +26,10 @@
 //!   `private` unless configured ([`CachePolicy`]);
 //! - legacy logging: every level is sent until the client calls `logging/setLevel`
 //!   ([`SessionState`]);
-//! - the registry is fixed at [`ServerBuilder::build`], so `listChanged` is declared
-//!   `false` for tools, resources and prompts.
+//! - the registry is fixed at [`ServerBuilder::build`]; `listChanged` is declared
+//!   `false` for tools, resources and prompts unless
+//!   [`ServerBuilder::list_changed`] says the lists' contents change (e.g. tools
+//!   that answer differently), announced with an [`Announcer`].
 //!
 //! This module must not know about transports, framing, JSON-RPC ids or the
 //! pending-request table (that is the peer layer), nor run the lifecycle (that is
@@ -36,8 +38,11 @@
 //! through the request's [`ContextSink`] or are returned to the caller
 //! ([`Server::resource_updated`]).
 
+pub mod changes;
 pub mod completion;
 pub mod context;
+mod exchange;
+mod mrtr;
 pub mod prompts;
 pub mod resources;
 mod serve;
@@ -64,8 +69,11 @@ use switchboard_protocol::types::{
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 
+pub use changes::{Announcer, Change};
 pub use completion::CompletionRequest;
 pub use context::{BoxFuture, ContextError, ContextSink, ToolContext};
+pub use exchange::CANCEL_GRACE;
+pub use mrtr::STATE_TTL;
 pub use prompts::PromptArguments;
 pub use resources::{ResourceRequest, UriTemplate, UriTemplateError};
 pub use serve::{ServeOptions, ServerSession};
@@ -90,6 +98,13 @@ pub enum HandlerError {
     /// The handler failed: -32603.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<ContextError> for HandlerError {
+    /// A [`ToolContext`] failure inside a prompt handler: -32603 with its text.
+    fn from(e: ContextError) -> Self {
+        HandlerError::Internal(e.to_string())
+    }
 }
 
 /// Something [`ServerBuilder::build`] refused.
@@ -213,9 +228,25 @@ pub struct ServerBuilder {
     prompts: Vec<RegisteredPrompt>,
     completions: Vec<(CompletionKey, CompletionHandler)>,
     errors: Vec<RegistrationError>,
+    list_changed: bool,
+    announcer: Announcer,
 }
 
 impl ServerBuilder {
+    /// Declare `listChanged: true` for the tool, prompt and resource lists (default
+    /// false): the application will announce changes with the [`Announcer`]
+    /// ([`announcer`](Self::announcer)).
+    pub fn list_changed(mut self, on: bool) -> Self {
+        self.list_changed = on;
+        self
+    }
+
+    /// The [`Announcer`] of the server being built (the same one
+    /// [`Server::announcer`] returns), e.g. for handlers registered here.
+    pub fn announcer(&self) -> Announcer {
+        self.announcer.clone()
+    }
+
     /// `instructions` for the `initialize` / `server/discover` result.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
@@ -386,9 +417,23 @@ impl ServerBuilder {
     /// Registers a prompt (`prompts/list` shows `prompt`, with its arguments);
     /// `handler` renders it for `prompts/get` once every required argument is
     /// present.
-    pub fn prompt<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
+    pub fn prompt<F, Fut>(self, prompt: Prompt, handler: F) -> Self
     where
         F: Fn(PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
+    {
+        self.prompt_with_context(prompt, move |a, _ctx| handler(a))
+    }
+
+    /// Registers a prompt whose handler also gets a [`ToolContext`]: to ask the
+    /// client for input while rendering (elicitation, sampling, roots; a
+    /// server→client request in a legacy session, an `input_required` round trip in
+    /// 2026-07-28), to log, or to notice cancellation. Otherwise as
+    /// [`prompt`](Self::prompt). A [`ContextError`] from the context can be turned
+    /// into a [`HandlerError`] (-32603).
+    pub fn prompt_with_context<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
+    where
+        F: Fn(PromptArguments, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
     {
         if self.prompts.iter().any(|p| p.prompt.name == prompt.name) {
@@ -397,7 +442,7 @@ impl ServerBuilder {
                 name: prompt.name,
             });
         } else {
-            let handler: PromptHandler = Arc::new(move |a| Box::pin(handler(a)));
+            let handler: PromptHandler = Arc::new(move |a, c| Box::pin(handler(a, c)));
             self.prompts.push(RegisteredPrompt { prompt, handler });
         }
         self
@@ -452,8 +497,8 @@ impl ServerBuilder {
 
     /// Checks everything registered and derives the capabilities: `tools`,
     /// `resources` (`subscribe: true`), `prompts` when any was registered (each with
-    /// `listChanged: false`, the registry being fixed), `completions` only when a
-    /// completion handler was, `logging` unless turned off.
+    /// `listChanged` as set by [`list_changed`](Self::list_changed), default false),
+    /// `completions` only when a completion handler was, `logging` unless turned off.
     pub fn build(mut self) -> Result<Server, BuildError> {
         let mut completions = HashMap::new();
         for (key, handler) in self.completions {
@@ -487,18 +532,18 @@ impl ServerBuilder {
             logging: self.logging.then(EmptyCapability::new),
             completions: (!completions.is_empty()).then(EmptyCapability::new),
             prompts: (!self.prompts.is_empty()).then(|| PromptsCapability {
-                list_changed: Some(false),
+                list_changed: Some(self.list_changed),
                 ..Default::default()
             }),
             resources: (!self.resources.is_empty() || !self.templates.is_empty()).then(|| {
                 ResourcesCapability {
                     subscribe: Some(true),
-                    list_changed: Some(false),
+                    list_changed: Some(self.list_changed),
                     ..Default::default()
                 }
             }),
             tools: (!self.tools.is_empty()).then(|| ToolsCapability {
-                list_changed: Some(false),
+                list_changed: Some(self.list_changed),
                 ..Default::default()
             }),
             ..Default::default()
@@ -517,6 +562,7 @@ impl ServerBuilder {
                 templates: self.templates,
                 prompts: self.prompts,
                 completions,
+                announcer: self.announcer,
             }),
         })
     }
@@ -535,6 +581,7 @@ struct Inner {
     templates: Vec<RegisteredTemplate>,
     prompts: Vec<RegisteredPrompt>,
     completions: HashMap<CompletionKey, CompletionHandler>,
+    announcer: Announcer,
 }
 
 /// A built MCP server: the registry and its derived capabilities. Cheap to clone
@@ -602,7 +649,20 @@ impl Server {
             prompts: Vec::new(),
             completions: Vec::new(),
             errors: Vec::new(),
+            list_changed: false,
+            announcer: Announcer::default(),
         }
+    }
+
+    /// The server's [`Announcer`]: announce list changes and resource updates to
+    /// every session and listen stream.
+    pub fn announcer(&self) -> &Announcer {
+        &self.inner.announcer
+    }
+
+    /// The revisions this server speaks.
+    pub fn supported(&self) -> &Supported {
+        &self.inner.supported
     }
 
     /// The capabilities derived at build (what `initialize` / `server/discover`
@@ -677,11 +737,25 @@ impl Server {
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
     ) -> Result<Value, ErrorObject> {
+        self.handle_with(session, version, client_capabilities, request, sink, None)
+            .await
+    }
+
+    /// [`handle`](Self::handle) with the MRTR round of a 2026-07-28 attempt.
+    pub(crate) async fn handle_with(
+        &self,
+        session: &SessionState,
+        version: ProtocolVersion,
+        client_capabilities: &ClientCapabilities,
+        request: ClientRequest,
+        sink: Arc<dyn ContextSink>,
+        round: Option<Arc<mrtr::Round>>,
+    ) -> Result<Value, ErrorObject> {
         let method = request.method().to_owned();
         let outcome = match self.gate(version, &request) {
             Err(reason) => Err(Refusal::MethodNotFound(reason)),
             Ok(()) => {
-                self.dispatch(session, version, client_capabilities, request, sink)
+                self.dispatch(session, version, client_capabilities, request, sink, round)
                     .await
             }
         };
@@ -742,6 +816,7 @@ impl Server {
         client_capabilities: &ClientCapabilities,
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
+        round: Option<Arc<mrtr::Round>>,
     ) -> Result<Value, Refusal> {
         let inner = &*self.inner;
         let list_cache = Some(inner.list_cache);
@@ -806,6 +881,7 @@ impl Server {
                     client_capabilities.clone(),
                     meta::progress_token(&request_meta),
                     log,
+                    round,
                 );
                 let result = tools::call(t, version, p.arguments, ctx).await?;
                 self.finish(version, &result, None)
@@ -902,7 +978,23 @@ impl Server {
                         p.name
                     )));
                 }
-                let r = (prompt.handler)(args)
+                let request_meta = p.meta.clone().unwrap_or_default();
+                let log = if !inner.capabilities.supports_logging() {
+                    LogGate::Off
+                } else if version.era() == switchboard_protocol::version::Era::Modern {
+                    LogGate::Request(Self::modern_log_level(&request_meta)?)
+                } else {
+                    LogGate::Session(session.clone())
+                };
+                let ctx = ToolContext::new(
+                    sink,
+                    version,
+                    client_capabilities.clone(),
+                    meta::progress_token(&request_meta),
+                    log,
+                    round,
+                );
+                let r = (prompt.handler)(args, ctx)
                     .await
                     .map_err(|e| handler_error(e, code::INVALID_PARAMS))?;
                 self.finish(version, &r, None)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use switchboard_protocol::types::{GetPromptResult, Prompt};
 
-use super::context::BoxFuture;
+use super::context::{BoxFuture, ToolContext};
 use super::HandlerError;
 
 /// A prompt's arguments: name → value (strings only, as in `prompts/get`), with every
@@ -20,7 +20,10 @@ use super::HandlerError;
 pub type PromptArguments = BTreeMap<String, String>;
 
 pub(crate) type PromptHandler = Arc<
-    dyn Fn(PromptArguments) -> BoxFuture<'static, Result<GetPromptResult, HandlerError>>
+    dyn Fn(
+            PromptArguments,
+            ToolContext,
+        ) -> BoxFuture<'static, Result<GetPromptResult, HandlerError>>
         + Send
         + Sync,
 >;

@@ -7,7 +7,9 @@
 //! Server::serve(transport, options) -> ServerSession      (nothing runs yet)
 //! ServerSession::run().await                              (until the transport closes)
 //! Server::serve_http(acceptor, options).await             (Streamable HTTP: one spawned
-//!                                                          serve(..).run() per session)
+//!                                                          serve(..).run() per session,
+//!                                                          one exchange::serve per
+//!                                                          stateless 2026-07-28 POST)
 //!
 //! inbound request ──> DualEraServer::recv_request (on the driver task, in arrival order)
 //!   Err(e)                  -> e.to_error_object()   (-32600 before initialize, -32601, ...)
@@ -35,10 +37,18 @@
 //!
 //! Choices and limits:
 //! - **2026-07-28 and server→client requests.** A modern request is served without a
-//!   session. Its tool may send notifications (progress, logging), but sampling,
-//!   elicitation and roots are refused with [`ContextError::Peer`] naming the gap:
-//!   in 2026-07-28 they travel as an `input_required` result and a retried request
-//!   (MRTR), which is not implemented yet.
+//!   session. Its tool may send notifications (progress, logging); sampling,
+//!   elicitation and roots asked by a `tools/call` or `prompts/get` handler become an
+//!   `input_required` result and a retried request (MRTR, `mrtr.rs`), with the same
+//!   handler code. `subscriptions/listen` (2026-07-28 "Subscriptions", stdio works
+//!   the same way as HTTP): acknowledged first with the honoured filter, then each
+//!   announced change it asked for, tagged with the subscription id, until the
+//!   client cancels it (`notifications/cancelled`; a cancelled request is not
+//!   answered) or the connection ends.
+//! - **Announcements.** While a session runs it forwards the server's
+//!   [`Announcer`](super::Announcer) changes as legacy notifications
+//!   (`notifications/*/list_changed`, `notifications/resources/updated` for
+//!   subscribed URIs) once initialized, where the lifecycle allows them.
 //! - **Batches (2025-03-26).** Batching is switched on for the whole transport just
 //!   before the `initialize` result is sent. The items of an inbound batch are served
 //!   one by one and each answer goes out as its own message (the peer's current
@@ -65,13 +75,18 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use switchboard_protocol::jsonrpc::{code, ErrorObject, Notification, Request};
 use switchboard_protocol::lifecycle::{Accepted, DualEraServer, LegacySession, LifecycleError};
-use switchboard_protocol::types::{ClientRequest, ServerNotification, ServerRequest};
+use switchboard_protocol::types::{
+    meta, ClientRequest, ServerNotification, ServerRequest, SubscriptionsListenRequestParams,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, SUBSCRIPTIONS_LISTEN,
+};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HttpSession, SessionAcceptor};
 use switchboard_transport::Transport;
 use tracing::Instrument;
 
+use super::changes::{self, Change};
 use super::context::{BoxFuture, ContextError, ContextSink};
+use super::mrtr::{self, Round};
 use super::{Server, SessionState};
 use crate::error::Error;
 use crate::peer::{
@@ -128,6 +143,7 @@ pub struct ServerSession {
     peer: Peer,
     driver: Driver,
     shared: Arc<Shared>,
+    server: Server,
     span: tracing::Span,
 }
 
@@ -174,15 +190,20 @@ impl Server {
             peer,
             driver,
             shared,
+            server: self.clone(),
             span: tracing::info_span!("serve", server = %name),
         }
     }
 }
 
 impl Server {
-    /// Serves every session of a Streamable HTTP server: each [`HttpSession`] the
-    /// `acceptor` yields is served with [`serve`](Self::serve) (the same `options`)
-    /// in a task of its own, so sessions run concurrently. How many run at once is
+    /// Serves every session of a Streamable HTTP server: each stateful
+    /// [`HttpSession`] the `acceptor` yields is served with [`serve`](Self::serve)
+    /// (the same `options`) in a task of its own, so sessions run concurrently; each
+    /// stateless 2026-07-28 exchange ([`HttpSession::is_stateless`]) is served by a
+    /// lightweight task of its own (header and `_meta` checks, the handler with
+    /// MRTR, or a `subscriptions/listen` stream; no peer, no lifecycle machine).
+    /// When the acceptor ends, open listen streams end with their final result. How many run at once is
     /// bounded by the HTTP server's
     /// [`max_sessions`](switchboard_transport::http::server::HttpServerConfig::max_sessions)
     /// (an `initialize` beyond gets 503), and a session's task ends when its
@@ -211,17 +232,24 @@ impl Server {
         let server = self.clone();
         async move {
             let mut sessions = tokio::task::JoinSet::new();
+            let (stopping, stopped) = tokio::sync::watch::channel(false);
             loop {
                 tokio::select! {
                     next = acceptor.accept() => {
                         let Some(session) = next else { break };
+                        if session.is_stateless() {
+                            sessions.spawn(super::exchange::serve(server.clone(), session, stopped.clone()));
+                            continue;
+                        }
                         let HttpSession { transport, session_id, protocol_version, .. } = session;
                         let span = tracing::info_span!("http_session", session = %session_id);
                         span.in_scope(|| {
                             tracing::debug!(%protocol_version, "session accepted");
                         });
                         let served = server.serve(transport, options.clone());
-                        sessions.spawn(served.run().instrument(span));
+                        sessions.spawn(async move {
+                            served.run().instrument(span).await;
+                        });
                     }
                     Some(done) = sessions.join_next(), if !sessions.is_empty() => {
                         if let Err(e) = done {
@@ -230,6 +258,7 @@ impl Server {
                     }
                 }
             }
+            stopping.send_replace(true);
             tracing::debug!(
                 running = sessions.len(),
                 "the acceptor ended; waiting for sessions"
@@ -271,11 +300,22 @@ impl ServerSession {
             peer,
             driver,
             shared,
+            server,
             span,
         } = self;
         async move {
             tracing::info!("serving");
-            driver.run().await;
+            let mut changes = server.announcer().subscribe();
+            let announce = async {
+                while let Some(change) = changes::next(&mut changes).await {
+                    announce_legacy(&server, &shared, &peer, &change).await;
+                }
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                () = driver.run() => {}
+                () = announce => {}
+            }
             drop(peer);
             let reason = lock(&shared.closed)
                 .clone()
@@ -285,6 +325,84 @@ impl ServerSession {
         }
         .instrument(span)
         .await
+    }
+}
+
+/// A `subscriptions/listen` over a connection (see the module documentation).
+async fn listen_over_peer(
+    server: Server,
+    request: Request,
+    cx: HandlerContext,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let params: SubscriptionsListenRequestParams = request.params_as().map_err(|e| {
+        ErrorObject::new(code::INVALID_PARAMS, format!("subscriptions/listen: {e}"))
+    })?;
+    let filter = super::exchange::honoured(&server, &params.notifications);
+    let id = request.id.clone();
+    let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+    let mut changes = server.announcer().subscribe();
+    let ack = Notification::new(
+        NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+        &serde_json::json!({"notifications": filter,
+            "_meta": { meta::SUBSCRIPTION_ID: subscription }}),
+    )
+    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let closed = |e: Error| ErrorObject::new(code::INTERNAL_ERROR, e.to_string());
+    cx.peer()
+        .notify_related(ack, Some(id.clone()))
+        .await
+        .map_err(closed)?;
+    loop {
+        tokio::select! {
+            change = changes::next(&mut changes) => {
+                let Some(change) = change else { break };
+                if let Some(n) = super::exchange::listen_notification(&change, &filter, &subscription) {
+                    cx.peer().notify_related(n, Some(id.clone())).await.map_err(closed)?;
+                }
+            }
+            () = cx.cancellation().cancelled() => break,
+        }
+    }
+    raw(&super::exchange::listen_done(&server, &subscription))
+}
+
+/// Sends one announced change to a legacy session, if it is initialized, the
+/// server declares the list's `listChanged` (or, for a resource update, the
+/// session subscribed to that URI) and the lifecycle allows it now.
+async fn announce_legacy(server: &Server, shared: &Shared, peer: &Peer, change: &Change) {
+    let caps = server.capabilities();
+    let declared = |c: Option<Option<bool>>| c.flatten() == Some(true);
+    let notification = match change {
+        Change::ToolsListChanged if declared(caps.tools.as_ref().map(|t| t.list_changed)) => {
+            ServerNotification::ToolListChanged(None)
+        }
+        Change::PromptsListChanged if declared(caps.prompts.as_ref().map(|p| p.list_changed)) => {
+            ServerNotification::PromptListChanged(None)
+        }
+        Change::ResourcesListChanged
+            if declared(caps.resources.as_ref().map(|r| r.list_changed)) =>
+        {
+            ServerNotification::ResourceListChanged(None)
+        }
+        Change::ResourceUpdated(uri) => match server.resource_updated(&shared.state, uri) {
+            Some(n) => n,
+            None => return,
+        },
+        _ => return,
+    };
+    let n = notification.to_notification();
+    let allowed = {
+        let lifecycle = lock(&shared.lifecycle);
+        lifecycle.legacy().session().is_some()
+            && lifecycle
+                .legacy()
+                .check_send_notification(&n.method, n.params.as_deref())
+                .is_ok()
+    };
+    if allowed {
+        if let Err(e) = peer.notify_related(n, None).await {
+            tracing::debug!(error = %e, "announcement not sent");
+        }
     }
 }
 
@@ -364,7 +482,13 @@ impl Handler for ServerHandler {
                     session.version,
                     session.client_capabilities,
                     sink,
+                    None,
                 )
+            }
+            Accepted::Modern(_) if request.method == SUBSCRIPTIONS_LISTEN => {
+                drop(lifecycle);
+                let server = self.server.clone();
+                Box::pin(listen_over_peer(server, request, cx))
             }
             Accepted::Modern(ctx) => {
                 drop(lifecycle);
@@ -373,6 +497,18 @@ impl Handler for ServerHandler {
                     shared: self.shared.clone(),
                     modern: true,
                 };
+                let round = if mrtr::allows_input_required(&request.method) {
+                    let params: Option<serde_json::Map<String, Value>> = request
+                        .params
+                        .as_deref()
+                        .and_then(|p| serde_json::from_str(p.get()).ok());
+                    match Round::new(&request.method, params.as_ref(), (*ctx).clone()) {
+                        Ok(r) => Some(Arc::new(r)),
+                        Err(e) => return refuse(e),
+                    }
+                } else {
+                    None
+                };
                 // Stateless: nothing is inferred from earlier requests.
                 self.dispatch(
                     &request,
@@ -380,6 +516,7 @@ impl Handler for ServerHandler {
                     ctx.version,
                     ctx.client_capabilities,
                     sink,
+                    round,
                 )
             }
         }
@@ -409,6 +546,7 @@ impl ServerHandler {
         version: ProtocolVersion,
         client_capabilities: switchboard_protocol::types::ClientCapabilities,
         sink: PeerSink,
+        round: Option<Arc<Round>>,
     ) -> HandlerFuture {
         let decoded = match ClientRequest::from_request(request) {
             Ok(d) => d,
@@ -417,9 +555,18 @@ impl ServerHandler {
         let server = self.server.clone();
         let sink: Arc<dyn ContextSink> = Arc::new(sink);
         Box::pin(async move {
-            let result = server
-                .handle(&state, version, &client_capabilities, decoded, sink)
-                .await?;
+            let handling = server.handle_with(
+                &state,
+                version,
+                &client_capabilities,
+                decoded,
+                sink,
+                round.clone(),
+            );
+            let result = match &round {
+                Some(r) => mrtr::run(r, server.info(), handling).await?,
+                None => handling.await?,
+            };
             raw(&result)
         })
     }
@@ -478,9 +625,8 @@ impl ContextSink for PeerSink {
             let method = request.method().to_owned();
             if self.modern {
                 return Err(ContextError::Peer(format!(
-                    "{method}: server-to-client requests are not available to 2026-07-28 \
-                     requests yet (they need an input_required result, MRTR, which is not \
-                     implemented)"
+                    "{method}: 2026-07-28 has no server-to-client requests, and this request \
+                     cannot answer input_required"
                 )));
             }
             // The id is the peer's; only the params are taken from this.
@@ -517,5 +663,73 @@ impl ContextSink for PeerSink {
 
     fn cancelled(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.cx.cancellation().cancelled())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use switchboard_protocol::jsonrpc::Message;
+    use switchboard_protocol::types::{Implementation, Tool};
+    use switchboard_transport::{memory, Inbound, TransportConfig};
+
+    async fn within<F: Future>(f: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(20), f)
+            .await
+            .expect("timed out")
+    }
+
+    /// A listen over a connection (stdio works like HTTP): acknowledged, then the
+    /// asked-for change, tagged; an unasked change is not sent.
+    #[tokio::test]
+    async fn a_listen_over_a_connection_gets_its_changes() {
+        let tool: Tool =
+            serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}}))
+                .unwrap();
+        let builder = Server::builder(Implementation::new("s", "1"))
+            .list_changed(true)
+            .tool(tool, |_, _| async {
+                Ok(serde_json::from_value(json!({"content": []})).unwrap())
+            });
+        let announcer = builder.announcer();
+        let server = builder.build().unwrap();
+        let (client, server_end) = memory::pair(&TransportConfig::default());
+        tokio::spawn(server.serve(server_end, ServeOptions::default()).run());
+        let (tx, mut rx) = client.split();
+        let listen = Request::new(
+            7,
+            "subscriptions/listen",
+            &json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                              "io.modelcontextprotocol/clientCapabilities": {}},
+                    "notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+        )
+        .unwrap();
+        within(tx.send(Message::Request(listen))).await.unwrap();
+        async fn next(rx: &mut switchboard_transport::Receiver) -> Value {
+            match within(rx.recv()).await {
+                Some(Inbound::Message(m)) => serde_json::from_slice::<Value>(&m.encode()).unwrap(),
+                other => panic!("expected a message, got {other:?}"),
+            }
+        }
+        let ack = next(&mut rx).await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+        // No prompts here: the prompt list is not honoured, its change not sent.
+        announcer.prompts_changed();
+        assert!(announcer.tools_changed() >= 1);
+        let n = next(&mut rx).await;
+        assert_eq!(n["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
     }
 }

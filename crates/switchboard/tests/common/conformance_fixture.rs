@@ -268,12 +268,18 @@ pub fn builder() -> ServerBuilder {
                 json!({
                     "$schema": "https://json-schema.org/draft/2020-12/schema",
                     "type": "object",
-                    "$defs": {"address": {"type": "object", "properties": {
-                        "street": {"type": "string"}, "city": {"type": "string"}},
+                    "$defs": {"address": {"$anchor": "address", "type": "object",
+                        "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                         "required": ["city"]}},
                     "properties": {"name": {"type": "string"},
                         "address": {"$ref": "#/$defs/address"}},
                     "required": ["name"],
+                    // 2020-12 composition and conditionals (SEP-2106) that every
+                    // valid call satisfies: they must survive in tools/list.
+                    "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}]}],
+                    "if": {"required": ["address"]},
+                    "then": {"properties": {"address": {"type": "object"}}},
+                    "else": {"properties": {"name": {"type": "string"}}},
                     "additionalProperties": false}),
             ),
             |args, _| async move {
@@ -386,9 +392,343 @@ pub fn builder() -> ServerBuilder {
     })
 }
 
-/// The fixture server.
+/// The tools [`with_2026_fixtures`] adds, in registration order.
+pub const TOOL_NAMES_2026: [&str; 14] = [
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
+    "test_x_mcp_header",
+];
+
+fn name_schema(key: &str) -> Value {
+    json!({"type": "object", "properties": {key: {"type": "string"}}, "required": [key]})
+}
+
+fn elicit_params(message: &str, schema: Value) -> ElicitRequestParams {
+    from(json!({"message": message, "requestedSchema": schema}))
+}
+
+fn sampling_params(text: &str, max_tokens: u64) -> CreateMessageRequestParams {
+    from(
+        json!({"messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        "maxTokens": max_tokens}),
+    )
+}
+
+fn text(t: String) -> CallToolResult {
+    blocks(json!([{"type": "text", "text": t}]))
+}
+
+/// The text of a sampling answer (its text content, or its JSON).
+fn sampled(r: &switchboard_protocol::types::CreateMessageResult) -> String {
+    let v = serde_json::to_value(r).unwrap_or_default();
+    v["content"]["text"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| v["content"].to_string())
+}
+
+/// Adds the fixtures of the 2026-07-28 scenarios (`--requirements 2026-07-28`):
+/// the `test_input_required_result_*` tools and prompt (MRTR with the keys the
+/// suite expects), `test_missing_capability` (asks for sampling: -32021 when the
+/// request did not declare it), `test_streaming_elicitation`, `test_logging_tool`
+/// (logs at info; nothing without a `logLevel`), `test_trigger_tool_change` /
+/// `test_trigger_prompt_change` (announce a list change to listen streams and
+/// sessions), and declares `listChanged`.
+pub fn with_2026_fixtures(b: ServerBuilder) -> ServerBuilder {
+    let announcer = b.announcer();
+    let tools_changed = announcer.clone();
+    let prompts_changed = announcer;
+    b.list_changed(true)
+        .tool(
+            tool(
+                "test_input_required_result_elicitation",
+                "Asks for the user's name (MRTR key user_name)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let r = ctx
+                    .elicit_as(
+                        "user_name",
+                        elicit_params("What is your name?", name_schema("name")),
+                    )
+                    .await?;
+                let v = serde_json::to_value(&r).unwrap_or_default();
+                Ok(text(format!(
+                    "Hello, {}!",
+                    v["content"]["name"].as_str().unwrap_or("stranger")
+                )))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_sampling",
+                "Asks the client's model a question (MRTR key capital_question)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let r = ctx
+                    .create_message_as(
+                        "capital_question",
+                        sampling_params("What is the capital of France?", 100),
+                    )
+                    .await?;
+                Ok(text(format!("The model answered: {}", sampled(&r))))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_list_roots",
+                "Asks for the client's roots (MRTR key client_roots)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let r = ctx.list_roots_as("client_roots").await?;
+                let uris: Vec<String> = r.roots.iter().map(|r| r.uri.clone()).collect();
+                Ok(text(format!("Client roots: {}", uris.join(", "))))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_request_state",
+                "Asks for a confirmation; the sealed requestState is checked on the retry",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                    "required": ["ok"]});
+                let r = ctx
+                    .elicit_as("confirm", elicit_params("Please confirm", schema))
+                    .await?;
+                let v = serde_json::to_value(&r).unwrap_or_default();
+                Ok(text(format!(
+                    "state-ok: confirmation {}",
+                    v["content"]["ok"]
+                )))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_multiple_inputs",
+                "Asks for a name, a greeting and the roots at once",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let (name, greeting, roots) = tokio::join!(
+                    ctx.elicit_as(
+                        "user_name",
+                        elicit_params("What is your name?", name_schema("name"))
+                    ),
+                    ctx.create_message_as("greeting", sampling_params("Generate a greeting", 50)),
+                    ctx.list_roots_as("client_roots"),
+                );
+                let name = serde_json::to_value(name?).unwrap_or_default();
+                Ok(text(format!(
+                    "name={}, greeting={}, roots={}",
+                    name["content"]["name"],
+                    sampled(&greeting?),
+                    roots?.roots.len()
+                )))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_multi_round",
+                "Asks for a name, then (a second round) a colour",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let name = ctx
+                    .elicit_as(
+                        "step1",
+                        elicit_params("Step 1: What is your name?", name_schema("name")),
+                    )
+                    .await?;
+                let color = ctx
+                    .elicit_as(
+                        "step2",
+                        elicit_params("Step 2: What is your favorite color?", name_schema("color")),
+                    )
+                    .await?;
+                let (n, c) = (
+                    serde_json::to_value(name).unwrap_or_default(),
+                    serde_json::to_value(color).unwrap_or_default(),
+                );
+                Ok(text(format!(
+                    "name={}, color={}",
+                    n["content"]["name"], c["content"]["color"]
+                )))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_tampered_state",
+                "Asks for a confirmation; a tampered requestState is refused",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+                ctx.elicit_as("confirm", elicit_params("Please confirm", schema))
+                    .await?;
+                Ok(text("confirmed".into()))
+            },
+        )
+        .tool(
+            tool(
+                "test_input_required_result_capabilities",
+                "Asks only for what the request's capabilities allow",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let caps = ctx.client_capabilities().clone();
+                let elicit = async {
+                    if caps.supports_elicitation() {
+                        let r = ctx
+                            .elicit_as(
+                                "user_name",
+                                elicit_params("What is your name?", name_schema("name")),
+                            )
+                            .await?;
+                        Ok::<_, ToolError>(Some(serde_json::to_value(r).unwrap_or_default()))
+                    } else {
+                        Ok(None)
+                    }
+                };
+                let sample = async {
+                    if caps.supports_sampling() {
+                        let r = ctx
+                            .create_message_as(
+                                "capital_question",
+                                sampling_params("What is the capital of France?", 100),
+                            )
+                            .await?;
+                        Ok::<_, ToolError>(Some(sampled(&r)))
+                    } else {
+                        Ok(None)
+                    }
+                };
+                let (e, s) = tokio::join!(elicit, sample);
+                Ok(text(format!("elicitation={:?}, sampling={:?}", e?, s?)))
+            },
+        )
+        .tool(
+            tool(
+                "test_missing_capability",
+                "Needs sampling: -32021 when the request did not declare it",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let r = ctx.create_message(sampling_params("Say hello", 20)).await?;
+                Ok(text(sampled(&r)))
+            },
+        )
+        .tool(
+            tool(
+                "test_streaming_elicitation",
+                "Asks for input: the answer is an input_required result, never a request",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                let r = ctx
+                    .elicit_as(
+                        "user_name",
+                        elicit_params("What is your name?", name_schema("name")),
+                    )
+                    .await?;
+                Ok(text(format!("{:?}", r.action)))
+            },
+        )
+        .tool(
+            tool(
+                "test_logging_tool",
+                "Logs at info (only with a logLevel)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                ctx.log(LoggingLevel::Info, json!("test_logging_tool ran"))
+                    .await?;
+                Ok(text("logged".into()))
+            },
+        )
+        .tool(
+            tool(
+                "test_trigger_tool_change",
+                "Announces that the tool list changed",
+                no_args(),
+            ),
+            move |_, _| {
+                let a = tools_changed.clone();
+                async move { Ok(text(format!("announced to {}", a.tools_changed()))) }
+            },
+        )
+        .tool(
+            tool(
+                "test_trigger_prompt_change",
+                "Announces that the prompt list changed",
+                no_args(),
+            ),
+            move |_, _| {
+                let a = prompts_changed.clone();
+                async move { Ok(text(format!("announced to {}", a.prompts_changed()))) }
+            },
+        )
+        .tool(
+            tool(
+                "test_x_mcp_header",
+                "Echoes its region argument, mirrored in the Mcp-Param-Region header",
+                json!({"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "query": {"type": "string"}}}),
+            ),
+            |args, _| async move {
+                Ok(text(format!(
+                    "region={}",
+                    args.get("region").cloned().unwrap_or(Value::Null)
+                )))
+            },
+        )
+        .prompt_with_context(
+            from::<Prompt>(json!({"name": "test_input_required_result_prompt",
+                "description": "A prompt that asks for context first (MRTR key user_context)"})),
+            |_, ctx: ToolContext| async move {
+                let schema = name_schema("context");
+                let r = ctx
+                    .elicit_as(
+                        "user_context",
+                        elicit_params("What context should the prompt use?", schema),
+                    )
+                    .await?;
+                let v = serde_json::to_value(r).unwrap_or_default();
+                Ok(from::<GetPromptResult>(
+                    json!({"messages": [{"role": "user",
+                    "content": {"type": "text", "text": format!(
+                        "Use this context: {}", v["content"]["context"])}}]}),
+                ))
+            },
+        )
+}
+
+/// The fixture server (the 2025-11-25 fixtures).
 pub fn server() -> Server {
     builder().build().expect("the fixture registers cleanly")
+}
+
+/// The fixture server with the 2026-07-28 fixtures too: what the conformance
+/// example serves.
+pub fn server_2026() -> Server {
+    with_2026_fixtures(builder())
+        .build()
+        .expect("the fixture registers cleanly")
 }
 
 /// The text of the first content block of a `tools/call` result.

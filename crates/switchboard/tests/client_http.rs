@@ -1,0 +1,625 @@
+//! The Client over HTTP (`Client::connect_url`): our Server behind
+//! `Server::serve_http` in both eras (a tool with progress, a server→client
+//! sampling request on the call's stream, cancellation), the era fallback of spec
+//! notes §6 (a legacy-only server gets `initialize`, the outcome is remembered per
+//! origin; the legacy HTTP+SSE endpoint is reached last), and a 2026-07-28 MRTR
+//! elicitation round trip with the `Mcp-*` headers against a scripted server that
+//! speaks the 2026-07-28 examples. Servers listen on 127.0.0.1 port 0; every await
+//! is bounded.
+
+#[path = "../examples/echo_server.rs"]
+#[allow(dead_code)]
+mod echo_server;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::client::http::{cached_era, CachedEra};
+use switchboard::client::{EraPolicy, HttpClientConfig};
+use switchboard::server::ServeOptions;
+use switchboard::{CallOptions, Client, ClientOptions};
+use switchboard_protocol::types::{CreateMessageResult, ElicitResult, Implementation};
+use switchboard_protocol::version::Era;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test timed out")
+}
+
+fn options() -> ClientOptions {
+    ClientOptions::new(Implementation::new("http-test-client", "0.1.0"))
+}
+
+fn first_text(r: &switchboard_protocol::types::CallToolResult) -> String {
+    serde_json::to_value(&r.content[0]).unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The example server over Streamable HTTP on 127.0.0.1:0.
+async fn start(config: HttpServerConfig) -> (HttpServer, tokio::task::JoinHandle<()>) {
+    let (http, acceptor) = HttpServer::bind(config).await.unwrap();
+    let server = echo_server::builder().build().unwrap();
+    let task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+    (http, task)
+}
+
+fn sampling_options() -> ClientOptions {
+    options().with_sampling(|p, _cx| async move {
+        let asked = serde_json::to_value(&p.messages[0]).unwrap()["content"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok(serde_json::from_value::<CreateMessageResult>(json!({
+            "role": "assistant", "model": "test-model",
+            "content": {"type": "text", "text": format!("model says: {asked}")}
+        }))
+        .unwrap())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_streamable_http_calls_a_tool_with_progress_and_answers_sampling() {
+    bounded(async {
+        let (http, _task) = start(HttpServerConfig::default()).await;
+        let client = Client::connect_url(
+            &http.url(),
+            sampling_options().with_era(EraPolicy::Legacy),
+            HttpClientConfig::new(""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(client.era(), Era::Legacy);
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+        assert_eq!(client.server_info().name, "echo-server");
+        assert_eq!(http.session_count(), 1);
+
+        let tools = client.list_tools().await.unwrap();
+        assert_eq!(tools.len(), 4);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let r = client
+            .call_tool_with(
+                "slow_progress",
+                json!({"steps": 3, "delay_ms": 1}),
+                CallOptions::new()
+                    .on_progress(move |p| s2.lock().unwrap().push(p.progress.as_f64().unwrap())),
+            )
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "done");
+        assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+
+        // A server→client request on the call's SSE stream, answered by POST.
+        let r = client
+            .call_tool("ask_sampling", json!({"prompt": "hello"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "model says: hello");
+        client.ping().await.unwrap();
+
+        // Cancelling a call fails it at once (notifications/cancelled is POSTed).
+        let token = switchboard::peer::CancelToken::new();
+        let t2 = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            t2.cancel();
+        });
+        let e = client
+            .call_tool_with(
+                "slow_progress",
+                json!({"steps": 1000, "delay_ms": 50}),
+                CallOptions::new().cancel(token),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.is_cancelled(), "{e}");
+
+        drop(client);
+        for _ in 0..100 {
+            if http.session_count() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(http.session_count(), 0, "the session was deleted on close");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_speaks_2026_07_28_to_our_dual_era_server() {
+    bounded(async {
+        let (http, _task) = start(HttpServerConfig::default()).await;
+        let client = Client::connect_url(&http.url(), options(), HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Modern);
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+        assert_eq!(
+            cached_era(&http.url()),
+            Some(CachedEra::Modern(ProtocolVersion::V2026_07_28))
+        );
+        assert_eq!(http.session_count(), 0, "2026-07-28 has no sessions");
+        let tools = client.list_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "echo"));
+        let r = client
+            .call_tool("echo", json!({"text": "stateless"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "stateless");
+
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let r = client
+            .call_tool_with(
+                "slow_progress",
+                json!({"steps": 2, "delay_ms": 1}),
+                CallOptions::new()
+                    .on_progress(move |p| s2.lock().unwrap().push(p.progress.as_f64().unwrap())),
+            )
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "done");
+        assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0]);
+
+        // Cancellation in 2026-07-28 over HTTP closes the stream.
+        let token = switchboard::peer::CancelToken::new();
+        let t2 = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            t2.cancel();
+        });
+        let e = client
+            .call_tool_with(
+                "slow_progress",
+                json!({"steps": 1000, "delay_ms": 50}),
+                CallOptions::new().cancel(token),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.is_cancelled(), "{e}");
+        // The client keeps working afterwards.
+        client.ping().await.unwrap();
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// Scripted HTTP servers on raw TCP (one request per connection)
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct Seen {
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+    fn rpc(&self) -> &str {
+        self.body["method"].as_str().unwrap_or("")
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: String,
+}
+
+fn json_reply(status: u16, body: Value) -> Reply {
+    Reply {
+        status,
+        headers: vec![("content-type", "application/json".into())],
+        body: body.to_string(),
+    }
+}
+
+fn result_for(seen: &Seen, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": seen.body["id"].clone(), "result": result})
+}
+
+async fn stub(
+    script: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+) -> (String, mpsc::UnboundedReceiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let script = Arc::new(script);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let script = script.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let head_end = loop {
+                    let mut chunk = [0u8; 4096];
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break p + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let mut lines = head.split("\r\n");
+                let _request_line = lines.next();
+                let headers: HashMap<String, String> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                    .collect();
+                let len: usize = headers
+                    .get("content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = buf[head_end..].to_vec();
+                while body.len() < len {
+                    let mut chunk = [0u8; 4096];
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    body.extend_from_slice(&chunk[..n]);
+                }
+                let seen = Seen {
+                    headers,
+                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                };
+                let reply = script(&seen);
+                let _ = tx.send(seen);
+                let mut out = format!(
+                    "HTTP/1.1 {} X\r\nconnection: close\r\ncontent-length: {}\r\n",
+                    reply.status,
+                    reply.body.len()
+                );
+                for (k, v) in reply.headers {
+                    out.push_str(&format!("{k}: {v}\r\n"));
+                }
+                out.push_str("\r\n");
+                out.push_str(&reply.body);
+                let _ = sock.write_all(out.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// A 2025-06-18-only server: anything without a session but `initialize` gets a
+/// plain-text 400 (as a legacy server answers a 2026-07-28 probe).
+fn legacy_only(seen: &Seen) -> Reply {
+    match seen.rpc() {
+        "initialize" => {
+            let mut r = json_reply(
+                200,
+                result_for(
+                    seen,
+                    json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "legacy-stub", "version": "1"}}),
+                ),
+            );
+            r.headers.push(("mcp-session-id", "sess-1".into()));
+            r
+        }
+        _ if seen.header("mcp-session-id") != Some("sess-1") => Reply {
+            status: 400,
+            headers: vec![("content-type", "text/plain".into())],
+            body: "Bad Request: No valid session ID provided".into(),
+        },
+        "notifications/initialized" => Reply {
+            status: 202,
+            headers: Vec::new(),
+            body: String::new(),
+        },
+        "tools/list" => json_reply(200, result_for(seen, json!({"tools": []}))),
+        _ => json_reply(404, json!({})),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_only_server_gets_initialize_and_the_origin_is_remembered() {
+    bounded(async {
+        let (url, mut seen) = stub(legacy_only).await;
+        let client = Client::connect_url(&url, options(), HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Legacy);
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_06_18);
+        assert_eq!(client.server_info().name, "legacy-stub");
+        assert!(client.list_tools().await.unwrap().is_empty());
+        assert_eq!(cached_era(&url), Some(CachedEra::Legacy));
+        let mut first = Vec::new();
+        while let Ok(s) = seen.try_recv() {
+            first.push(s);
+        }
+        assert_eq!(first[0].rpc(), "server/discover");
+        assert_eq!(first[0].header("mcp-method"), Some("server/discover"));
+        assert_eq!(first[0].header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(first[1].rpc(), "initialize");
+        assert!(first[1].header("mcp-protocol-version").is_none());
+        let list = first.iter().find(|s| s.rpc() == "tools/list").unwrap();
+        assert_eq!(list.header("mcp-protocol-version"), Some("2025-06-18"));
+        assert_eq!(list.header("mcp-session-id"), Some("sess-1"));
+        assert!(list.header("mcp-method").is_none());
+        drop(client);
+
+        // Same origin again: no probe this time.
+        let client = Client::connect_url(&url, options(), HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Legacy);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut second = Vec::new();
+        while let Ok(s) = seen.try_recv() {
+            second.push(s);
+        }
+        assert!(
+            second.iter().all(|s| s.rpc() != "server/discover"),
+            "{second:?}"
+        );
+        assert!(second.iter().any(|s| s.rpc() == "initialize"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_legacy_http_sse_endpoint_is_reached_last() {
+    bounded(async {
+        let (http, _task) = start(HttpServerConfig::default()).await;
+        let sse_url = format!("http://{}/sse", http.local_addr());
+        let client = Client::connect_url(&sse_url, options(), HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Legacy);
+        assert_eq!(cached_era(&sse_url), Some(CachedEra::LegacySse));
+        let r = client
+            .call_tool("echo", json!({"text": "over sse"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "over sse");
+    })
+    .await;
+}
+
+/// A 2026-07-28 server from the examples: discover, a tool with an
+/// `x-mcp-header`, and an elicitation round (MRTR) before the result.
+fn modern_stub(seen: &Seen) -> Reply {
+    let meta = &seen.body["params"]["_meta"];
+    if meta["io.modelcontextprotocol/protocolVersion"] != "2026-07-28"
+        || seen.header("mcp-protocol-version") != Some("2026-07-28")
+        || seen.header("mcp-method") != Some(seen.rpc())
+    {
+        return json_reply(
+            400,
+            json!({"jsonrpc": "2.0", "id": seen.body["id"].clone(),
+                   "error": {"code": -32020, "message": "header mismatch"}}),
+        );
+    }
+    match seen.rpc() {
+        "server/discover" => json_reply(
+            200,
+            result_for(
+                seen,
+                json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                       "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public",
+                       "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-stub", "version": "1"}}}),
+            ),
+        ),
+        "tools/list" => json_reply(
+            200,
+            result_for(
+                seen,
+                json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "public", "tools": [
+                    {"name": "book", "inputSchema": {"type": "object", "properties": {
+                        "city": {"type": "string", "x-mcp-header": "City"}}}},
+                    {"name": "broken", "inputSchema": {"type": "object", "properties": {
+                        "n": {"type": "number", "x-mcp-header": "N"}}}}
+                ]}),
+            ),
+        ),
+        "tools/call" => {
+            if seen.header("mcp-name") != Some("book")
+                || seen.header("mcp-param-city") != Some("=?base64?WsO8cmljaA==?=")
+            {
+                return json_reply(
+                    400,
+                    json!({"jsonrpc": "2.0", "id": seen.body["id"].clone(),
+                           "error": {"code": -32020, "message": "Mcp-Param-City mismatch"}}),
+                );
+            }
+            let p = &seen.body["params"];
+            match p.get("inputResponses") {
+                None => json_reply(
+                    200,
+                    result_for(
+                        seen,
+                        json!({"resultType": "input_required", "requestState": "opaque-1",
+                               "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
+                                   "mode": "form", "message": "Book a room in Zürich?",
+                                   "requestedSchema": {"type": "object", "properties": {
+                                       "ok": {"type": "boolean"}}}}}}}),
+                    ),
+                ),
+                Some(r) => {
+                    assert_eq!(p["requestState"], "opaque-1");
+                    let ok = r["confirm"]["content"]["ok"] == true;
+                    json_reply(
+                        200,
+                        result_for(
+                            seen,
+                            json!({"resultType": "complete", "content": [
+                                {"type": "text", "text": if ok { "booked" } else { "not booked" }}]}),
+                        ),
+                    )
+                }
+            }
+        }
+        _ => json_reply(
+            404,
+            json!({"jsonrpc": "2.0", "id": seen.body["id"].clone(),
+                   "error": {"code": -32601, "message": "method not found"}}),
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mrtr_elicitation_round_trip_over_2026_07_28_http() {
+    bounded(async {
+        let (url, mut seen) = stub(modern_stub).await;
+        let opts = options().with_elicitation(|p, _cx| async move {
+            let msg = serde_json::to_value(&p).unwrap()["message"].clone();
+            assert_eq!(msg, "Book a room in Zürich?");
+            Ok(serde_json::from_value::<ElicitResult>(
+                json!({"action": "accept", "content": {"ok": true}}),
+            )
+            .unwrap())
+        });
+        let client = Client::connect_url(&url, opts, HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Modern);
+        assert_eq!(client.server_info().name, "modern-stub");
+        // The tool with an invalid annotation is dropped from the view.
+        let tools = client.list_tools().await.unwrap();
+        let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["book"]);
+        let r = client
+            .call_tool("book", json!({"city": "Zürich"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "booked");
+        let calls: Vec<Seen> = std::iter::from_fn(|| seen.try_recv().ok())
+            .filter(|s| s.rpc() == "tools/call")
+            .collect();
+        assert_eq!(calls.len(), 2, "the call and its retry");
+        assert_ne!(calls[0].body["id"], calls[1].body["id"]);
+        assert!(calls.iter().all(|s| s.header("mcp-session-id").is_none()));
+        // No legacy methods exist here: ping goes as server/discover.
+        client.ping().await.unwrap();
+    })
+    .await;
+}
+
+/// A tool that asks the user (elicitation) and then the model (sampling).
+async fn confirm_and_ask(
+    _args: switchboard::server::Arguments,
+    cx: switchboard::server::ToolContext,
+) -> Result<switchboard_protocol::types::CallToolResult, switchboard::server::ToolError> {
+    let params = serde_json::from_value(json!({
+        "message": "Proceed?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    }))
+    .unwrap();
+    let answer = cx.elicit(params).await?;
+    let ok = serde_json::to_value(&answer).unwrap()["content"]["ok"] == json!(true);
+    let message = serde_json::from_value(json!({
+        "role": "user", "content": {"type": "text", "text": "go"}}))
+    .unwrap();
+    let sampled = cx
+        .create_message(
+            switchboard_protocol::types::CreateMessageRequestParams::new(vec![message], 10),
+        )
+        .await?;
+    let said = serde_json::to_value(&sampled.content).unwrap();
+    Ok(serde_json::from_value(json!({"content": [{"type": "text",
+        "text": format!("ok={ok} model={}", said["text"].as_str().unwrap_or("?"))}]}))
+    .unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mrtr_rounds_against_our_server_over_2026_07_28_http() {
+    bounded(async {
+        let (http, acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let tool: switchboard_protocol::types::Tool = serde_json::from_value(json!({
+            "name": "confirm_and_ask",
+            "inputSchema": {"type": "object", "properties": {}}
+        }))
+        .unwrap();
+        let server = echo_server::builder()
+            .tool(tool, confirm_and_ask)
+            .build()
+            .unwrap();
+        let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+        let elicited = Arc::new(Mutex::new(0));
+        let e2 = elicited.clone();
+        let opts = sampling_options().with_elicitation(move |p, _cx| {
+            let e2 = e2.clone();
+            async move {
+                assert_eq!(serde_json::to_value(&p).unwrap()["message"], "Proceed?");
+                *e2.lock().unwrap() += 1;
+                Ok(serde_json::from_value::<ElicitResult>(
+                    json!({"action": "accept", "content": {"ok": true}}),
+                )
+                .unwrap())
+            }
+        });
+        let client = Client::connect_url(&http.url(), opts, HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        assert_eq!(client.era(), Era::Modern);
+        let r = client
+            .call_tool("confirm_and_ask", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "ok=true model=model says: go");
+        assert!(*elicited.lock().unwrap() >= 1);
+        // The sampling-only tool of the example works the same way.
+        let r = client
+            .call_tool("ask_sampling", json!({"prompt": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "model says: hi");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_mismatch_relists_the_tools_and_retries_once() {
+    bounded(async {
+        let (url, mut seen) = stub(modern_stub).await;
+        let opts = options().with_elicitation(|_p, _cx| async move {
+            Ok(serde_json::from_value::<ElicitResult>(json!({"action": "decline"})).unwrap())
+        });
+        let client = Client::connect_url(&url, opts, HttpClientConfig::new(""))
+            .await
+            .unwrap();
+        // No tools/list yet: the first call lacks Mcp-Param-City and gets -32020.
+        let r = client
+            .call_tool("book", json!({"city": "Zürich"}))
+            .await
+            .unwrap();
+        assert_eq!(first_text(&r), "not booked");
+        let methods: Vec<String> = std::iter::from_fn(|| seen.try_recv().ok())
+            .map(|s| s.rpc().to_owned())
+            .collect();
+        assert_eq!(
+            methods,
+            vec![
+                "server/discover",
+                "tools/call",
+                "tools/list",
+                "tools/call",
+                "tools/call"
+            ],
+            "call, re-list, retried call, then its MRTR retry"
+        );
+    })
+    .await;
+}
