@@ -1,34 +1,50 @@
 //! `switchboard`: the command-line front of Switchboard.
 //!
-//! For now it has one job, `decode`: read newline-delimited JSON-RPC messages (the
-//! stdio framing of every MCP revision) from a file, standard input, or a built-in
-//! sample, classify each from its envelope, and write it back out re-encoded; a bad
-//! line gets the error response the spec gives it (-32700 or -32600). Messages go to
-//! stdout, one per line; the account of each goes to stderr.
+//! Commands (each in its own module):
+//! - `decode` ([`decode`]): re-encode newline-delimited JSON-RPC and answer bad lines
+//!   as the spec says; the default when no command is given;
+//! - `tools`, `resources`, `prompts`, `ping` ([`client`]): a terminal MCP client for
+//!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
+//! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
+//!   Streamable HTTP;
+//! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP.
 //!
-//! This binary must not hold protocol logic of its own: it only calls
-//! `switchboard-protocol`.
+//! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
+//! protocol or transport error or bad command-line input (clap's usage errors are
+//! 2 as well); each failure with one line `switchboard: ...` on stderr.
+//!
+//! Diagnostics go to stderr through `tracing`, filtered by `RUST_LOG` when set
+//! (`target=level,...` directives, e.g. `switchboard=debug`), else by `-v`
+//! (client commands: silent, `-v` info, `-vv` debug, `-vvv` trace; `example-server`:
+//! info, `-v` debug, `-vv` trace). The bridge commands set up their own.
+//!
+//! This binary must not hold protocol logic of its own: it calls the
+//! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
-use std::io::{self, BufWriter, Read, Write};
+mod bridge;
+mod client;
+mod decode;
+mod example_server;
+
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
-use switchboard_protocol::codec::line::{encode_batch_line, encode_line, FrameDecoder, LineError};
-use switchboard_protocol::jsonrpc::{Frame, Message};
+use clap::{ArgAction, Parser, Subcommand};
 use switchboard_protocol::ProtocolVersion;
-
-/// The built-in sample: one message of each kind, ids that other tools round, a
-/// 2026-07-28 request, and three kinds of bad input.
-const SAMPLE: &str = include_str!("../examples-data/sample.jsonl");
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
 
 #[derive(Parser)]
 #[command(
     name = "switchboard",
     version,
-    about = "MCP on the wire: decode, bridge and gateway (in progress)"
+    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect"
 )]
 struct Cli {
+    /// More diagnostics on stderr (repeatable); `RUST_LOG` overrides.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -45,146 +61,125 @@ enum Command {
         #[arg(long, default_value = "2025-11-25")]
         revision: ProtocolVersion,
     },
+    /// List or call a server's tools.
+    #[command(subcommand)]
+    Tools(client::ToolsCommand),
+    /// List, or read, a server's resources.
+    #[command(subcommand)]
+    Resources(client::ResourcesCommand),
+    /// List or get a server's prompts.
+    #[command(subcommand)]
+    Prompts(client::PromptsCommand),
+    /// Check that a server answers (`ping`).
+    Ping(client::PingArgs),
+    /// Run the built-in example MCP server (stdio, or Streamable HTTP with --http).
+    ExampleServer(example_server::ExampleServerArgs),
+    /// Serve a stdio MCP server over HTTP.
+    Bridge(bridge::BridgeArgs),
+    /// Serve a remote HTTP MCP server on stdio.
+    Connect(bridge::ConnectArgs),
 }
 
-fn main() {
+/// Sends `tracing` output to stderr: `RUST_LOG` (as [`Targets`] directives) when set
+/// and valid, else `default`.
+fn init_tracing(default: &str) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .and_then(|s| match Targets::from_str(&s) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("switchboard: ignoring RUST_LOG={s:?}: {e}");
+                None
+            }
+        })
+        .unwrap_or_else(|| Targets::from_str(default).unwrap_or_default());
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
+        .try_init();
+}
+
+/// The default filter of the client commands for `-v` given `verbose` times.
+fn client_filter(verbose: u8) -> &'static str {
+    match verbose {
+        0 => "off",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    }
+}
+
+/// The default filter of `example-server` for `-v` given `verbose` times.
+fn server_filter(verbose: u8) -> &'static str {
+    match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    }
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Decode {
         file: None,
         revision: ProtocolVersion::LATEST_LEGACY,
     });
-    let result = match command {
-        Command::Decode { file, revision } => decode(file, revision),
+    match command {
+        Command::Decode { file, revision } => match decode::decode(file, revision) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("switchboard: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Tools(c) => {
+            init_tracing(client_filter(cli.verbose));
+            client::run_tools(c)
+        }
+        Command::Resources(c) => {
+            init_tracing(client_filter(cli.verbose));
+            client::run_resources(c)
+        }
+        Command::Prompts(c) => {
+            init_tracing(client_filter(cli.verbose));
+            client::run_prompts(c)
+        }
+        Command::Ping(a) => {
+            init_tracing(client_filter(cli.verbose));
+            client::run_ping(a)
+        }
+        Command::ExampleServer(a) => {
+            init_tracing(server_filter(cli.verbose));
+            run_example_server(a)
+        }
+        Command::Bridge(a) => bridge::run_bridge(a),
+        Command::Connect(a) => bridge::run_connect(a),
+    }
+}
+
+/// Runs the example server on a multi-threaded runtime and exits outright when it
+/// is done (stdin may still be held by a blocking read: Tokio's caveat).
+fn run_example_server(args: example_server::ExampleServerArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
     };
-    if let Err(e) = result {
-        eprintln!("switchboard: {e:#}");
-        std::process::exit(2);
-    }
-}
-
-/// Where the messages come from.
-fn open_input(file: Option<PathBuf>) -> anyhow::Result<Box<dyn Read>> {
-    Ok(match file {
-        None => {
-            eprintln!("# no file given: decoding the built-in sample");
-            Box::new(SAMPLE.as_bytes())
+    let code = match runtime.block_on(example_server::run(args)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("switchboard: example-server: {e}");
+            2
         }
-        Some(p) if p.as_os_str() == "-" => Box::new(io::stdin()),
-        Some(p) => {
-            Box::new(std::fs::File::open(&p).with_context(|| format!("opening {}", p.display()))?)
-        }
-    })
-}
-
-fn describe(m: &Message) -> String {
-    let size =
-        |raw: &Option<Box<serde_json::value::RawValue>>| raw.as_ref().map_or(0, |r| r.get().len());
-    match m {
-        Message::Request(r) => format!(
-            "request id={} method={} params={}B",
-            r.id,
-            r.method,
-            size(&r.params)
-        ),
-        Message::Notification(n) => format!(
-            "notification method={} params={}B",
-            n.method,
-            size(&n.params)
-        ),
-        Message::Response(r) => format!("response id={} result={}B", r.id, r.result.get().len()),
-        Message::Error(e) => format!(
-            "error response id={} code={}",
-            e.id.as_ref().map_or("null".to_owned(), |i| i.to_string()),
-            e.error.code
-        ),
-    }
-}
-
-/// Counts of what `decode` saw.
-#[derive(Default)]
-struct Tally {
-    ok: usize,
-    bad: usize,
-    answered: usize,
-    frame: usize,
-}
-
-impl Tally {
-    /// Writes one decoded frame (or the answer to a bad one) to `out`: a single
-    /// message as one line, a batch (2025-03-26) as one array line holding the
-    /// re-encoded messages and the error responses for its bad items, in order
-    /// (JSON-RPC 2.0 §6).
-    fn frame(&mut self, out: &mut impl Write, item: Result<Frame, LineError>) -> io::Result<()> {
-        self.frame += 1;
-        let n = self.frame;
-        match item {
-            Ok(Frame::Single(m)) => {
-                self.ok += 1;
-                eprintln!("frame {n}: {}", describe(&m));
-                out.write_all(&encode_line(&m))
-            }
-            Ok(Frame::Batch(items)) => {
-                eprintln!("frame {n}: batch of {}", items.len());
-                let mut batch = Vec::with_capacity(items.len());
-                for item in items {
-                    match item {
-                        Ok(m) => {
-                            self.ok += 1;
-                            eprintln!("  {}", describe(&m));
-                            batch.push(m);
-                        }
-                        Err(e) => batch.extend(self.bad_input(n, &LineError::Decode(e))),
-                    }
-                }
-                if batch.is_empty() {
-                    return Ok(());
-                }
-                out.write_all(&encode_batch_line(&batch))
-            }
-            Err(e) => match self.bad_input(n, &e) {
-                Some(answer) => out.write_all(&encode_line(&answer)),
-                None => Ok(()),
-            },
-        }
-    }
-
-    /// Counts and reports bad input; the answer the spec gives it, if any.
-    fn bad_input(&mut self, n: usize, e: &LineError) -> Option<Message> {
-        self.bad += 1;
-        eprintln!("frame {n}: bad input: {e}");
-        e.wants_response().then(|| {
-            self.answered += 1;
-            Message::Error(e.to_response())
-        })
-    }
-}
-
-fn decode(file: Option<PathBuf>, revision: ProtocolVersion) -> anyhow::Result<()> {
-    let mut input = open_input(file)?;
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut decoder = FrameDecoder::new(revision.batching());
-    let mut tally = Tally::default();
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let n = match input.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading input"),
-        };
-        for item in decoder.feed(&chunk[..n]) {
-            tally.frame(&mut out, item)?;
-        }
-    }
-    for item in decoder.finish() {
-        tally.frame(&mut out, item)?;
-    }
-    out.flush()?;
-    eprintln!(
-        "# {} messages decoded and re-encoded; {} bad inputs, {} answered per the spec \
-         (broken notifications get no answer); revision {revision}",
-        tally.ok, tally.bad, tally.answered
-    );
-    Ok(())
+    };
+    std::process::exit(code);
 }

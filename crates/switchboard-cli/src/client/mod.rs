@@ -1,0 +1,999 @@
+//! The terminal MCP client: `switchboard tools list|call`, `resources
+//! list|templates|read`, `prompts list|get` and `ping`, against a server given as a
+//! TARGET: an `http(s)://` URL, or `-- CMD [ARGS...]` for a stdio server started as
+//! a child process (MCP "Transports → stdio"; shut down by closing its stdin, then
+//! SIGTERM, then SIGKILL).
+//!
+//! Every command connects with [`switchboard::Client`] (the legacy handshake,
+//! REVISIONS.md §3), makes its requests through the library (never raw JSON-RPC),
+//! prints, and disconnects.
+//!
+//! Output:
+//! - stdout: tables sized to their content by default; with `--json`, the result
+//!   JSON exactly as the server sent it, one line per result (a listing that took
+//!   several pages prints `{"tools": [...]}` — or `resources`, `resourceTemplates`,
+//!   `prompts` — with every page's items instead);
+//! - stderr: progress (`notifications/progress`) as a bar when stderr is a terminal,
+//!   else one `progress: P/T message` line per notification; the server's log
+//!   messages (`notifications/message`) as `[LEVEL] data`; `--quiet` silences both;
+//!   a failure as one line `switchboard: ...`.
+//!
+//! Exit status ([`EXIT_OK`], [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`]): 0 on success, 1
+//! when the tool returned `isError: true`, 2 on a protocol or transport error (the
+//! server cannot be started or reached, it answered a JSON-RPC error, it timed out,
+//! an unknown tool, bad arguments, Ctrl-C).
+//!
+//! **Sampling and elicitation.** This client declares neither capability (nor
+//! `roots`): it has no model and, in non-interactive use, no human to ask. A
+//! conforming server therefore never sends `sampling/createMessage` or
+//! `elicitation/create` to it; a tool that needs them fails (typically with
+//! `isError`), and a server that asks anyway is answered -32601 by the library.
+//!
+//! This module must not know about framing, sockets or JSON-RPC ids (the library's
+//! and the transport's business).
+
+pub mod args;
+pub mod render;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use switchboard::client::{EraPolicy, HttpClientConfig};
+use switchboard::{CallOptions, Client, ClientOptions};
+use switchboard_protocol::types::{
+    CallToolRequestParams, GetPromptRequestParams, Implementation, LoggingLevel,
+    PaginatedRequestParams, ReadResourceRequestParams, ServerNotification, SERVER_DISCOVER,
+};
+use switchboard_protocol::version::Era;
+use switchboard_transport::stdio::{spawn, ChildConfig, ChildProcess, ChildTransport};
+use switchboard_transport::{Transport, TransportConfig};
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the tool returned `isError: true` ("Tools" → "Error Handling").
+pub const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit status: a protocol or transport error, or bad command-line input.
+pub const EXIT_FAILURE: u8 = 2;
+
+/// How long a stdio child gets after its stdin is closed, and then after SIGTERM,
+/// before the next step of the shutdown.
+const CHILD_GRACE: Duration = Duration::from_secs(2);
+
+/// Options every client command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Print the result JSON exactly as received instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// How long to wait for each answer, in seconds (fractions allowed); a progress
+    /// notification restarts the wait (up to ten minutes in all, or the timeout if
+    /// longer).
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = parse_seconds)]
+    pub timeout: Duration,
+    /// No progress and no server log lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Ask the server to send only log messages at or above LEVEL (debug, info,
+    /// notice, warning, error, critical, alert, emergency): `logging/setLevel`, or in
+    /// 2026-07-28 the level in each request's `_meta`. Default: the server's own
+    /// choice (legacy), every level (2026-07-28, where none means no logs).
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<LoggingLevel>,
+    /// Which protocol era to speak: `auto` probes with `server/discover`
+    /// (2026-07-28) and falls back to `initialize`; `legacy` uses `initialize`
+    /// (2024-11-05 to 2025-11-25); `modern` uses 2026-07-28 only. Default: `auto`
+    /// for a URL, `legacy` for a stdio command.
+    #[arg(long, value_enum, value_name = "ERA")]
+    pub era: Option<EraArg>,
+    /// An HTTP header sent with every request to a URL target, `NAME: VALUE` (e.g.
+    /// `Authorization: Bearer ...`). Repeatable.
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
+    /// The stdio server to start: `-- CMD [ARGS...]` (instead of a URL).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `--era`: which era the client speaks (spec notes §6, connecting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EraArg {
+    /// `server/discover` first, then `initialize`.
+    Auto,
+    /// `initialize` only (2024-11-05 to 2025-11-25).
+    Legacy,
+    /// `server/discover` only (2026-07-28).
+    Modern,
+}
+
+impl From<EraArg> for EraPolicy {
+    fn from(e: EraArg) -> Self {
+        match e {
+            EraArg::Auto => EraPolicy::Auto,
+            EraArg::Legacy => EraPolicy::Legacy,
+            EraArg::Modern => EraPolicy::Modern,
+        }
+    }
+}
+
+/// `--timeout`: a non-negative, finite number of seconds.
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a usable timeout"))
+}
+
+/// `switchboard tools ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ToolsCommand {
+    /// List the server's tools (`tools/list`, every page).
+    List {
+        /// The server's URL (`http://` or `https://`); omit it when giving `-- CMD`.
+        #[arg(value_name = "URL")]
+        url: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Call a tool (`tools/call`) and print its result.
+    #[command(
+        override_usage = "switchboard tools call [OPTIONS] URL NAME\n       switchboard tools call [OPTIONS] NAME -- CMD [ARGS]..."
+    )]
+    Call {
+        /// `[URL] NAME`: the server's URL (omit it when giving `-- CMD`) and the
+        /// tool's name.
+        #[arg(value_names = ["URL", "NAME"], required = true, num_args = 1..=2)]
+        operands: Vec<String>,
+        /// One argument, KEY=VALUE; the value is read by the type the tool's
+        /// inputSchema declares (integer, number, boolean, object and array as JSON;
+        /// a string stays a string). Repeatable; overrides keys of --args.
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        arg: Vec<String>,
+        /// All arguments as one JSON object.
+        #[arg(long = "args", value_name = "JSON")]
+        args: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// `switchboard resources ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ResourcesCommand {
+    /// List the server's resources (`resources/list`, every page).
+    List {
+        /// The server's URL; omit it when giving `-- CMD`.
+        #[arg(value_name = "URL")]
+        url: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// List the server's resource templates (`resources/templates/list`).
+    Templates {
+        /// The server's URL; omit it when giving `-- CMD`.
+        #[arg(value_name = "URL")]
+        url: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Read a resource (`resources/read`): text as is, binary as a summary line
+    /// (or its bytes into a file with --output).
+    #[command(
+        override_usage = "switchboard resources read [OPTIONS] URL URI\n       switchboard resources read [OPTIONS] URI -- CMD [ARGS]..."
+    )]
+    Read {
+        /// `[URL] URI`: the server's URL (omit it when giving `-- CMD`) and the
+        /// resource's URI.
+        #[arg(value_names = ["URL", "URI"], required = true, num_args = 1..=2)]
+        operands: Vec<String>,
+        /// Write the contents (text, or a blob's decoded bytes) to FILE instead of
+        /// printing them; the result must hold exactly one contents item.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// `switchboard prompts ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum PromptsCommand {
+    /// List the server's prompts (`prompts/list`, every page).
+    List {
+        /// The server's URL; omit it when giving `-- CMD`.
+        #[arg(value_name = "URL")]
+        url: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Get a prompt (`prompts/get`) with arguments and print its messages.
+    #[command(
+        override_usage = "switchboard prompts get [OPTIONS] URL NAME\n       switchboard prompts get [OPTIONS] NAME -- CMD [ARGS]..."
+    )]
+    Get {
+        /// `[URL] NAME`: the server's URL (omit it when giving `-- CMD`) and the
+        /// prompt's name.
+        #[arg(value_names = ["URL", "NAME"], required = true, num_args = 1..=2)]
+        operands: Vec<String>,
+        /// One argument, KEY=VALUE (prompt arguments are strings). Repeatable;
+        /// overrides keys of --args.
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        arg: Vec<String>,
+        /// All arguments as one JSON object of strings.
+        #[arg(long = "args", value_name = "JSON")]
+        args: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// `switchboard ping`.
+#[derive(Debug, clap::Args)]
+pub struct PingArgs {
+    /// The server's URL; omit it when giving `-- CMD`.
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Why a command did not succeed: the exit status and the one line for stderr.
+#[derive(Debug)]
+pub struct Failure {
+    /// [`EXIT_TOOL_ERROR`] or [`EXIT_FAILURE`].
+    pub code: u8,
+    /// The message, without the `switchboard: ` prefix.
+    pub message: String,
+}
+
+impl Failure {
+    fn new(message: impl Into<String>) -> Self {
+        Failure {
+            code: EXIT_FAILURE,
+            message: message.into(),
+        }
+    }
+}
+
+/// An error of the library as one line: its own text and each cause's.
+fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        source = cause.source();
+    }
+    s.replace('\n', " ")
+}
+
+impl From<switchboard::Error> for Failure {
+    fn from(e: switchboard::Error) -> Self {
+        Failure::new(one_line(&e))
+    }
+}
+
+/// Where the server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An `http://` or `https://` URL.
+    Url(String),
+    /// A stdio server's command and arguments.
+    Command(Vec<String>),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Url(u) => f.write_str(u),
+            Target::Command(c) => write!(f, "`{}`", c.join(" ")),
+        }
+    }
+}
+
+fn is_url(s: &str) -> bool {
+    s.starts_with("http://") || s.starts_with("https://")
+}
+
+/// Splits the positional operands into the target and the `wanted` operands after
+/// it: with `-- CMD`, the operands are exactly `wanted`; without, the first is a URL
+/// and the rest are `wanted`. Errors: one line saying what is missing or extra.
+pub fn resolve_target(
+    mut operands: Vec<String>,
+    command: Vec<String>,
+    wanted: &[&str],
+) -> Result<(Target, Vec<String>), Failure> {
+    if !command.is_empty() {
+        if operands.len() > wanted.len() {
+            return Err(Failure::new(format!(
+                "unexpected argument {:?}: give either a URL or `-- CMD [ARGS...]`, not both",
+                operands[0]
+            )));
+        }
+        if operands.len() < wanted.len() {
+            return Err(Failure::new(format!(
+                "missing {}",
+                wanted[operands.len()..].join(" and ")
+            )));
+        }
+        return Ok((Target::Command(command), operands));
+    }
+    match operands.first() {
+        Some(u) if is_url(u) => {}
+        Some(other) => {
+            return Err(Failure::new(format!(
+                "{other:?} is not an http(s):// URL; to start a stdio server put its command after `--`"
+            )))
+        }
+        None => {
+            return Err(Failure::new(
+                "no server given: a URL (http:// or https://) or `-- CMD [ARGS...]`",
+            ))
+        }
+    }
+    if operands.len() != wanted.len() + 1 {
+        return Err(Failure::new(if operands.len() <= wanted.len() {
+            format!("missing {}", wanted[operands.len() - 1..].join(" and "))
+        } else {
+            format!("unexpected argument {:?}", operands[wanted.len() + 1])
+        }));
+    }
+    let url = operands.remove(0);
+    Ok((Target::Url(url), operands))
+}
+
+/// What the user sees on stderr while a command runs: progress and server logs,
+/// drawn around the progress bar when there is one.
+struct Ui {
+    quiet: bool,
+    terminal: bool,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+/// Progress positions are kept in thousandths, so fractional progress shows.
+const BAR_SCALE: f64 = 1000.0;
+
+impl Ui {
+    fn new(quiet: bool) -> Arc<Self> {
+        Arc::new(Ui {
+            quiet,
+            terminal: std::io::stderr().is_terminal(),
+            bar: Mutex::new(None),
+        })
+    }
+
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<ProgressBar>> {
+        self.bar.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Prints one line to stderr (above the bar, if one is drawn).
+    fn line(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        match &*self.bar() {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if self.quiet {
+            return;
+        }
+        if !self.terminal {
+            eprintln!("{}", render::progress_line(progress, total, message));
+            return;
+        }
+        let mut slot = self.bar();
+        let bar = slot.get_or_insert_with(|| {
+            let bar = ProgressBar::new(0);
+            let style = match total {
+                Some(_) => ProgressStyle::with_template("{bar:40.cyan/blue} {percent:>3}% {msg}"),
+                None => ProgressStyle::with_template("{spinner} {msg}"),
+            };
+            if let Ok(style) = style {
+                bar.set_style(style);
+            }
+            bar
+        });
+        if let Some(t) = total {
+            bar.set_length((t.max(0.0) * BAR_SCALE) as u64);
+            bar.set_position((progress.max(0.0) * BAR_SCALE) as u64);
+        } else {
+            bar.tick();
+        }
+        let msg = match (message, total) {
+            (Some(m), _) => m.to_owned(),
+            (None, Some(t)) => format!("{progress}/{t}"),
+            (None, None) => format!("{progress}"),
+        };
+        bar.set_message(msg);
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = self.bar().take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A connected client and, for a stdio target, its child process.
+struct Connection {
+    client: Client,
+    child: Option<ChildProcess>,
+}
+
+impl Connection {
+    /// Disconnects: the client is dropped (closing the child's stdin), then the
+    /// child is shut down in the spec's order and reaped.
+    async fn close(self) {
+        let Connection { client, child } = self;
+        drop(client);
+        if let Some(child) = child {
+            match child.shutdown().await {
+                Ok(report) => tracing::debug!(%report, "server process ended"),
+                Err(e) => tracing::warn!(error = %e, "server process shutdown failed"),
+            }
+        }
+    }
+}
+
+fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
+    let mut options = ClientOptions::new(Implementation::new(
+        "switchboard-cli",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    options.default_timeout = common.timeout;
+    if let Some(era) = common.era {
+        options = options.with_era(era.into());
+    }
+    options.max_timeout = options.max_timeout.max(common.timeout);
+    let ui = ui.clone();
+    options.with_notifications(move |n| match n {
+        ServerNotification::LoggingMessage(p) => ui.line(&render::log_line(
+            &serde_json::to_value(&p).unwrap_or_default(),
+        )),
+        other => tracing::debug!(method = other.method(), "server notification"),
+    })
+}
+
+/// Connects to an `http(s)://` URL with the library's HTTP client
+/// ([`Client::connect_url`]: 2026-07-28 first, then Streamable HTTP, then legacy
+/// HTTP+SSE), sending `headers` (`--header`) with every HTTP request.
+async fn connect_target(
+    url: &str,
+    options: ClientOptions,
+    common: &CommonArgs,
+) -> Result<Client, Failure> {
+    let mut config = HttpClientConfig::new(url);
+    config.connect_timeout = common.timeout;
+    for h in &common.header {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| Failure::new(format!("--header {h:?}: expected NAME: VALUE")))?;
+        config
+            .headers
+            .push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    Client::connect_url(url, options, config)
+        .await
+        .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
+}
+
+async fn connect(
+    target: &Target,
+    options: ClientOptions,
+    common: &CommonArgs,
+) -> Result<Connection, Failure> {
+    match target {
+        Target::Url(url) => Ok(Connection {
+            client: connect_target(url, options, common).await?,
+            child: None,
+        }),
+        Target::Command(command) => {
+            let mut config = ChildConfig::new(&command[0], &command[0]).args(&command[1..]);
+            config.shutdown.stdin_close_grace = CHILD_GRACE;
+            config.shutdown.sigterm_grace = CHILD_GRACE;
+            let ChildTransport {
+                sender,
+                receiver,
+                process,
+            } = spawn(config, &TransportConfig::default())
+                .map_err(|e| Failure::new(one_line(&e)))?;
+            match Client::connect(Transport { sender, receiver }, options).await {
+                Ok(client) => Ok(Connection {
+                    client,
+                    child: Some(process),
+                }),
+                Err(e) => {
+                    let _ = process.shutdown().await;
+                    Err(Failure::new(format!(
+                        "cannot connect to {target}: {}",
+                        one_line(&e)
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+fn to_raw(v: &impl serde::Serialize) -> Result<Option<Box<RawValue>>, Failure> {
+    serde_json::value::to_raw_value(v)
+        .map(Some)
+        .map_err(|e| Failure::new(format!("cannot encode the request: {e}")))
+}
+
+fn parse(raw: &RawValue) -> Result<Value, Failure> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| Failure::new(format!("the server's result is not JSON: {e}")))
+}
+
+/// Runs `method` (a paginated list) to the end. Returns each page's raw result and
+/// every item of `key`, in order. Errors: the server's, or more than 100 pages.
+async fn list_pages(
+    client: &Client,
+    method: &str,
+    key: &str,
+) -> Result<(Vec<Box<RawValue>>, Vec<Value>), Failure> {
+    const MAX_PAGES: usize = 100;
+    let mut pages = Vec::new();
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match cursor.take() {
+            None => None,
+            Some(c) => to_raw(&PaginatedRequestParams {
+                cursor: Some(c),
+                ..Default::default()
+            })?,
+        };
+        let raw = client
+            .request(method, params, CallOptions::default())
+            .await?;
+        let page = parse(&raw)?;
+        items.extend(
+            page.get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        );
+        pages.push(raw);
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return Ok((pages, items)),
+        }
+    }
+    Err(Failure::new(format!(
+        "{method}: more than {MAX_PAGES} pages"
+    )))
+}
+
+/// Prints a listing: the raw page (one page) or every item under `key` (several)
+/// with `--json`, else the table.
+fn print_listing(
+    json: bool,
+    key: &str,
+    pages: Vec<Box<RawValue>>,
+    items: &[Value],
+    table: fn(&[Value]) -> String,
+) {
+    if json {
+        if pages.len() == 1 {
+            out(&format!("{}\n", pages[0].get()));
+        } else {
+            out(&format!("{}\n", json!({ key: items })));
+        }
+    } else {
+        out(&table(items));
+    }
+}
+
+/// `resources read --output FILE`: writes the one contents item of `result` (its
+/// text, or its base64 blob decoded) to `path`. Errors: not exactly one item, a
+/// blob that is not base64, or the file cannot be written.
+fn write_contents(result: &Value, path: &Path) -> Result<(), Failure> {
+    let contents = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let [item] = contents else {
+        return Err(Failure::new(format!(
+            "--output needs exactly one contents item; the server sent {}",
+            contents.len()
+        )));
+    };
+    let bytes = if let Some(text) = item.get("text").and_then(Value::as_str) {
+        text.as_bytes().to_vec()
+    } else if let Some(blob) = item.get("blob").and_then(Value::as_str) {
+        STANDARD
+            .decode(blob)
+            .map_err(|e| Failure::new(format!("the blob is not base64: {e}")))?
+    } else {
+        return Err(Failure::new("the contents item has neither text nor blob"));
+    };
+    std::fs::write(path, &bytes)
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
+}
+
+/// What one command does once connected.
+enum Action {
+    ListTools,
+    CallTool {
+        name: String,
+        arg: Vec<String>,
+        args: Option<String>,
+    },
+    ListResources,
+    ListTemplates,
+    ReadResource {
+        uri: String,
+        output: Option<PathBuf>,
+    },
+    ListPrompts,
+    GetPrompt {
+        name: String,
+        arg: Vec<String>,
+        args: Option<String>,
+    },
+    Ping,
+}
+
+async fn call_tool(
+    client: &Client,
+    common: &CommonArgs,
+    ui: &Arc<Ui>,
+    name: &str,
+    pairs: &[String],
+    args_json: Option<&str>,
+) -> Result<u8, Failure> {
+    let tools = client.list_tools().await?;
+    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return Err(Failure::new(format!(
+            "unknown tool {name:?} (the server offers: {})",
+            names.join(", ")
+        )));
+    };
+    let arguments =
+        args::tool_arguments(&tool.input_schema, args_json, pairs).map_err(Failure::new)?;
+    let params = to_raw(&CallToolRequestParams::new(name, Some(arguments)))?;
+    let progress_ui = ui.clone();
+    let options = CallOptions::new()
+        .timeout(common.timeout)
+        .on_progress(move |p| {
+            progress_ui.progress(p.progress_f64(), p.total_f64(), p.message.as_deref())
+        });
+    let answer = client.request("tools/call", params, options).await;
+    ui.finish();
+    let raw = answer?;
+    let result = parse(&raw)?;
+    if common.json {
+        out(&format!("{}\n", raw.get()));
+    } else {
+        out(&render::tool_result(&result));
+    }
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        let first = result
+            .get("content")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))
+            .and_then(|t| t.lines().next())
+            .unwrap_or("no message");
+        return Err(Failure {
+            code: EXIT_TOOL_ERROR,
+            message: format!("tool {name:?} returned an error: {first}"),
+        });
+    }
+    Ok(EXIT_OK)
+}
+
+async fn act(
+    client: &Client,
+    common: &CommonArgs,
+    ui: &Arc<Ui>,
+    action: Action,
+) -> Result<u8, Failure> {
+    // 2026-07-28 sends log messages only to requests that name a level: ask for
+    // every level then, as a legacy server does until `logging/setLevel`.
+    let level = match (common.log_level, client.era()) {
+        (Some(level), _) => Some(level),
+        (None, Era::Modern) => Some(LoggingLevel::Debug),
+        (None, Era::Legacy) => None,
+    };
+    if let Some(level) = level {
+        if client.server_capabilities().supports_logging() {
+            client.set_level(level).await?;
+        } else {
+            tracing::warn!("the server does not declare logging; no log level set");
+        }
+    }
+    match action {
+        Action::ListTools => {
+            let (pages, items) = list_pages(client, "tools/list", "tools").await?;
+            print_listing(common.json, "tools", pages, &items, render::tools_table);
+        }
+        Action::CallTool { name, arg, args } => {
+            return call_tool(client, common, ui, &name, &arg, args.as_deref()).await
+        }
+        Action::ListResources => {
+            let (pages, items) = list_pages(client, "resources/list", "resources").await?;
+            print_listing(
+                common.json,
+                "resources",
+                pages,
+                &items,
+                render::resources_table,
+            );
+        }
+        Action::ListTemplates => {
+            let (pages, items) =
+                list_pages(client, "resources/templates/list", "resourceTemplates").await?;
+            print_listing(
+                common.json,
+                "resourceTemplates",
+                pages,
+                &items,
+                render::templates_table,
+            );
+        }
+        Action::ReadResource { uri, output } => {
+            let params = to_raw(&ReadResourceRequestParams {
+                uri,
+                ..Default::default()
+            })?;
+            let raw = client
+                .request("resources/read", params, CallOptions::default())
+                .await?;
+            if let Some(path) = output {
+                write_contents(&parse(&raw)?, &path)?;
+            } else if common.json {
+                out(&format!("{}\n", raw.get()));
+            } else {
+                let result = parse(&raw)?;
+                for c in result
+                    .get("contents")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let mut text = render::resource_contents(c);
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    out(&text);
+                }
+            }
+        }
+        Action::ListPrompts => {
+            let (pages, items) = list_pages(client, "prompts/list", "prompts").await?;
+            print_listing(common.json, "prompts", pages, &items, render::prompts_table);
+        }
+        Action::GetPrompt { name, arg, args } => {
+            let arguments = args::prompt_arguments(args.as_deref(), &arg).map_err(Failure::new)?;
+            let params = to_raw(&GetPromptRequestParams {
+                name,
+                arguments: (!arguments.is_empty()).then_some(arguments),
+                ..Default::default()
+            })?;
+            let raw = client
+                .request("prompts/get", params, CallOptions::default())
+                .await?;
+            if common.json {
+                out(&format!("{}\n", raw.get()));
+            } else {
+                out(&render::prompt_result(&parse(&raw)?));
+            }
+        }
+        Action::Ping => {
+            let started = Instant::now();
+            // `ping` does not exist in 2026-07-28: `server/discover` is the request
+            // every modern server must answer.
+            let method = match client.era() {
+                Era::Legacy => "ping",
+                Era::Modern => SERVER_DISCOVER,
+            };
+            let raw = client.request(method, None, CallOptions::default()).await?;
+            let elapsed = started.elapsed();
+            if common.json {
+                out(&format!("{}\n", raw.get()));
+            } else {
+                let info = client.server_info();
+                out(&format!(
+                    "pong from {} {} (protocol {}) in {:.1} ms\n",
+                    info.name,
+                    info.version,
+                    client.protocol_version(),
+                    elapsed.as_secs_f64() * 1000.0
+                ));
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Connects, acts, disconnects; Ctrl-C cancels the request in flight (the library
+/// sends `notifications/cancelled`) and fails the command.
+async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u8, Failure> {
+    let ui = Ui::new(common.quiet);
+    let connection = connect(&target, client_options(&common, &ui), &common).await?;
+    let outcome = tokio::select! {
+        r = act(&connection.client, &common, &ui, action) => r,
+        _ = tokio::signal::ctrl_c() => Err(Failure::new("interrupted")),
+    };
+    ui.finish();
+    connection.close().await;
+    outcome
+}
+
+fn finish(outcome: Result<u8, Failure>) -> ExitCode {
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("switchboard: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run_on_runtime(
+    operands: Vec<String>,
+    common: CommonArgs,
+    wanted: &[&str],
+    make: impl FnOnce(Vec<String>) -> Action,
+) -> ExitCode {
+    let outcome = (|| {
+        let (target, rest) = resolve_target(operands, common.command.clone(), wanted)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(session(target, common, make(rest)))
+    })();
+    finish(outcome)
+}
+
+/// Runs `switchboard tools ...`; the exit status as the module documentation says.
+pub fn run_tools(command: ToolsCommand) -> ExitCode {
+    match command {
+        ToolsCommand::List { url, common } => {
+            run_on_runtime(url.into_iter().collect(), common, &[], |_| {
+                Action::ListTools
+            })
+        }
+        ToolsCommand::Call {
+            operands,
+            arg,
+            args,
+            common,
+        } => run_on_runtime(operands, common, &["the tool's NAME"], |mut rest| {
+            Action::CallTool {
+                name: rest.remove(0),
+                arg,
+                args,
+            }
+        }),
+    }
+}
+
+/// Runs `switchboard resources ...`.
+pub fn run_resources(command: ResourcesCommand) -> ExitCode {
+    match command {
+        ResourcesCommand::List { url, common } => {
+            run_on_runtime(url.into_iter().collect(), common, &[], |_| {
+                Action::ListResources
+            })
+        }
+        ResourcesCommand::Templates { url, common } => {
+            run_on_runtime(url.into_iter().collect(), common, &[], |_| {
+                Action::ListTemplates
+            })
+        }
+        ResourcesCommand::Read {
+            operands,
+            output,
+            common,
+        } => run_on_runtime(operands, common, &["the resource's URI"], |mut rest| {
+            Action::ReadResource {
+                uri: rest.remove(0),
+                output,
+            }
+        }),
+    }
+}
+
+/// Runs `switchboard prompts ...`.
+pub fn run_prompts(command: PromptsCommand) -> ExitCode {
+    match command {
+        PromptsCommand::List { url, common } => {
+            run_on_runtime(url.into_iter().collect(), common, &[], |_| {
+                Action::ListPrompts
+            })
+        }
+        PromptsCommand::Get {
+            operands,
+            arg,
+            args,
+            common,
+        } => run_on_runtime(operands, common, &["the prompt's NAME"], |mut rest| {
+            Action::GetPrompt {
+                name: rest.remove(0),
+                arg,
+                args,
+            }
+        }),
+    }
+}
+
+/// Runs `switchboard ping`: prints the server's name and the round trip time.
+pub fn run_ping(args: PingArgs) -> ExitCode {
+    run_on_runtime(args.url.into_iter().collect(), args.common, &[], |_| {
+        Action::Ping
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn targets_resolve_from_a_url_or_a_command() {
+        let (t, rest) =
+            resolve_target(strings(&["http://h/mcp", "echo"]), vec![], &["NAME"]).unwrap();
+        assert_eq!(t, Target::Url("http://h/mcp".into()));
+        assert_eq!(rest, ["echo"]);
+        let (t, rest) =
+            resolve_target(strings(&["echo"]), strings(&["srv", "-x"]), &["NAME"]).unwrap();
+        assert_eq!(t, Target::Command(strings(&["srv", "-x"])));
+        assert_eq!(rest, ["echo"]);
+        let (t, rest) = resolve_target(vec![], strings(&["srv"]), &[]).unwrap();
+        assert_eq!(t, Target::Command(strings(&["srv"])));
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn bad_targets_say_what_is_wrong() {
+        let msg = |o: &[&str], c: &[&str], w: &[&str]| {
+            resolve_target(strings(o), strings(c), w)
+                .unwrap_err()
+                .message
+        };
+        assert!(msg(&[], &[], &[]).contains("no server given"));
+        assert!(msg(&["echo"], &[], &["NAME"]).contains("not an http(s):// URL"));
+        assert!(msg(&["http://h"], &[], &["NAME"]).contains("missing NAME"));
+        assert!(msg(&["http://h", "a", "b"], &[], &["NAME"]).contains("unexpected argument \"b\""));
+        assert!(msg(&["http://h", "a"], &["srv"], &["NAME"]).contains("not both"));
+        assert!(msg(&[], &["srv"], &["NAME"]).contains("missing NAME"));
+    }
+
+    #[test]
+    fn timeouts_parse_as_seconds() {
+        assert_eq!(parse_seconds("2.5").unwrap(), Duration::from_millis(2500));
+        assert_eq!(parse_seconds("0").unwrap(), Duration::ZERO);
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
+        assert!(parse_seconds("inf").is_err());
+    }
+}

@@ -1,0 +1,416 @@
+//! Human-readable output of the client commands: tables sized to their content and
+//! MCP content blocks ("Tools" → "Tool Result", every revision's `ContentBlock`)
+//! printed readably. Works on the results' JSON (`serde_json::Value`), so members a
+//! newer revision adds are shown or ignored, never an error.
+//!
+//! This module must not know about connections, arguments or exit codes: it turns
+//! JSON into text.
+
+use serde_json::Value;
+
+/// A table: a header row and rows of cells, printed with columns padded to their
+/// widest cell (in characters) and separated by two spaces; the last column is not
+/// padded. A cell's newlines become spaces.
+#[derive(Debug, Default)]
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column titles.
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row (missing cells are empty, extra cells are dropped).
+    pub fn row(&mut self, cells: Vec<String>) {
+        let mut cells: Vec<String> = cells
+            .into_iter()
+            .take(self.header.len())
+            .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        cells.resize(self.header.len(), String::new());
+        self.rows.push(cells);
+    }
+
+    /// The table as text, one line per row (header first), each ending in `\n`.
+    pub fn render(&self) -> String {
+        let width = |s: &String| s.chars().count();
+        let mut widths: Vec<usize> = self.header.iter().map(width).collect();
+        for row in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(width(cell));
+            }
+        }
+        let mut out = String::new();
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            let last = row.len() - 1;
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                line.push_str(cell);
+                if i < last {
+                    let pad = widths[i] - width(cell) + 2;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The first line of a description.
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_owned()
+}
+
+/// How many bytes the base64 text `data` decodes to (without decoding it).
+pub fn base64_len(data: &str) -> usize {
+    let data = data.trim_end();
+    let padding = data.bytes().rev().take_while(|b| *b == b'=').count().min(2);
+    let n = data.len();
+    (n / 4 * 3 + (n % 4).saturating_sub(1)).saturating_sub(padding)
+}
+
+/// A tool's arguments as `name*: type` (`*` marks required ones), comma separated,
+/// from its `inputSchema`.
+fn tool_arguments(input_schema: &Value) -> String {
+    let required: Vec<&str> = input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = input_schema.get("properties").and_then(Value::as_object) else {
+        return String::new();
+    };
+    props
+        .iter()
+        .map(|(name, schema)| {
+            let ty = match schema.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                _ => "any".to_owned(),
+            };
+            let star = if required.contains(&name.as_str()) {
+                "*"
+            } else {
+                ""
+            };
+            format!("{name}{star}: {ty}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The `tools/list` table: NAME, ARGUMENTS (`*` = required), DESCRIPTION.
+pub fn tools_table(tools: &[Value]) -> String {
+    let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
+    for tool in tools {
+        t.row(vec![
+            str_of(tool, "name").to_owned(),
+            tool_arguments(tool.get("inputSchema").unwrap_or(&Value::Null)),
+            first_line(str_of(tool, "description")),
+        ]);
+    }
+    t.render()
+}
+
+/// The `resources/list` table: URI, NAME, MIME TYPE, DESCRIPTION.
+pub fn resources_table(resources: &[Value]) -> String {
+    let mut t = Table::new(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"]);
+    for r in resources {
+        t.row(vec![
+            str_of(r, "uri").to_owned(),
+            str_of(r, "name").to_owned(),
+            str_of(r, "mimeType").to_owned(),
+            first_line(str_of(r, "description")),
+        ]);
+    }
+    t.render()
+}
+
+/// The `resources/templates/list` table: URI TEMPLATE, NAME, MIME TYPE, DESCRIPTION.
+pub fn templates_table(templates: &[Value]) -> String {
+    let mut t = Table::new(&["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"]);
+    for r in templates {
+        t.row(vec![
+            str_of(r, "uriTemplate").to_owned(),
+            str_of(r, "name").to_owned(),
+            str_of(r, "mimeType").to_owned(),
+            first_line(str_of(r, "description")),
+        ]);
+    }
+    t.render()
+}
+
+/// The `prompts/list` table: NAME, ARGUMENTS (`*` = required), DESCRIPTION.
+pub fn prompts_table(prompts: &[Value]) -> String {
+    let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
+    for p in prompts {
+        let args = p
+            .get("arguments")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|arg| {
+                        let star = if arg.get("required") == Some(&Value::Bool(true)) {
+                            "*"
+                        } else {
+                            ""
+                        };
+                        format!("{}{star}", str_of(arg, "name"))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        t.row(vec![
+            str_of(p, "name").to_owned(),
+            args,
+            first_line(str_of(p, "description")),
+        ]);
+    }
+    t.render()
+}
+
+/// One resource's contents (`TextResourceContents` / `BlobResourceContents`): the
+/// text as is, or `[blob URI (MIME), N bytes]`.
+pub fn resource_contents(c: &Value) -> String {
+    let mime = str_of(c, "mimeType");
+    let mime = if mime.is_empty() {
+        String::new()
+    } else {
+        format!(" ({mime})")
+    };
+    if let Some(text) = c.get("text").and_then(Value::as_str) {
+        text.to_owned()
+    } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
+        format!(
+            "[blob {}{mime}, {} bytes]",
+            str_of(c, "uri"),
+            base64_len(blob)
+        )
+    } else {
+        format!("[resource {}{mime}]", str_of(c, "uri"))
+    }
+}
+
+/// One content block: text as is; image and audio as `[image MIME, N bytes]`;
+/// an embedded resource as `[resource URI (MIME)]` followed by its text, if any; a
+/// resource link as `[resource link URI]`; any other type as its JSON.
+pub fn content_block(block: &Value) -> String {
+    let kind = str_of(block, "type");
+    match kind {
+        "text" => str_of(block, "text").to_owned(),
+        "image" | "audio" => format!(
+            "[{kind} {}, {} bytes]",
+            str_of(block, "mimeType"),
+            base64_len(str_of(block, "data"))
+        ),
+        "resource" => {
+            let r = block.get("resource").unwrap_or(&Value::Null);
+            let mime = str_of(r, "mimeType");
+            let mime = if mime.is_empty() {
+                String::new()
+            } else {
+                format!(" ({mime})")
+            };
+            match r.get("text").and_then(Value::as_str) {
+                Some(text) => format!("[resource {}{mime}]\n{text}", str_of(r, "uri")),
+                None => resource_contents(r),
+            }
+        }
+        "resource_link" => format!("[resource link {}]", str_of(block, "uri")),
+        _ => block.to_string(),
+    }
+}
+
+/// A `tools/call` result: each content block on its own line(s), then, if present,
+/// `structuredContent:` and the structured content as pretty JSON.
+pub fn tool_result(result: &Value) -> String {
+    let mut out = String::new();
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        out.push_str(&content_block(block));
+        out.push('\n');
+    }
+    if let Some(s) = result.get("structuredContent") {
+        out.push_str("structuredContent:\n");
+        out.push_str(&serde_json::to_string_pretty(s).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+/// A `prompts/get` result: the description (if any), then each message as
+/// `ROLE: content`.
+pub fn prompt_result(result: &Value) -> String {
+    let mut out = String::new();
+    let description = str_of(result, "description");
+    if !description.is_empty() {
+        out.push_str(&format!("# {description}\n"));
+    }
+    for m in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let content = m.get("content").map(content_block).unwrap_or_default();
+        out.push_str(&format!("{}: {content}\n", str_of(m, "role")));
+    }
+    out
+}
+
+/// A `notifications/message` (logging) for stderr: `[LEVEL] logger: data` (data as
+/// is when it is a string, else as JSON).
+pub fn log_line(params: &Value) -> String {
+    let data = match params.get("data") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let logger = str_of(params, "logger");
+    if logger.is_empty() {
+        format!("[{}] {data}", str_of(params, "level"))
+    } else {
+        format!("[{}] {logger}: {data}", str_of(params, "level"))
+    }
+}
+
+/// A progress notification for stderr when no bar is drawn:
+/// `progress: P/T message` (`/T` only with a total).
+pub fn progress_line(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let mut s = format!("progress: {progress}");
+    if let Some(t) = total {
+        s.push_str(&format!("/{t}"));
+    }
+    if let Some(m) = message {
+        s.push(' ');
+        s.push_str(m);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_are_sized_to_their_content() {
+        let mut t = Table::new(&["A", "LONGER", "C"]);
+        t.row(vec!["xyz".into(), "1".into(), "last\ncell".into()]);
+        t.row(vec!["é".into()]);
+        assert_eq!(
+            t.render(),
+            "A    LONGER  C\nxyz  1       last cell\né\n",
+            "columns padded to the widest cell plus two; trailing space trimmed"
+        );
+    }
+
+    #[test]
+    fn base64_lengths() {
+        for (text, n) in [
+            ("", 0),
+            ("Zg==", 1),
+            ("Zm8=", 2),
+            ("Zm9v", 3),
+            ("Zm9vYg==", 4),
+            ("Zm9vYmFy", 6),
+        ] {
+            assert_eq!(base64_len(text), n, "{text}");
+        }
+    }
+
+    #[test]
+    fn content_blocks_print_readably() {
+        assert_eq!(content_block(&json!({"type": "text", "text": "hi"})), "hi");
+        assert_eq!(
+            content_block(&json!({"type": "image", "data": "Zm9vYmFy", "mimeType": "image/png"})),
+            "[image image/png, 6 bytes]"
+        );
+        assert_eq!(
+            content_block(&json!({"type": "audio", "data": "Zg==", "mimeType": "audio/wav"})),
+            "[audio audio/wav, 1 bytes]"
+        );
+        assert_eq!(
+            content_block(&json!({"type": "resource", "resource":
+                {"uri": "x://a", "mimeType": "text/plain", "text": "body"}})),
+            "[resource x://a (text/plain)]\nbody"
+        );
+        assert_eq!(
+            content_block(&json!({"type": "resource", "resource":
+                {"uri": "x://b", "blob": "Zm9v"}})),
+            "[blob x://b, 3 bytes]"
+        );
+        assert_eq!(
+            content_block(&json!({"type": "resource_link", "uri": "x://c", "name": "c"})),
+            "[resource link x://c]"
+        );
+        assert_eq!(
+            content_block(&json!({"type": "future", "k": 1})),
+            r#"{"type":"future","k":1}"#
+        );
+        let r = tool_result(
+            &json!({"content": [{"type": "text", "text": "{\"sum\":3}"}],
+            "structuredContent": {"sum": 3}}),
+        );
+        assert_eq!(r, "{\"sum\":3}\nstructuredContent:\n{\n  \"sum\": 3\n}\n");
+    }
+
+    #[test]
+    fn listings_show_arguments_with_required_marks() {
+        let tools = tools_table(&[json!({"name": "add", "description": "Adds.\nMore.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"},
+                "b": {"type": ["string", "null"]}}, "required": ["a"]}})]);
+        assert_eq!(
+            tools,
+            "NAME  ARGUMENTS                    DESCRIPTION\nadd   a*: integer, b: string|null  Adds.\n"
+        );
+        let prompts = prompts_table(&[json!({"name": "greet", "arguments": [
+            {"name": "name", "required": true}, {"name": "style"}]})]);
+        assert!(prompts.contains("greet  name*, style"), "{prompts}");
+    }
+
+    #[test]
+    fn logs_and_progress_lines() {
+        assert_eq!(
+            log_line(&json!({"level": "warning", "data": "careful"})),
+            "[warning] careful"
+        );
+        assert_eq!(
+            log_line(&json!({"level": "info", "logger": "db", "data": {"k": 1}})),
+            r#"[info] db: {"k":1}"#
+        );
+        assert_eq!(
+            progress_line(2.0, Some(6.0), Some("step 2 of 6")),
+            "progress: 2/6 step 2 of 6"
+        );
+        assert_eq!(progress_line(0.5, None, None), "progress: 0.5");
+    }
+
+    #[test]
+    fn prompt_results() {
+        let r = prompt_result(&json!({"description": "A greeting", "messages": [
+            {"role": "user", "content": {"type": "text", "text": "Hello"}}]}));
+        assert_eq!(r, "# A greeting\nuser: Hello\n");
+    }
+}

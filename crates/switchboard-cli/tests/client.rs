@@ -1,0 +1,661 @@
+//! The CLI client (`switchboard tools|resources|prompts|ping`) end to end against
+//! `switchboard example-server` over stdio: tables and `--json`, every kind of tool
+//! result, exit statuses 0 / 1 / 2 with one stderr line, timeouts, progress and log
+//! lines.
+
+mod common;
+
+use common::{against_example, exe, run};
+use serde_json::Value;
+
+fn json_line(stdout: &str) -> Value {
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+    serde_json::from_str(stdout.trim_end()).expect("stdout is JSON")
+}
+
+const TOOLS: [&str; 11] = [
+    "echo",
+    "add",
+    "image",
+    "audio",
+    "embedded_resource",
+    "progress",
+    "log",
+    "fail",
+    "sample",
+    "elicit",
+    "bump_counter",
+];
+
+#[test]
+fn tools_list_prints_a_table() {
+    let r = against_example(&["tools", "list"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", r.stdout);
+    assert!(lines[0].contains("ARGUMENTS") && lines[0].contains("DESCRIPTION"));
+    assert_eq!(lines.len(), TOOLS.len() + 1, "{}", r.stdout);
+    for name in TOOLS {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing: {}",
+            r.stdout
+        );
+    }
+    let add = lines.iter().find(|l| l.starts_with("add ")).unwrap();
+    assert!(add.contains("a*: integer, b*: integer"), "{add}");
+    // Columns line up: DESCRIPTION starts at the same offset on every row.
+    let col = lines[0].find("DESCRIPTION").unwrap();
+    assert!(add[..col].ends_with("  "), "{add}");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
+#[test]
+fn tools_list_json_is_the_raw_result() {
+    let r = against_example(&["tools", "list", "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let v = json_line(&r.stdout);
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, TOOLS);
+    assert_eq!(
+        v["tools"][1]["outputSchema"]["properties"]["sum"]["type"],
+        "integer"
+    );
+}
+
+#[test]
+fn text_arguments_stay_strings() {
+    let r = against_example(&["tools", "call", "echo", "--arg", "text=007"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stdout, "007\n");
+}
+
+#[test]
+fn structured_output_and_typed_arguments() {
+    let r = against_example(&["tools", "call", "add", "--arg", "a=2", "--arg", "b=40"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.starts_with("{\"sum\":42}\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("structuredContent:\n{\n  \"sum\": 42\n}"),
+        "{}",
+        r.stdout
+    );
+    // --arg overrides a key of --args.
+    let r = against_example(&[
+        "tools",
+        "call",
+        "add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+        "--arg",
+        "b=5",
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(json_line(&r.stdout)["structuredContent"]["sum"], 6);
+}
+
+#[test]
+fn a_value_that_does_not_fit_the_schema_is_refused() {
+    let r = against_example(&["tools", "call", "add", "--arg", "a=two", "--arg", "b=1"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--arg a=two: expected integer"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn image_audio_and_embedded_resources_print_readably() {
+    let r = against_example(&["tools", "call", "image"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let line = r.stdout.trim_end();
+    let bytes: usize = line
+        .strip_prefix("[image image/png, ")
+        .and_then(|s| s.strip_suffix(" bytes]"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .parse()
+        .unwrap();
+    assert!(bytes > 8, "a PNG has at least its signature: {line}");
+
+    let r = against_example(&["tools", "call", "audio"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    // 44-byte RIFF header + a quarter second of 8 kHz 8-bit mono samples.
+    assert_eq!(r.stdout, "[audio audio/wav, 2044 bytes]\n");
+
+    let r = against_example(&["tools", "call", "embedded_resource"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.starts_with(
+            "[resource example://readme (text/markdown)]\n# Switchboard example server"
+        ),
+        "{}",
+        r.stdout
+    );
+
+    let r = against_example(&["tools", "call", "image", "--json"]);
+    let v = json_line(&r.stdout);
+    assert_eq!(v["content"][0]["type"], "image");
+    assert_eq!(v["content"][0]["mimeType"], "image/png");
+}
+
+#[test]
+fn a_tool_error_exits_1_with_one_line() {
+    let r = against_example(&[
+        "tools",
+        "call",
+        "fail",
+        "--arg",
+        "message=broken on purpose",
+    ]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(r.stdout, "broken on purpose\n");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("switchboard: tool \"fail\" returned an error: broken on purpose"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn sampling_is_not_declared_so_the_tool_fails() {
+    let r = against_example(&["tools", "call", "sample", "--arg", "prompt=hi"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("sampling"), "{}", r.stdout);
+    let r = against_example(&["tools", "call", "elicit"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("elicitation"), "{}", r.stdout);
+}
+
+#[test]
+fn an_unknown_tool_exits_2_with_one_line() {
+    let r = against_example(&["tools", "call", "no_such_tool"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with(
+            "switchboard: unknown tool \"no_such_tool\" (the server offers: echo, add"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn a_dead_command_exits_2_with_one_line() {
+    let r = run(&["tools", "list", "--", "false"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("switchboard: cannot connect to `false`"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["ping", "--", "/nonexistent/mcp-server"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent/mcp-server"), "{}", r.stderr);
+}
+
+#[test]
+fn a_hanging_server_times_out_with_exit_2() {
+    let r = run(&["ping", "--timeout", "1", "--", "sleep", "30"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("switchboard: cannot connect to `sleep 30`: initialize: timed out"),
+        "{}",
+        r.stderr
+    );
+    // 1 s of timeout, then stdin closed (2 s grace) and SIGTERM: well before 30 s.
+    assert!(r.elapsed.as_secs() < 15, "{:?}", r.elapsed);
+}
+
+#[test]
+fn a_slow_tool_call_times_out_with_exit_2() {
+    let r = against_example(&[
+        "tools",
+        "call",
+        "progress",
+        "--arg",
+        "seconds=20",
+        "--arg",
+        "steps=1",
+        "--timeout",
+        "0.5",
+    ]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("tools/call: timed out"), "{}", r.stderr);
+    assert!(r.elapsed.as_secs() < 15, "{:?}", r.elapsed);
+}
+
+#[test]
+fn progress_is_one_line_per_notification_off_a_terminal() {
+    let r = against_example(&[
+        "tools",
+        "call",
+        "progress",
+        "--arg",
+        "seconds=0.3",
+        "--arg",
+        "steps=3",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stdout, "done: 3 steps in 0.3 s\n");
+    assert_eq!(
+        r.stderr_lines(),
+        [
+            "progress: 1/3 step 1 of 3",
+            "progress: 2/3 step 2 of 3",
+            "progress: 3/3 step 3 of 3"
+        ]
+    );
+    // Progress moves the deadline: six steps of 0.3 s (1.8 s in all) under a 1.5 s
+    // timeout.
+    let r = against_example(&[
+        "tools",
+        "call",
+        "progress",
+        "--arg",
+        "seconds=1.8",
+        "--arg",
+        "steps=6",
+        "--timeout",
+        "1.5",
+        "--quiet",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stderr.is_empty(), "--quiet: {}", r.stderr);
+}
+
+#[test]
+fn server_logs_go_to_stderr_with_their_level() {
+    let r = against_example(&["tools", "call", "log", "--arg", "message=hi"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.stderr_lines(),
+        [
+            "[debug] debug: hi",
+            "[info] info: hi",
+            "[notice] notice: hi",
+            "[warning] warning: hi"
+        ]
+    );
+    let r = against_example(&[
+        "tools",
+        "call",
+        "log",
+        "--arg",
+        "message=hi",
+        "--log-level",
+        "notice",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.stderr_lines(),
+        ["[notice] notice: hi", "[warning] warning: hi"]
+    );
+    assert!(r.stdout.starts_with("sent 2 log messages"), "{}", r.stdout);
+}
+
+#[test]
+fn resources_list_templates_and_read() {
+    let r = against_example(&["resources", "list"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].starts_with("URI") && lines[0].contains("MIME TYPE"));
+    for uri in [
+        "example://readme",
+        "example://logo.png",
+        "example://counter",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(uri)),
+            "{uri}: {}",
+            r.stdout
+        );
+    }
+
+    let r = against_example(&["resources", "templates", "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        json_line(&r.stdout)["resourceTemplates"][0]["uriTemplate"],
+        "example://greeting/{name}"
+    );
+
+    let r = against_example(&["resources", "read", "example://readme"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.starts_with("# Switchboard example server\n"),
+        "{}",
+        r.stdout
+    );
+
+    let r = against_example(&["resources", "read", "example://logo.png"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout
+            .starts_with("[blob example://logo.png (image/png), "),
+        "{}",
+        r.stdout
+    );
+    let r = against_example(&["resources", "read", "example://logo.png", "--json"]);
+    let blob = json_line(&r.stdout)["contents"][0]["blob"].clone();
+    assert!(blob.as_str().is_some_and(|b| !b.is_empty()), "{}", r.stdout);
+
+    let r = against_example(&["resources", "read", "example://greeting/ada"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stdout, "Hello, ada!\n");
+
+    let r = against_example(&["resources", "read", "example://nowhere"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("resources/read"), "{}", r.stderr);
+}
+
+#[test]
+fn prompts_list_and_get_with_arguments() {
+    let r = against_example(&["prompts", "list"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains("greet        name*, style"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("review_code  code*, language"),
+        "{}",
+        r.stdout
+    );
+
+    let r = against_example(&[
+        "prompts",
+        "get",
+        "greet",
+        "--arg",
+        "name=Ada",
+        "--arg",
+        "style=formal",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "# A formal greeting\nuser: Write a formal greeting for Ada.\n"
+    );
+
+    let r = against_example(&[
+        "prompts",
+        "get",
+        "review_code",
+        "--args",
+        r#"{"code": "x = 1"}"#,
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let v = json_line(&r.stdout);
+    assert_eq!(v["messages"][1]["role"], "assistant");
+
+    // A required argument missing: the server's -32602, exit 2.
+    let r = against_example(&["prompts", "get", "greet"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("-32602"), "{}", r.stderr);
+}
+
+#[test]
+fn ping_reports_the_server() {
+    let r = against_example(&["ping"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.starts_with("pong from switchboard-example "),
+        "{}",
+        r.stdout
+    );
+    let r = against_example(&["ping", "--json"]);
+    assert_eq!(json_line(&r.stdout), serde_json::json!({}));
+}
+
+#[test]
+fn targets_must_be_a_url_or_a_command() {
+    let r = run(&["tools", "list"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("no server given"), "{}", r.stderr);
+    let r = run(&["tools", "call", "echo"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("not an http(s):// URL"), "{}", r.stderr);
+    let r = run(&[
+        "tools",
+        "call",
+        "http://127.0.0.1:9/mcp",
+        "echo",
+        "--",
+        exe(),
+    ]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("not both"), "{}", r.stderr);
+}
+
+#[test]
+fn the_client_over_http() {
+    let server = common::HttpExample::start();
+    let url = server.url.clone();
+    let url = url.as_str();
+    let r = run(&["tools", "list", url, "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        json_line(&r.stdout)["tools"].as_array().unwrap().len(),
+        TOOLS.len()
+    );
+
+    let r = run(&[
+        "tools",
+        "call",
+        url,
+        "progress",
+        "--arg",
+        "seconds=0.3",
+        "--arg",
+        "steps=3",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stdout, "done: 3 steps in 0.3 s\n");
+    assert_eq!(r.stderr_lines().len(), 3, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("progress: 1/3 step 1 of 3\n"),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(&["tools", "call", url, "log", "--arg", "message=web"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stderr.contains("[warning] warning: web"), "{}", r.stderr);
+
+    let r = run(&["tools", "call", url, "fail"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+
+    let r = run(&["resources", "read", url, "example://greeting/web"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stdout, "Hello, web!\n");
+
+    let r = run(&["prompts", "get", url, "greet", "--arg", "name=Web"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("greeting for Web."), "{}", r.stdout);
+
+    let r = run(&["ping", url]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.starts_with("pong from switchboard-example"),
+        "{}",
+        r.stdout
+    );
+
+    assert!(server.stop().success());
+
+    // Nothing listens there any more: exit 2, one line.
+    let r = run(&["ping", url, "--timeout", "5"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("switchboard: cannot connect to http://"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn read_output_writes_the_decoded_bytes() {
+    let dir = std::env::temp_dir().join(format!("switchboard-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("logo.png");
+    let r = against_example(&[
+        "resources",
+        "read",
+        "example://logo.png",
+        "--output",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "the PNG signature");
+    // The same length the summary line reports from the base64 text.
+    let r = against_example(&["resources", "read", "example://logo.png"]);
+    assert!(
+        r.stdout.contains(&format!(", {} bytes]", bytes.len())),
+        "{}",
+        r.stdout
+    );
+    let text = dir.join("readme.md");
+    let r = against_example(&[
+        "resources",
+        "read",
+        "example://readme",
+        "-o",
+        text.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(std::fs::read_to_string(&text)
+        .unwrap()
+        .starts_with("# Switchboard example server"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_modern_era_over_stdio() {
+    let r = against_example(&["ping", "--era", "modern"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("(protocol 2026-07-28)"), "{}", r.stdout);
+    // 2026-07-28 sends logs only when a request names a level: the client asks for all.
+    let r = against_example(&[
+        "tools",
+        "call",
+        "log",
+        "--era",
+        "modern",
+        "--arg",
+        "message=m",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 4, "{}", r.stderr);
+    let r = against_example(&[
+        "tools",
+        "call",
+        "progress",
+        "--era",
+        "modern",
+        "--arg",
+        "seconds=0.2",
+        "--arg",
+        "steps=2",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        r.stderr_lines(),
+        ["progress: 1/2 step 1 of 2", "progress: 2/2 step 2 of 2"]
+    );
+    let r = against_example(&["ping", "--era", "legacy"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("(protocol 2025-11-25)"), "{}", r.stdout);
+}
+
+#[test]
+fn ctrl_c_cancels_the_call_and_exits_2() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(exe())
+        .args([
+            "tools",
+            "call",
+            "progress",
+            "--arg",
+            "seconds=30",
+            "--arg",
+            "steps=30",
+            "--",
+        ])
+        .args([exe(), "example-server"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { return };
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx.recv_timeout(common::BOUND).expect("a progress line");
+    assert!(first.starts_with("progress: 1/30"), "{first}");
+    let started = std::time::Instant::now();
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let status = done_rx
+        .recv_timeout(common::BOUND)
+        .expect("exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{status}");
+    assert!(started.elapsed().as_secs() < 15, "{:?}", started.elapsed());
+    // Every remaining line, until stderr closes (bounded).
+    let mut rest = Vec::new();
+    loop {
+        match rx.recv_timeout(common::BOUND) {
+            Ok(line) => rest.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => panic!("stderr still open: {e}"),
+        }
+    }
+    assert_eq!(
+        rest.last().map(String::as_str),
+        Some("switchboard: interrupted"),
+        "{rest:?}"
+    );
+}

@@ -1,0 +1,164 @@
+//! Shared helpers of the CLI's integration tests: run the `switchboard` binary with
+//! a bound on its running time, and the command line of the example server.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The most any one run of the binary may take before the test fails.
+pub const BOUND: Duration = Duration::from_secs(60);
+
+/// The binary under test.
+pub fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_switchboard")
+}
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output, as text.
+    pub stdout: String,
+    /// Standard error, as text.
+    pub stderr: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// stderr's lines.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+}
+
+/// Runs `switchboard ARGS` with `stdin` (closed at once when `None`), failing the
+/// test if it runs longer than [`BOUND`] (the child is then killed by its pid).
+pub fn run_with(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let started = Instant::now();
+    let mut child = Command::new(exe())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn switchboard");
+    let mut pipe = child.stdin.take().expect("stdin piped");
+    if let Some(bytes) = stdin {
+        pipe.write_all(bytes).expect("write stdin");
+    }
+    drop(pipe);
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = tx.send(());
+        out
+    });
+    if rx.recv_timeout(BOUND).is_err() {
+        // Only the child we started, by its id.
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+        panic!("switchboard {args:?} did not finish within {BOUND:?}");
+    }
+    let out = waiter.join().expect("waiter").expect("output");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Runs `switchboard ARGS` with an empty stdin.
+pub fn run(args: &[&str]) -> Run {
+    run_with(args, None)
+}
+
+/// `ARGS -- <switchboard> example-server`: a client command against the example
+/// server over stdio.
+pub fn against_example(args: &[&str]) -> Run {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--", exe(), "example-server"]);
+    run(&all)
+}
+
+/// `switchboard example-server --http 127.0.0.1:0` running in the background;
+/// stopped (SIGTERM, by its pid) when dropped.
+pub struct HttpExample {
+    /// The URL it printed on stderr.
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl HttpExample {
+    /// Starts it and waits (bounded) for the `listening on URL` line on stderr.
+    pub fn start() -> HttpExample {
+        use std::io::{BufRead, BufReader, Read};
+        let mut child = Command::new(exe())
+            .args(["example-server", "--http", "127.0.0.1:0"])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the HTTP example server");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match stderr.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                if let Some(url) = line.trim().strip_prefix("listening on ") {
+                    let _ = tx.send(url.to_owned());
+                    break;
+                }
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        let url = match rx.recv_timeout(BOUND) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the HTTP example server printed no URL within {BOUND:?}");
+            }
+        };
+        HttpExample { url, child }
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + BOUND;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no exit within {BOUND:?} of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for HttpExample {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! `switchboard example-server` end to end: over stdio through the library's
+//! `Client` (subscriptions, completions), stdout carrying only JSON-RPC, Streamable
+//! HTTP on 127.0.0.1 port 0 with the URL on stderr, and the official Python SDK
+//! client (when `SWITCHBOARD_PYTHON` or a `python3` with `mcp` is available; see
+//! `crates/switchboard/tests/e2e_python.rs`).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{exe, BOUND};
+use serde_json::{json, Value};
+use switchboard::{Client, ClientOptions};
+use switchboard_protocol::types::{CompleteRequestParams, Implementation, ServerNotification};
+use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
+use switchboard_transport::{Transport, TransportConfig};
+
+async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), f)
+        .await
+        .expect("bounded wait")
+}
+
+#[tokio::test]
+async fn subscriptions_and_completions_over_stdio() {
+    let ChildTransport {
+        sender,
+        receiver,
+        process,
+    } = spawn(
+        ChildConfig::new("example", exe()).arg("example-server"),
+        &TransportConfig::default(),
+    )
+    .expect("spawn");
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let seen = updates.clone();
+    let options =
+        ClientOptions::new(Implementation::new("test", "1")).with_notifications(move |n| {
+            if let ServerNotification::ResourceUpdated(p) = n {
+                seen.lock().unwrap().push(p.uri.clone());
+                let _ = tx.send(());
+            }
+        });
+    let client = within(Client::connect(Transport { sender, receiver }, options))
+        .await
+        .expect("handshake");
+    assert_eq!(client.server_info().name, "switchboard-example");
+    let caps = client.server_capabilities();
+    assert!(caps.supports_resource_subscribe() && caps.supports_completions());
+
+    // Not subscribed: a change is not announced.
+    let r = within(client.call_tool("bump_counter", json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error());
+    let read = within(client.read_resource("example://counter"))
+        .await
+        .unwrap();
+    let v = serde_json::to_value(&read).unwrap();
+    assert_eq!(v["contents"][0]["text"], "1");
+
+    within(client.subscribe("example://counter")).await.unwrap();
+    within(client.call_tool("bump_counter", json!({})))
+        .await
+        .unwrap();
+    within(rx.recv()).await.expect("an update");
+    assert_eq!(*updates.lock().unwrap(), ["example://counter"]);
+    let read = within(client.read_resource("example://counter"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap()["contents"][0]["text"],
+        "2"
+    );
+
+    within(client.unsubscribe("example://counter"))
+        .await
+        .unwrap();
+    within(client.call_tool("bump_counter", json!({})))
+        .await
+        .unwrap();
+    // A ping round trip after the call: any update would have arrived before it.
+    within(client.ping()).await.unwrap();
+    assert_eq!(
+        updates.lock().unwrap().len(),
+        1,
+        "no update after unsubscribe"
+    );
+
+    let complete = |reference: Value, name: &str, value: &str| -> CompleteRequestParams {
+        serde_json::from_value(json!({"ref": reference,
+            "argument": {"name": name, "value": value}}))
+        .unwrap()
+    };
+    let r = within(client.complete(&complete(
+        json!({"type": "ref/prompt", "name": "greet"}),
+        "style",
+        "f",
+    )))
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["completion"]["values"],
+        json!(["formal"])
+    );
+    let r = within(client.complete(&complete(
+        json!({"type": "ref/resource", "uri": "example://greeting/{name}"}),
+        "name",
+        "",
+    )))
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["completion"]["values"],
+        json!(["alice", "bob", "carol", "dave"])
+    );
+
+    drop(client);
+    let report = within(process.shutdown()).await.expect("shutdown");
+    assert!(report.status.success(), "{report}");
+}
+
+#[test]
+fn stdout_carries_only_json_rpc() {
+    let mut child = Command::new(exe())
+        .arg("example-server")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        "this line is not JSON\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"log","arguments":{}}}"#,
+        "\n",
+    );
+    stdin.write_all(input.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Every line until the answer to id 2 (the bad line's answer may come first).
+    let mut lines: Vec<Value> = Vec::new();
+    while !lines.iter().any(|m| m["id"] == 2) {
+        let line = rx.recv_timeout(BOUND).expect("a line within the bound");
+        lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}")));
+    }
+    // End of stdin ends the server, cleanly.
+    drop(stdin);
+    let (tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = done
+        .recv_timeout(BOUND)
+        .expect("exits at end of stdin")
+        .unwrap();
+    assert!(status.success(), "{status}");
+
+    let init = lines
+        .iter()
+        .find(|m| m["id"] == 1)
+        .expect("the initialize answer");
+    assert_eq!(init["result"]["serverInfo"]["name"], "switchboard-example");
+    let logs = lines
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .count();
+    assert_eq!(logs, 4, "{lines:?}");
+    let call = lines.iter().find(|m| m["id"] == 2).unwrap();
+    assert!(call["result"]["content"].is_array(), "{call}");
+    assert!(
+        lines
+            .iter()
+            .any(|m| m["id"].is_null() && m["error"]["code"] == -32700),
+        "the bad line is answered -32700: {lines:?}"
+    );
+}
+
+/// One HTTP/1.1 POST of `body` to `url` (`http://HOST:PORT/PATH`), with the headers
+/// Streamable HTTP requires; returns the status line, the headers and the body.
+fn post(url: &str, body: &str, extra: &[(&str, &str)]) -> (String, String, String) {
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (authority, path) = rest.split_at(rest.find('/').expect("a path"));
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(BOUND)).unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
+        body.len()
+    );
+    for (k, v) in extra {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a response");
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (
+        status.to_owned(),
+        headers.to_ascii_lowercase(),
+        body.to_owned(),
+    )
+}
+
+#[test]
+fn serves_streamable_http_and_prints_its_url() {
+    let server = common::HttpExample::start();
+    let url = server.url.clone();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (status, headers, body) = post(&url, init, &[]);
+    assert!(status.contains(" 200 "), "{status}\n{headers}\n{body}");
+    let session = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    assert!(body.contains("switchboard-example"), "{body}");
+
+    let (status, _, _) = post(
+        &url,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert!(status.contains(" 202 "), "{status}");
+    let (status, _, body) = post(
+        &url,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over http"}}}"#,
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(body.contains("over http"), "{body}");
+
+    // SIGTERM stops it, cleanly.
+    let status = server.stop();
+    assert!(status.success(), "{status}");
+}
+
+/// The interpreter, and whether the environment requires this test to run.
+fn python() -> (String, bool) {
+    match std::env::var("SWITCHBOARD_PYTHON") {
+        Ok(p) if !p.is_empty() => (p, true),
+        _ => ("python3".to_owned(), false),
+    }
+}
+
+#[test]
+fn the_python_sdk_client_lists_tools_and_follows_progress() {
+    let (python, required) = python();
+    let has_mcp = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !has_mcp {
+        assert!(!required, "SWITCHBOARD_PYTHON={python} cannot import mcp");
+        eprintln!("SKIPPED: `{python} -c 'import mcp'` failed (scripts/install-peers installs it)");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/python_client.py");
+    let child = Command::new(&python)
+        .arg(&script)
+        .arg(exe())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = tx.send(());
+        out
+    });
+    if rx.recv_timeout(BOUND).is_err() {
+        // Only the child we started, by its id.
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+        panic!("the Python client did not finish within {BOUND:?}");
+    }
+    let out = waiter.join().unwrap().expect("python output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "python client failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("python interop ok"), "{stdout}");
+}
