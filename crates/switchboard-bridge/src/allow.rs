@@ -1,0 +1,138 @@
+//! The `toolNames` allowlist (`--allow-tool NAME`): what a downstream client may
+//! see and call is the intersection of the list with what the upstream server
+//! reports (MCP "Server features → Tools": `tools/list`, `tools/call`).
+//!
+//! - `tools/list` results are filtered to allowed names (the rest of the result,
+//!   `nextCursor` and `_meta` included, is kept);
+//! - `tools/call` for a name outside the list is refused with -32602 before it
+//!   reaches the upstream server;
+//! - an allowed name the upstream does not report is drift: logged at start-up and
+//!   whenever the list changes ([`Allowlist::drift`]).
+//!
+//! An empty allowlist allows everything (no `--allow-tool` given).
+//!
+//! This module must not know about transports, sessions or children.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The allowed tool names; empty means every tool.
+#[derive(Debug, Clone, Default)]
+pub struct Allowlist {
+    names: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Allowlist {
+    /// An allowlist of exactly `names` (empty: everything allowed).
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
+        Allowlist {
+            names: names.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether the list restricts anything.
+    pub fn is_restricted(&self) -> bool {
+        !self.names.is_empty()
+    }
+
+    /// Whether tool `name` may be listed and called.
+    pub fn permits(&self, name: &str) -> bool {
+        self.names.is_empty() || self.names.contains(name)
+    }
+
+    /// For a `tools/call` request's params: `Err(message)` (for a -32602 answer)
+    /// when the tool is not allowed or the params name no tool. Only `name` is
+    /// read; the arguments are skipped, not kept.
+    pub fn check_call(&self, params: Option<&RawValue>) -> Result<(), String> {
+        if !self.is_restricted() {
+            return Ok(());
+        }
+        let name = params
+            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
+            .and_then(|n| n.name.map(|c| c.into_owned()));
+        match name {
+            Some(name) if self.permits(&name) => Ok(()),
+            Some(name) => Err(format!(
+                "tool {name:?} is not available through this bridge"
+            )),
+            None => Err("tools/call needs params.name".to_owned()),
+        }
+    }
+
+    /// A `tools/list` result with the tools outside the list removed; unchanged
+    /// (not even parsed) when nothing is restricted, or when it is not an object
+    /// with a `tools` array.
+    pub fn filter_list_result(&self, result: Box<RawValue>) -> Box<RawValue> {
+        if !self.is_restricted() {
+            return result;
+        }
+        let Ok(mut obj) = serde_json::from_str::<Map<String, Value>>(result.get()) else {
+            return result;
+        };
+        let Some(Value::Array(tools)) = obj.get_mut("tools") else {
+            return result;
+        };
+        tools.retain(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| self.permits(n))
+        });
+        serde_json::value::to_raw_value(&obj).unwrap_or(result)
+    }
+
+    /// The allowed names missing from `reported` (the names the upstream lists).
+    pub fn drift<'a>(&'a self, reported: &BTreeSet<String>) -> Vec<&'a str> {
+        self.names
+            .iter()
+            .filter(|n| !reported.contains(*n))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn empty_list_allows_everything_and_leaves_results_alone() {
+        let a = Allowlist::default();
+        assert!(a.permits("anything"));
+        let text = r#"{"tools":[{"name":"a"}],"nextCursor":"c"}"#;
+        assert_eq!(a.filter_list_result(raw(text)).get(), text);
+        assert!(a.check_call(Some(&raw(r#"{"name":"zzz"}"#))).is_ok());
+    }
+
+    #[test]
+    fn lists_are_intersected_and_calls_refused() {
+        let a = Allowlist::new(["echo", "missing"]);
+        let out = a.filter_list_result(raw(
+            r#"{"tools":[{"name":"echo","inputSchema":{}},{"name":"rm"}],"nextCursor":"c"}"#,
+        ));
+        let v: Value = serde_json::from_str(out.get()).unwrap();
+        assert_eq!(v["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(v["tools"][0]["name"], "echo");
+        assert_eq!(v["nextCursor"], "c");
+        assert!(a
+            .check_call(Some(&raw(r#"{"name":"echo","arguments":{}}"#)))
+            .is_ok());
+        let err = a.check_call(Some(&raw(r#"{"name":"rm"}"#))).unwrap_err();
+        assert!(err.contains("rm"));
+        assert!(a.check_call(None).is_err());
+        let reported: BTreeSet<String> = ["echo".to_owned(), "rm".to_owned()].into();
+        assert_eq!(a.drift(&reported), vec!["missing"]);
+    }
+}

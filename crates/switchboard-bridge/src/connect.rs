@@ -1,0 +1,278 @@
+//! The reverse direction: a stdio MCP server for a local host app (a desktop
+//! client, an IDE) that forwards every message to a remote MCP server over HTTP
+//! (`switchboard connect URL`).
+//!
+//! ```text
+//! host app ──stdio──> first message
+//!   initialize (a legacy client)
+//!       ──> Streamable HTTP: POST initialize; the answer goes back as is and the
+//!           negotiated revision sets the transport's MCP-Protocol-Version
+//!       ──> on 400/404/405 without a JSON-RPC answer: legacy HTTP+SSE (GET the
+//!           same URL, `endpoint` event, POSTs), initialize again
+//!   a 2026-07-28 request (its _meta names the revision)
+//!       ──> Streamable HTTP in the 2026-07-28 shape (headers from each body)
+//! then every message both ways, unchanged (one downstream client: ids need no
+//! remapping); the remote going away ends the relay with an error, the host app
+//! closing stdin ends it cleanly (the remote session is deleted).
+//! ```
+//!
+//! Spec sources: MCP 2025-11-25 "Transports → Streamable HTTP → Backwards
+//! compatibility" (the SSE fallback), 2026-07-28 "Transports" and REVISIONS.md §6.
+//! A legacy host app in front of a remote that speaks only 2026-07-28 gets the
+//! remote's own error for `initialize` (era translation in that direction is the
+//! gateway's job).
+//!
+//! This module must not know what the messages mean beyond the first one.
+
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Message, Request};
+use switchboard_protocol::types::meta;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::client::{self as http_client, HttpClientConfig, TRANSPORT_ERROR};
+use switchboard_transport::http::sse_client::{self, SseClientConfig};
+use switchboard_transport::{stdio, Inbound, Receiver, Sender, TransportConfig};
+use tracing::{debug, info, warn};
+
+/// What `switchboard connect` needs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConnectConfig {
+    /// The remote MCP endpoint (`http://` or `https://`).
+    pub url: String,
+    /// Extra headers for every HTTP request, e.g. `("Authorization", "Bearer …")`.
+    pub headers: Vec<(String, String)>,
+    /// How long the remote has to answer the first message. Default 30 s.
+    pub first_answer_timeout: Duration,
+}
+
+impl ConnectConfig {
+    /// The defaults, for `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        ConnectConfig {
+            url: url.into(),
+            headers: Vec::new(),
+            first_answer_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Serves our stdin/stdout as an MCP server that relays to `config.url` until
+/// either side ends.
+///
+/// Errors (as text for the command line): the URL or a header is invalid, the
+/// remote cannot be reached in any era, or it went away during the relay.
+pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
+    let down = stdio::serve(&TransportConfig::default());
+    let (down_tx, down_rx) = down.split();
+    relay_from(config, down_tx, down_rx).await
+}
+
+/// [`connect_stdio`] over any downstream transport halves (tests use a pipe).
+pub async fn relay_from(
+    config: ConnectConfig,
+    down_tx: Sender,
+    mut down_rx: Receiver,
+) -> Result<(), String> {
+    let first = loop {
+        match down_rx.recv().await {
+            Some(Inbound::Message(Message::Request(r))) => break r,
+            Some(Inbound::Message(other)) => debug!(?other, "ignored before the first request"),
+            Some(Inbound::Batch(_)) => warn!("a batch before initialize: ignored"),
+            Some(Inbound::Closed { .. }) | None => return Ok(()),
+        }
+    };
+    let (up_tx, up_rx) = if first.method == "initialize" {
+        open_legacy(&config, first, &down_tx).await?
+    } else if is_modern(&first) {
+        open_modern(&config, first).await?
+    } else {
+        return Err(format!(
+            "the first request was {:?}: a client starts with initialize (2024-11-05 to 2025-11-25) or a 2026-07-28 request",
+            first.method
+        ));
+    };
+    relay(down_tx, down_rx, up_tx, up_rx).await
+}
+
+fn is_modern(r: &Request) -> bool {
+    r.params
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|p| {
+            p.get("_meta")?
+                .get(meta::PROTOCOL_VERSION)?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .and_then(|v| ProtocolVersion::parse(&v))
+        .is_some_and(|v| v == ProtocolVersion::V2026_07_28)
+}
+
+fn http_config(config: &ConnectConfig) -> HttpClientConfig {
+    let mut c = HttpClientConfig::new(config.url.clone());
+    c.headers = config.headers.clone();
+    c.standalone_stream = true;
+    c
+}
+
+/// Whether an answer to `initialize` says "not this transport": the transport's
+/// own error for an HTTP 400/404/405 without a JSON-RPC body.
+fn wrong_transport(m: &Message) -> bool {
+    let Message::Error(e) = m else { return false };
+    if e.error.code != TRANSPORT_ERROR {
+        return false;
+    }
+    let status = e
+        .error
+        .data
+        .as_ref()
+        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
+        .and_then(|d| d.get("httpStatus").and_then(Value::as_u64));
+    // No status at all: the remote could not be reached; SSE is the last try.
+    matches!(status, None | Some(400 | 404 | 405))
+}
+
+/// Sends `initialize` on `tx` and waits for its answer, forwarding anything else
+/// that arrives first to the host app.
+async fn first_answer(
+    config: &ConnectConfig,
+    tx: &Sender,
+    rx: &mut Receiver,
+    init: &Request,
+    down_tx: &Sender,
+) -> Result<Message, String> {
+    tx.send(Message::Request(init.clone()))
+        .await
+        .map_err(|_| "the connection to the remote closed".to_owned())?;
+    let wait = config.first_answer_timeout;
+    tokio::time::timeout(wait, async {
+        loop {
+            match rx.recv().await {
+                Some(Inbound::Message(m)) if m.id() == Some(&init.id) && m.method().is_none() => {
+                    return Ok(m)
+                }
+                Some(Inbound::Message(m)) => {
+                    let _ = down_tx.send(m).await;
+                }
+                Some(Inbound::Batch(_)) => {}
+                Some(Inbound::Closed { .. }) | None => {
+                    return Err("the remote closed the connection".to_owned())
+                }
+            }
+        }
+    })
+    .await
+    .map_err(|_| format!("the remote did not answer initialize within {wait:?}"))?
+}
+
+async fn open_legacy(
+    config: &ConnectConfig,
+    init: Request,
+    down_tx: &Sender,
+) -> Result<(Sender, Receiver), String> {
+    let (transport, handle) =
+        http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
+    let (tx, mut rx) = transport.split();
+    let answer = first_answer(config, &tx, &mut rx, &init, down_tx).await?;
+    if !wrong_transport(&answer) {
+        if let Message::Response(r) = &answer {
+            let version = serde_json::from_str::<Value>(r.result.get())
+                .ok()
+                .and_then(|v| {
+                    v.get("protocolVersion")?
+                        .as_str()
+                        .and_then(ProtocolVersion::parse)
+                });
+            handle.set_protocol_version(version);
+            info!(url = %config.url, version = ?version.map(|v| v.as_str()), "connected over Streamable HTTP");
+        }
+        let _ = down_tx.send(answer).await;
+        return Ok((tx, rx));
+    }
+    drop((tx, rx));
+    info!(url = %config.url, "Streamable HTTP refused initialize; trying the legacy HTTP+SSE transport");
+    let mut sse = SseClientConfig::default();
+    let mut headers = HeaderMap::new();
+    for (k, v) in &config.headers {
+        let name = HeaderName::try_from(k.as_str()).map_err(|e| format!("header {k:?}: {e}"))?;
+        let value = HeaderValue::try_from(v.as_str()).map_err(|e| format!("header {k:?}: {e}"))?;
+        headers.insert(name, value);
+    }
+    sse.headers = headers;
+    let transport = match sse_client::connect(&config.url, sse).await {
+        Ok(t) => t,
+        Err(e) => {
+            let why = format!(
+                "{}: neither Streamable HTTP nor HTTP+SSE answered: {e}",
+                config.url
+            );
+            // The host app gets an answer to its initialize, never silence.
+            let refusal = Message::Error(ErrorResponse::new(
+                Some(init.id.clone()),
+                ErrorObject::new(code::INTERNAL_ERROR, why.clone()),
+            ));
+            let _ = down_tx.send(refusal).await;
+            return Err(why);
+        }
+    };
+    let (tx, mut rx) = transport.split();
+    let answer = first_answer(config, &tx, &mut rx, &init, down_tx).await?;
+    info!(url = %config.url, "connected over HTTP+SSE");
+    let _ = down_tx.send(answer).await;
+    Ok((tx, rx))
+}
+
+async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, Receiver), String> {
+    let (transport, handle) =
+        http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
+    handle.set_protocol_version(Some(ProtocolVersion::V2026_07_28));
+    let (tx, rx) = transport.split();
+    tx.send(Message::Request(first))
+        .await
+        .map_err(|_| "the connection to the remote closed".to_owned())?;
+    info!(url = %config.url, "relaying 2026-07-28 requests");
+    Ok((tx, rx))
+}
+
+async fn relay(
+    down_tx: Sender,
+    mut down_rx: Receiver,
+    up_tx: Sender,
+    mut up_rx: Receiver,
+) -> Result<(), String> {
+    loop {
+        tokio::select! {
+            event = down_rx.recv() => match event {
+                Some(Inbound::Message(m)) => {
+                    if up_tx.send(m).await.is_err() {
+                        return Err("the connection to the remote closed".to_owned());
+                    }
+                }
+                Some(Inbound::Batch(items)) => {
+                    for m in items.into_iter().flatten() {
+                        let _ = up_tx.send(m).await;
+                    }
+                }
+                Some(Inbound::Closed { .. }) | None => {
+                    debug!("the host app closed stdin");
+                    return Ok(());
+                }
+            },
+            event = up_rx.recv() => match event {
+                Some(Inbound::Message(m)) => {
+                    let _ = down_tx.send(m).await;
+                }
+                Some(Inbound::Batch(items)) => {
+                    for m in items.into_iter().flatten() {
+                        let _ = down_tx.send(m).await;
+                    }
+                }
+                Some(Inbound::Closed { reason }) => return Err(format!("the remote went away: {reason}")),
+                None => return Err("the remote went away".to_owned()),
+            },
+        }
+    }
+}

@@ -1,0 +1,670 @@
+//! One downstream session of the legacy era (2024-11-05 HTTP+SSE, or Streamable
+//! HTTP 2025-03-26 to 2025-11-25): the session's messages forwarded to an upstream
+//! child, and the child's back.
+//!
+//! ```text
+//! client ──initialize──> per-session: start a child initialized with the client's
+//!                                     own params; answer with the child's result
+//!                        shared:      answer from the shared child's result (the
+//!                                     version negotiated against ours)
+//! client ──request──> allowlist (tools/call) ──> Upstream::call ──> pump task:
+//!          progress / logs      ──send_related(id)──> the call's SSE stream
+//!          server→client request ──as "sb-s<n>"──> client; its answer ──> child
+//!          response (tools/list filtered) ──> client, with the client's own id
+//! client ──notifications/cancelled──> the pump task cancels the upstream call
+//! client ──ping──> answered here;  notifications/initialized ──> swallowed
+//! child  ──list changes, resource updates──> every session (broadcast)
+//! ```
+//!
+//! When the session ends (DELETE, idle timeout, the client gone) its calls are
+//! cancelled upstream and, per session, its child is ended in the spec's order.
+//!
+//! This module must not know how the child is spawned or supervised (that is
+//! [`crate::upstream`]) nor about HTTP beyond the session transport it is given.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use switchboard_protocol::jsonrpc::{
+    code, Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
+use switchboard_protocol::types::meta::{
+    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION,
+};
+use switchboard_protocol::types::InitializeRequestParams;
+use switchboard_protocol::version::Supported;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::{Inbound, Receiver, Sender};
+use tokio::sync::{broadcast, oneshot};
+use tracing::{debug, info, warn};
+
+use crate::upstream::{empty_object, CallEvent, Step, Upstream};
+use crate::{ChildMode, Core};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a session's tasks share.
+struct Session {
+    core: Arc<Core>,
+    tx: Sender,
+    owner: u64,
+    upstream: Mutex<Option<Upstream>>,
+    /// Downstream request id → the cancel switch of its pump task.
+    calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
+    /// Our downstream id of a forwarded server→client request → the child's id,
+    /// and the upstream it came from.
+    server_requests: Mutex<HashMap<Id, (Id, Upstream)>>,
+    next_server_request: AtomicU64,
+    /// For a 2026-07-28-only child: the `_meta` each request gets (the revision,
+    /// the client's capabilities and info from its `initialize`, its log level).
+    modern_meta: Mutex<Option<Map<String, Value>>>,
+    /// Our ids of requests asked of the client for an `input_required` result,
+    /// and who waits for the answer.
+    input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
+}
+
+fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
+    Message::Error(ErrorResponse::new(
+        Some(id),
+        ErrorObject::new(code, message),
+    ))
+}
+
+/// Serves one legacy session until it ends.
+pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
+    let owner = core.next_owner();
+    let session = Arc::new(Session {
+        core,
+        tx,
+        owner,
+        upstream: Mutex::new(None),
+        calls: Mutex::new(HashMap::new()),
+        server_requests: Mutex::new(HashMap::new()),
+        next_server_request: AtomicU64::new(1),
+        modern_meta: Mutex::new(None),
+        input_waiters: Mutex::new(HashMap::new()),
+    });
+    let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
+    loop {
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            n = recv_broadcast(&mut broadcasts) => {
+                if let Some(n) = n {
+                    let _ = session.tx.send(Message::Notification(n)).await;
+                }
+                continue;
+            }
+        };
+        match event {
+            None | Some(Inbound::Closed { .. }) => {
+                if let Some(Inbound::Closed { reason }) = &event {
+                    debug!(%reason, "downstream session ended");
+                }
+                break;
+            }
+            Some(Inbound::Message(m)) => {
+                on_message(&session, m, &mut broadcasts).await;
+            }
+            Some(Inbound::Batch(items)) => {
+                for item in items {
+                    match item {
+                        Ok(m) => on_message(&session, m, &mut broadcasts).await,
+                        Err(e) if e.wants_response() => {
+                            let _ = session.tx.send(Message::Error(e.to_response())).await;
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    let cancels: Vec<_> = lock(&session.calls).drain().map(|(_, c)| c).collect();
+    for cancel in cancels {
+        let _ = cancel.send("the downstream session ended".to_owned());
+    }
+    let upstream = lock(&session.upstream).take();
+    if let (Some(up), ChildMode::PerSession) = (upstream, session.core.mode) {
+        session
+            .core
+            .session_children
+            .fetch_sub(1, Ordering::Relaxed);
+        up.shutdown(std::time::Duration::ZERO).await;
+    }
+}
+
+async fn recv_broadcast(
+    rx: &mut Option<broadcast::Receiver<Notification>>,
+) -> Option<Notification> {
+    let Some(r) = rx.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        match r.recv().await {
+            Ok(n) => return Some(n),
+            Err(broadcast::error::RecvError::Lagged(k)) => {
+                warn!(missed = k, "a slow session missed upstream notifications");
+            }
+            Err(broadcast::error::RecvError::Closed) => {
+                *rx = None;
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+async fn on_message(
+    session: &Arc<Session>,
+    message: Message,
+    broadcasts: &mut Option<broadcast::Receiver<Notification>>,
+) {
+    match message {
+        Message::Request(r) => on_request(session, r, broadcasts).await,
+        Message::Notification(n) => on_notification(session, n).await,
+        Message::Response(ref r) => answer_server_request(session, &r.id.clone(), message).await,
+        Message::Error(ref e) => match e.id.clone() {
+            Some(id) => answer_server_request(session, &id, message).await,
+            None => debug!(error = %e.error.message, "the client sent an error without id"),
+        },
+    }
+}
+
+/// The client answered one of the child's requests: give it back under the
+/// child's id.
+async fn answer_server_request(session: &Arc<Session>, id: &Id, message: Message) {
+    if let Some(waiter) = lock(&session.input_waiters).remove(id) {
+        let _ = waiter.send(message);
+        return;
+    }
+    let Some((child_id, upstream)) = lock(&session.server_requests).remove(id) else {
+        debug!(%id, "an answer to no request of ours");
+        return;
+    };
+    let message = match message {
+        Message::Response(r) => Message::Response(Response {
+            id: child_id,
+            result: r.result,
+        }),
+        Message::Error(e) => Message::Error(ErrorResponse::new(Some(child_id), e.error)),
+        other => other,
+    };
+    upstream.respond(message).await;
+}
+
+async fn on_notification(session: &Arc<Session>, n: Notification) {
+    match n.method.as_str() {
+        "notifications/initialized" => {}
+        "notifications/cancelled" => {
+            let id = n
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok())
+                .and_then(|p| p.get("requestId").cloned())
+                .and_then(|v| serde_json::value::to_raw_value(&v).ok())
+                .and_then(|raw| Id::from_raw(&raw).ok());
+            if let Some(cancel) = id.and_then(|id| lock(&session.calls).remove(&id)) {
+                let _ = cancel.send("cancelled by the client".to_owned());
+            }
+        }
+        _ => {
+            let upstream = lock(&session.upstream).clone();
+            if let Some(up) = upstream {
+                up.send(Message::Notification(n)).await;
+            }
+        }
+    }
+}
+
+async fn on_request(
+    session: &Arc<Session>,
+    r: Request,
+    broadcasts: &mut Option<broadcast::Receiver<Notification>>,
+) {
+    match r.method.as_str() {
+        "initialize" => {
+            let answer = initialize(session, &r).await;
+            if let Some(up) = lock(&session.upstream).as_ref() {
+                *broadcasts = Some(up.subscribe());
+            }
+            let _ = session.tx.send(answer).await;
+            return;
+        }
+        "ping" => {
+            let pong = Message::Response(Response {
+                id: r.id,
+                result: empty_object(),
+            });
+            let _ = session.tx.send(pong).await;
+            return;
+        }
+        "tools/call" => {
+            if let Err(why) = session.core.allow.check_call(r.params.as_deref()) {
+                let _ = session
+                    .tx
+                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .await;
+                return;
+            }
+        }
+        _ => {}
+    }
+    let upstream = lock(&session.upstream).clone();
+    let Some(upstream) = upstream else {
+        let _ = session
+            .tx
+            .send(error(
+                r.id,
+                code::INVALID_REQUEST,
+                "the session is not initialized",
+            ))
+            .await;
+        return;
+    };
+    let mut r = r;
+    let modern_meta = lock(&session.modern_meta).clone();
+    if let Some(meta) = modern_meta {
+        // A 2026-07-28-only child: no session methods; every request carries _meta.
+        match r.method.as_str() {
+            "logging/setLevel" => {
+                let level = r
+                    .params_as::<Map<String, Value>>()
+                    .ok()
+                    .and_then(|p| p.get("level").cloned());
+                if let Some(m) = lock(&session.modern_meta).as_mut() {
+                    match level {
+                        Some(level) => m.insert(LOG_LEVEL.to_owned(), level),
+                        None => m.remove(LOG_LEVEL),
+                    };
+                }
+                let done = Message::Response(Response {
+                    id: r.id,
+                    result: empty_object(),
+                });
+                let _ = session.tx.send(done).await;
+                return;
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let why = "resource subscriptions through the bridge to a 2026-07-28-only server are not supported";
+                let _ = session
+                    .tx
+                    .send(error(r.id, code::METHOD_NOT_FOUND, why))
+                    .await;
+                return;
+            }
+            _ => {}
+        }
+        match with_meta(r.params.as_deref(), &meta) {
+            Ok(params) => r.params = Some(params),
+            Err(why) => {
+                let _ = session
+                    .tx
+                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .await;
+                return;
+            }
+        }
+    }
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    lock(&session.calls).insert(r.id.clone(), cancel_tx);
+    tokio::spawn(pump(session.clone(), upstream, r, cancel_rx));
+}
+
+/// The `initialize` answer for this session.
+async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
+    let core = &session.core;
+    let params: InitializeRequestParams = match r.params_as() {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                r.id.clone(),
+                code::INVALID_PARAMS,
+                format!("invalid initialize params: {e}"),
+            )
+        }
+    };
+    let legacy = Supported::new(
+        ProtocolVersion::ALL
+            .into_iter()
+            .filter(|v| v.era() == switchboard_protocol::version::Era::Legacy),
+    )
+    .expect("there are legacy versions");
+    let upstream = match core.mode {
+        ChildMode::PerSession => {
+            if lock(&session.upstream).is_some() {
+                return error(
+                    r.id.clone(),
+                    code::INVALID_REQUEST,
+                    "the session is already initialized",
+                );
+            }
+            let Some(raw) = r.params.clone() else {
+                return error(
+                    r.id.clone(),
+                    code::INVALID_PARAMS,
+                    "initialize needs params",
+                );
+            };
+            let up = core.start_session_child(raw);
+            *lock(&session.upstream) = Some(up.clone());
+            up
+        }
+        ChildMode::Shared => {
+            let up = core.shared.clone();
+            *lock(&session.upstream) = Some(up.clone());
+            up
+        }
+    };
+    let info = match upstream.ready(core.init_timeout).await {
+        Ok(info) => info,
+        Err(why) => return error(r.id.clone(), code::INTERNAL_ERROR, why),
+    };
+    if info.modern {
+        let mut meta = Map::new();
+        meta.insert(
+            PROTOCOL_VERSION.to_owned(),
+            Value::String(ProtocolVersion::V2026_07_28.as_str().to_owned()),
+        );
+        meta.insert(
+            CLIENT_CAPABILITIES.to_owned(),
+            serde_json::to_value(&params.capabilities)
+                .unwrap_or_else(|_| Value::Object(Map::new())),
+        );
+        if let Ok(v) = serde_json::to_value(&params.client_info) {
+            meta.insert(CLIENT_INFO.to_owned(), v);
+        }
+        *lock(&session.modern_meta) = Some(meta);
+    }
+    let result = match (core.mode, info.modern) {
+        // The child negotiated with the client's own params: its answer is the answer.
+        (ChildMode::PerSession, false) => info.raw.clone(),
+        // One shared child, or a 2026-07-28-only child: the version is ours to agree.
+        _ => {
+            let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
+                return error(
+                    r.id.clone(),
+                    code::INVALID_PARAMS,
+                    "no protocol version in common",
+                );
+            };
+            let mut value: serde_json::Map<String, Value> =
+                match serde_json::from_str(info.raw.get()) {
+                    Ok(v) => v,
+                    Err(e) => return error(r.id.clone(), code::INTERNAL_ERROR, e.to_string()),
+                };
+            value.insert(
+                "protocolVersion".to_owned(),
+                Value::String(version.as_str().to_owned()),
+            );
+            match serde_json::value::to_raw_value(&value) {
+                Ok(raw) => raw,
+                Err(e) => return error(r.id.clone(), code::INTERNAL_ERROR, e.to_string()),
+            }
+        }
+    };
+    let negotiated = serde_json::from_str::<serde_json::Map<String, Value>>(result.get())
+        .ok()
+        .and_then(|m| {
+            m.get("protocolVersion")
+                .and_then(Value::as_str)
+                .and_then(ProtocolVersion::parse)
+        });
+    if negotiated == Some(ProtocolVersion::V2025_03_26) {
+        session.tx.set_batching(Batching::Allowed);
+    }
+    info!(client = %params.client_info.name, version = ?negotiated.map(|v| v.as_str()), "downstream session initialized");
+    Message::Response(Response {
+        id: r.id.clone(),
+        result,
+    })
+}
+
+/// Runs one call upstream and forwards what belongs to it.
+async fn pump(
+    session: Arc<Session>,
+    upstream: Upstream,
+    r: Request,
+    mut cancel: oneshot::Receiver<String>,
+) {
+    let down_id = r.id.clone();
+    let is_list = r.method == "tools/list";
+    let original = r.clone();
+    let mut rounds = 0;
+    let call = upstream.call(r, session.owner).await;
+    let mut call = match call {
+        Ok(c) => c,
+        Err(why) => {
+            lock(&session.calls).remove(&down_id);
+            let _ = session
+                .tx
+                .send(error(down_id, code::INTERNAL_ERROR, why))
+                .await;
+            return;
+        }
+    };
+    loop {
+        let step = tokio::select! {
+            step = tokio::time::timeout(session.core.request_timeout, call.next()) => match step {
+                Ok(step) => step,
+                Err(_) => {
+                    lock(&session.calls).remove(&down_id);
+                    let why = format!(
+                        "the upstream server sent nothing for this request within {:?}",
+                        session.core.request_timeout
+                    );
+                    call.cancel("timed out in the bridge").await;
+                    let _ = session.tx.send(error(down_id, code::INTERNAL_ERROR, why)).await;
+                    return;
+                }
+            },
+            reason = &mut cancel => {
+                let reason = reason.unwrap_or_else(|_| "cancelled".to_owned());
+                call.cancel(&reason).await;
+                return;
+            }
+        };
+        match step {
+            Step::Event(CallEvent::Notification(n)) => {
+                let _ = session
+                    .tx
+                    .send_related(Message::Notification(n), Some(down_id.clone()))
+                    .await;
+            }
+            Step::Event(CallEvent::Request(req)) => {
+                let ours = Id::from(format!(
+                    "sb-s{}",
+                    session.next_server_request.fetch_add(1, Ordering::Relaxed)
+                ));
+                lock(&session.server_requests)
+                    .insert(ours.clone(), (req.id.clone(), upstream.clone()));
+                let forwarded = Request {
+                    id: ours,
+                    method: req.method,
+                    params: req.params,
+                };
+                let _ = session
+                    .tx
+                    .send_related(Message::Request(forwarded), Some(down_id.clone()))
+                    .await;
+            }
+            Step::Done(Message::Response(resp)) if is_input_required(&resp.result) => {
+                rounds += 1;
+                let retry = if rounds > MAX_INPUT_ROUNDS {
+                    Err(format!(
+                        "the server asked for input more than {MAX_INPUT_ROUNDS} times"
+                    ))
+                } else {
+                    gather_input(&session, &down_id, &resp.result, &original).await
+                };
+                match retry {
+                    Ok(params) => {
+                        let again = Request {
+                            id: down_id.clone(),
+                            method: original.method.clone(),
+                            params: Some(params),
+                        };
+                        match upstream.call(again, session.owner).await {
+                            Ok(c) => {
+                                call = c;
+                                continue;
+                            }
+                            Err(why) => {
+                                lock(&session.calls).remove(&down_id);
+                                let _ = session
+                                    .tx
+                                    .send(error(down_id, code::INTERNAL_ERROR, why))
+                                    .await;
+                                return;
+                            }
+                        }
+                    }
+                    Err(why) => {
+                        lock(&session.calls).remove(&down_id);
+                        let _ = session
+                            .tx
+                            .send(error(down_id, code::INTERNAL_ERROR, why))
+                            .await;
+                        return;
+                    }
+                }
+            }
+            Step::Done(message) => {
+                lock(&session.calls).remove(&down_id);
+                let out = match message {
+                    Message::Response(resp) => {
+                        let result = if is_list {
+                            session.core.allow.filter_list_result(resp.result)
+                        } else {
+                            resp.result
+                        };
+                        Message::Response(Response {
+                            id: down_id,
+                            result,
+                        })
+                    }
+                    Message::Error(e) => Message::Error(ErrorResponse::new(Some(down_id), e.error)),
+                    other => other,
+                };
+                let _ = session.tx.send(out).await;
+                return;
+            }
+            Step::Failed(why) => {
+                lock(&session.calls).remove(&down_id);
+                let _ = session
+                    .tx
+                    .send(error(down_id, code::INTERNAL_ERROR, why))
+                    .await;
+                return;
+            }
+        }
+    }
+}
+
+/// The most `input_required` rounds one call may take.
+const MAX_INPUT_ROUNDS: u32 = 16;
+
+/// `params` with `_meta` members added (kept when the client set them itself).
+fn with_meta(
+    params: Option<&RawValue>,
+    meta: &Map<String, Value>,
+) -> Result<Box<RawValue>, String> {
+    let mut p: Map<String, Value> = match params {
+        None => Map::new(),
+        Some(raw) => {
+            serde_json::from_str(raw.get()).map_err(|_| "params must be an object".to_owned())?
+        }
+    };
+    let m = p
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(m) = m else {
+        return Err("params._meta must be an object".to_owned());
+    };
+    for (k, v) in meta {
+        m.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    serde_json::value::to_raw_value(&p).map_err(|e| e.to_string())
+}
+
+/// Whether a result is a 2026-07-28 `input_required` (MRTR) result.
+fn is_input_required(result: &RawValue) -> bool {
+    result.get().contains("input_required")
+        && serde_json::from_str::<Map<String, Value>>(result.get())
+            .is_ok_and(|m| m.get("resultType").and_then(Value::as_str) == Some("input_required"))
+}
+
+/// Asks the legacy client each of an `input_required` result's input requests as a
+/// real server→client request on the call's stream, and builds the retry's params:
+/// the original params with `inputResponses` and the echoed `requestState`
+/// (2026-07-28 "Multi round-trip requests"; ERA-TRANSLATION.md, "Legacy client →
+/// modern server").
+async fn gather_input(
+    session: &Arc<Session>,
+    down_id: &Id,
+    result: &RawValue,
+    original: &Request,
+) -> Result<Box<RawValue>, String> {
+    let result: Map<String, Value> =
+        serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
+    let mut responses = Map::new();
+    if let Some(Value::Object(requests)) = result.get("inputRequests") {
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("input request {key:?} has no method"))?
+                .to_owned();
+            let params = request
+                .get("params")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            let ours = Id::from(format!(
+                "sb-s{}",
+                session.next_server_request.fetch_add(1, Ordering::Relaxed)
+            ));
+            let (tx, rx) = oneshot::channel();
+            lock(&session.input_waiters).insert(ours.clone(), tx);
+            let ask =
+                Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
+            if session
+                .tx
+                .send_related(Message::Request(ask), Some(down_id.clone()))
+                .await
+                .is_err()
+            {
+                lock(&session.input_waiters).remove(&ours);
+                return Err("the client went away".to_owned());
+            }
+            let answer = tokio::time::timeout(session.core.request_timeout, rx).await;
+            lock(&session.input_waiters).remove(&ours);
+            match answer {
+                Ok(Ok(Message::Response(r))) => {
+                    let v: Value =
+                        serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
+                    responses.insert(key.clone(), v);
+                }
+                Ok(Ok(Message::Error(e))) => {
+                    return Err(format!(
+                        "the client refused {method}: {} ({})",
+                        e.error.message, e.error.code
+                    ))
+                }
+                Ok(_) => return Err(format!("no answer to {method}")),
+                Err(_) => return Err(format!("the client did not answer {method} in time")),
+            }
+        }
+    }
+    let mut params: Map<String, Value> = match original.params.as_deref() {
+        None => Map::new(),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+    };
+    params.insert("inputResponses".to_owned(), Value::Object(responses));
+    match result.get("requestState") {
+        Some(state) => params.insert("requestState".to_owned(), state.clone()),
+        None => params.remove("requestState"),
+    };
+    serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+}

@@ -1,0 +1,503 @@
+//! # switchboard-bridge
+//!
+//! Serves one stdio MCP server to HTTP clients of every era at once — the sidecar
+//! that gives a pipe-only server a network endpoint:
+//!
+//! | client era | where | served by |
+//! |---|---|---|
+//! | 2024-11-05 HTTP+SSE | `GET /sse`, `POST /message?sessionId=` | a session (module `legacy`) |
+//! | 2025-03-26 to 2025-11-25 Streamable HTTP | `/mcp` with `Mcp-Session-Id` | a session (module `legacy`) |
+//! | 2026-07-28 stateless | `/mcp`, one POST per request | an exchange (module `modern`) |
+//!
+//! ```text
+//!   HTTP clients ──> HttpServer (switchboard-transport) ──> SessionAcceptor
+//!        session (legacy era) ──> legacy::serve ──> its own child   (ChildMode::PerSession)
+//!                                               └─> the shared child (ChildMode::Shared)
+//!        exchange (2026-07-28) ──> modern::serve ──> the shared child (era translation, MRTR)
+//!   each child: upstream::Upstream (spawned, initialized, supervised, restarted with backoff)
+//! ```
+//!
+//! The shared child always runs (in per-session mode it serves the stateless
+//! 2026-07-28 exchanges, which have no session to own a child, and it is what
+//! [`Bridge::readiness`] and the allowlist's drift check look at).
+//!
+//! This crate must not know about tools' meaning, bytes or framing (the transport
+//! crate), nor about the command line (the `switchboard` binary).
+#![deny(missing_docs)]
+
+mod allow;
+mod connect;
+mod legacy;
+mod modern;
+mod upstream;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+pub use allow::Allowlist;
+pub use connect::{connect_stdio, relay_from, ConnectConfig};
+use serde_json::json;
+use serde_json::value::RawValue;
+use switchboard_protocol::jsonrpc::{Id, Message, Request};
+use switchboard_protocol::version::Supported;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
+use switchboard_transport::stdio::ChildConfig;
+use switchboard_transport::TransportConfig;
+use tokio::task::JoinHandle;
+use tracing::{info, warn, Instrument};
+
+use crate::modern::Held;
+use crate::upstream::{Status, Step, Upstream, UpstreamConfig};
+
+/// How children are given to downstream sessions (`--child`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChildMode {
+    /// Each legacy session gets its own child, started at its `initialize` (with the
+    /// client's own params) and ended when the session ends. Default.
+    #[default]
+    PerSession,
+    /// One child for everyone, initialized by the bridge; request ids and progress
+    /// tokens are remapped so clients never collide.
+    Shared,
+}
+
+/// Everything [`Bridge::start`] needs. Every field documents its default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BridgeConfig {
+    /// The stdio server to run (command, args, env, working directory, shutdown
+    /// graces).
+    pub child: ChildConfig,
+    /// The HTTP side: address (default 127.0.0.1, OS port), path (`/mcp`), legacy
+    /// SSE paths, limits (`max_sessions` beyond which `initialize` gets 503, the
+    /// session idle timeout), Host/Origin allowlists.
+    pub http: HttpServerConfig,
+    /// Per-session children or one shared child. Default per session.
+    pub mode: ChildMode,
+    /// Tools the clients may see and call; empty (default) allows every tool.
+    pub allow_tools: Allowlist,
+    /// The children's pipes: queue sizes and the line limit (default 16 MiB).
+    pub transport: TransportConfig,
+    /// How long a child has to answer `initialize`. Default 30 s.
+    pub init_timeout: Duration,
+    /// How long a request waits for a (re)starting child before failing. Default
+    /// 10 s.
+    pub ready_wait: Duration,
+    /// The first restart delay after a child dies, doubled on each failure up to
+    /// [`backoff_max`](Self::backoff_max). Default 200 ms.
+    pub backoff_initial: Duration,
+    /// The longest restart delay. Default 30 s.
+    pub backoff_max: Duration,
+    /// How long a request may go without any word from the child (its response,
+    /// or a progress or log notification, or a request of its own) before the
+    /// bridge gives up on it: the client gets -32603 and the child
+    /// `notifications/cancelled`. Default 5 min.
+    pub request_timeout: Duration,
+    /// How long [`Bridge::shutdown`] waits for requests in flight. Default 10 s.
+    pub drain_timeout: Duration,
+    /// How long a call held for an `input_required` round trip waits for the
+    /// client's retry before it is cancelled upstream. Default 5 min.
+    pub held_call_timeout: Duration,
+}
+
+impl BridgeConfig {
+    /// The defaults, for `child`.
+    pub fn new(child: ChildConfig) -> Self {
+        BridgeConfig {
+            child,
+            http: HttpServerConfig::default(),
+            mode: ChildMode::default(),
+            allow_tools: Allowlist::default(),
+            transport: TransportConfig::default(),
+            init_timeout: Duration::from_secs(30),
+            ready_wait: Duration::from_secs(10),
+            backoff_initial: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(300),
+            drain_timeout: Duration::from_secs(10),
+            held_call_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What the bridge's tasks share.
+pub(crate) struct Core {
+    pub(crate) mode: ChildMode,
+    pub(crate) allow: Allowlist,
+    pub(crate) init_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) shared: Upstream,
+    pub(crate) held: Mutex<HashMap<String, Held>>,
+    pub(crate) session_children: AtomicUsize,
+    config: BridgeConfig,
+    owners: AtomicU64,
+    live: Mutex<Vec<Upstream>>,
+}
+
+impl Core {
+    /// A fresh owner id for a session or exchange.
+    pub(crate) fn next_owner(&self) -> u64 {
+        self.owners.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The revisions the bridge serves: all five.
+    pub(crate) fn supported(&self) -> Supported {
+        Supported::new(ProtocolVersion::ALL).expect("not empty")
+    }
+
+    fn upstream_config(&self, name: String, init_params: Box<RawValue>) -> UpstreamConfig {
+        let mut child = self.config.child.clone();
+        child.name = name;
+        UpstreamConfig {
+            child,
+            transport: self.config.transport.clone(),
+            init_params,
+            prefer_modern: false,
+            init_timeout: self.config.init_timeout,
+            backoff_initial: self.config.backoff_initial,
+            backoff_max: self.config.backoff_max,
+            ready_wait: self.config.ready_wait,
+        }
+    }
+
+    /// Starts a session's own child, initialized with the client's params.
+    pub(crate) fn start_session_child(&self, init_params: Box<RawValue>) -> Upstream {
+        self.session_children.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}#{}", self.config.child.name, self.next_owner());
+        let up = Upstream::start(self.upstream_config(name, init_params));
+        let mut live = lock(&self.live);
+        live.retain(|u| !matches!(u.status(), Status::Stopped));
+        live.push(up.clone());
+        drop(live);
+        up
+    }
+
+    /// Keeps `held` for a retry under `handle`; cancels it upstream if no retry
+    /// takes it within the configured time.
+    pub(crate) fn hold(self: &Arc<Self>, handle: String, held: Held) {
+        lock(&self.held).insert(handle.clone(), held);
+        let core: Weak<Core> = Arc::downgrade(self);
+        let wait = self.config.held_call_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let Some(core) = core.upgrade() else { return };
+            let expired = lock(&core.held).remove(&handle);
+            if let Some(held) = expired {
+                warn!(
+                    "an input_required round trip was not completed in time; cancelling the call"
+                );
+                held.cancel().await;
+            }
+        });
+    }
+
+    /// Calls in flight on every child.
+    fn in_flight(&self) -> usize {
+        let mut n = self.shared.in_flight();
+        for up in lock(&self.live).iter() {
+            n += up.in_flight();
+        }
+        n
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The `initialize` params the bridge sends a shared child: the newest legacy
+/// revision, and the client capabilities it can relay (sampling, elicitation,
+/// roots) — relayed to the downstream call in flight, or refused.
+fn bridge_init_params() -> Box<RawValue> {
+    serde_json::value::to_raw_value(&json!({
+        "protocolVersion": ProtocolVersion::LATEST_LEGACY.as_str(),
+        "capabilities": {
+            "sampling": {},
+            "elicitation": { "form": {}, "url": {} },
+            "roots": {}
+        },
+        "clientInfo": { "name": "switchboard-bridge", "version": env!("CARGO_PKG_VERSION") }
+    }))
+    .expect("static JSON")
+}
+
+/// Whether the bridge and its shared child are up ([`Bridge::readiness`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Readiness {
+    /// The shared child is initialized and serving.
+    Ready,
+    /// The child is starting or restarting; why, when known.
+    NotReady(String),
+}
+
+/// A running bridge. Dropping it stops serving at once (children are ended in
+/// the background); [`shutdown`](Self::shutdown) drains first.
+pub struct Bridge {
+    server: Option<HttpServer>,
+    core: Arc<Core>,
+    accept: JoinHandle<()>,
+    drift: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("server", &self.server)
+            .field("mode", &self.core.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// Binds the HTTP side, starts the shared child, and serves until shut down.
+    ///
+    /// Errors: binding failed (address in use, bad path). A child that cannot be
+    /// started is not an error here: it is retried with backoff and reported by
+    /// [`readiness`](Self::readiness) and in each request's error.
+    pub async fn start(mut config: BridgeConfig) -> io::Result<Bridge> {
+        // 2026-07-28 exchanges come to the same endpoint.
+        if !config
+            .http
+            .supported_versions
+            .contains(&ProtocolVersion::V2026_07_28)
+        {
+            config
+                .http
+                .supported_versions
+                .push(ProtocolVersion::V2026_07_28);
+        }
+        let shared_name = format!("{}#shared", config.child.name);
+        let shared = {
+            let mut child = config.child.clone();
+            child.name = shared_name;
+            Upstream::start(UpstreamConfig {
+                child,
+                transport: config.transport.clone(),
+                init_params: bridge_init_params(),
+                // Per session, legacy sessions have children of their own, so the
+                // shared child serves only 2026-07-28 exchanges: speak that to it
+                // when it can (no translation). Shared, legacy sessions need it
+                // initialized.
+                prefer_modern: config.mode == ChildMode::PerSession,
+                init_timeout: config.init_timeout,
+                backoff_initial: config.backoff_initial,
+                backoff_max: config.backoff_max,
+                ready_wait: config.ready_wait,
+            })
+        };
+        // /healthz and /readyz: ready when the shared child is initialized.
+        let probe_upstream = shared.clone();
+        let mut http = config.http.clone();
+        http.health = Some(HealthProbe(Arc::new(move || {
+            match probe_upstream.status() {
+                Status::Ready(_) => Ok(()),
+                Status::Starting => Err("the upstream server is starting".to_owned()),
+                Status::Down(why) => Err(why),
+                Status::Stopped => Err("the bridge is stopping".to_owned()),
+            }
+        })));
+        let (server, mut acceptor) = match HttpServer::bind(http).await {
+            Ok(bound) => bound,
+            Err(e) => {
+                shared.shutdown(Duration::ZERO).await;
+                return Err(e);
+            }
+        };
+        let core = Arc::new(Core {
+            mode: config.mode,
+            allow: config.allow_tools.clone(),
+            init_timeout: config.init_timeout,
+            request_timeout: config.request_timeout,
+            shared,
+            held: Mutex::new(HashMap::new()),
+            session_children: AtomicUsize::new(0),
+            config,
+            owners: AtomicU64::new(1),
+            live: Mutex::new(Vec::new()),
+        });
+        let drift = core
+            .allow
+            .is_restricted()
+            .then(|| tokio::spawn(watch_drift(core.clone())));
+        let accept_core = core.clone();
+        let accept = tokio::spawn(
+            async move {
+                while let Some(session) = acceptor.accept().await {
+                    let core = accept_core.clone();
+                    let (tx, rx) = session.transport.split();
+                    match session.kind {
+                        SessionKind::Stateless => {
+                            tokio::spawn(modern::serve(core, tx, rx, session.headers));
+                        }
+                        _ => {
+                            let span = tracing::info_span!("session", id = %session.session_id);
+                            tokio::spawn(legacy::serve(core, tx, rx).instrument(span));
+                        }
+                    }
+                }
+            }
+            .instrument(tracing::info_span!("bridge")),
+        );
+        info!(url = %server.url(), "bridge listening");
+        Ok(Bridge {
+            server: Some(server),
+            core,
+            accept,
+            drift,
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.as_ref().expect("serving").local_addr()
+    }
+
+    /// The Streamable HTTP endpoint, `http://<addr><path>`.
+    pub fn url(&self) -> String {
+        self.server.as_ref().expect("serving").url()
+    }
+
+    /// Whether the shared child is up and initialized (what `/readyz` reports;
+    /// `/healthz` is 200 while the bridge serves HTTP at all).
+    pub fn readiness(&self) -> Readiness {
+        match self.core.shared.status() {
+            Status::Ready(_) => Readiness::Ready,
+            Status::Starting => Readiness::NotReady("the upstream server is starting".into()),
+            Status::Down(why) => Readiness::NotReady(why),
+            Status::Stopped => Readiness::NotReady("the bridge is stopping".into()),
+        }
+    }
+
+    /// How many times the shared child has been restarted.
+    pub fn restarts(&self) -> u64 {
+        self.core.shared.restarts()
+    }
+
+    /// Requests in flight upstream, on every child.
+    pub fn in_flight(&self) -> usize {
+        self.core.in_flight()
+    }
+
+    /// Drains and stops: waits up to [`BridgeConfig::drain_timeout`] for the
+    /// requests in flight, stops serving HTTP (every session ends), then ends
+    /// every child in the spec's order (close stdin, SIGTERM, SIGKILL).
+    pub async fn shutdown(mut self) {
+        let drain = self.core.config.drain_timeout;
+        let deadline = tokio::time::Instant::now() + drain;
+        while self.core.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = self.core.in_flight();
+        if left > 0 {
+            warn!(left, "requests still in flight after the drain timeout");
+        }
+        self.server.take();
+        self.accept.abort();
+        if let Some(d) = self.drift.take() {
+            d.abort();
+        }
+        let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
+        for h in held {
+            h.cancel().await;
+        }
+        let live: Vec<Upstream> = lock(&self.core.live).drain(..).collect();
+        let mut stops = Vec::new();
+        for up in live {
+            stops.push(tokio::spawn(
+                async move { up.shutdown(Duration::ZERO).await },
+            ));
+        }
+        self.core.shared.shutdown(Duration::ZERO).await;
+        for s in stops {
+            let _ = s.await;
+        }
+        info!("bridge stopped");
+    }
+}
+
+/// Logs allowed tool names the upstream does not report, at start-up and on
+/// every `notifications/tools/list_changed`.
+async fn watch_drift(core: Arc<Core>) {
+    let mut changes = core.shared.subscribe();
+    loop {
+        if core.shared.ready(Duration::from_secs(3600)).await.is_ok() {
+            match list_tool_names(&core.shared, core.next_owner()).await {
+                Ok(names) => {
+                    let missing = core.allow.drift(&names);
+                    if missing.is_empty() {
+                        info!(
+                            tools = names.len(),
+                            "every allowed tool is reported by the upstream server"
+                        );
+                    } else {
+                        warn!(
+                            ?missing,
+                            "drift: allowed tools the upstream server does not report"
+                        );
+                    }
+                }
+                Err(why) => warn!(
+                    why,
+                    "could not list the upstream's tools for the drift check"
+                ),
+            }
+        }
+        loop {
+            match changes.recv().await {
+                Ok(n) if n.method == "notifications/tools/list_changed" => break,
+                Ok(_) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// Every tool name the upstream lists, following cursors (at most 100 pages).
+async fn list_tool_names(up: &Upstream, owner: u64) -> Result<BTreeSet<String>, String> {
+    let mut names = BTreeSet::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let mut params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        if up.ready(Duration::ZERO).await.is_ok_and(|info| info.modern) {
+            params["_meta"] = json!({
+                switchboard_protocol::types::meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
+                switchboard_protocol::types::meta::CLIENT_CAPABILITIES: {},
+            });
+        }
+        let request =
+            Request::new(Id::from(0u64), "tools/list", &params).map_err(|e| e.to_string())?;
+        let mut call = up.call(request, owner).await?;
+        let result = loop {
+            match call.next().await {
+                Step::Event(_) => continue,
+                Step::Done(Message::Response(r)) => break r.result,
+                Step::Done(Message::Error(e)) => return Err(e.error.message),
+                Step::Done(_) => return Err("unexpected answer".into()),
+                Step::Failed(why) => return Err(why),
+            }
+        };
+        let v: serde_json::Value = serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
+        if let Some(tools) = v.get("tools").and_then(|t| t.as_array()) {
+            for t in tools {
+                if let Some(n) = t.get("name").and_then(|n| n.as_str()) {
+                    names.insert(n.to_owned());
+                }
+            }
+        }
+        match v.get("nextCursor").and_then(|c| c.as_str()) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return Ok(names),
+        }
+    }
+    Ok(names)
+}

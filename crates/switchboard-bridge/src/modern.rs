@@ -1,0 +1,873 @@
+//! One stateless 2026-07-28 exchange (one POST) served by a legacy stdio server
+//! (MCP 2026-07-28 "Transports → Streamable HTTP", "Multi round-trip requests";
+//! the design note ERA-TRANSLATION.md, "Modern client → legacy server").
+//!
+//! ```text
+//! server/discover        answered here from the child's initialize result:
+//!                        supportedVersions = the versions the bridge serves,
+//!                        capabilities/instructions/serverInfo = the child's
+//! any other request      _meta checked (version first, then capabilities);
+//!                        Mcp-Method / Mcp-Name headers checked against the body (-32020);
+//!                        the 2026 _meta members removed, the rest (progressToken,
+//!                        traceparent, ...) kept; forwarded to the shared child
+//! child asks sampling / elicitation / roots while the call runs
+//!                        declared by the request's clientCapabilities:
+//!                          the call is held open, the client gets
+//!                          {resultType:"input_required", inputRequests:{k:{method,params}},
+//!                           requestState: <random handle>}
+//!                          its retry (new id, same method and name, inputResponses[k],
+//!                          requestState) hands the answer to the child and goes on
+//!                          waiting for the held call's result;
+//!                        not declared: the child's request is answered -32601
+//! result                 resultType "complete" added (a splice into the raw JSON;
+//!                        the payload is not decoded); -32002 becomes -32602
+//! the client closes the stream before the result: the call is cancelled upstream
+//! subscriptions/listen   acknowledged with the subset the child can honour, then the
+//!                        child's list-changed / resource-updated notifications
+//!                        tagged with the subscription id, until the client closes
+//! ```
+//!
+//! A held call that is not resumed within the configured time is cancelled
+//! upstream. The `requestState` handle is 128 random bits naming the held call; it
+//! is bound to the method and name of the original request and used once.
+//!
+//! This module must not know how the child is spawned or supervised, nor about
+//! legacy sessions.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
+use switchboard_protocol::lifecycle::{check_modern_request, RequestContext};
+use switchboard_protocol::types::{meta, CacheScope, DiscoverResult};
+use switchboard_transport::{Inbound, Receiver, Sender};
+use tracing::{debug, warn};
+
+use crate::upstream::{Call, CallEvent, Step, Upstream};
+use crate::Core;
+
+/// How long `server/discover` results may be cached by clients: 60 s.
+const DISCOVER_TTL_MS: u64 = 60_000;
+
+/// A call held open while its client answers an `input_required` result.
+pub(crate) struct Held {
+    call: Call,
+    upstream: Upstream,
+    /// The child's pending server→client request, by the key the client got.
+    pending: HashMap<String, Request>,
+    method: String,
+    name: Option<String>,
+    context: RequestContext,
+}
+
+impl Held {
+    /// Gives up on the held call: cancelled upstream.
+    pub(crate) async fn cancel(self) {
+        self.call.cancel("the client did not retry in time").await;
+    }
+}
+
+fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
+    Message::Error(ErrorResponse::new(
+        Some(id),
+        ErrorObject::new(code, message),
+    ))
+}
+
+/// Serves one exchange: its one inbound message, then the answer.
+pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers: HeaderMap) {
+    let first = match rx.recv().await {
+        Some(Inbound::Message(m)) => m,
+        _ => return,
+    };
+    let Message::Request(r) = first else {
+        // Notifications (none are defined for 2026-07-28 over HTTP) were answered
+        // 202 by the transport; nothing goes upstream.
+        return;
+    };
+    if let Some(answer) = handle(&core, &tx, &mut rx, r, &headers).await {
+        let _ = tx.send(answer).await;
+    }
+}
+
+/// `None` when the answer was already sent (or the client is gone).
+async fn handle(
+    core: &Arc<Core>,
+    tx: &Sender,
+    rx: &mut Receiver,
+    r: Request,
+    headers: &HeaderMap,
+) -> Option<Message> {
+    let upstream = core.shared.clone();
+    let info = match upstream.ready(core.init_timeout).await {
+        Ok(info) => info,
+        Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
+    };
+    let supported = core.supported();
+    if let Err(e) = check_headers(headers, &r) {
+        return Some(error(r.id, code::HEADER_MISMATCH, e));
+    }
+    let context = match check_modern_request(
+        &supported,
+        &info.result.capabilities,
+        &r.method,
+        r.params.as_deref(),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            return Some(Message::Error(ErrorResponse::new(
+                Some(r.id),
+                e.to_error_object(),
+            )))
+        }
+    };
+    if r.method == "server/discover" {
+        let mut result = DiscoverResult::new(
+            supported
+                .wire_strings()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            info.result.capabilities.clone(),
+            DISCOVER_TTL_MS,
+            CacheScope::Public,
+            Some(&info.result.server_info),
+        );
+        result.instructions = info.result.instructions.clone();
+        return Some(match Response::new(r.id.clone(), &result) {
+            Ok(resp) => Message::Response(resp),
+            Err(e) => error(r.id, code::INTERNAL_ERROR, e.to_string()),
+        });
+    }
+    if r.method == "tools/call" {
+        if let Err(why) = core.allow.check_call(r.params.as_deref()) {
+            return Some(error(r.id, code::INVALID_PARAMS, why));
+        }
+    }
+    if info.modern {
+        // The child speaks 2026-07-28 itself: forward the request as it is (its
+        // _meta, inputResponses and requestState included) and its answers back.
+        let name = params_object(r.params.as_deref()).ok().and_then(|p| {
+            p.get("name")
+                .or_else(|| p.get("uri"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        let method = r.method.clone();
+        let id = r.id.clone();
+        let call = match upstream.call(r, core.next_owner()).await {
+            Ok(c) => c,
+            Err(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
+        };
+        let held = Held {
+            call,
+            upstream,
+            pending: HashMap::new(),
+            method,
+            name,
+            context,
+        };
+        return run(core, tx, rx, id, held).await;
+    }
+    if r.method == "subscriptions/listen" {
+        listen(core, &upstream, tx, rx, r).await;
+        return None;
+    }
+    let mut params = match params_object(r.params.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return Some(error(r.id, code::INVALID_PARAMS, e)),
+    };
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let input_responses = params.remove("inputResponses");
+    let request_state = params.remove("requestState");
+    if let Some(Value::Object(m)) = params.get_mut("_meta") {
+        for key in [
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_CAPABILITIES,
+            meta::CLIENT_INFO,
+            meta::LOG_LEVEL,
+        ] {
+            m.remove(key);
+        }
+        if m.is_empty() {
+            params.remove("_meta");
+        }
+    }
+    if let Some(state) = request_state {
+        let Some(state) = state.as_str() else {
+            return Some(error(
+                r.id,
+                code::INVALID_PARAMS,
+                "requestState must be a string",
+            ));
+        };
+        let held = core
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(state);
+        let Some(held) = held else {
+            return Some(error(
+                r.id,
+                code::INVALID_PARAMS,
+                "unknown or expired requestState (the held call is gone; send the request again without it)",
+            ));
+        };
+        if held.method != r.method || held.name != name {
+            // Put it back: a mismatched retry must not destroy the right one's state.
+            let state = state.to_owned();
+            core.held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(state, held);
+            return Some(error(
+                r.id,
+                code::INVALID_PARAMS,
+                "requestState belongs to another request",
+            ));
+        }
+        return resume(core, tx, rx, r.id, held, input_responses).await;
+    }
+    let params = match serde_json::value::to_raw_value(&params) {
+        Ok(p) => p,
+        Err(e) => return Some(error(r.id, code::INTERNAL_ERROR, e.to_string())),
+    };
+    let method = r.method.clone();
+    let forwarded = Request {
+        id: r.id.clone(),
+        method: r.method,
+        params: Some(params),
+    };
+    let owner = core.next_owner();
+    let call = match upstream.call(forwarded, owner).await {
+        Ok(c) => c,
+        Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
+    };
+    run(
+        core,
+        tx,
+        rx,
+        r.id,
+        Held {
+            call,
+            upstream,
+            pending: HashMap::new(),
+            method,
+            name,
+            context,
+        },
+    )
+    .await
+}
+
+/// The request's params as an object (`{}` when absent).
+fn params_object(params: Option<&RawValue>) -> Result<Map<String, Value>, String> {
+    match params {
+        None => Ok(Map::new()),
+        Some(p) => serde_json::from_str(p.get()).map_err(|_| "params must be an object".to_owned()),
+    }
+}
+
+/// Decodes a header value in the 2026-07-28 encoding: as is, or
+/// `=?base64?<base64 of UTF-8>?=` ("Header value encoding").
+fn decode_header_value(text: &str) -> Option<String> {
+    match text
+        .strip_prefix("=?base64?")
+        .and_then(|t| t.strip_suffix("?="))
+    {
+        Some(b64) => base64_decode(b64).and_then(|bytes| String::from_utf8(bytes).ok()),
+        None => Some(text.to_owned()),
+    }
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// `Mcp-Method` must equal the body's method, and `Mcp-Name` its `params.name`
+/// (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`) (2026-07-28,
+/// "Streamable HTTP → Request headers"; a mismatch is 400 / -32020).
+fn check_headers(headers: &HeaderMap, r: &Request) -> Result<(), String> {
+    if headers.is_empty() {
+        // Not HTTP (tests drive exchanges in memory): nothing to compare.
+        return Ok(());
+    }
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(header) = text("mcp-protocol-version") {
+        let body = params_object(r.params.as_deref()).ok().and_then(|p| {
+            p.get("_meta")?
+                .get(meta::PROTOCOL_VERSION)?
+                .as_str()
+                .map(str::to_owned)
+        });
+        if let Some(body) = body {
+            if body != header {
+                return Err(format!(
+                    "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
+                ));
+            }
+        }
+    }
+    match text("mcp-method") {
+        Some(m) if m == r.method => {}
+        Some(m) => {
+            return Err(format!(
+                "Mcp-Method {m:?} does not match the body's method {:?}",
+                r.method
+            ))
+        }
+        None => return Err("the Mcp-Method header is required".to_owned()),
+    }
+    let key = match r.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let body = params_object(r.params.as_deref())
+        .ok()
+        .and_then(|p| p.get(key).and_then(Value::as_str).map(str::to_owned));
+    let header = text("mcp-name").and_then(decode_header_value);
+    match (header, body) {
+        (Some(h), Some(b)) if h == b => Ok(()),
+        (None, _) => Err("the Mcp-Name header is required".to_owned()),
+        (Some(h), b) => Err(format!("Mcp-Name {h:?} does not match params.{key} {b:?}")),
+    }
+}
+
+/// A random handle for a held call: 128 bits from the OS's CSPRNG, as hex.
+fn new_handle() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Without randomness a handle could be guessed: refuse by making it unusable.
+        return String::new();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Answers the held call's pending requests with the client's `inputResponses`,
+/// then goes on running it.
+async fn resume(
+    core: &Arc<Core>,
+    tx: &Sender,
+    rx: &mut Receiver,
+    id: Id,
+    mut held: Held,
+    responses: Option<Value>,
+) -> Option<Message> {
+    let mut responses = match responses {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let keys: Vec<String> = held.pending.keys().cloned().collect();
+    for key in keys {
+        if let Some(answer) = responses.remove(&key) {
+            let request = held.pending.remove(&key).expect("key listed");
+            let result = match serde_json::value::to_raw_value(&answer) {
+                Ok(r) => r,
+                Err(e) => return Some(error(id, code::INVALID_PARAMS, e.to_string())),
+            };
+            held.upstream
+                .respond(Message::Response(Response {
+                    id: request.id,
+                    result,
+                }))
+                .await;
+        }
+    }
+    if !held.pending.is_empty() {
+        // Some answers are missing: ask again for those (MRTR: SHOULD ask again).
+        return Some(input_required(core, id, held));
+    }
+    run(core, tx, rx, id, held).await
+}
+
+/// Forwards the call's progress and logs to the exchange until it ends or needs
+/// input from the client.
+async fn run(
+    core: &Arc<Core>,
+    tx: &Sender,
+    rx: &mut Receiver,
+    id: Id,
+    mut held: Held,
+) -> Option<Message> {
+    // A listen stream is quiet by nature: only requests time out.
+    let wait = if held.method == "subscriptions/listen" {
+        Duration::from_secs(365 * 24 * 3600)
+    } else {
+        core.request_timeout
+    };
+    loop {
+        let step = tokio::select! {
+            step = tokio::time::timeout(wait, held.call.next()) => match step {
+                Ok(step) => step,
+                Err(_) => {
+                    held.call.cancel("timed out in the bridge").await;
+                    return Some(error(
+                        id,
+                        code::INTERNAL_ERROR,
+                        format!("the upstream server sent nothing for this request within {:?}", core.request_timeout),
+                    ));
+                }
+            },
+            event = rx.recv() => {
+                if matches!(event, None | Some(Inbound::Closed { .. })) {
+                    // Closing the stream cancels the request (2026-07-28).
+                    held.call.cancel("the client closed the stream").await;
+                    return None;
+                }
+                continue;
+            }
+        };
+        match step {
+            Step::Event(CallEvent::Notification(mut n)) => {
+                if held.method == "subscriptions/listen" {
+                    n.params = n.params.map(|p| with_subscription_id(p, &id));
+                }
+                if n.method == "notifications/message" && held.context.log_level.is_none() {
+                    // 2026-07-28: no log messages unless the request asked for them.
+                    continue;
+                }
+                let _ = tx
+                    .send_related(Message::Notification(n), Some(id.clone()))
+                    .await;
+            }
+            Step::Event(CallEvent::Request(request)) => {
+                match held
+                    .context
+                    .check_input_request(&request.method, request.params.as_deref())
+                {
+                    Ok(()) => {
+                        let key = format!("sb-{}", held.pending.len());
+                        held.pending.insert(key, request);
+                        // Collect requests the child made at the same moment.
+                        while let Ok(more) = held.call.try_request() {
+                            if held
+                                .context
+                                .check_input_request(&more.method, more.params.as_deref())
+                                .is_ok()
+                            {
+                                let key = format!("sb-{}", held.pending.len());
+                                held.pending.insert(key, more);
+                            } else {
+                                refuse(&held.upstream, more).await;
+                            }
+                        }
+                        return Some(input_required(core, id, held));
+                    }
+                    Err(e) => {
+                        // The client did not declare what the child needs: the
+                        // request fails with -32021 (2026-07-28), the child's call
+                        // is cancelled.
+                        refuse(&held.upstream, request).await;
+                        held.call.cancel("the client lacks a required capability").await;
+                        return Some(Message::Error(ErrorResponse::new(Some(id), e.to_error_object())));
+                    }
+                }
+            }
+            Step::Done(message) => {
+                let message = if held.method == "tools/list" {
+                    filter_list(core, message)
+                } else {
+                    message
+                };
+                let message = match message {
+                    Message::Response(mut r) if held.method == "subscriptions/listen" => {
+                        r.result = with_subscription_id(r.result, &id);
+                        Message::Response(r)
+                    }
+                    other => other,
+                };
+                return Some(translate_final(id, &held.method, message));
+            }
+            Step::Failed(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
+        }
+    }
+}
+
+/// Answers a child's request the client cannot take (capability not declared).
+async fn refuse(upstream: &Upstream, request: Request) {
+    debug!(method = %request.method, "the client did not declare the capability this request needs");
+    upstream
+        .respond(error(
+            request.id,
+            code::METHOD_NOT_FOUND,
+            format!(
+                "the client did not declare the capability {} needs",
+                request.method
+            ),
+        ))
+        .await;
+}
+
+/// Holds the call and builds the `input_required` result for the client.
+fn input_required(core: &Arc<Core>, id: Id, held: Held) -> Message {
+    let mut requests = Map::new();
+    for (key, request) in &held.pending {
+        let params: Value = request
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_else(|| json!({}));
+        requests.insert(
+            key.clone(),
+            json!({"method": request.method, "params": params}),
+        );
+    }
+    let handle = new_handle();
+    if handle.is_empty() {
+        return error(
+            id,
+            code::INTERNAL_ERROR,
+            "no random source for requestState",
+        );
+    }
+    let result = json!({
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": handle,
+    });
+    core.hold(handle, held);
+    match Response::new(id.clone(), &result) {
+        Ok(r) => Message::Response(r),
+        Err(e) => error(id, code::INTERNAL_ERROR, e.to_string()),
+    }
+}
+
+/// `_meta["io.modelcontextprotocol/subscriptionId"]` set to the client's own
+/// listen id (the child saw ours), when present.
+fn with_subscription_id(raw: Box<RawValue>, id: &Id) -> Box<RawValue> {
+    if !raw.get().contains(meta::SUBSCRIPTION_ID) {
+        return raw;
+    }
+    let Ok(mut obj) = serde_json::from_str::<Map<String, Value>>(raw.get()) else {
+        return raw;
+    };
+    if let Some(Value::Object(m)) = obj.get_mut("_meta") {
+        if m.contains_key(meta::SUBSCRIPTION_ID) {
+            if let Ok(v) = serde_json::to_value(id) {
+                m.insert(meta::SUBSCRIPTION_ID.to_owned(), v);
+            }
+        }
+    }
+    serde_json::value::to_raw_value(&obj).unwrap_or(raw)
+}
+
+/// A `tools/list` answer narrowed to the allowlist.
+fn filter_list(core: &Core, message: Message) -> Message {
+    match message {
+        Message::Response(r) => Message::Response(Response {
+            id: r.id,
+            result: core.allow.filter_list_result(r.result),
+        }),
+        other => other,
+    }
+}
+
+/// The child's final answer in 2026-07-28 shape, under the client's id.
+fn translate_final(id: Id, method: &str, message: Message) -> Message {
+    match message {
+        Message::Response(r) => Message::Response(Response {
+            id,
+            result: complete_result(r.result, cacheable(method)),
+        }),
+        Message::Error(mut e) => {
+            if e.error.code == -32002 {
+                // Resource not found: -32002 before 2026-07-28, -32602 since.
+                e.error.code = code::INVALID_PARAMS;
+            }
+            Message::Error(ErrorResponse::new(Some(id), e.error))
+        }
+        other => other,
+    }
+}
+
+/// Whether results of `method` carry cache hints in 2026-07-28 (`ttlMs` and
+/// `cacheScope` are required on the list results and `resources/read`:
+/// "Caching").
+fn cacheable(method: &str) -> bool {
+    matches!(
+        method,
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
+    )
+}
+
+/// The cache hints the bridge gives a legacy child's results: none to reuse
+/// (`ttlMs` 0), and private to the requester (the child's answer may depend on
+/// who asked).
+const CACHE_HINTS: &str = "\"ttlMs\":0,\"cacheScope\":\"private\",";
+
+/// Adds `"resultType":"complete"` (and, with `cache_hints`, `ttlMs`/`cacheScope`)
+/// to a result object that lacks them, by splicing the raw text (the payload is
+/// not decoded). A result that already has `resultType` at the top level is left
+/// as it is.
+pub(crate) fn complete_result(raw: Box<RawValue>, cache_hints: bool) -> Box<RawValue> {
+    let text = raw.get();
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        return raw;
+    }
+    if text.contains("\"resultType\"") {
+        // Maybe at the top level, maybe inside the payload: look properly.
+        let top: Result<Map<String, Value>, _> = serde_json::from_str(text);
+        if top.is_ok_and(|m| m.contains_key("resultType")) {
+            return raw;
+        }
+    }
+    let body = trimmed[1..].trim_start();
+    let mut s = String::with_capacity(text.len() + 64);
+    s.push_str("{\"resultType\":\"complete\",");
+    if cache_hints && !text.contains("\"ttlMs\"") {
+        s.push_str(CACHE_HINTS);
+    }
+    if body.starts_with('}') {
+        s.pop(); // the trailing comma
+        s.push('}');
+    } else {
+        s.push_str(body);
+    }
+    RawValue::from_string(s).unwrap_or(raw)
+}
+
+/// `subscriptions/listen` (2026-07-28): acknowledged, then the child's
+/// notifications of the requested kinds, tagged with the subscription id.
+async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Receiver, r: Request) {
+    let info = match upstream.ready(core.init_timeout).await {
+        Ok(i) => i,
+        Err(why) => {
+            let _ = tx.send(error(r.id, code::INTERNAL_ERROR, why)).await;
+            return;
+        }
+    };
+    let params = params_object(r.params.as_deref()).unwrap_or_default();
+    let asked = params
+        .get("notifications")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let caps = &info.result.capabilities;
+    let flag = |key: &str| asked.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let tools = flag("toolsListChanged")
+        && caps
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true));
+    let prompts = flag("promptsListChanged")
+        && caps
+            .prompts
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true));
+    let resources_list = flag("resourcesListChanged")
+        && caps
+            .resources
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true));
+    let can_subscribe = caps
+        .resources
+        .as_ref()
+        .is_some_and(|p| p.subscribe == Some(true));
+    let uris: BTreeSet<String> = if can_subscribe {
+        asked
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        BTreeSet::new()
+    };
+    let mut honoured = Map::new();
+    if tools {
+        honoured.insert("toolsListChanged".into(), json!(true));
+    }
+    if prompts {
+        honoured.insert("promptsListChanged".into(), json!(true));
+    }
+    if resources_list {
+        honoured.insert("resourcesListChanged".into(), json!(true));
+    }
+    if !uris.is_empty() {
+        honoured.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    let sub_id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+    let mut notifications = upstream.subscribe();
+    let owner = core.next_owner();
+    for uri in &uris {
+        subscribe(upstream, owner, "resources/subscribe", uri).await;
+    }
+    let ack = json!({
+        "notifications": honoured,
+        "_meta": { meta::SUBSCRIPTION_ID: sub_id.clone() },
+    });
+    if let Ok(n) = Notification::new("notifications/subscriptions/acknowledged", &ack) {
+        if tx
+            .send_related(Message::Notification(n), Some(r.id.clone()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    loop {
+        tokio::select! {
+            event = rx.recv() => {
+                if matches!(event, None | Some(Inbound::Closed { .. })) {
+                    break;
+                }
+            }
+            n = notifications.recv() => match n {
+                Ok(n) => {
+                    let wanted = match n.method.as_str() {
+                        "notifications/tools/list_changed" => tools,
+                        "notifications/prompts/list_changed" => prompts,
+                        "notifications/resources/list_changed" => resources_list,
+                        "notifications/resources/updated" => params_object(n.params.as_deref())
+                            .ok()
+                            .and_then(|p| p.get("uri").and_then(Value::as_str).map(|u| uris.contains(u)))
+                            .unwrap_or(false),
+                        _ => false,
+                    };
+                    if !wanted {
+                        continue;
+                    }
+                    let mut p = params_object(n.params.as_deref()).unwrap_or_default();
+                    let meta_obj = p.entry("_meta").or_insert_with(|| json!({}));
+                    if let Value::Object(m) = meta_obj {
+                        m.insert(meta::SUBSCRIPTION_ID.to_owned(), sub_id.clone());
+                    }
+                    let Ok(tagged) = Notification::new(n.method.clone(), &p) else { continue };
+                    if tx.send_related(Message::Notification(tagged), Some(r.id.clone())).await.is_err() {
+                        break;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(k)) => {
+                    warn!(missed = k, "a listen stream missed upstream notifications");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    let done = json!({"resultType": "complete", "_meta": { meta::SUBSCRIPTION_ID: sub_id.clone() }});
+                    if let Ok(resp) = Response::new(r.id.clone(), &done) {
+                        let _ = tx.send(Message::Response(resp)).await;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    for uri in &uris {
+        subscribe(upstream, owner, "resources/unsubscribe", uri).await;
+    }
+}
+
+async fn subscribe(upstream: &Upstream, owner: u64, method: &str, uri: &str) {
+    let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
+        return;
+    };
+    match upstream.call(request, owner).await {
+        Ok(mut call) => {
+            let outcome = tokio::time::timeout(Duration::from_secs(30), async {
+                loop {
+                    match call.next().await {
+                        Step::Event(_) => continue,
+                        other => return other,
+                    }
+                }
+            })
+            .await;
+            if let Ok(Step::Done(Message::Error(e))) = outcome {
+                warn!(uri, error = %e.error.message, "{method} failed upstream");
+            }
+        }
+        Err(why) => warn!(uri, why, "{method} failed upstream"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn result_type_is_spliced_without_decoding() {
+        assert_eq!(complete_result(raw("{}"), false).get(), r#"{"resultType":"complete"}"#);
+        assert_eq!(
+            complete_result(raw("{ }"), true).get(),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private"}"#
+        );
+        assert_eq!(
+            complete_result(raw(r#"{"content":[]}"#), false).get(),
+            r#"{"resultType":"complete","content":[]}"#
+        );
+        assert_eq!(
+            complete_result(raw(r#"{"tools":[]}"#), true).get(),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}"#
+        );
+        let has = r#"{"resultType":"input_required","x":1}"#;
+        assert_eq!(complete_result(raw(has), true).get(), has);
+        // "resultType" inside the payload only: still added at the top.
+        let inner = r#"{"content":[{"type":"text","text":"\"resultType\""}]}"#;
+        let out: Value = serde_json::from_str(complete_result(raw(inner), false).get()).unwrap();
+        assert_eq!(out["resultType"], "complete");
+        assert_eq!(out["content"][0]["text"], "\"resultType\"");
+    }
+
+    #[test]
+    fn header_values_decode() {
+        assert_eq!(decode_header_value("echo").as_deref(), Some("echo"));
+        // "héllo" in UTF-8, base64.
+        assert_eq!(
+            decode_header_value("=?base64?aMOpbGxv?=").as_deref(),
+            Some("héllo")
+        );
+        assert_eq!(decode_header_value("=?base64?@@?=").as_deref(), None);
+    }
+
+    #[test]
+    fn headers_must_match_the_body() {
+        let r = Request::new(Id::from(1u64), "tools/call", &json!({"name": "echo"})).unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("mcp-method", "tools/call".parse().unwrap());
+        assert!(check_headers(&h, &r).unwrap_err().contains("Mcp-Name"));
+        h.insert("mcp-name", "other".parse().unwrap());
+        assert!(check_headers(&h, &r).is_err());
+        h.insert("mcp-name", "echo".parse().unwrap());
+        assert!(check_headers(&h, &r).is_ok());
+        h.insert("mcp-method", "tools/list".parse().unwrap());
+        assert!(check_headers(&h, &r).unwrap_err().contains("Mcp-Method"));
+    }
+}

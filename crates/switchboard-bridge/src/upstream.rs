@@ -1,0 +1,976 @@
+//! One upstream stdio server behind the bridge: a supervised child process that
+//! many downstream callers share (MCP "Transports → stdio", client side; the
+//! lifecycle of 2024-11-05 to 2025-11-25, which the bridge runs itself).
+//!
+//! ```text
+//! supervise:  spawn ─> initialize (bridge's or the client's params) ─> initialized
+//!               ─> Ready ─> route every line until the child's stdout ends
+//!               ─> fail every call in flight at once ─> backoff ─> spawn ...
+//!
+//! call(request, owner) ─> the request gets an upstream id of our own (a counter),
+//!     its progress token one of ours ("sb-<id>"); the Call yields what belongs to it:
+//!       progress (token mapped back), logs and server→client requests made while
+//!       it runs, then the response (still carrying the upstream id) or a failure.
+//! ```
+//!
+//! Routing of what the child sends:
+//! - a response: to the call with that id (ids are ours, so two downstream callers
+//!   never collide);
+//! - `notifications/progress`: to the call whose token it carries;
+//! - a server→client request (sampling, elicitation, roots) and
+//!   `notifications/message`: to the call in flight when exactly one downstream
+//!   owner has calls in flight (the latest of them); a request with no such owner is
+//!   refused to the child with -32603 (never guessed across owners), a log message
+//!   goes to every owner only when no call is in flight at all;
+//! - `ping`: answered here;
+//! - every other notification (list changes, resource updates): broadcast to every
+//!   owner.
+//!
+//! Payloads are never decoded on the way: a result is forwarded as the raw JSON it
+//! arrived as; only request params that carry a progress token, and progress
+//! notifications, are parsed to map the token.
+//!
+//! This module must not know about HTTP, sessions or the eras of downstream
+//! clients.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
+use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
+use switchboard_transport::{Inbound, Sender, TransportConfig};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tracing::{debug, info, warn, Instrument};
+
+/// How many events (progress, logs, server requests) wait for one call's consumer
+/// before further progress and log notifications for it are dropped.
+const CALL_QUEUE: usize = 64;
+/// How many broadcast notifications wait for a slow owner before it misses some.
+const BROADCAST_QUEUE: usize = 256;
+/// How long a child has to answer the `server/discover` probe.
+const DISCOVER_PROBE: Duration = Duration::from_secs(5);
+/// A child that stayed up this long resets the restart backoff.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// How one upstream child is run and restarted.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamConfig {
+    /// What to run.
+    pub child: ChildConfig,
+    /// Queue sizes and the line limit of the child's pipes.
+    pub transport: TransportConfig,
+    /// The `initialize` params sent to every (re)started child.
+    pub init_params: Box<RawValue>,
+    /// Ask `server/discover` first and, when the child speaks 2026-07-28, use it
+    /// that way (no `initialize`: [`InitInfo::modern`]); otherwise (default)
+    /// `initialize` first and `server/discover` only if that is refused.
+    pub prefer_modern: bool,
+    /// How long the child has to answer `initialize`.
+    pub init_timeout: Duration,
+    /// The first restart delay; doubled after each failure up to `backoff_max`.
+    pub backoff_initial: Duration,
+    /// The longest restart delay.
+    pub backoff_max: Duration,
+    /// How long a new call waits for a (re)starting child before failing.
+    pub ready_wait: Duration,
+}
+
+/// What the child said to `initialize`.
+#[derive(Debug)]
+pub(crate) struct InitInfo {
+    /// The result exactly as the child sent it.
+    pub raw: Box<RawValue>,
+    /// The same, decoded.
+    pub result: InitializeResult,
+    /// The child speaks only 2026-07-28: it refused `initialize` and answered
+    /// `server/discover`; `raw` and `result` are made from its discover result
+    /// (`protocolVersion` 2026-07-28), and every request must carry the
+    /// revision and the client's capabilities in its `_meta`.
+    pub modern: bool,
+}
+
+/// Where the child is in its life.
+#[derive(Debug, Clone)]
+pub(crate) enum Status {
+    /// Being spawned or initialized.
+    Starting,
+    /// Initialized and serving.
+    Ready(Arc<InitInfo>),
+    /// Not running; restarting after a delay. The reason, for errors and `/readyz`.
+    Down(String),
+    /// Shut down for good.
+    Stopped,
+}
+
+/// Something that belongs to one call, other than its end.
+#[derive(Debug)]
+pub(crate) enum CallEvent {
+    /// A notification for this call: progress (with the caller's own token back),
+    /// a log message, or `notifications/cancelled` for one of the requests below.
+    Notification(Notification),
+    /// A server→client request made while this call runs, with the child's own id:
+    /// answer it with [`Upstream::respond`].
+    Request(Request),
+}
+
+/// One step of a [`Call`].
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A notification or request belonging to the call.
+    Event(CallEvent),
+    /// The call's response or error response, still with the upstream id.
+    Done(Message),
+    /// The call cannot complete: the child died, or the bridge is stopping.
+    Failed(String),
+}
+
+/// A request in flight upstream.
+pub(crate) struct Call {
+    upstream: Upstream,
+    id: u64,
+    events: mpsc::Receiver<CallEvent>,
+    done: oneshot::Receiver<Result<Message, String>>,
+    /// Notifications taken off the queue by [`Call::try_request`], yielded first.
+    stash: std::collections::VecDeque<CallEvent>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// The next thing that belongs to this call. After `Done` or `Failed` it must
+    /// not be called again. Cancel safe.
+    pub(crate) async fn next(&mut self) -> Step {
+        if let Some(event) = self.stash.pop_front() {
+            return Step::Event(event);
+        }
+        tokio::select! {
+            biased;
+            Some(event) = self.events.recv() => Step::Event(event),
+            done = &mut self.done => {
+                self.finished = true;
+                match done {
+                    Ok(Ok(message)) => Step::Done(message),
+                    Ok(Err(why)) => Step::Failed(why),
+                    Err(_) => Step::Failed("the upstream dropped the call".to_owned()),
+                }
+            }
+        }
+    }
+
+    /// A server→client request of this call that is already queued, if any,
+    /// without waiting; notifications met on the way are kept for
+    /// [`next`](Self::next), in order.
+    pub(crate) fn try_request(&mut self) -> Result<Request, ()> {
+        while let Ok(event) = self.events.try_recv() {
+            match event {
+                CallEvent::Request(r) => return Ok(r),
+                other => self.stash.push_back(other),
+            }
+        }
+        Err(())
+    }
+
+    /// Tells the child the call is cancelled (`notifications/cancelled` with our
+    /// upstream id; every revision, "Utilities → Cancellation") and forgets it.
+    pub(crate) async fn cancel(mut self, reason: &str) {
+        self.finished = true;
+        let removed = self.upstream.forget(self.id);
+        if removed {
+            let params = serde_json::json!({ "requestId": self.id, "reason": reason });
+            if let Ok(n) = Notification::new("notifications/cancelled", &params) {
+                self.upstream.send(Message::Notification(n)).await;
+            }
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.upstream.forget(self.id);
+        }
+    }
+}
+
+struct Slot {
+    done: oneshot::Sender<Result<Message, String>>,
+    events: mpsc::Sender<CallEvent>,
+    owner: u64,
+    seq: u64,
+    /// The token we put upstream, and the caller's own.
+    token: Option<(String, Value)>,
+}
+
+#[derive(Default)]
+struct Table {
+    sender: Option<Sender>,
+    calls: HashMap<u64, Slot>,
+    tokens: HashMap<String, u64>,
+    /// The child's server→client request ids, to the call they were routed to.
+    child_requests: HashMap<Id, u64>,
+    seq: u64,
+}
+
+struct Inner {
+    name: String,
+    config: UpstreamConfig,
+    status: watch::Sender<Status>,
+    table: Mutex<Table>,
+    broadcast: broadcast::Sender<Notification>,
+    next_id: AtomicU64,
+    stop: watch::Sender<bool>,
+    stopped: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    restarts: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A supervised upstream child, shared by cloning.
+#[derive(Clone)]
+pub(crate) struct Upstream {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// Starts supervising: spawns the child now (on the current runtime) and
+    /// restarts it whenever it exits, until [`shutdown`](Self::shutdown).
+    pub(crate) fn start(config: UpstreamConfig) -> Upstream {
+        let (status, _) = watch::channel(Status::Starting);
+        let (broadcast, _) = broadcast::channel(BROADCAST_QUEUE);
+        let (stop, stop_rx) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            name: config.child.name.clone(),
+            config,
+            status,
+            table: Mutex::new(Table::default()),
+            broadcast,
+            next_id: AtomicU64::new(1),
+            stop,
+            stopped: Mutex::new(None),
+            restarts: AtomicU64::new(0),
+        });
+        let span = tracing::info_span!("upstream", name = %inner.name);
+        let task = tokio::spawn(supervise(inner.clone(), stop_rx).instrument(span));
+        *lock(&inner.stopped) = Some(task);
+        Upstream { inner }
+    }
+
+    /// The child's name (from its [`ChildConfig`]).
+    #[allow(dead_code)]
+    pub(crate) fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The current status.
+    pub(crate) fn status(&self) -> Status {
+        self.inner.status.borrow().clone()
+    }
+
+    /// How many times the child has been started after the first time.
+    pub(crate) fn restarts(&self) -> u64 {
+        self.inner.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Waits up to `wait` for the child to be initialized; its `initialize` result,
+    /// or why it is not there.
+    pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
+        let mut rx = self.inner.status.subscribe();
+        let outcome = tokio::time::timeout(wait, async {
+            loop {
+                let last_down = {
+                    let status = rx.borrow_and_update();
+                    match &*status {
+                        Status::Ready(info) => return Ok(info.clone()),
+                        Status::Stopped => {
+                            return Err("the upstream server was shut down".to_owned())
+                        }
+                        Status::Down(why) => Some(why.clone()),
+                        Status::Starting => None,
+                    }
+                };
+                let _ = last_down;
+                if rx.changed().await.is_err() {
+                    return Err("the upstream server was shut down".to_owned());
+                }
+            }
+        })
+        .await;
+        match outcome {
+            Ok(r) => r,
+            Err(_) => Err(match self.status() {
+                Status::Down(why) => format!("the upstream server is not running: {why}"),
+                _ => format!("the upstream server did not become ready within {wait:?}"),
+            }),
+        }
+    }
+
+    /// Notifications not tied to any call (list changes, resource updates, logs
+    /// while idle). A receiver that falls more than 256 behind misses the oldest.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notification> {
+        self.inner.broadcast.subscribe()
+    }
+
+    /// Sends `request` upstream under an id of ours, for `owner` (a downstream
+    /// session or exchange; used only to route server→client requests and logs).
+    ///
+    /// Errors (as text for the downstream error response): the child is not ready
+    /// within [`UpstreamConfig::ready_wait`], or it went away.
+    pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
+        self.ready(self.inner.config.ready_wait).await?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        request.id = Id::from(id);
+        let token = match map_progress_token(&mut request.params, id) {
+            Ok(t) => t,
+            Err(e) => return Err(format!("invalid params: {e}")),
+        };
+        let (done_tx, done_rx) = oneshot::channel();
+        let (events_tx, events_rx) = mpsc::channel(CALL_QUEUE);
+        let sender = {
+            let mut table = lock(&self.inner.table);
+            let Some(sender) = table.sender.clone() else {
+                return Err("the upstream server is restarting".to_owned());
+            };
+            table.seq += 1;
+            let seq = table.seq;
+            if let Some((ours, _)) = &token {
+                table.tokens.insert(ours.clone(), id);
+            }
+            table.calls.insert(
+                id,
+                Slot {
+                    done: done_tx,
+                    events: events_tx,
+                    owner,
+                    seq,
+                    token,
+                },
+            );
+            sender
+        };
+        let call = Call {
+            upstream: self.clone(),
+            id,
+            events: events_rx,
+            done: done_rx,
+            stash: std::collections::VecDeque::new(),
+            finished: false,
+        };
+        if sender.send(Message::Request(request)).await.is_err() {
+            return Err("the upstream server went away".to_owned());
+        }
+        Ok(call)
+    }
+
+    /// Sends a message that needs no answer routing (a notification from a
+    /// downstream client, or the answer to one of the child's requests). Dropped
+    /// with a debug log when the child is not running.
+    pub(crate) async fn send(&self, message: Message) {
+        let sender = lock(&self.inner.table).sender.clone();
+        match sender {
+            Some(s) => {
+                if s.send(message).await.is_err() {
+                    debug!("the upstream server went away; message dropped");
+                }
+            }
+            None => debug!("the upstream server is not running; message dropped"),
+        }
+    }
+
+    /// Answers one of the child's server→client requests (its own id).
+    pub(crate) async fn respond(&self, message: Message) {
+        if let Some(id) = message.id() {
+            lock(&self.inner.table).child_requests.remove(id);
+        }
+        self.send(message).await;
+    }
+
+    /// Maps a downstream `notifications/cancelled` for the call whose upstream id
+    /// is `id`, and forgets that call.
+    fn forget(&self, id: u64) -> bool {
+        let mut table = lock(&self.inner.table);
+        match table.calls.remove(&id) {
+            Some(slot) => {
+                if let Some((ours, _)) = slot.token {
+                    table.tokens.remove(&ours);
+                }
+                table.child_requests.retain(|_, call| *call != id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many calls are in flight.
+    pub(crate) fn in_flight(&self) -> usize {
+        lock(&self.inner.table).calls.len()
+    }
+
+    /// Stops the child: waits up to `drain` for the calls in flight to finish,
+    /// then ends the child in the spec's order (close stdin, SIGTERM, SIGKILL) and
+    /// fails what is left. Idempotent.
+    pub(crate) async fn shutdown(&self, drain: Duration) {
+        let deadline = Instant::now() + drain;
+        while self.in_flight() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.inner.stop.send_replace(true);
+        let task = lock(&self.inner.stopped).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Replaces `params._meta.progressToken` (when present) with `"sb-<id>"`; returns
+/// (ours, the caller's). Params without the member are not parsed beyond a
+/// substring check.
+fn map_progress_token(
+    params: &mut Option<Box<RawValue>>,
+    id: u64,
+) -> Result<Option<(String, Value)>, serde_json::Error> {
+    let Some(raw) = params.as_ref() else {
+        return Ok(None);
+    };
+    if !raw.get().contains("progressToken") {
+        return Ok(None);
+    }
+    let mut obj: Map<String, Value> = match serde_json::from_str(raw.get()) {
+        Ok(o) => o,
+        Err(_) => return Ok(None), // not an object: the child will answer -32602
+    };
+    let Some(Value::Object(meta)) = obj.get_mut("_meta") else {
+        return Ok(None);
+    };
+    let Some(original) = meta.get("progressToken").cloned() else {
+        return Ok(None);
+    };
+    let ours = format!("sb-{id}");
+    meta.insert("progressToken".to_owned(), Value::String(ours.clone()));
+    *params = Some(serde_json::value::to_raw_value(&obj)?);
+    Ok(Some((ours, original)))
+}
+
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
+    let mut backoff = inner.config.backoff_initial;
+    let mut first = true;
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        if !first {
+            inner.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        first = false;
+        inner.status.send_replace(Status::Starting);
+        let started = Instant::now();
+        let why = match spawn(inner.config.child.clone(), &inner.config.transport) {
+            Err(e) => format!("could not start: {e}"),
+            Ok(child) => run_child(&inner, child, &mut stop).await,
+        };
+        fail_all(&inner, &why);
+        if *stop.borrow() {
+            break;
+        }
+        warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
+        inner.status.send_replace(Status::Down(why));
+        if started.elapsed() >= STABLE_AFTER {
+            backoff = inner.config.backoff_initial;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stopped(&mut stop) => break,
+        }
+        backoff = (backoff * 2).min(inner.config.backoff_max);
+    }
+    fail_all(&inner, "the bridge is shutting down");
+    inner.status.send_replace(Status::Stopped);
+}
+
+/// Runs one child from spawn to exit; returns why it ended.
+async fn run_child(
+    inner: &Arc<Inner>,
+    child: ChildTransport,
+    stop: &mut watch::Receiver<bool>,
+) -> String {
+    let ChildTransport {
+        sender,
+        mut receiver,
+        process,
+    } = child;
+    let pid = process.pid();
+    let handshake = tokio::time::timeout(
+        inner.config.init_timeout,
+        initialize(inner, &sender, &mut receiver),
+    );
+    let outcome = tokio::select! {
+        r = handshake => match r {
+            Ok(Ok(info)) => Ok(info),
+            Ok(Err(why)) => Err(why),
+            Err(_) => Err(format!("no answer to initialize within {:?}", inner.config.init_timeout)),
+        },
+        () = stopped(stop) => Err("the bridge is shutting down".to_owned()),
+    };
+    let why = match outcome {
+        Err(why) => why,
+        Ok(info) => {
+            info!(pid, server = %info.result.server_info.name, version = %info.result.protocol_version, "upstream server ready");
+            lock(&inner.table).sender = Some(sender.clone());
+            inner.status.send_replace(Status::Ready(Arc::new(info)));
+            tokio::select! {
+                why = route(inner, &mut receiver) => why,
+                () = stopped(stop) => "the bridge is shutting down".to_owned(),
+            }
+        }
+    };
+    lock(&inner.table).sender = None;
+    drop(sender);
+    match process.shutdown().await {
+        Ok(report) => debug!(pid, %report, "upstream child ended"),
+        Err(e) => warn!(pid, error = %e, "ending the upstream child failed"),
+    }
+    why
+}
+
+/// Runs the handshake with a new child: `initialize` (MCP "Lifecycle →
+/// Initialization", 2024-11-05 to 2025-11-25) with the configured params, then
+/// `notifications/initialized`. A child that refuses `initialize` is asked
+/// `server/discover` (2026-07-28, "Lifecycle → Discovery"; REVISIONS.md §6): a
+/// 2026-07-28-only server is then served with each request's `_meta` instead of a
+/// session ([`InitInfo::modern`]).
+async fn initialize(
+    inner: &Arc<Inner>,
+    sender: &Sender,
+    receiver: &mut switchboard_transport::Receiver,
+) -> Result<InitInfo, String> {
+    if inner.config.prefer_modern {
+        // A legacy child may ignore the unknown method: bounded (REVISIONS.md §6:
+        // a timeout means legacy).
+        match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver)).await {
+            Ok(Ok(info)) => return Ok(info),
+            Ok(Err(why)) => debug!(why, "server/discover refused; trying initialize"),
+            Err(_) => debug!("no answer to server/discover; trying initialize"),
+        }
+    }
+    let request = Request {
+        id: Id::from(0u64),
+        method: "initialize".to_owned(),
+        params: Some(inner.config.init_params.clone()),
+    };
+    let refusal = match exchange(sender, receiver, request).await? {
+        Message::Response(r) => {
+            let result: InitializeResult = serde_json::from_str(r.result.get())
+                .map_err(|e| format!("invalid initialize result: {e}"))?;
+            let initialized = Notification {
+                method: "notifications/initialized".to_owned(),
+                params: None,
+            };
+            sender
+                .send(Message::Notification(initialized))
+                .await
+                .map_err(|_| "the child closed its stdin".to_owned())?;
+            return Ok(InitInfo {
+                raw: r.result,
+                result,
+                modern: false,
+            });
+        }
+        Message::Error(e) => format!("initialize failed: {} ({})", e.error.message, e.error.code),
+        _ => return Err("an unexpected answer to initialize".to_owned()),
+    };
+    if inner.config.prefer_modern {
+        // Already asked: not a 2026-07-28 server.
+        return Err(refusal);
+    }
+    // Perhaps a server of 2026-07-28 only: ask what it is.
+    discover(inner, sender, receiver)
+        .await
+        .map_err(|why| format!("{refusal}; {why}"))
+}
+
+/// Asks `server/discover` (2026-07-28, "Lifecycle → Discovery"); `Ok` when the
+/// child speaks 2026-07-28, with an [`InitInfo`] made from its answer.
+async fn discover(
+    inner: &Arc<Inner>,
+    sender: &Sender,
+    receiver: &mut switchboard_transport::Receiver,
+) -> Result<InitInfo, String> {
+    let init: Map<String, Value> =
+        serde_json::from_str(inner.config.init_params.get()).unwrap_or_default();
+    let discover = serde_json::json!({ "_meta": {
+        meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
+        meta::CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or_else(|| serde_json::json!({})),
+        meta::CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or_else(|| serde_json::json!({"name": "switchboard-bridge", "version": "0"})),
+    }});
+    let request =
+        Request::new(Id::from(1u64), "server/discover", &discover).map_err(|e| e.to_string())?;
+    match exchange(sender, receiver, request).await? {
+        Message::Response(r) => {
+            let d: DiscoverResult = serde_json::from_str(r.result.get())
+                .map_err(|e| format!("invalid server/discover result: {e}"))?;
+            if !d
+                .supported_versions
+                .iter()
+                .any(|v| v == ProtocolVersion::V2026_07_28.as_str())
+            {
+                return Err(format!(
+                    "server/discover names no revision we speak: {:?}",
+                    d.supported_versions
+                ));
+            }
+            let server_info = d
+                .server_info()
+                .unwrap_or_else(|| Implementation::new("unknown", "0"));
+            let mut synthesized = serde_json::json!({
+                "protocolVersion": ProtocolVersion::V2026_07_28.as_str(),
+                "capabilities": d.capabilities,
+                "serverInfo": server_info,
+            });
+            if let Some(text) = &d.instructions {
+                synthesized["instructions"] = Value::String(text.clone());
+            }
+            let raw = serde_json::value::to_raw_value(&synthesized).map_err(|e| e.to_string())?;
+            let result: InitializeResult =
+                serde_json::from_value(synthesized).map_err(|e| e.to_string())?;
+            Ok(InitInfo {
+                raw,
+                result,
+                modern: true,
+            })
+        }
+        Message::Error(e) => Err(format!(
+            "server/discover failed: {} ({})",
+            e.error.message, e.error.code
+        )),
+        _ => Err("an unexpected answer to server/discover".to_owned()),
+    }
+}
+
+/// Sends `request` to a child still being set up and waits for its answer;
+/// pings are answered, other requests refused, notifications dropped meanwhile.
+async fn exchange(
+    sender: &Sender,
+    receiver: &mut switchboard_transport::Receiver,
+    request: Request,
+) -> Result<Message, String> {
+    let id = request.id.clone();
+    sender
+        .send(Message::Request(request))
+        .await
+        .map_err(|_| "the child closed its stdin".to_owned())?;
+    loop {
+        let event = receiver
+            .recv()
+            .await
+            .ok_or_else(|| "the child's output ended".to_owned())?;
+        let message = match event {
+            Inbound::Message(m) => m,
+            Inbound::Batch(_) => continue,
+            Inbound::Closed { reason } => return Err(format!("before initializing: {reason}")),
+        };
+        match message {
+            Message::Response(ref r) if r.id == id => return Ok(message),
+            Message::Error(ref e) if e.id.as_ref() == Some(&id) => return Ok(message),
+            Message::Request(r) => {
+                let answer = if r.method == "ping" {
+                    Message::Response(Response {
+                        id: r.id,
+                        result: empty_object(),
+                    })
+                } else {
+                    Message::Error(ErrorResponse::new(
+                        Some(r.id),
+                        ErrorObject::new(code::INVALID_REQUEST, "not initialized yet"),
+                    ))
+                };
+                let _ = sender.send(answer).await;
+            }
+            other => debug!(?other, "ignored before initialization"),
+        }
+    }
+}
+
+pub(crate) fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("{} is JSON")
+}
+
+/// Reads the child's output until it ends; returns why.
+async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receiver) -> String {
+    while let Some(event) = receiver.recv().await {
+        match event {
+            Inbound::Message(m) => dispatch(inner, m).await,
+            Inbound::Batch(items) => {
+                for m in items.into_iter().flatten() {
+                    dispatch(inner, m).await;
+                }
+            }
+            Inbound::Closed { reason } => return reason.to_string(),
+        }
+    }
+    "the child's output ended".to_owned()
+}
+
+fn upstream_id(id: &Id) -> Option<u64> {
+    id.as_i64().and_then(|n| u64::try_from(n).ok())
+}
+
+/// The call a server→client request or a log message belongs to: the latest call
+/// of the only owner with calls in flight.
+fn pick_call(table: &Table) -> Option<u64> {
+    let mut owner = None;
+    let mut best: Option<(u64, u64)> = None;
+    for (id, slot) in &table.calls {
+        match owner {
+            None => owner = Some(slot.owner),
+            Some(o) if o != slot.owner => return None,
+            Some(_) => {}
+        }
+        if best.is_none_or(|(_, seq)| slot.seq > seq) {
+            best = Some((*id, slot.seq));
+        }
+    }
+    best.map(|(id, _)| id)
+}
+
+async fn dispatch(inner: &Arc<Inner>, message: Message) {
+    match message {
+        Message::Response(ref r) => complete(inner, &r.id.clone(), message),
+        Message::Error(ref e) => match e.id.clone() {
+            Some(id) => complete(inner, &id, message),
+            None => {
+                warn!(error = %e.error.message, code = e.error.code, "the upstream server sent an error without id")
+            }
+        },
+        Message::Request(r) => {
+            if r.method == "ping" {
+                let pong = Message::Response(Response {
+                    id: r.id,
+                    result: empty_object(),
+                });
+                let sender = lock(&inner.table).sender.clone();
+                if let Some(s) = sender {
+                    let _ = s.send(pong).await;
+                }
+                return;
+            }
+            let routed = {
+                let mut table = lock(&inner.table);
+                match pick_call(&table) {
+                    Some(call) => {
+                        table.child_requests.insert(r.id.clone(), call);
+                        table
+                            .calls
+                            .get(&call)
+                            .map(|slot| slot.events.try_send(CallEvent::Request(r.clone())))
+                    }
+                    None => None,
+                }
+            };
+            let refused = match routed {
+                Some(Ok(())) => None,
+                Some(Err(_)) => Some("the downstream caller is not keeping up"),
+                None => Some("no single downstream call in flight to route this request to"),
+            };
+            if let Some(why) = refused {
+                warn!(method = %r.method, why, "refusing the upstream server's request");
+                lock(&inner.table).child_requests.remove(&r.id);
+                let answer = Message::Error(ErrorResponse::new(
+                    Some(r.id),
+                    ErrorObject::new(code::INTERNAL_ERROR, why),
+                ));
+                let sender = lock(&inner.table).sender.clone();
+                if let Some(s) = sender {
+                    let _ = s.send(answer).await;
+                }
+            }
+        }
+        Message::Notification(n) => notify(inner, n),
+    }
+}
+
+fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
+    let slot = {
+        let mut table = lock(&inner.table);
+        let slot = upstream_id(id).and_then(|n| table.calls.remove(&n));
+        if let Some(slot) = &slot {
+            if let Some((ours, _)) = &slot.token {
+                table.tokens.remove(ours);
+            }
+            if let Some(n) = upstream_id(id) {
+                table.child_requests.retain(|_, call| *call != n);
+            }
+        }
+        slot
+    };
+    match slot {
+        Some(slot) => {
+            let _ = slot.done.send(Ok(message));
+        }
+        None => debug!(%id, "a response for no call in flight (cancelled or unknown)"),
+    }
+}
+
+fn notify(inner: &Arc<Inner>, mut n: Notification) {
+    let table = lock(&inner.table);
+    let target = match n.method.as_str() {
+        "notifications/progress" => {
+            let Some(mut params) = n
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+            else {
+                return;
+            };
+            let token = match params.get("progressToken") {
+                Some(Value::String(s)) => s.clone(),
+                _ => return,
+            };
+            let Some(call) = table.tokens.get(&token).copied() else {
+                debug!(token, "progress for no call in flight");
+                return;
+            };
+            let Some(slot) = table.calls.get(&call) else {
+                return;
+            };
+            if let Some((_, original)) = &slot.token {
+                params.insert("progressToken".to_owned(), original.clone());
+            }
+            n.params = serde_json::value::to_raw_value(&params).ok();
+            Some(call)
+        }
+        "notifications/cancelled" => {
+            let id = n
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+                .and_then(|p| p.get("requestId").cloned())
+                .and_then(|v| serde_json::value::to_raw_value(&v).ok())
+                .and_then(|raw| Id::from_raw(&raw).ok());
+            match id.and_then(|id| table.child_requests.get(&id).copied()) {
+                Some(call) => Some(call),
+                None => return,
+            }
+        }
+        _ if subscription_of(&n).is_some_and(|id| table.calls.contains_key(&id)) => {
+            // A 2026-07-28 listen stream's notification: to the listen call
+            // (`_meta.subscriptionId` is the listen request's id, ours).
+            subscription_of(&n)
+        }
+        "notifications/message" => match pick_call(&table) {
+            Some(call) => Some(call),
+            None if table.calls.is_empty() => None,
+            None => {
+                debug!("a log message while several downstream owners have calls in flight: not routed");
+                return;
+            }
+        },
+        _ => None,
+    };
+    match target {
+        Some(call) => {
+            if let Some(slot) = table.calls.get(&call) {
+                if slot.events.try_send(CallEvent::Notification(n)).is_err() {
+                    debug!(
+                        call,
+                        "a call's consumer is not keeping up: notification dropped"
+                    );
+                }
+            }
+        }
+        None => {
+            drop(table);
+            let _ = inner.broadcast.send(n);
+        }
+    }
+}
+
+/// `params._meta["io.modelcontextprotocol/subscriptionId"]` as one of our
+/// upstream ids (2026-07-28 `subscriptions/listen`).
+fn subscription_of(n: &Notification) -> Option<u64> {
+    let params = n.params.as_ref()?;
+    if !params.get().contains(meta::SUBSCRIPTION_ID) {
+        return None;
+    }
+    let p: Map<String, Value> = serde_json::from_str(params.get()).ok()?;
+    p.get("_meta")?.get(meta::SUBSCRIPTION_ID)?.as_u64()
+}
+
+fn fail_all(inner: &Arc<Inner>, why: &str) {
+    let slots: Vec<Slot> = {
+        let mut table = lock(&inner.table);
+        table.tokens.clear();
+        table.child_requests.clear();
+        table.calls.drain().map(|(_, s)| s).collect()
+    };
+    if !slots.is_empty() {
+        warn!(
+            calls = slots.len(),
+            reason = why,
+            "failing every call in flight"
+        );
+    }
+    let text = format!("the upstream server {}: {why}", inner.name);
+    for slot in slots {
+        let _ = slot.done.send(Err(text.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_tokens_are_replaced_and_kept() {
+        let mut params = Some(
+            RawValue::from_string(
+                r#"{"name":"x","_meta":{"progressToken":7,"traceparent":"t"}}"#.to_owned(),
+            )
+            .unwrap(),
+        );
+        let (ours, original) = map_progress_token(&mut params, 42).unwrap().unwrap();
+        assert_eq!(ours, "sb-42");
+        assert_eq!(original, serde_json::json!(7));
+        let v: Value = serde_json::from_str(params.unwrap().get()).unwrap();
+        assert_eq!(v["_meta"]["progressToken"], "sb-42");
+        assert_eq!(
+            v["_meta"]["traceparent"], "t",
+            "other _meta members are kept"
+        );
+    }
+
+    #[test]
+    fn params_without_token_are_untouched() {
+        let text = r#"{"name":"x","arguments":{"a":1}}"#;
+        let mut params = Some(RawValue::from_string(text.to_owned()).unwrap());
+        assert!(map_progress_token(&mut params, 1).unwrap().is_none());
+        assert_eq!(params.unwrap().get(), text);
+    }
+}

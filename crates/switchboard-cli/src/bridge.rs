@@ -1,0 +1,339 @@
+//! `switchboard bridge` (a stdio MCP server served over HTTP to clients of every
+//! era) and `switchboard connect` (a remote HTTP MCP server served on our stdio).
+//!
+//! This module only turns flags into a `switchboard_bridge::BridgeConfig` and runs
+//! it until SIGTERM or Ctrl-C; what the bridge does is in `switchboard-bridge`.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use switchboard_bridge::{
+    connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig,
+};
+use switchboard_transport::http::server::HttpServerConfig;
+use switchboard_transport::stdio::ChildConfig;
+use tracing_subscriber::prelude::*;
+
+/// `--child`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChildArg {
+    /// Each client session gets its own child (default).
+    PerSession,
+    /// One child for every client; the bridge initializes it.
+    Shared,
+}
+
+/// Arguments of `switchboard bridge`.
+#[derive(Debug, clap::Args)]
+pub struct BridgeArgs {
+    /// The address to listen on (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The Streamable HTTP (and 2026-07-28) endpoint's path.
+    #[arg(long, default_value = "/mcp")]
+    pub path: String,
+    /// The legacy HTTP+SSE (2024-11-05) stream's path.
+    #[arg(long, default_value = "/sse")]
+    pub sse_path: String,
+    /// The path legacy HTTP+SSE clients POST to.
+    #[arg(long, default_value = "/message")]
+    pub message_path: String,
+    /// Turn the legacy HTTP+SSE endpoints off.
+    #[arg(long)]
+    pub no_sse: bool,
+    /// One child per client session, or one shared child.
+    #[arg(long, value_enum, default_value = "per-session")]
+    pub child: ChildArg,
+    /// End a session (and its child) after this long without requests: `90s`,
+    /// `30m`, `2h`, or plain seconds; `0` never.
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// The most client sessions at once; more get 503.
+    #[arg(long, default_value_t = 1024)]
+    pub max_sessions: usize,
+    /// Only this tool may be listed and called (repeatable); default: every tool.
+    #[arg(long = "allow-tool", value_name = "NAME")]
+    pub allow_tools: Vec<String>,
+    /// Accept this `Host` header value (repeatable; default: the listen address's
+    /// loopback names).
+    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    pub allow_hosts: Vec<String>,
+    /// Accept this `Origin` (repeatable; default: the loopback origins).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// The largest request body, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_body: usize,
+    /// Give up on a request when the child sends nothing for it this long (the
+    /// client gets an error, the child `notifications/cancelled`).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// How long the child has to answer `initialize` at each (re)start.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub init_timeout: Duration,
+    /// How long requests in flight may finish after SIGTERM.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+    /// The child's name in logs (default: the command's file name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The stdio server's command and arguments, after `--`. Default: the built-in
+    /// example server (`switchboard example-server`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `switchboard connect`.
+#[derive(Debug, clap::Args)]
+pub struct ConnectArgs {
+    /// The remote server's URL.
+    pub url: String,
+    /// An extra header for every request, `Name: value` (repeatable), e.g.
+    /// `Authorization: Bearer ...`.
+    #[arg(long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+}
+
+/// `90s`, `30m`, `2h`, `500ms` or plain seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?} (try 90s, 30m, 2h)"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        "h" => Ok(Duration::from_secs(n * 3600)),
+        _ => Err(format!("unknown unit {unit:?} in {text:?} (ms, s, m, h)")),
+    }
+}
+
+fn init_tracing() {
+    init_tracing_at(tracing::Level::INFO);
+}
+
+fn init_tracing_at(level: tracing::Level) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(level));
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
+        .with(filter)
+        .try_init();
+}
+
+fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
+    let (program, rest, default_name) = match args.command.split_first() {
+        Some((program, rest)) => {
+            let name = std::path::Path::new(program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| program.clone());
+            (program.clone(), rest.to_vec(), name)
+        }
+        None => {
+            let me = std::env::current_exe()
+                .map_err(|e| format!("cannot find this program to run the example server: {e}"))?;
+            (
+                me.to_string_lossy().into_owned(),
+                vec!["example-server".to_owned()],
+                "example-server".to_owned(),
+            )
+        }
+    };
+    let child = ChildConfig::new(args.name.unwrap_or(default_name), program).args(rest);
+    let mut http = HttpServerConfig::default();
+    http.bind = args.listen;
+    http.path = args.path;
+    http.sse_path = (!args.no_sse).then_some(args.sse_path);
+    http.message_path = args.message_path;
+    http.max_sessions = args.max_sessions;
+    http.max_body_bytes = args.max_body;
+    http.session_idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
+    if !args.allow_hosts.is_empty() {
+        http.allowed_hosts = Some(args.allow_hosts);
+    }
+    if !args.allow_origins.is_empty() {
+        http.allowed_origins = Some(args.allow_origins);
+    }
+    let mut config = BridgeConfig::new(child);
+    config.http = http;
+    config.mode = match args.child {
+        ChildArg::PerSession => ChildMode::PerSession,
+        ChildArg::Shared => ChildMode::Shared,
+    };
+    config.allow_tools = Allowlist::new(args.allow_tools);
+    config.drain_timeout = args.drain_timeout;
+    config.request_timeout = args.request_timeout;
+    config.init_timeout = args.init_timeout;
+    Ok(config)
+}
+
+/// Runs `switchboard bridge` until SIGTERM or Ctrl-C, then drains and ends the
+/// children. Exit 0 after a clean stop, 2 when it cannot start.
+pub fn run_bridge(args: BridgeArgs) -> ExitCode {
+    init_tracing();
+    let sse = (!args.no_sse).then(|| args.sse_path.clone());
+    let command_text = if args.command.is_empty() {
+        "the built-in example server".to_owned()
+    } else {
+        args.command.join(" ")
+    };
+    let config = match config_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("switchboard: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async move {
+        let bridge = match Bridge::start(config).await {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("switchboard: cannot listen: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let url = bridge.url();
+        let base = url
+            .trim_end_matches(|c| c != '/')
+            .trim_end_matches('/')
+            .to_owned();
+        let mut lines = vec![format!("switchboard bridge: serving {command_text}")];
+        lines.push(format!("  Streamable HTTP and 2026-07-28: {url}"));
+        if let Some(sse) = sse {
+            lines.push(format!("  legacy HTTP+SSE (2024-11-05):  {base}{sse}"));
+        }
+        lines.push(format!(
+            "  health: {base}/healthz   readiness: {base}/readyz"
+        ));
+        lines.push(format!("try it:  switchboard tools list {url}"));
+        println!("{}", lines.join("\n"));
+        wait_for_signal().await;
+        eprintln!("switchboard bridge: stopping (draining requests in flight)");
+        bridge.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `Name: value` (or `Name:value`) → the pair.
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("a header is `Name: value`, got {text:?}"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("a header needs a name: {text:?}"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+/// Runs `switchboard connect` until the host app closes stdin (exit 0) or the
+/// remote cannot be reached or goes away (exit 2, one line on stderr). Stdout
+/// carries only JSON-RPC; diagnostics go to stderr.
+pub fn run_connect(args: ConnectArgs) -> ExitCode {
+    init_tracing_at(tracing::Level::WARN);
+    let mut config = ConnectConfig::new(args.url);
+    for h in &args.headers {
+        match parse_header(h) {
+            Ok(pair) => config.headers.push(pair),
+            Err(e) => {
+                eprintln!("switchboard: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let outcome = connect_stdio(config).await;
+        // Every sender is gone now; give the stdout writer a moment to write what
+        // is queued (e.g. the error answer to the host app's initialize).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        outcome
+    });
+    // The stdin reader sits in a blocking read: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchboard: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("12").unwrap(), Duration::from_secs(12));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5d").is_err());
+    }
+
+    #[test]
+    fn headers_parse() {
+        assert_eq!(
+            parse_header("Authorization: Bearer a:b").unwrap(),
+            ("Authorization".to_owned(), "Bearer a:b".to_owned())
+        );
+        assert_eq!(
+            parse_header("X-A:1").unwrap(),
+            ("X-A".to_owned(), "1".to_owned())
+        );
+        assert!(parse_header("nocolon").is_err());
+        assert!(parse_header(": v").is_err());
+    }
+}

@@ -1,0 +1,682 @@
+//! `switchboard bridge` in front of `switchboard example-server`, driven over raw
+//! HTTP by clients of every era: Streamable HTTP sessions (2025-03-26 to
+//! 2025-11-25), stateless 2026-07-28 exchanges, legacy HTTP+SSE (2024-11-05).
+
+mod bridge_util;
+
+use bridge_util::*;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_era_calls_a_tool_through_the_bridge() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+
+    // Streamable HTTP, 2025-11-25 and 2025-03-26.
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26"] {
+        let s = open_session(&c, &bridge.url, version, json!({})).await;
+        assert_eq!(s.version, version);
+        let list = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        let tools = list.response(&json!(1))["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(tools.iter().any(|t| t["name"] == "echo"), "{tools:?}");
+        let call = s
+            .request(
+                &c,
+                &bridge.url,
+                json!("a"),
+                "tools/call",
+                json!({"name":"echo","arguments":{"text":version}}),
+            )
+            .await;
+        assert_eq!(first_text(&call.response(&json!("a"))["result"]), version);
+    }
+
+    // 2026-07-28, stateless.
+    let discover = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "server/discover",
+        json!({}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(discover.status, 200, "{}", discover.body);
+    let result = &discover.response(&json!(1))["result"];
+    let versions: Vec<&str> = result["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        versions.contains(&"2026-07-28") && versions.contains(&"2025-11-25"),
+        "{result}"
+    );
+    assert!(
+        result["capabilities"]["tools"].is_object(),
+        "the child's capabilities: {result}"
+    );
+    assert_eq!(result["resultType"], "complete");
+    let call = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"name":"echo","arguments":{"text":"modern"}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(call.status, 200, "{}", call.body);
+    let result = &call.response(&json!(2))["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(first_text(result), "modern");
+
+    // Legacy HTTP+SSE.
+    let mut legacy = open_legacy(&c, &bridge.base).await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}});
+    assert_eq!(legacy.send(&c, &init).await, 202);
+    let got = legacy.until_response(&json!(1)).await;
+    assert_eq!(
+        got.last().unwrap()["result"]["protocolVersion"],
+        "2024-11-05"
+    );
+    assert_eq!(
+        legacy
+            .send(
+                &c,
+                &json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+            )
+            .await,
+        202
+    );
+    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"sse"}}});
+    assert_eq!(legacy.send(&c, &call).await, 202);
+    let got = legacy.until_response(&json!(2)).await;
+    assert_eq!(first_text(&got.last().unwrap()["result"]), "sse");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_rides_the_calls_own_stream_with_the_clients_token() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let reply = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(7),
+            "tools/call",
+            json!({"name":"progress","arguments":{"seconds":0.3,"steps":3},"_meta":{"progressToken":"tok-1"}}),
+        )
+        .await;
+    let progress: Vec<&Value> = reply
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 3, "{:?}", reply.messages);
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "tok-1"),
+        "the client's own token comes back: {progress:?}"
+    );
+    assert_eq!(
+        reply.messages.last().unwrap()["id"],
+        7,
+        "the response is last"
+    );
+
+    // The same for a 2026-07-28 client, with an integer token.
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(8),
+        "tools/call",
+        json!({"name":"progress","arguments":{"seconds":0.3,"steps":3},"_meta":{"progressToken":5}}),
+        json!({}),
+    )
+    .await;
+    let progress: Vec<&Value> = reply
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(
+        progress.len() >= 3 && progress.iter().all(|p| p["params"]["progressToken"] == 5),
+        "{:?}",
+        reply.messages
+    );
+    assert_eq!(
+        reply.response(&json!(8))["result"]["resultType"],
+        "complete"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_client_answers_the_childs_elicitation_with_input_required() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let caps = json!({"elicitation": {"form": {}}});
+    let first = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/call",
+        json!({"name":"elicit","arguments":{}}),
+        caps.clone(),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let result = first.response(&json!(1))["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1);
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+
+    // A retry for another tool may not use this state.
+    let wrong = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"name":"echo","arguments":{"text":"x"},"requestState":state,"inputResponses":{}}),
+        caps.clone(),
+    )
+    .await;
+    assert_eq!(
+        wrong.response(&json!(2))["error"]["code"],
+        -32602,
+        "{}",
+        wrong.body
+    );
+
+    let answer = json!({"action":"accept","content":{"name":"Ada"}});
+    let retry = modern(
+        &c,
+        &bridge.url,
+        json!(3),
+        "tools/call",
+        json!({"name":"elicit","arguments":{},"requestState":state,"inputResponses":{ key.clone(): answer }}),
+        caps.clone(),
+    )
+    .await;
+    let result = &retry.response(&json!(3))["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert!(first_text(result).contains("Ada"), "{result}");
+
+    // The state is used up.
+    let again = modern(
+        &c,
+        &bridge.url,
+        json!(4),
+        "tools/call",
+        json!({"name":"elicit","arguments":{},"requestState":state,"inputResponses":{}}),
+        caps,
+    )
+    .await;
+    assert_eq!(again.response(&json!(4))["error"]["code"], -32602);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_answers_the_childs_sampling_request_on_the_calls_stream() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}});
+    let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+    let request = loop {
+        let m = stream.next_message().await.expect("the sampling request");
+        if m["method"] == "sampling/createMessage" {
+            break m;
+        }
+    };
+    let answer = json!({"jsonrpc":"2.0","id":request["id"],"result":{
+        "role":"assistant","content":{"type":"text","text":"from the model"},"model":"test-model"}});
+    let accepted = post(&c, &bridge.url, &s.headers(), &answer).await;
+    assert_eq!(accepted.status, 202);
+    let done = loop {
+        let m = stream.next_message().await.expect("the response");
+        if m["id"] == 1 && m.get("method").is_none() {
+            break m;
+        }
+    };
+    assert!(
+        done["result"].to_string().contains("from the model"),
+        "{done}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowlist_is_an_intersection_and_refuses_other_calls() {
+    let bridge =
+        BridgeProc::start(&["--allow-tool", "echo", "--allow-tool", "not-there"], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let list = s
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    let names: Vec<String> = list.response(&json!(1))["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, vec!["echo".to_owned()]);
+    let refused = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name":"fail","arguments":{}}),
+        )
+        .await;
+    assert_eq!(refused.response(&json!(2))["error"]["code"], -32602);
+    let modern_refused = modern(
+        &c,
+        &bridge.url,
+        json!(3),
+        "tools/call",
+        json!({"name":"add","arguments":{"a":1,"b":2}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(modern_refused.response(&json!(3))["error"]["code"], -32602);
+    let modern_list = modern(
+        &c,
+        &bridge.url,
+        json!(5),
+        "tools/list",
+        json!({}),
+        json!({}),
+    )
+    .await;
+    let tools = modern_list.response(&json!(5))["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["name"], "echo");
+    let ok = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(4),
+            "tools/call",
+            json!({"name":"echo","arguments":{"text":"fine"}}),
+        )
+        .await;
+    assert_eq!(first_text(&ok.response(&json!(4))["result"]), "fine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_header_mismatch_is_400_with_32020() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let mut params = json!({"name":"echo","arguments":{"text":"x"}});
+    params["_meta"] = modern_meta(json!({}));
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params});
+    let reply = post(
+        &c,
+        &bridge.url,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.response(&json!(1))["error"]["code"], -32020);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_sessions_on_a_shared_child_get_their_own_answers() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let mut tasks = Vec::new();
+    for n in 0..200u32 {
+        let c = c.clone();
+        let url = bridge.url.clone();
+        tasks.push(tokio::spawn(async move {
+            let s = open_session(&c, &url, "2025-11-25", json!({})).await;
+            for i in 1..=3u32 {
+                // Every session uses the same ids: the bridge must keep them apart.
+                let text = format!("session {n} call {i}");
+                let reply = s
+                    .request(
+                        &c,
+                        &url,
+                        json!(i),
+                        "tools/call",
+                        json!({"name":"echo","arguments":{"text":text}}),
+                    )
+                    .await;
+                let responses: Vec<&Value> = reply
+                    .messages
+                    .iter()
+                    .filter(|m| m.get("id").is_some() && m.get("method").is_none())
+                    .collect();
+                assert_eq!(
+                    responses.len(),
+                    1,
+                    "exactly one response: {:?}",
+                    reply.messages
+                );
+                assert!(
+                    responses[0]["result"].is_object(),
+                    "session {n} call {i}: {}",
+                    responses[0]
+                );
+                assert_eq!(first_text(&responses[0]["result"]), text);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("every session got its own answers");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_session_is_404_and_others_keep_working() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}});
+    let bad = post(
+        &c,
+        &bridge.url,
+        &[
+            ("mcp-session-id", "0123"),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(bad.status, 404);
+    let good = s
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    assert!(good.response(&json!(1))["result"]["tools"].is_array());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ten_mebibyte_result_passes_through() {
+    let bridge = BridgeProc::start(&["--max-body", "20000000"], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let text: String = "0123456789abcdef".repeat(10 * 1024 * 1024 / 16);
+    let reply = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name":"echo","arguments":{"text":text}}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&reply.response(&json!(1))["result"]).len(),
+        text.len()
+    );
+}
+
+/// `switchboard connect URL` as a host app would run it: JSON-RPC lines on its
+/// stdin and stdout.
+struct Connect {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Connect {
+    fn start(url: &str) -> Connect {
+        use std::process::Stdio;
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["connect", url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        Connect {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    async fn send(&mut self, m: Value) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin
+            .write_all(format!("{m}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    /// The next line that answers `id`.
+    async fn answer(&mut self, id: Value) -> Value {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("connect keeps running");
+                let m: Value = serde_json::from_str(&line).expect("only JSON-RPC on stdout");
+                if m["id"] == id && m.get("method").is_none() {
+                    return m;
+                }
+            }
+        })
+        .await
+        .expect("an answer in time")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_relays_a_host_app_to_a_remote_of_every_era() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let init = |v: &str| {
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion": v, "capabilities": {}, "clientInfo": {"name":"host","version":"1"}}})
+    };
+    // Streamable HTTP, and legacy HTTP+SSE (the /sse URL refuses the POST, so the
+    // fallback opens the SSE stream).
+    for (url, version) in [
+        (bridge.url.clone(), "2025-11-25"),
+        (format!("{}/sse", bridge.base), "2024-11-05"),
+    ] {
+        let mut host = Connect::start(&url);
+        host.send(init(version)).await;
+        let answer = host.answer(json!(0)).await;
+        assert_eq!(
+            answer["result"]["protocolVersion"], version,
+            "{url}: {answer}"
+        );
+        host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
+        host.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":url}}})).await;
+        let answer = host.answer(json!(1)).await;
+        assert_eq!(first_text(&answer["result"]), url);
+        drop(host.stdin);
+        let status = tokio::time::timeout(WAIT, host.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            status.success(),
+            "a clean end when the host app closes stdin"
+        );
+    }
+    // A 2026-07-28 host app.
+    let mut host = Connect::start(&bridge.url);
+    let mut params = json!({"name":"echo","arguments":{"text":"modern"}});
+    params["_meta"] = modern_meta(json!({}));
+    host.send(json!({"jsonrpc":"2.0","id":"m1","method":"tools/call","params":params}))
+        .await;
+    let answer = host.answer(json!("m1")).await;
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(first_text(&answer["result"]), "modern");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_to_nothing_fails_with_one_line() {
+    let out = tokio::process::Command::new(BIN)
+        .args(["connect", "http://127.0.0.1:9/mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = out;
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = out.stdin.take().unwrap();
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}});
+        stdin
+            .write_all(format!("{init}\n").as_bytes())
+            .await
+            .unwrap();
+        // Keep stdin open: the relay must end on its own.
+        let output = tokio::time::timeout(WAIT, out.wait_with_output())
+            .await
+            .expect("ends in time")
+            .unwrap();
+        drop(stdin);
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.lines().any(|l| l.starts_with("switchboard: ")),
+            "{stderr}"
+        );
+        // The host app got an error answer for its initialize, never silence.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("\"error\""), "{stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_clients_reach_a_2026_only_child_through_translation() {
+    for mode in ["per-session", "shared"] {
+        let bridge = BridgeProc::start(
+            &["--child", mode],
+            &[BIN, "example-server", "--modern-only"],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-06-18", json!({"elicitation": {}})).await;
+        assert_eq!(
+            s.version, "2025-06-18",
+            "the bridge agrees the client's revision"
+        );
+        let call = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "tools/call",
+                json!({"name":"echo","arguments":{"text":mode}}),
+            )
+            .await;
+        assert_eq!(
+            first_text(&call.response(&json!(1))["result"]),
+            mode,
+            "{}",
+            call.body
+        );
+        // Progress for the legacy client, with its own token.
+        let call = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(2),
+                "tools/call",
+                json!({"name":"progress","arguments":{"seconds":0.2,"steps":2},"_meta":{"progressToken":"lt"}}),
+            )
+            .await;
+        assert!(
+            call.messages
+                .iter()
+                .any(|m| m["params"]["progressToken"] == "lt"),
+            "{:?}",
+            call.messages
+        );
+        // The child's input_required becomes a real elicitation request on the call's
+        // stream; the answer goes back in the retry.
+        let body = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"elicit","arguments":{}}});
+        let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+        let ask = loop {
+            let m = stream
+                .next_message()
+                .await
+                .expect("the elicitation request");
+            if m["method"] == "elicitation/create" {
+                break m;
+            }
+        };
+        let answer = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{"name":"Grace"}}});
+        assert_eq!(
+            post(&c, &bridge.url, &s.headers(), &answer).await.status,
+            202
+        );
+        let done = loop {
+            let m = stream.next_message().await.expect("the response");
+            if m["id"] == 3 && m.get("method").is_none() {
+                break m;
+            }
+        };
+        assert!(
+            first_text(&done["result"]).contains("Grace"),
+            "{mode}: {done}"
+        );
+        // A 2026-07-28 client gets the child's own MRTR round trip.
+        let caps = json!({"elicitation": {"form": {}}});
+        let first = modern(
+            &c,
+            &bridge.url,
+            json!(4),
+            "tools/call",
+            json!({"name":"elicit","arguments":{}}),
+            caps.clone(),
+        )
+        .await;
+        let result = first.response(&json!(4))["result"].clone();
+        assert_eq!(result["resultType"], "input_required", "{result}");
+        let key = result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let mut params = json!({"name":"elicit","arguments":{},"inputResponses":{}});
+        params["inputResponses"][&key] = json!({"action":"accept","content":{"name":"Linus"}});
+        if let Some(state) = result.get("requestState") {
+            params["requestState"] = state.clone();
+        }
+        let retry = modern(&c, &bridge.url, json!(5), "tools/call", params, caps).await;
+        assert!(
+            first_text(&retry.response(&json!(5))["result"]).contains("Linus"),
+            "{}",
+            retry.body
+        );
+    }
+}

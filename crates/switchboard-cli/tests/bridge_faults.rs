@@ -1,0 +1,399 @@
+//! The bridge when things go wrong: a child killed mid-call, a child that prints
+//! a banner, a child that never answers, a client that goes away mid-stream,
+//! DELETE ending a session's child, SIGTERM draining requests in flight.
+
+mod bridge_util;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bridge_util::*;
+use serde_json::{json, Value};
+
+/// A temporary file path unique to this test process and `tag`.
+fn temp_path(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("sb-bridge-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// `sh` running the example server after recording its pid in `pids`.
+fn recorded_example(pids: &std::path::Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        "echo $$ >> \"$0\"; exec \"$1\" example-server".into(),
+        pids.to_string_lossy().into_owned(),
+        BIN.into(),
+    ]
+}
+
+fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
+    let pids = temp_path("killed");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--child", "shared"], &cmd).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    // A call that takes 20 s unless its child dies first.
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
+    let url = bridge.url.clone();
+    let headers: Vec<(String, String)> = s
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let c2 = c.clone();
+    let call = tokio::spawn(async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let started = Instant::now();
+        let reply = post(&c2, &url, &h, &body).await;
+        (reply, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let first = *pids_in(&pids).last().expect("the child recorded its pid");
+    std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    let (reply, took) = call.await.unwrap();
+    let error = &reply.response(&json!(1))["error"];
+    assert_eq!(error["code"], -32603, "{}", reply.body);
+    assert!(
+        error["message"].as_str().unwrap().contains("exited"),
+        "a clear error: {error}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "failed fast, not after the tool's 20 s: {took:?}"
+    );
+    // The next call works on a restarted child.
+    let ok = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name":"echo","arguments":{"text":"again"}}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&ok.response(&json!(2))["result"]),
+        "again",
+        "{}",
+        ok.body
+    );
+    assert!(pids_in(&pids).len() >= 2, "a new child was started");
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banner_on_the_childs_stdout_is_skipped() {
+    let script =
+        "echo 'Welcome to my MCP server v1.0!'; echo '*** ready ***'; exec \"$0\" example-server";
+    let bridge = BridgeProc::start(&[], &["sh", "-c", script, BIN]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let reply = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name":"echo","arguments":{"text":"through"}}),
+        )
+        .await;
+    assert_eq!(first_text(&reply.response(&json!(1))["result"]), "through");
+    assert_eq!(
+        reply.messages.len(),
+        1,
+        "nothing of the banner is forwarded: {:?}",
+        reply.messages
+    );
+}
+
+/// Answers `initialize` (id 0, as the bridge sends it) and then never anything.
+const MUTE_SERVER: &str = r#"read line; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"mute","version":"1"}}}'; while read -r line; do :; done"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_never_answers_times_out() {
+    let bridge = BridgeProc::start(
+        &["--child", "shared", "--request-timeout", "1s"],
+        &["sh", "-c", MUTE_SERVER],
+    )
+    .await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let started = Instant::now();
+    let reply = s
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    let error = &reply.response(&json!(1))["error"];
+    assert_eq!(error["code"], -32603, "{}", reply.body);
+    assert!(
+        error["message"].as_str().unwrap().contains("within"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The same for a 2026-07-28 client.
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/list",
+        json!({}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        reply.response(&json!(2))["error"]["code"],
+        -32603,
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_mid_stream_does_not_hurt_its_session_or_others() {
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let other = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"progress","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"p"}}});
+    let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+    let first = stream
+        .next_message()
+        .await
+        .expect("a progress notification");
+    assert_eq!(first["method"], "notifications/progress");
+    drop(stream);
+    // A 2026-07-28 client closing its stream cancels its call; the bridge goes on.
+    let mut params = json!({"name":"progress","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"m"}});
+    for (k, v) in modern_meta(json!({})).as_object().unwrap() {
+        params["_meta"][k] = v.clone();
+    }
+    let modern_body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":params});
+    let mut modern_stream = post_streaming(
+        &c,
+        &bridge.url,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "progress"),
+        ],
+        &modern_body,
+    )
+    .await;
+    let _ = modern_stream.next_message().await;
+    drop(modern_stream);
+    for (session, id) in [(&s, 2), (&other, 3)] {
+        let reply = session
+            .request(
+                &c,
+                &bridge.url,
+                json!(id),
+                "tools/call",
+                json!({"name":"echo","arguments":{"text":"still here"}}),
+            )
+            .await;
+        assert_eq!(
+            first_text(&reply.response(&json!(id))["result"]),
+            "still here"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_ends_the_sessions_own_child() {
+    let pids = temp_path("delete");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&[], &cmd).await;
+    let c = client();
+    // The shared child starts with the bridge; the session's own child at initialize.
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let before = pids_in(&pids);
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let after = pids_in(&pids);
+    let own: Vec<i32> = after
+        .iter()
+        .filter(|p| !before.contains(p))
+        .copied()
+        .collect();
+    assert_eq!(
+        own.len(),
+        1,
+        "one child for the session: {before:?} -> {after:?}"
+    );
+    assert!(alive(own[0]));
+    let deleted = c
+        .delete(&bridge.url)
+        .header("mcp-session-id", &s.id)
+        .header("mcp-protocol-version", &s.version)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    wait_until("the session's child has exited", || !alive(own[0])).await;
+    assert!(
+        before.iter().all(|p| alive(*p)),
+        "the shared child lives on"
+    );
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_requests_in_flight_then_exits() {
+    let mut bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let url = bridge.url.clone();
+    let headers: Vec<(String, String)> = s
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let c2 = c.clone();
+    let call = tokio::spawn(async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":1.5,"steps":3}}});
+        post(&c2, &url, &h, &body).await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    bridge.terminate();
+    let reply = call.await.unwrap();
+    let result: &Value = &reply.response(&json!(1))["result"];
+    assert!(
+        result["content"].is_array(),
+        "the call in flight completed: {}",
+        reply.body
+    );
+    let status = tokio::time::timeout(WAIT, bridge.child.wait())
+        .await
+        .expect("the bridge exits")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_follow_the_child() {
+    let pids = temp_path("ready");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--child", "shared"], &cmd).await;
+    let c = client();
+    let get = |path: &'static str| {
+        let c = c.clone();
+        let url = format!("{}{path}", bridge.base);
+        async move {
+            // A kubelet's Host is the pod's address: probes must not depend on it.
+            let r = c
+                .get(url)
+                .header("host", "10.1.2.3:8080")
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    assert_eq!(get("/healthz").await.0, 200);
+    let deadline = Instant::now() + WAIT;
+    while get("/readyz").await.0 != 200 {
+        assert!(Instant::now() < deadline, "ready in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Kill the child: not ready until it is back.
+    let first = *pids_in(&pids).last().unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    let mut saw_not_ready = false;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, body) = get("/readyz").await;
+        if status == 503 {
+            assert!(body.starts_with("not ready"), "{body}");
+            saw_not_ready = true;
+        }
+        if saw_not_ready && status == 200 {
+            break;
+        }
+        if !saw_not_ready && pids_in(&pids).len() >= 2 && status == 200 {
+            // Restarted faster than we looked: fine, as long as it was restarted.
+            break;
+        }
+        assert!(Instant::now() < deadline, "ready again in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(get("/healthz").await.0, 200);
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_ends_with_its_child_and_max_sessions_is_503() {
+    let pids = temp_path("idle");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--idle-timeout", "1s", "--max-sessions", "2"], &cmd).await;
+    let c = client();
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let s1 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let _s2 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    // A third session is refused with a clear 503.
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"third","version":"1"}}});
+    let third = post(&c, &bridge.url, &[], &init).await;
+    assert_eq!(third.status, 503, "{}", third.body);
+    assert!(third.body.contains("sessions"), "{}", third.body);
+    let children: Vec<i32> = pids_in(&pids)[1..].to_vec();
+    assert_eq!(children.len(), 2, "one child per session");
+    // Idle past the timeout: both sessions end, and their children with them.
+    for pid in &children {
+        let pid = *pid;
+        wait_until("an idle session's child has exited", || !alive(pid)).await;
+    }
+    let gone = s1
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    assert_eq!(gone.status, 404, "an expired session is 404: {}", gone.body);
+    // Room again for a new session.
+    let s3 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let ok = s3
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    assert!(ok.response(&json!(1))["result"]["tools"].is_array());
+    let _ = std::fs::remove_file(&pids);
+}
