@@ -1,0 +1,104 @@
+//! Sampling a process's CPU time and memory from Linux `/proc` (proc(5)):
+//! `utime` and `stime` of `/proc/PID/stat` (fields 14 and 15, in clock ticks of
+//! [`TICKS_PER_SECOND`]; every thread of the process, living or ended, and not its
+//! children), `VmHWM` and `VmRSS` of `/proc/PID/status` (KiB), and the process's
+//! descendants from `/proc/PID/task/TID/children`.
+//!
+//! Knows `/proc` only; must not know what the process is.
+
+use std::fs;
+
+use serde::Serialize;
+
+/// `USER_HZ`, the unit of `/proc/PID/stat` times: 100 on every Linux
+/// architecture the benchmark runs on (x86-64, aarch64).
+pub const TICKS_PER_SECOND: f64 = 100.0;
+
+/// One reading of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// `utime + stime`, clock ticks (children excluded).
+    pub cpu_ticks: u64,
+    /// Peak resident set size so far (`VmHWM`), KiB.
+    pub peak_rss_kib: u64,
+    /// Resident set size now (`VmRSS`), KiB.
+    pub rss_kib: u64,
+}
+
+/// Reads process `pid`. Errors (as text) when it is gone or `/proc` is
+/// unreadable.
+pub fn sample(pid: u32) -> Result<Sample, String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    let cpu_ticks =
+        cpu_ticks_of(&stat).ok_or_else(|| format!("/proc/{pid}/stat: unexpected format"))?;
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    Ok(Sample {
+        cpu_ticks,
+        peak_rss_kib: status_kib(&status, "VmHWM:").unwrap_or(0),
+        rss_kib: status_kib(&status, "VmRSS:").unwrap_or(0),
+    })
+}
+
+/// `utime + stime` from the text of `/proc/PID/stat` (the fields after the
+/// command name, which may itself hold spaces and parentheses).
+pub fn cpu_ticks_of(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): utime is field 14, stime field 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Every living descendant of `pid` (children, their children, ...), in no
+/// particular order; empty when there are none or `/proc` cannot say.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            if let Ok(text) = fs::read_to_string(path) {
+                for child in text
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                {
+                    if !out.contains(&child) {
+                        out.push(child);
+                        stack.push(child);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_after_a_tricky_command_name() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 3 0 1000 1 1";
+        assert_eq!(cpu_ticks_of(stat), Some(22));
+        assert_eq!(cpu_ticks_of("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_can_be_sampled() {
+        let s = sample(std::process::id()).unwrap();
+        assert!(s.peak_rss_kib >= s.rss_kib && s.rss_kib > 0, "{s:?}");
+        assert!(sample(u32::MAX).is_err());
+    }
+}
