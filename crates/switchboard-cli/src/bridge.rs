@@ -229,7 +229,15 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         lines.push(format!(
             "  health: {base}/healthz   readiness: {base}/readyz"
         ));
-        lines.push(format!("try it:  switchboard tools list {url}"));
+        // The path of this very binary, so the line pastes as is (a newcomer who
+        // ran `cargo run` has no `switchboard` on PATH).
+        let me = std::env::current_exe()
+            .ok()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "switchboard".to_owned());
+        lines.push("try it (in another terminal):".to_owned());
+        lines.push(format!("  {me} tools list {url}"));
+        lines.push(format!("  {me} tools call {url} progress --arg seconds=2"));
         println!("{}", lines.join("\n"));
         wait_for_signal().await;
         eprintln!("switchboard bridge: stopping (draining requests in flight)");
