@@ -490,8 +490,13 @@ async fn run(
                         // request fails with -32021 (2026-07-28), the child's call
                         // is cancelled.
                         refuse(&held.upstream, request).await;
-                        held.call.cancel("the client lacks a required capability").await;
-                        return Some(Message::Error(ErrorResponse::new(Some(id), e.to_error_object())));
+                        held.call
+                            .cancel("the client lacks a required capability")
+                            .await;
+                        return Some(Message::Error(ErrorResponse::new(
+                            Some(id),
+                            e.to_error_object(),
+                        )));
                     }
                 }
             }
@@ -618,7 +623,11 @@ fn translate_final(id: Id, method: &str, message: Message) -> Message {
 fn cacheable(method: &str) -> bool {
     matches!(
         method,
-        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
+        "tools/list"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
     )
 }
 
@@ -824,7 +833,10 @@ mod tests {
 
     #[test]
     fn result_type_is_spliced_without_decoding() {
-        assert_eq!(complete_result(raw("{}"), false).get(), r#"{"resultType":"complete"}"#);
+        assert_eq!(
+            complete_result(raw("{}"), false).get(),
+            r#"{"resultType":"complete"}"#
+        );
         assert_eq!(
             complete_result(raw("{ }"), true).get(),
             r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private"}"#

@@ -47,12 +47,12 @@ use serde_json::{json, Value};
 use switchboard::server::{
     Announcer, Arguments, HandlerError, ServeOptions, Server, ServerBuilder, ToolContext, ToolError,
 };
-use switchboard_protocol::version::Supported;
-use switchboard_protocol::ProtocolVersion;
 use switchboard_protocol::types::{
     CallToolResult, CreateMessageRequestParams, ElicitRequestParams, GetPromptResult,
     Implementation, LoggingLevel, Prompt, Resource, ResourceContents, ResourceTemplate, Tool,
 };
+use switchboard_protocol::version::Supported;
+use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
 use switchboard_transport::{stdio, TransportConfig};
 use tokio::io::AsyncWrite;
@@ -458,9 +458,7 @@ fn example(modern_only: bool) -> Server {
              bump_counter), prompts and completions.",
         );
     if modern_only {
-        b = b.supported(
-            Supported::new([ProtocolVersion::V2026_07_28]).expect("one revision"),
-        );
+        b = b.supported(Supported::new([ProtocolVersion::V2026_07_28]).expect("one revision"));
     }
     let shared = Arc::new(Shared {
         counter: AtomicU64::new(0),

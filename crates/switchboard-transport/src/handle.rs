@@ -76,6 +76,9 @@ impl Transport {
 pub struct Sender {
     pub(crate) tx: mpsc::Sender<Outbound>,
     pub(crate) batching: BatchingSwitch,
+    /// Requests are refused ([`SendError::is_request_refused`]): the stateless
+    /// 2026-07-28 exchange, where the server never sends requests.
+    pub(crate) no_requests: bool,
 }
 
 /// Where a queued message should go, for transports with several outputs per
@@ -194,6 +197,12 @@ impl Sender {
         message: Message,
         related: Option<Id>,
     ) -> Result<(), SendError> {
+        if self.no_requests && matches!(message, Message::Request(_)) {
+            return Err(SendError::new(
+                SendErrorKind::RequestRefused,
+                Outgoing::Message(message),
+            ));
+        }
         let out = Outbound::new(encode_line(&message), Route::of(&message, related));
         match self.tx.send(out).await {
             Ok(()) => Ok(()),
@@ -209,6 +218,12 @@ impl Sender {
     /// Errors: [`SendError::is_full`] when the queue is full, [`SendError::is_closed`]
     /// when the writer task has ended.
     pub fn try_send(&self, message: Message) -> Result<(), SendError> {
+        if self.no_requests && matches!(message, Message::Request(_)) {
+            return Err(SendError::new(
+                SendErrorKind::RequestRefused,
+                Outgoing::Message(message),
+            ));
+        }
         let out = Outbound::new(encode_line(&message), Route::of(&message, None));
         match self.tx.try_send(out) {
             Ok(()) => Ok(()),
@@ -305,6 +320,7 @@ enum SendErrorKind {
     Full,
     BatchRefused,
     EmptyBatch,
+    RequestRefused,
 }
 
 /// A message that was not queued, and why. The message comes back with
@@ -339,6 +355,13 @@ impl SendError {
         self.kind == SendErrorKind::BatchRefused
     }
 
+    /// A request on a sender that carries none: the [`Sender`] of a stateless
+    /// 2026-07-28 exchange (MCP 2026-07-28 has no server-to-client requests; ask
+    /// with an `input_required` result instead). Permanent for that sender.
+    pub fn is_request_refused(&self) -> bool {
+        self.kind == SendErrorKind::RequestRefused
+    }
+
     /// An empty batch.
     pub fn is_empty_batch(&self) -> bool {
         self.kind == SendErrorKind::EmptyBatch
@@ -359,6 +382,9 @@ impl fmt::Display for SendError {
                 "batches are not allowed on this transport (only 2025-03-26 has them)"
             }
             SendErrorKind::EmptyBatch => "an empty batch is an invalid request",
+            SendErrorKind::RequestRefused => {
+                "a stateless 2026-07-28 exchange carries no server-to-client requests"
+            }
         })
     }
 }
@@ -497,6 +523,7 @@ mod tests {
         let sender = Sender {
             tx,
             batching: BatchingSwitch::new(Batching::Refused),
+            no_requests: false,
         };
         (sender, rx)
     }

@@ -170,6 +170,7 @@ where
             sender: Sender {
                 tx: out_tx,
                 batching: batching.clone(),
+                no_requests: false,
             },
             receiver: Receiver {
                 rx: in_rx,

@@ -117,11 +117,12 @@ async fn answer(tx: &switchboard_transport::Sender, r: Request) {
         }
         "ask" => {
             let ask = Request::new(99, "elicitation/create", &json!({"message": "?"})).unwrap();
-            // Queued, but never reaches the wire.
-            tx.send_related(Message::Request(ask), Some(id.clone()))
+            // Refused by the exchange's sender: it never reaches the wire.
+            let refused = tx
+                .send_related(Message::Request(ask), Some(id.clone()))
                 .await
-                .unwrap();
-            json!({"asked": true})
+                .unwrap_err();
+            json!({"asked": true, "refused": refused.is_request_refused()})
         }
         "slow" => {
             tx.send_related(progress(), Some(id.clone())).await.unwrap();
@@ -309,13 +310,13 @@ async fn a_server_to_client_request_never_reaches_the_wire() {
     let (server, _seen) = start().await;
     let r = post(&server, "ask", modern(3, "ask")).await;
     assert_eq!(r.status(), 200);
-    // The request was dropped, so the response came first: plain JSON.
+    // The request was refused, so the response came first: plain JSON.
     assert_eq!(r.headers()["content-type"], "application/json");
     let body = bounded(r.text()).await.unwrap();
     assert!(!body.contains("elicitation/create"), "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["result"],
-        json!({"asked": true})
+        json!({"asked": true, "refused": true})
     );
 }
 
@@ -459,4 +460,32 @@ async fn a_legacy_session_and_stateless_exchanges_share_the_endpoint() {
         assert_eq!(s.method, "modern/echo");
         stateless += 1;
     }
+}
+
+#[tokio::test]
+async fn exchanges_beyond_the_limit_get_503_until_one_ends() {
+    let mut config = HttpServerConfig::default();
+    config.max_exchanges = 1;
+    let (server, acceptor) = HttpServer::bind(config).await.unwrap();
+    let mut seen = library(acceptor);
+    // `slow` holds the only permit while its stream is open.
+    let mut slow = post(&server, "slow", modern(1, "slow")).await;
+    let _ = bounded(slow.chunk()).await.unwrap().unwrap();
+    let r = post(&server, "tools/list", modern(2, "tools/list")).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(json_of(r).await["error"]["code"], -32000);
+    drop(slow);
+    let s = bounded(seen.recv()).await.unwrap();
+    assert_eq!(s.method, "slow");
+    // The permit comes back once the exchange ended.
+    let mut status = 0;
+    for _ in 0..100 {
+        let r = post(&server, "tools/list", modern(3, "tools/list")).await;
+        status = r.status().as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 200);
 }

@@ -24,13 +24,14 @@
 //! calls) and answers the server's requests with the handlers of
 //! [`ClientOptions`]: elicitation accepts with every default the requested schema
 //! gives (SEP-1034), sampling answers with one fixed assistant text, roots lists
-//! none. Scenario by scenario it does what the scenario's server checks: list and
-//! call tools (`initialize`, `tools_call`, `sse-retry`,
+//! none. Scenario by scenario it does what the scenario's server checks: the
+//! handshake alone (`initialize`), list and call tools (`tools_call`, `sse-retry`,
 //! `elicitation-sep1034-client-defaults`), round-trip a tool's `inputSchema`
 //! (`json-schema-2020-12-preservation`), run the 2026-07-28 MRTR flows
 //! (`sep-2322-client-request-state`), exercise every method that carries
-//! `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (`http-*`), or just connect
-//! (`request-metadata`) and list (`json-schema-ref-no-deref`).
+//! `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (`http-*`), connect through a
+//! -32022 refusal and send one more request (`request-metadata`), or list the tools
+//! (`json-schema-ref-no-deref`).
 //!
 //! Exit status: 0 when the scenario's steps all succeeded; 1 with a one-line
 //! reason on stderr when one failed; 2 for an unknown scenario or bad arguments;

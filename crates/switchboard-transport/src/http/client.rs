@@ -253,6 +253,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
         sender: Sender {
             tx: out_tx,
             batching: batching.clone(),
+            no_requests: false,
         },
         receiver: Receiver {
             rx: in_rx,

@@ -292,6 +292,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
         sender: Sender {
             tx: out_tx,
             batching: batching.clone(),
+            no_requests: false,
         },
         receiver: Receiver {
             rx: in_rx,

@@ -230,6 +230,7 @@ impl Session {
             sender: Sender {
                 tx: out_tx,
                 batching: batching.clone(),
+                no_requests: false,
             },
             receiver: Receiver {
                 rx: in_rx,

@@ -351,6 +351,7 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
         sender: Sender {
             tx: out_tx,
             batching: batching.clone(),
+            no_requests: false,
         },
         receiver: Receiver {
             rx: in_rx,

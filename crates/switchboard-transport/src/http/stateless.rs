@@ -24,9 +24,10 @@
 //!   stream is idle a `:` keep-alive comment is written every
 //!   [`KEEP_ALIVE`]; a write that fails means the client is gone.
 //! - A server→client **request** never reaches the wire (2026-07-28 has none; the
-//!   library asks with an `input_required` result instead): it is dropped and logged
-//!   (warn). The [`Sender`] cannot refuse it synchronously, because the
-//!   send only queues; the library must not send one.
+//!   library asks with an `input_required` result instead): the exchange's
+//!   [`Sender`] refuses it with
+//!   [`SendError::is_request_refused`](crate::SendError::is_request_refused) (one
+//!   queued by other means would be dropped and logged, warn).
 //! - A notification POST is answered 202 at once (its exchange yields the message
 //!   and ends).
 //!
@@ -208,6 +209,7 @@ pub(crate) async fn exchange(
         sender: Sender {
             tx: out_tx,
             batching: batching.clone(),
+            no_requests: true,
         },
         receiver: Receiver {
             rx: in_rx,
