@@ -90,9 +90,16 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         input_waiters: Mutex::new(HashMap::new()),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
+    // A per-session child's requests made while no call is in flight.
+    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<Request>(16);
+    let mut orphan_tx = Some(orphan_tx);
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
+            Some(request) = orphans.recv() => {
+                forward_server_request(&session, request, None).await;
+                continue;
+            }
             n = recv_broadcast(&mut broadcasts) => {
                 if let Some(n) = n {
                     let _ = session.tx.send(Message::Notification(n)).await;
@@ -109,6 +116,13 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             }
             Some(Inbound::Message(m)) => {
                 on_message(&session, m, &mut broadcasts).await;
+                if session.core.mode == ChildMode::PerSession {
+                    if let Some(up) = lock(&session.upstream).as_ref() {
+                        if let Some(tx) = orphan_tx.take() {
+                            up.route_orphan_requests(tx);
+                        }
+                    }
+                }
             }
             Some(Inbound::Batch(items)) => {
                 for item in items {
@@ -474,21 +488,7 @@ async fn pump(
                     .await;
             }
             Step::Event(CallEvent::Request(req)) => {
-                let ours = Id::from(format!(
-                    "sb-s{}",
-                    session.next_server_request.fetch_add(1, Ordering::Relaxed)
-                ));
-                lock(&session.server_requests)
-                    .insert(ours.clone(), (req.id.clone(), upstream.clone()));
-                let forwarded = Request {
-                    id: ours,
-                    method: req.method,
-                    params: req.params,
-                };
-                let _ = session
-                    .tx
-                    .send_related(Message::Request(forwarded), Some(down_id.clone()))
-                    .await;
+                forward_server_request(&session, req, Some(down_id.clone())).await;
             }
             Step::Done(Message::Response(resp)) if is_input_required(&resp.result) => {
                 rounds += 1;
@@ -667,4 +667,27 @@ async fn gather_input(
         None => params.remove("requestState"),
     };
     serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+}
+
+/// Forwards one of the child's server→client requests to the client under an id
+/// of ours (`sb-s<n>`), on the stream of the call it belongs to (`related`), or on
+/// the session's own stream; the answer goes back under the child's id
+/// ([`answer_server_request`]).
+async fn forward_server_request(session: &Arc<Session>, req: Request, related: Option<Id>) {
+    let upstream = lock(&session.upstream).clone();
+    let Some(upstream) = upstream else { return };
+    let ours = Id::from(format!(
+        "sb-s{}",
+        session.next_server_request.fetch_add(1, Ordering::Relaxed)
+    ));
+    lock(&session.server_requests).insert(ours.clone(), (req.id.clone(), upstream));
+    let forwarded = Request {
+        id: ours,
+        method: req.method,
+        params: req.params,
+    };
+    let _ = session
+        .tx
+        .send_related(Message::Request(forwarded), related)
+        .await;
 }

@@ -236,6 +236,9 @@ struct Inner {
     stop: watch::Sender<bool>,
     stopped: Mutex<Option<tokio::task::JoinHandle<()>>>,
     restarts: AtomicU64,
+    /// Where a server→client request made while no call is in flight goes, when
+    /// one downstream owns this child (a per-session child): to that session.
+    orphans: Mutex<Option<mpsc::Sender<Request>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -273,6 +276,7 @@ impl Upstream {
             stop,
             stopped: Mutex::new(None),
             restarts: AtomicU64::new(0),
+            orphans: Mutex::new(None),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
         let task = tokio::spawn(supervise(inner.clone(), stop_rx).instrument(span));
@@ -327,6 +331,13 @@ impl Upstream {
                 _ => format!("the upstream server did not become ready within {wait:?}"),
             }),
         }
+    }
+
+    /// Gives server→client requests the child makes while no call is in flight
+    /// to `tx` (the one downstream session that owns a per-session child) instead
+    /// of refusing them.
+    pub(crate) fn route_orphan_requests(&self, tx: mpsc::Sender<Request>) {
+        *lock(&self.inner.orphans) = Some(tx);
     }
 
     /// Notifications not tied to any call (list changes, resource updates, logs
@@ -781,6 +792,8 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                 }
                 return;
             }
+            // Some(true): delivered; Some(false): the receiver is not keeping up;
+            // None: nobody to give it to.
             let routed = {
                 let mut table = lock(&inner.table);
                 match pick_call(&table) {
@@ -789,14 +802,19 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                         table
                             .calls
                             .get(&call)
-                            .map(|slot| slot.events.try_send(CallEvent::Request(r.clone())))
+                            .map(|slot| slot.events.try_send(CallEvent::Request(r.clone())).is_ok())
                     }
+                    // Nothing in flight: the child's own initiative (e.g. `roots/list`
+                    // after initialize). To its one owner, if it has one.
+                    None if table.calls.is_empty() => lock(&inner.orphans)
+                        .as_ref()
+                        .map(|tx| tx.try_send(r.clone()).is_ok()),
                     None => None,
                 }
             };
             let refused = match routed {
-                Some(Ok(())) => None,
-                Some(Err(_)) => Some("the downstream caller is not keeping up"),
+                Some(true) => None,
+                Some(false) => Some("the downstream caller is not keeping up"),
                 None => Some("no single downstream call in flight to route this request to"),
             };
             if let Some(why) = refused {

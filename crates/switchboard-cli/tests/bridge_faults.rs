@@ -397,3 +397,74 @@ async fn an_idle_session_ends_with_its_child_and_max_sessions_is_503() {
     assert!(ok.response(&json!(1))["result"]["tools"].is_array());
     let _ = std::fs::remove_file(&pids);
 }
+
+/// A stdio server that asks `roots/list` on its own right after initialization and
+/// reports the answer it got in its one tool's description.
+const ASKING_SERVER: &str = r#"
+import json, sys
+seen = None
+for line in sys.stdin:
+    m = json.loads(line)
+    def send(x):
+        sys.stdout.write(json.dumps(x) + "\n"); sys.stdout.flush()
+    if m.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif m.get("method") == "notifications/initialized":
+        send({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"})
+    elif m.get("id") == "r1" and "method" not in m:
+        seen = m.get("result")
+    elif m.get("method") == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [{"name": "seen",
+              "description": json.dumps(seen), "inputSchema": {"type": "object"}}]}})
+    elif "id" in m and "method" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_childs_own_request_reaches_its_session() {
+    let bridge = BridgeProc::start(&[], &["python3", "-c", ASKING_SERVER]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({"roots": {}})).await;
+    // The child's roots/list, made while no call is in flight, waits on the
+    // session's GET stream.
+    let get = c
+        .get(&bridge.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &s.id)
+        .header("mcp-protocol-version", &s.version)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 200);
+    let mut stream = SseStream::new(get);
+    let ask = loop {
+        let m = stream.next_message().await.expect("the child's request");
+        if m["method"] == "roots/list" {
+            break m;
+        }
+    };
+    let answer = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":"file:///work","name":"work"}]}});
+    assert_eq!(
+        post(&c, &bridge.url, &s.headers(), &answer).await.status,
+        202
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let list = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        let description = list.response(&json!(1))["result"]["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if description.contains("file:///work") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the child got the answer: {description}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
