@@ -623,3 +623,35 @@ async fn a_header_mismatch_relists_the_tools_and_retries_once() {
     })
     .await;
 }
+
+/// A session that ended on the server (here: idle expiry) is replaced once, by a
+/// replayed `initialize` that our own server accepts (it checks `Content-Type`),
+/// and the client goes on working (MCP 2025-03-26+, "Session Management").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_is_renewed_against_our_own_server() {
+    let mut config = HttpServerConfig::default();
+    config.session_idle_timeout = Some(Duration::from_millis(300));
+    let (http, _task) = start(config).await;
+    let url = http.url();
+    let mut opts = options();
+    opts.era = Some(EraPolicy::Legacy);
+    let client = bounded(Client::connect_url(&url, opts, HttpClientConfig::new(&url)))
+        .await
+        .unwrap();
+    let first = bounded(client.call_tool("echo", json!({"text": "one"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&first), "one");
+    // Let the session expire: the next POST gets 404.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(http.session_count(), 0, "the session expired");
+    let second = bounded(client.call_tool("echo", json!({"text": "two"})))
+        .await
+        .expect("the call goes through a new session");
+    assert_eq!(first_text(&second), "two");
+    assert_eq!(http.session_count(), 1, "a new session");
+    let third = bounded(client.call_tool("echo", json!({"text": "three"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&third), "three");
+}

@@ -393,7 +393,9 @@ impl Inner {
         body: Bytes,
         message: Option<&Message>,
     ) -> Result<reqwest::Response, String> {
-        let headers = self.request_headers("application/json, text/event-stream", message);
+        let mut headers = self.request_headers("application/json, text/event-stream", message);
+        // Every POST carries a JSON-RPC message, replayed ones included.
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         self.http
             .post(&self.url)
             .headers(headers)
