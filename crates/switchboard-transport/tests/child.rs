@@ -357,3 +357,56 @@ async fn a_missing_program_is_an_error_naming_the_child() {
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     assert!(err.to_string().contains("ghost"), "{err}");
 }
+
+/// A child started through a wrapper (`sh -c`) is stopped with what it started:
+/// the signals go to its process group.
+#[tokio::test]
+async fn shutdown_reaches_the_childs_own_children() {
+    let pidfile = std::env::temp_dir().join(format!("sb-grandchild-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    // The wrapper starts a grandchild that ignores stdin's end, and waits for it.
+    let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let mut config = ChildConfig::new("wrapper", "sh").arg("-c").arg(script);
+    config.shutdown.stdin_close_grace = std::time::Duration::from_millis(100);
+    config.shutdown.sigterm_grace = std::time::Duration::from_secs(2);
+    let child = switchboard_transport::stdio::spawn(config, &TransportConfig::default()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let grandchild: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the grandchild started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let report = tokio::time::timeout(std::time::Duration::from_secs(15), child.process.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(
+        report.step,
+        switchboard_transport::stdio::ShutdownStep::AlreadyExited
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let alive = std::process::Command::new("kill")
+            .args(["-0", &grandchild.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !alive {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the grandchild {grandchild} was stopped too"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = std::fs::remove_file(&pidfile);
+}

@@ -8,7 +8,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use switchboard_protocol::codec::LineDecoder;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -206,8 +206,11 @@ type ShutdownReply = oneshot::Sender<io::Result<ShutdownReport>>;
 /// the background, on the runtime: close stdin, wait, SIGTERM, wait, SIGKILL,
 /// reap. If the runtime itself shuts down before that is done, the process is
 /// killed (SIGKILL; Tokio's `kill_on_drop`) and Tokio reaps it on a best-effort
-/// basis. Either way the child does not outlive us running. Only the child is
-/// signalled, not processes it started.
+/// basis. Either way the child does not outlive us running. The child runs in a
+/// process group of its own, and the signals go to that group: a server started
+/// through a wrapper (`sh -c`, `npx`, `uvx`) is stopped with the wrapper; once
+/// the child is reaped the group gets a last SIGTERM, for processes it left
+/// behind.
 ///
 /// Keep it bound (`let ChildTransport { sender, receiver, process } = ...`):
 /// destructuring with `..` drops it, and with it the child.
@@ -294,7 +297,10 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        // Its own process group (pgid = its pid), so shutdown signals reach what it
+        // started too, and a terminal's Ctrl-C reaches only us (we stop it in order).
+        .process_group(0);
     if config.env_clear {
         cmd.env_clear();
     }
@@ -476,6 +482,9 @@ impl Supervisor {
             }
             Event::Shutdown(reply) => {
                 let report = self.shutdown_sequence().await;
+                if report.is_ok() {
+                    self.sweep_group();
+                }
                 match &report {
                     Ok(report) => {
                         info!(%report, "the child was shut down");
@@ -542,6 +551,7 @@ impl Supervisor {
             return Self::report(status, ShutdownStep::Sigterm);
         }
         debug!("sending SIGKILL");
+        self.signal(Signal::SIGKILL);
         if let Err(e) = self.child.start_kill() {
             debug!(error = %e, "SIGKILL failed");
         }
@@ -549,12 +559,27 @@ impl Supervisor {
         Self::report(status, ShutdownStep::Sigkill)
     }
 
+    /// Signals the child's process group (the child and what it started), or the
+    /// child alone if that fails.
     fn signal(&self, signal: Signal) {
         let Ok(pid) = i32::try_from(self.pid) else {
             return;
         };
+        if killpg(Pid::from_raw(pid), signal).is_ok() {
+            return;
+        }
         if let Err(e) = kill(Pid::from_raw(pid), signal) {
             debug!(error = %e, ?signal, "sending the signal failed");
+        }
+    }
+
+    /// After the child was reaped: SIGTERM to what is left of its process group
+    /// (e.g. a grandchild that outlived a wrapper). Nothing left is the common case.
+    fn sweep_group(&self) {
+        if let Ok(pid) = i32::try_from(self.pid) {
+            if killpg(Pid::from_raw(pid), Signal::SIGTERM).is_ok() {
+                debug!("signalled processes the child left behind");
+            }
         }
     }
 }
