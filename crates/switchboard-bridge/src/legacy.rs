@@ -66,6 +66,9 @@ struct Session {
     /// Our ids of requests asked of the client for an `input_required` result,
     /// and who waits for the answer.
     input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
+    /// Set when `initialize` failed: the session ends once the error is sent, so a
+    /// client retrying during an outage does not fill the session limit.
+    ending: std::sync::atomic::AtomicBool,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -88,6 +91,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         next_server_request: AtomicU64::new(1),
         modern_meta: Mutex::new(None),
         input_waiters: Mutex::new(HashMap::new()),
+        ending: std::sync::atomic::AtomicBool::new(false),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
     // A per-session child's requests made while no call is in flight.
@@ -116,6 +120,10 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             }
             Some(Inbound::Message(m)) => {
                 on_message(&session, m, &mut broadcasts).await;
+                if session.ending.load(Ordering::Relaxed) {
+                    debug!("initialize failed: ending the session");
+                    break;
+                }
                 if session.core.mode == ChildMode::PerSession {
                     if let Some(up) = lock(&session.upstream).as_ref() {
                         if let Some(tx) = orphan_tx.take() {
@@ -240,7 +248,11 @@ async fn on_request(
 ) {
     match r.method.as_str() {
         "initialize" => {
+            let was_initialized = lock(&session.upstream).is_some();
             let answer = initialize(session, &r).await;
+            if matches!(answer, Message::Error(_)) && !was_initialized {
+                session.ending.store(true, Ordering::Relaxed);
+            }
             if let Some(up) = lock(&session.upstream).as_ref() {
                 *broadcasts = Some(up.subscribe());
             }

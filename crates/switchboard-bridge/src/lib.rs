@@ -34,7 +34,7 @@ mod upstream;
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -98,6 +98,10 @@ pub struct BridgeConfig {
     /// bridge gives up on it: the client gets -32603 and the child
     /// `notifications/cancelled`. Default 5 min.
     pub request_timeout: Duration,
+    /// The most requests in flight on one child at once; more wait for a free
+    /// slot (up to [`request_timeout`](Self::request_timeout)) instead of reaching
+    /// a child that may refuse them. Default 64.
+    pub max_in_flight: usize,
     /// How long [`Bridge::shutdown`] waits for requests in flight. Default 10 s.
     pub drain_timeout: Duration,
     /// How long a call held for an `input_required` round trip waits for the
@@ -119,6 +123,7 @@ impl BridgeConfig {
             backoff_initial: Duration::from_millis(200),
             backoff_max: Duration::from_secs(30),
             request_timeout: Duration::from_secs(300),
+            max_in_flight: 64,
             drain_timeout: Duration::from_secs(10),
             held_call_timeout: Duration::from_secs(300),
         }
@@ -134,6 +139,8 @@ pub(crate) struct Core {
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
     pub(crate) session_children: AtomicUsize,
+    /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
+    draining: Arc<AtomicBool>,
     config: BridgeConfig,
     owners: AtomicU64,
     live: Mutex<Vec<Upstream>>,
@@ -158,6 +165,8 @@ impl Core {
             transport: self.config.transport.clone(),
             init_params,
             prefer_modern: false,
+            max_in_flight: self.config.max_in_flight,
+            queue_wait: self.config.request_timeout,
             init_timeout: self.config.init_timeout,
             backoff_initial: self.config.backoff_initial,
             backoff_max: self.config.backoff_max,
@@ -285,6 +294,8 @@ impl Bridge {
                 // when it can (no translation). Shared, legacy sessions need it
                 // initialized.
                 prefer_modern: config.mode == ChildMode::PerSession,
+                max_in_flight: config.max_in_flight,
+                queue_wait: config.request_timeout,
                 init_timeout: config.init_timeout,
                 backoff_initial: config.backoff_initial,
                 backoff_max: config.backoff_max,
@@ -293,9 +304,14 @@ impl Bridge {
         };
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = shared.clone();
+        let draining = Arc::new(AtomicBool::new(false));
+        let probe_draining = draining.clone();
         let mut http = config.http.clone();
         http.health = Some(HealthProbe(Arc::new(move || {
             match probe_upstream.status() {
+                _ if probe_draining.load(Ordering::Relaxed) => {
+                    Err("the bridge is draining (SIGTERM)".to_owned())
+                }
                 Status::Ready(_) => Ok(()),
                 Status::Starting => Err("the upstream server is starting".to_owned()),
                 Status::Down(why) => Err(why),
@@ -317,6 +333,7 @@ impl Bridge {
             shared,
             held: Mutex::new(HashMap::new()),
             session_children: AtomicUsize::new(0),
+            draining,
             config,
             owners: AtomicU64::new(1),
             live: Mutex::new(Vec::new()),
@@ -388,6 +405,8 @@ impl Bridge {
     /// requests in flight, stops serving HTTP (every session ends), then ends
     /// every child in the spec's order (close stdin, SIGTERM, SIGKILL).
     pub async fn shutdown(mut self) {
+        // Orchestrators stop sending traffic once /readyz says so.
+        self.core.draining.store(true, Ordering::Relaxed);
         let drain = self.core.config.drain_timeout;
         let deadline = tokio::time::Instant::now() + drain;
         while self.core.in_flight() > 0 && tokio::time::Instant::now() < deadline {
@@ -397,8 +416,6 @@ impl Bridge {
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
         }
-        self.server.take();
-        self.accept.abort();
         if let Some(d) = self.drift.take() {
             d.abort();
         }
@@ -406,6 +423,8 @@ impl Bridge {
         for h in held {
             h.cancel().await;
         }
+        // End the children first, while HTTP still serves: a call still in flight
+        // gets a JSON-RPC error on its stream rather than a cut connection.
         let live: Vec<Upstream> = lock(&self.core.live).drain(..).collect();
         let mut stops = Vec::new();
         for up in live {
@@ -417,6 +436,12 @@ impl Bridge {
         for s in stops {
             let _ = s.await;
         }
+        if left > 0 {
+            // Let those errors reach the wire before the connections close.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        self.server.take();
+        self.accept.abort();
         info!("bridge stopped");
     }
 }

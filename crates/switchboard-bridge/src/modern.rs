@@ -361,7 +361,10 @@ fn check_headers(headers: &HeaderMap, r: &Request) -> Result<(), String> {
     match (header, body) {
         (Some(h), Some(b)) if h == b => Ok(()),
         (None, _) => Err("the Mcp-Name header is required".to_owned()),
-        (Some(h), b) => Err(format!("Mcp-Name {h:?} does not match params.{key} {b:?}")),
+        (Some(h), Some(b)) => Err(format!("Mcp-Name {h:?} does not match params.{key} {b:?}")),
+        (Some(h), None) => Err(format!(
+            "Mcp-Name {h:?} given, but the body has no params.{key}"
+        )),
     }
 }
 

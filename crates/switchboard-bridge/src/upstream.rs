@@ -55,6 +55,8 @@ use tracing::{debug, info, warn, Instrument};
 const CALL_QUEUE: usize = 64;
 /// How many broadcast notifications wait for a slow owner before it misses some.
 const BROADCAST_QUEUE: usize = 256;
+/// Why calls fail when a child is stopped on purpose.
+const STOPPED: &str = "stopped by the bridge (its session ended, or the bridge is shutting down)";
 /// How long a child has to answer the `server/discover` probe.
 const DISCOVER_PROBE: Duration = Duration::from_secs(5);
 /// A child that stayed up this long resets the restart backoff.
@@ -81,6 +83,13 @@ pub(crate) struct UpstreamConfig {
     pub backoff_max: Duration,
     /// How long a new call waits for a (re)starting child before failing.
     pub ready_wait: Duration,
+    /// The most calls in flight on the child at once; more wait (in arrival
+    /// order) for one to finish, up to `queue_wait`, then fail. A server has
+    /// limits of its own (the switchboard library answers -32603 beyond 64
+    /// concurrent requests): queueing here turns a burst into waiting, not errors.
+    pub max_in_flight: usize,
+    /// How long a call waits for a free slot.
+    pub queue_wait: Duration,
 }
 
 /// What the child said to `initialize`.
@@ -141,6 +150,8 @@ pub(crate) struct Call {
     /// Notifications taken off the queue by [`Call::try_request`], yielded first.
     stash: std::collections::VecDeque<CallEvent>,
     finished: bool,
+    /// The call's slot among [`UpstreamConfig::max_in_flight`], freed on drop.
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl std::fmt::Debug for Call {
@@ -236,6 +247,8 @@ struct Inner {
     stop: watch::Sender<bool>,
     stopped: Mutex<Option<tokio::task::JoinHandle<()>>>,
     restarts: AtomicU64,
+    /// [`UpstreamConfig::max_in_flight`] slots.
+    slots: Arc<tokio::sync::Semaphore>,
     /// Where a server→client request made while no call is in flight goes, when
     /// one downstream owns this child (a per-session child): to that session.
     orphans: Mutex<Option<mpsc::Sender<Request>>>,
@@ -263,6 +276,7 @@ impl Upstream {
     /// Starts supervising: spawns the child now (on the current runtime) and
     /// restarts it whenever it exits, until [`shutdown`](Self::shutdown).
     pub(crate) fn start(config: UpstreamConfig) -> Upstream {
+        let config_slots = config.max_in_flight.max(1);
         let (status, _) = watch::channel(Status::Starting);
         let (broadcast, _) = broadcast::channel(BROADCAST_QUEUE);
         let (stop, stop_rx) = watch::channel(false);
@@ -277,6 +291,7 @@ impl Upstream {
             stopped: Mutex::new(None),
             restarts: AtomicU64::new(0),
             orphans: Mutex::new(None),
+            slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
         let task = tokio::spawn(supervise(inner.clone(), stop_rx).instrument(span));
@@ -353,6 +368,18 @@ impl Upstream {
     /// within [`UpstreamConfig::ready_wait`], or it went away.
     pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
         self.ready(self.inner.config.ready_wait).await?;
+        let wait = self.inner.config.queue_wait;
+        let slot = match tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await
+        {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_)) => return Err("the upstream server was shut down".to_owned()),
+            Err(_) => {
+                return Err(format!(
+                    "the upstream server is busy: {} calls in flight for over {wait:?}",
+                    self.inner.config.max_in_flight
+                ))
+            }
+        };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         request.id = Id::from(id);
         let token = match map_progress_token(&mut request.params, id) {
@@ -390,6 +417,7 @@ impl Upstream {
             done: done_rx,
             stash: std::collections::VecDeque::new(),
             finished: false,
+            _slot: slot,
         };
         if sender.send(Message::Request(request)).await.is_err() {
             return Err("the upstream server went away".to_owned());
@@ -522,7 +550,7 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         }
         backoff = (backoff * 2).min(inner.config.backoff_max);
     }
-    fail_all(&inner, "the bridge is shutting down");
+    fail_all(&inner, STOPPED);
     inner.status.send_replace(Status::Stopped);
 }
 
@@ -548,7 +576,7 @@ async fn run_child(
             Ok(Err(why)) => Err(why),
             Err(_) => Err(format!("no answer to initialize within {:?}", inner.config.init_timeout)),
         },
-        () = stopped(stop) => Err("the bridge is shutting down".to_owned()),
+        () = stopped(stop) => Err(STOPPED.to_owned()),
     };
     let why = match outcome {
         Err(why) => why,
@@ -558,7 +586,7 @@ async fn run_child(
             inner.status.send_replace(Status::Ready(Arc::new(info)));
             tokio::select! {
                 why = route(inner, &mut receiver) => why,
-                () = stopped(stop) => "the bridge is shutting down".to_owned(),
+                () = stopped(stop) => STOPPED.to_owned(),
             }
         }
     };

@@ -56,11 +56,12 @@ pub struct BridgeArgs {
     /// Only this tool may be listed and called (repeatable); default: every tool.
     #[arg(long = "allow-tool", value_name = "NAME")]
     pub allow_tools: Vec<String>,
-    /// Accept this `Host` header value (repeatable; default: the listen address's
-    /// loopback names).
+    /// Accept this `Host` header value (repeatable; default: `localhost`,
+    /// `127.0.0.1` and `[::1]` at the listen port).
     #[arg(long = "allow-host", value_name = "HOST:PORT")]
     pub allow_hosts: Vec<String>,
-    /// Accept this `Origin` (repeatable; default: the loopback origins).
+    /// Accept this `Origin` (repeatable; default: `http(s)://` with `localhost`,
+    /// `127.0.0.1` and `[::1]` at the listen port).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
     /// The largest request body, in bytes.
@@ -70,6 +71,9 @@ pub struct BridgeArgs {
     /// client gets an error, the child `notifications/cancelled`).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// The most requests in flight on one child; more wait for a free slot.
+    #[arg(long, default_value_t = 64)]
+    pub max_in_flight: usize,
     /// How long the child has to answer `initialize` at each (re)start.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub init_timeout: Duration,
@@ -134,7 +138,47 @@ fn init_tracing_at(level: tracing::Level) {
         .try_init();
 }
 
+/// Flag values that cannot work, refused before anything starts.
+fn check_args(args: &BridgeArgs) -> Result<(), String> {
+    if args.request_timeout.is_zero() {
+        return Err("--request-timeout must be more than 0".to_owned());
+    }
+    if args.init_timeout.is_zero() {
+        return Err("--init-timeout must be more than 0".to_owned());
+    }
+    if args.max_body == 0 {
+        return Err("--max-body must be at least 1 byte".to_owned());
+    }
+    if args.max_sessions == 0 || args.max_in_flight == 0 {
+        return Err("--max-sessions and --max-in-flight must be at least 1".to_owned());
+    }
+    for (flag, path) in [
+        ("--path", &args.path),
+        ("--sse-path", &args.sse_path),
+        ("--message-path", &args.message_path),
+    ] {
+        if !path.starts_with('/') {
+            return Err(format!("{flag} must start with '/': {path:?}"));
+        }
+    }
+    if !args.no_sse
+        && (args.path == args.sse_path
+            || args.path == args.message_path
+            || args.sse_path == args.message_path)
+    {
+        return Err(format!(
+            "--path ({}), --sse-path ({}) and --message-path ({}) must differ (or give --no-sse)",
+            args.path, args.sse_path, args.message_path
+        ));
+    }
+    if let Some(bad) = args.allow_tools.iter().find(|t| t.trim().is_empty()) {
+        return Err(format!("--allow-tool needs a tool name, got {bad:?}"));
+    }
+    Ok(())
+}
+
 fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
+    check_args(&args)?;
     let (program, rest, default_name) = match args.command.split_first() {
         Some((program, rest)) => {
             let name = std::path::Path::new(program)
@@ -177,6 +221,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     config.allow_tools = Allowlist::new(args.allow_tools);
     config.drain_timeout = args.drain_timeout;
     config.request_timeout = args.request_timeout;
+    config.max_in_flight = args.max_in_flight;
     config.init_timeout = args.init_timeout;
     Ok(config)
 }
@@ -186,6 +231,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
+    let example = args.command.is_empty();
     let command_text = if args.command.is_empty() {
         "the built-in example server".to_owned()
     } else {
@@ -237,7 +283,9 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             .unwrap_or_else(|| "switchboard".to_owned());
         lines.push("try it (in another terminal):".to_owned());
         lines.push(format!("  {me} tools list {url}"));
-        lines.push(format!("  {me} tools call {url} progress --arg seconds=2"));
+        if example {
+            lines.push(format!("  {me} tools call {url} progress --arg seconds=2"));
+        }
         println!("{}", lines.join("\n"));
         wait_for_signal().await;
         eprintln!("switchboard bridge: stopping (draining requests in flight)");
@@ -329,6 +377,34 @@ mod tests {
         assert_eq!(parse_duration("12").unwrap(), Duration::from_secs(12));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5d").is_err());
+    }
+
+    fn args(extra: &[&str]) -> BridgeArgs {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: BridgeArgs,
+        }
+        let mut argv = vec!["bridge"];
+        argv.extend_from_slice(extra);
+        Wrap::parse_from(argv).args
+    }
+
+    #[test]
+    fn impossible_flags_are_refused() {
+        assert!(check_args(&args(&[])).is_ok());
+        for bad in [
+            &["--request-timeout", "0"][..],
+            &["--max-body", "0"],
+            &["--path", "/sse"],
+            &["--path", "mcp"],
+            &["--allow-tool", ""],
+            &["--max-in-flight", "0"],
+        ] {
+            assert!(check_args(&args(bad)).is_err(), "{bad:?}");
+        }
+        assert!(check_args(&args(&["--path", "/sse", "--no-sse"])).is_ok());
     }
 
     #[test]

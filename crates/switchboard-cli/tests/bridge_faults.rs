@@ -468,3 +468,46 @@ async fn a_per_session_childs_own_request_reaches_its_session() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_initialize_leaves_no_session_behind() {
+    let bridge = BridgeProc::start(
+        &["--max-sessions", "2", "--init-timeout", "1s"],
+        &["/nonexistent/mcp-server"],
+    )
+    .await;
+    let c = client();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"retry","version":"1"}}});
+    // A client retrying through an outage: each attempt gets an error, none is
+    // refused for "too many sessions".
+    for attempt in 0..4 {
+        let reply = post(&c, &bridge.url, &[], &init).await;
+        assert_ne!(reply.status, 503, "attempt {attempt}: {}", reply.body);
+        let error = &reply.response(&json!(0))["error"];
+        assert_eq!(error["code"], -32603, "attempt {attempt}: {}", reply.body);
+        if let Some(id) = reply.headers.get("mcp-session-id") {
+            // The session is gone once the error is out.
+            let id = id.to_str().unwrap().to_owned();
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+                let after = post(
+                    &c,
+                    &bridge.url,
+                    &[
+                        ("mcp-session-id", &id),
+                        ("mcp-protocol-version", "2025-11-25"),
+                    ],
+                    &body,
+                )
+                .await;
+                if after.status == 404 {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the failed session ended");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}

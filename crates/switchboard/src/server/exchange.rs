@@ -185,9 +185,14 @@ impl Server {
             let body = params.and_then(|p| p.get(member)).and_then(Value::as_str);
             match (header_value(headers, "mcp-name"), body) {
                 (Some(Ok(h)), Some(b)) if h == b => {}
-                (Some(Ok(h)), b) => {
+                (Some(Ok(h)), Some(b)) => {
                     return Err(mismatch(format!(
                         "Mcp-Name {h:?} does not match params.{member} {b:?}"
+                    )))
+                }
+                (Some(Ok(h)), None) => {
+                    return Err(mismatch(format!(
+                        "Mcp-Name {h:?} given, but the body has no params.{member}"
                     )))
                 }
                 _ => return Err(mismatch("Mcp-Name header missing or malformed".into())),
