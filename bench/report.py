@@ -72,9 +72,9 @@ def render(runs):
     out.append("")
     out.append(
         "| target | sessions | calls/s | p50 ms | p99 ms | errors | server CPU s / 1,000 calls "
-        "| server peak RSS MiB | children | children CPU s / 1,000 calls |"
+        "| server context switches / call | server peak RSS MiB | children | children CPU s / 1,000 calls |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = []
     for (label, n) in runs:
         if label not in order:
@@ -92,6 +92,7 @@ def render(runs):
                 f"| {label}{note} | {n} | {fmt(r['requests_per_s'])} | {fmt(r['latency']['p50_ms'], 3)} "
                 f"| {fmt(r['latency']['p99_ms'], 3)} | {r['errors']} "
                 f"| {fmt(s.get('cpu_s_per_1000_calls'), 3) if s else '–'} "
+                f"| {fmt(s.get('context_switches_per_call'), 2) if s else '–'} "
                 f"| {fmt(s.get('peak_rss_mib'), 1) if s else '–'} "
                 f"| {s.get('descendants', '–') if s else '–'} | {fmt(child_cpu, 3)} |"
             )
@@ -114,7 +115,7 @@ def render(runs):
     out.append("| bridge | vs | " + " | ".join(f"{n} sessions" for n in counts) + " |")
     out.append("|---|---|" + "---:|" * len(counts))
     for b in BRIDGES:
-        for other in ["supergateway", "mcp-proxy", "bare-hyper", "stdio-direct"]:
+        for other in ["supergateway", "mcp-proxy", "mcp-proxy-py", "bare-hyper", "stdio-direct"]:
             cells = [fmt(ratio(rps(b, n), rps(other, n))) for n in counts]
             out.append(f"| {b} | {other} | " + " | ".join(c + ("x" if c != "–" else "") for c in cells) + " |")
     out.append("")

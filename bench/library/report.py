@@ -9,9 +9,12 @@ absent; the rest of the document is left as it is). Standard library only.
 
     bench/library/report.py RESULTS.jsonl [DOC.md]
 
-RESULTS.jsonl: one JSON object per line: a loadgen report (`label`, `sessions`,
-`requests_per_s`, `latency`, `errors`, `server`), a memory reading
-(`{"label", "memory": open_sessions.py's object}`) or the versions line.
+RESULTS.jsonl: one JSON object per line: a measured row (`{"round",
+"loadgen_cpu_ticks", "report": loadgen's report}`, the report with `label`,
+`sessions`, `requests_per_s`, `latency`, `errors`, `server`), a memory reading
+(`{"label", "memory": open_sessions.py's object}`) or the versions line. With
+several rounds of a row, the round with the median calls/s is shown (the lower
+middle one for an even count) and the range of all rounds beside it.
 """
 import datetime
 import json
@@ -29,7 +32,7 @@ MAX_KIB_PER_SESSION = 32.0
 
 
 def load(path):
-    runs, memory, versions = {}, {}, {}
+    memory, versions, rounds = {}, {}, {}
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -40,8 +43,17 @@ def load(path):
                 versions = r["versions"]
             elif "memory" in r:
                 memory[(r["label"], r["memory"].get("mode", "held"))] = r["memory"]
-            else:
-                runs[(r["label"], r["sessions"])] = r
+            elif "report" in r:
+                run = r["report"]
+                run["loadgen_cpu_s"] = r["loadgen_cpu_ticks"] / 100.0
+                rounds.setdefault((run["label"], run["sessions"]), []).append(run)
+    runs = {}
+    for key, measured in rounds.items():
+        measured.sort(key=lambda m: m["requests_per_s"])
+        median = dict(measured[(len(measured) - 1) // 2])
+        median["rps_range"] = (measured[0]["requests_per_s"], measured[-1]["requests_per_s"])
+        median["rounds"] = len(measured)
+        runs[key] = median
     return runs, memory, versions
 
 
@@ -81,7 +93,8 @@ def render(runs, memory, versions):
     out = [f"### Run of {now}", ""]
     out.append(
         f"`bench/library/run`, {os.environ.get('BENCH_SECONDS', '?')} s measured after "
-        f"{os.environ.get('BENCH_WARMUP', '?')} s of warm-up per row, loadgen on "
+        f"{os.environ.get('BENCH_WARMUP', '?')} s of warm-up per row, "
+        f"{os.environ.get('BENCH_ROUNDS', '1')} round(s) with the targets interleaved (median round shown), loadgen on "
         f"{os.environ.get('BENCH_THREADS', '?')} thread(s), each server started fresh per row; "
         f"{os.cpu_count()} cores ({cpu_model()}), load average {os.environ.get('BENCH_LOAD_START', '?')} "
         f"at the start and {load_end} at the end (the machine is shared: other builds run beside it)."
@@ -93,22 +106,32 @@ def render(runs, memory, versions):
             f"mcp / uvicorn / Python {versions.get('python_mcp_uvicorn_python', '?')}."
         )
     out.append("")
-    out.append("| server | sessions | calls/s | p50 ms | p99 ms | errors | server CPU s / 1,000 calls | server RSS MiB |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    seconds = float(os.environ.get("BENCH_SECONDS", "0") or 0) + float(os.environ.get("BENCH_WARMUP", "0") or 0)
+    out.append("| server | sessions | calls/s | calls/s range | p50 ms | p99 ms | errors | server CPU s / 1,000 calls | server RSS MiB | loadgen CPU (cores) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for t in labels:
         for n in counts:
             r = runs.get((t, n))
             if r is None:
-                out.append(f"| {t} | {n} | not measured | | | | | |")
+                out.append(f"| {t} | {n} | not measured | | | | | | | |")
                 continue
             lat = r["latency"]
             s = r.get("server") or {}
             rss = s.get("rss_mib", 0.0) + s.get("descendants_rss_mib", 0.0) if s else None
             errors = r["errors"] + (r["sessions"] - r["sessions_ready"])
             out.append(
-                f"| {t} | {n} | {fmt(r['requests_per_s'], 0)} | {fmt(lat.get('p50_ms'))} | "
-                f"{fmt(lat.get('p99_ms'))} | {errors} | {fmt(cpu_per_1000(r), 3)} | {fmt(rss, 1)} |"
+                f"| {t} | {n} | {fmt(r['requests_per_s'], 0)} | "
+                f"{fmt(r['rps_range'][0], 0)}–{fmt(r['rps_range'][1], 0)} | {fmt(lat.get('p50_ms'))} | "
+                f"{fmt(lat.get('p99_ms'))} | {errors} | {fmt(cpu_per_1000(r), 3)} | {fmt(rss, 1)} | "
+                f"{fmt(r['loadgen_cpu_s'] / seconds if 'loadgen_cpu_s' in r and seconds else None)} |"
             )
+    out.append("")
+    out.append(
+        "Server CPU includes any descendant processes (none of these servers forks). "
+        "loadgen CPU (cores): the load generator's own CPU seconds over its whole run "
+        "(session setup, warm-up and window) divided by warm-up + window seconds; near 1 "
+        "(its one thread), the client is what limits calls/s."
+    )
     out.append("")
     if memory:
         out.append("Resident memory per open idle session (`initialize` + `notifications/initialized`; "
@@ -140,6 +163,14 @@ def render(runs, memory, versions):
             f"- calls/s at {top} sessions, switchboard / {other} ≥ {want:g}x: "
             f"{fmt(ours['requests_per_s'], 0)} / {fmt(theirs['requests_per_s'], 0)} = {ratio:.2f}x, {verdict}"
         )
+    for other in RATIO_TARGETS:
+        theirs = runs.get((other, top))
+        a, b = (cpu_per_1000(ours) if ours else None), (cpu_per_1000(theirs) if theirs else None)
+        if a and b:
+            out.append(
+                f"- (no target; less sensitive to the machine's load) server CPU per call at {top} "
+                f"sessions, {other} / switchboard: {fmt(b, 3)} / {fmt(a, 3)} = {b / a:.2f}x"
+            )
     held = memory.get((OURS, "held"))
     if held and held.get("kib_per_session") is not None:
         kib = held["kib_per_session"]

@@ -23,6 +23,8 @@ pub struct Sample {
     pub peak_rss_kib: u64,
     /// Resident set size now (`VmRSS`), KiB.
     pub rss_kib: u64,
+    /// Context switches (voluntary and not) of the living threads so far.
+    pub context_switches: u64,
 }
 
 /// Reads process `pid`. Errors (as text) when it is gone or `/proc` is
@@ -38,7 +40,24 @@ pub fn sample(pid: u32) -> Result<Sample, String> {
         cpu_ticks,
         peak_rss_kib: status_kib(&status, "VmHWM:").unwrap_or(0),
         rss_kib: status_kib(&status, "VmRSS:").unwrap_or(0),
+        context_switches: context_switches(pid),
     })
+}
+
+/// The context switches (voluntary and not) of every living thread of `pid`; 0
+/// when `/proc` cannot say.
+pub fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| fs::read_to_string(t.path().join("status")).ok())
+        .map(|status| {
+            status_kib(&status, "voluntary_ctxt_switches:").unwrap_or(0)
+                + status_kib(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0)
+        })
+        .sum()
 }
 
 /// `utime + stime` from the text of `/proc/PID/stat` (the fields after the
@@ -52,6 +71,7 @@ pub fn cpu_ticks_of(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// The first number after `key` at the start of a line of `/proc/PID/status`.
 fn status_kib(status: &str, key: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(key))?;
     line[key.len()..].split_whitespace().next()?.parse().ok()

@@ -109,6 +109,9 @@ struct ProcReport {
     peak_rss_mib: f64,
     /// VmRSS at the end of the window, MiB.
     rss_mib: f64,
+    /// Context switches of the process's threads over the window, per counted call
+    /// (each is a sleep and a wake-up: the cost of cross-thread hand-offs).
+    context_switches_per_call: f64,
     /// Descendant processes alive at the end of the window.
     descendants: usize,
     /// utime+stime of the descendants alive at both ends of the window, s.
@@ -310,6 +313,15 @@ fn proc_report(pid: u32, before: &ProcWindow, after: &ProcWindow, requests: u64)
             0.0
         } else {
             cpu_s * 1000.0 / requests as f64
+        },
+        context_switches_per_call: if requests == 0 {
+            0.0
+        } else {
+            after
+                .own
+                .context_switches
+                .saturating_sub(before.own.context_switches) as f64
+                / requests as f64
         },
         peak_rss_mib: mib(after.own.peak_rss_kib.max(before.own.peak_rss_kib)),
         rss_mib: mib(after.own.rss_kib),
