@@ -680,3 +680,35 @@ async fn legacy_clients_reach_a_2026_only_child_through_translation() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_beyond_the_childs_own_limit_waits_instead_of_failing() {
+    // The example server (the library's default) handles 64 requests at once and
+    // refuses more; the bridge queues beyond --max-in-flight (64) instead.
+    let bridge = BridgeProc::start(&[], &[]).await;
+    let c = client();
+    let mut calls = Vec::new();
+    for n in 0..150u32 {
+        let c = c.clone();
+        let url = bridge.url.clone();
+        calls.push(tokio::spawn(async move {
+            let reply = modern(
+                &c,
+                &url,
+                json!(n),
+                "tools/call",
+                json!({"name":"progress","arguments":{"seconds":0.3,"steps":1}}),
+                json!({}),
+            )
+            .await;
+            let response = reply.response(&json!(n)).clone();
+            assert!(
+                response["result"]["content"].is_array(),
+                "call {n}: {response}"
+            );
+        }));
+    }
+    for call in calls {
+        call.await.expect("every call of the burst succeeds");
+    }
+}
