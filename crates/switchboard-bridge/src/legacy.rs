@@ -448,6 +448,15 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     })
 }
 
+/// Answers the client's request `down_id` with -32603 and `why`, and forgets it.
+async fn fail(session: &Arc<Session>, down_id: Id, why: String) {
+    lock(&session.calls).remove(&down_id);
+    let _ = session
+        .tx
+        .send(error(down_id, code::INTERNAL_ERROR, why))
+        .await;
+}
+
 /// Runs one call upstream and forwards what belongs to it.
 async fn pump(
     session: Arc<Session>,
@@ -463,11 +472,7 @@ async fn pump(
     let mut call = match call {
         Ok(c) => c,
         Err(why) => {
-            lock(&session.calls).remove(&down_id);
-            let _ = session
-                .tx
-                .send(error(down_id, code::INTERNAL_ERROR, why))
-                .await;
+            fail(&session, down_id, why).await;
             return;
         }
     };
@@ -476,13 +481,12 @@ async fn pump(
             step = tokio::time::timeout(session.core.request_timeout, call.next()) => match step {
                 Ok(step) => step,
                 Err(_) => {
-                    lock(&session.calls).remove(&down_id);
                     let why = format!(
                         "the upstream server sent nothing for this request within {:?}",
                         session.core.request_timeout
                     );
                     call.cancel("timed out in the bridge").await;
-                    let _ = session.tx.send(error(down_id, code::INTERNAL_ERROR, why)).await;
+                    fail(&session, down_id, why).await;
                     return;
                 }
             },
@@ -524,21 +528,13 @@ async fn pump(
                                 continue;
                             }
                             Err(why) => {
-                                lock(&session.calls).remove(&down_id);
-                                let _ = session
-                                    .tx
-                                    .send(error(down_id, code::INTERNAL_ERROR, why))
-                                    .await;
+                                fail(&session, down_id, why).await;
                                 return;
                             }
                         }
                     }
                     Err(why) => {
-                        lock(&session.calls).remove(&down_id);
-                        let _ = session
-                            .tx
-                            .send(error(down_id, code::INTERNAL_ERROR, why))
-                            .await;
+                        fail(&session, down_id, why).await;
                         return;
                     }
                 }
@@ -564,11 +560,7 @@ async fn pump(
                 return;
             }
             Step::Failed(why) => {
-                lock(&session.calls).remove(&down_id);
-                let _ = session
-                    .tx
-                    .send(error(down_id, code::INTERNAL_ERROR, why))
-                    .await;
+                fail(&session, down_id, why).await;
                 return;
             }
         }

@@ -78,9 +78,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use switchboard_protocol::codec::sse::encode_comment;
 use switchboard_protocol::codec::Event;
@@ -93,7 +92,6 @@ use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
 
 use super::body::Body;
-use super::guard;
 use super::server::{mint_session_id, HttpServerConfig, HttpSession, SessionKind};
 use super::session::{Limits, Registry, Session};
 use crate::handle::{CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
@@ -460,37 +458,10 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
         );
     };
     let headers = &parts.headers;
-    if !guard::content_type_ok(headers) {
-        return rpc_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code::INVALID_REQUEST,
-            "Content-Type must be application/json",
-        );
-    }
-    let max = ctx.config.max_body_bytes;
-    let too_large = || {
-        rpc_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            code::INVALID_REQUEST,
-            format!("the body exceeds {max} bytes"),
-        )
-    };
-    let declared =
-        guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return too_large();
-    }
-    let bytes: Bytes = match Limited::new(body, max).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(e) => {
-            debug!(error = %e, "reading the body failed");
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                "could not read the body",
-            );
-        }
+    let bytes = match super::server::read_json_body(headers, body, ctx.config.max_body_bytes).await
+    {
+        Ok(bytes) => bytes,
+        Err(response) => return *response,
     };
     let message = match decode_frame(&bytes, Batching::Refused) {
         Ok(Frame::Single(message)) => message,

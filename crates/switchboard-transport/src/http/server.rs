@@ -677,6 +677,49 @@ fn request_ids(frame: &Frame) -> Vec<Id> {
     }
 }
 
+/// A POST's JSON body: `Content-Type` must be `application/json` (else 415), and
+/// the body at most `max` bytes, by its declared length and as read (else 413);
+/// a body that cannot be read is 400. The answer for a refused body comes back as
+/// the `Err` (a JSON-RPC error without id). Shared by the Streamable HTTP and the
+/// legacy HTTP+SSE endpoints.
+pub(crate) async fn read_json_body(
+    headers: &HeaderMap,
+    body: Incoming,
+    max: usize,
+) -> Result<Bytes, Box<Response<Body>>> {
+    if !guard::content_type_ok(headers) {
+        return Err(Box::new(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        )));
+    }
+    let too_large = || {
+        Box::new(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            code::INVALID_REQUEST,
+            format!("the body exceeds {max} bytes"),
+        ))
+    };
+    let declared =
+        guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => {
+            debug!(error = %e, "reading the body failed");
+            Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "could not read the body",
+            )))
+        }
+    }
+}
+
 async fn post(
     shared: &Arc<Shared>,
     req: Request<Incoming>,
@@ -691,37 +734,9 @@ async fn post(
             "Accept must list both application/json and text/event-stream",
         );
     }
-    if !guard::content_type_ok(headers) {
-        return rpc_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code::INVALID_REQUEST,
-            "Content-Type must be application/json",
-        );
-    }
-    let max = shared.config.max_body_bytes;
-    let too_large = || {
-        rpc_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            code::INVALID_REQUEST,
-            format!("the body exceeds {max} bytes"),
-        )
-    };
-    let declared =
-        guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return too_large();
-    }
-    let bytes: Bytes = match Limited::new(body, max).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(e) => {
-            debug!(error = %e, "reading the body failed");
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                "could not read the body",
-            );
-        }
+    let bytes = match read_json_body(headers, body, shared.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(response) => return *response,
     };
     let modern_header = matches!(header_version, Ok(v) if v.era() == Era::Modern);
     let has_session = headers.contains_key(guard::SESSION_ID);
