@@ -80,6 +80,11 @@ pub struct BridgeArgs {
     /// How long requests in flight may finish after SIGTERM.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// Worker threads of the bridge's runtime (default: one per CPU core). A
+    /// sidecar next to its server often does best with 1: fewer cross-thread
+    /// wake-ups per call (see docs/benchmarks.md).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
@@ -148,6 +153,9 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
     }
     if args.max_body == 0 {
         return Err("--max-body must be at least 1 byte".to_owned());
+    }
+    if args.threads == Some(0) {
+        return Err("--threads must be at least 1".to_owned());
     }
     if args.max_sessions == 0 || args.max_in_flight == 0 {
         return Err("--max-sessions and --max-in-flight must be at least 1".to_owned());
@@ -237,6 +245,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     } else {
         args.command.join(" ")
     };
+    let threads = args.threads;
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -244,10 +253,11 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        builder.worker_threads(n.max(1));
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("switchboard: cannot start the runtime: {e}");
@@ -401,6 +411,7 @@ mod tests {
             &["--path", "mcp"],
             &["--allow-tool", ""],
             &["--max-in-flight", "0"],
+            &["--threads", "0"],
         ] {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }
