@@ -318,6 +318,10 @@ impl Upstream {
     /// Waits up to `wait` for the child to be initialized; its `initialize` result,
     /// or why it is not there.
     pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
+        // The common case, without a timer.
+        if let Status::Ready(info) = &*self.inner.status.borrow() {
+            return Ok(info.clone());
+        }
         let mut rx = self.inner.status.subscribe();
         let outcome = tokio::time::timeout(wait, async {
             loop {
@@ -369,8 +373,12 @@ impl Upstream {
     pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
         self.ready(self.inner.config.ready_wait).await?;
         let wait = self.inner.config.queue_wait;
-        let slot = match tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await
-        {
+        let slot = match self.inner.slots.clone().try_acquire_owned() {
+            Ok(slot) => Ok(Ok(slot)),
+            // Full (or closed): wait in line, bounded.
+            Err(_) => tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await,
+        };
+        let slot = match slot {
             Ok(Ok(slot)) => slot,
             Ok(Err(_)) => return Err("the upstream server was shut down".to_owned()),
             Err(_) => {
