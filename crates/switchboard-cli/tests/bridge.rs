@@ -712,3 +712,66 @@ async fn a_burst_beyond_the_childs_own_limit_waits_instead_of_failing() {
         call.await.expect("every call of the burst succeeds");
     }
 }
+
+/// A stdio server whose one tool answers with the `_meta` its call carried.
+const META_ECHO_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    def send(x):
+        sys.stdout.write(json.dumps(x) + "\n"); sys.stdout.flush()
+    if m.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "meta-echo", "version": "1"}}})
+    elif m.get("method") == "tools/call":
+        meta = m.get("params", {}).get("_meta", {})
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": json.dumps(meta)}]}})
+    elif "id" in m and "method" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_context_in_meta_reaches_the_child_from_every_era() {
+    let bridge =
+        BridgeProc::start(&["--child", "shared"], &["python3", "-c", META_ECHO_SERVER]).await;
+    let c = client();
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    // A legacy session.
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let reply = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name":"x","arguments":{},"_meta":{"traceparent":trace,"tracestate":"a=1","progressToken":"mine"}}),
+        )
+        .await;
+    let seen: Value =
+        serde_json::from_str(first_text(&reply.response(&json!(1))["result"])).unwrap();
+    assert_eq!(seen["traceparent"], trace, "{seen}");
+    assert_eq!(seen["tracestate"], "a=1", "{seen}");
+    assert!(
+        seen["progressToken"].is_string(),
+        "a progress token is still there (the bridge's own): {seen}"
+    );
+    // A 2026-07-28 client: trace context kept, the 2026 members removed for the
+    // 2025-11-25 child.
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"name":"x","arguments":{},"_meta":{"traceparent":trace}}),
+        json!({}),
+    )
+    .await;
+    let seen: Value =
+        serde_json::from_str(first_text(&reply.response(&json!(2))["result"])).unwrap();
+    assert_eq!(seen["traceparent"], trace, "{seen}");
+    assert!(
+        seen.get("io.modelcontextprotocol/protocolVersion")
+            .is_none(),
+        "{seen}"
+    );
+}
