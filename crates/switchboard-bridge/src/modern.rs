@@ -488,18 +488,13 @@ async fn run(
                         }
                         return Some(input_required(core, id, held));
                     }
-                    Err(e) => {
-                        // The client did not declare what the child needs: the
-                        // request fails with -32021 (2026-07-28), the child's call
-                        // is cancelled.
+                    Err(_) => {
+                        // The client did not declare what the child asks for. A
+                        // legacy child's request carries no link to the call (it
+                        // may be its own initiative, e.g. `roots/list` on a list
+                        // change): refuse it to the child and let the call go on;
+                        // never fail the client's call for it.
                         refuse(&held.upstream, request).await;
-                        held.call
-                            .cancel("the client lacks a required capability")
-                            .await;
-                        return Some(Message::Error(ErrorResponse::new(
-                            Some(id),
-                            e.to_error_object(),
-                        )));
                     }
                 }
             }
