@@ -151,10 +151,6 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     }
     let upstream = lock(&session.upstream).take();
     if let (Some(up), ChildMode::PerSession) = (upstream, session.core.mode) {
-        session
-            .core
-            .session_children
-            .fetch_sub(1, Ordering::Relaxed);
         up.shutdown(std::time::Duration::ZERO).await;
     }
 }

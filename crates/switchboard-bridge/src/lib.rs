@@ -34,7 +34,7 @@ mod upstream;
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -138,7 +138,6 @@ pub(crate) struct Core {
     pub(crate) request_timeout: Duration,
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
-    pub(crate) session_children: AtomicUsize,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -157,28 +156,10 @@ impl Core {
         Supported::new(ProtocolVersion::ALL).expect("not empty")
     }
 
-    fn upstream_config(&self, name: String, init_params: Box<RawValue>) -> UpstreamConfig {
-        let mut child = self.config.child.clone();
-        child.name = name;
-        UpstreamConfig {
-            child,
-            transport: self.config.transport.clone(),
-            init_params,
-            prefer_modern: false,
-            max_in_flight: self.config.max_in_flight,
-            queue_wait: self.config.request_timeout,
-            init_timeout: self.config.init_timeout,
-            backoff_initial: self.config.backoff_initial,
-            backoff_max: self.config.backoff_max,
-            ready_wait: self.config.ready_wait,
-        }
-    }
-
     /// Starts a session's own child, initialized with the client's params.
     pub(crate) fn start_session_child(&self, init_params: Box<RawValue>) -> Upstream {
-        self.session_children.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}#{}", self.config.child.name, self.next_owner());
-        let up = Upstream::start(self.upstream_config(name, init_params));
+        let up = Upstream::start(upstream_config(&self.config, name, init_params, false));
         let mut live = lock(&self.live);
         live.retain(|u| !matches!(u.status(), Status::Stopped));
         live.push(up.clone());
@@ -212,6 +193,30 @@ impl Core {
             n += up.in_flight();
         }
         n
+    }
+}
+
+/// How a child of this bridge is run: `config`'s command, limits and timeouts,
+/// under `name`, handshaken with `init_params`.
+fn upstream_config(
+    config: &BridgeConfig,
+    name: String,
+    init_params: Box<RawValue>,
+    prefer_modern: bool,
+) -> UpstreamConfig {
+    let mut child = config.child.clone();
+    child.name = name;
+    UpstreamConfig {
+        child,
+        transport: config.transport.clone(),
+        init_params,
+        prefer_modern,
+        max_in_flight: config.max_in_flight,
+        queue_wait: config.request_timeout,
+        init_timeout: config.init_timeout,
+        backoff_initial: config.backoff_initial,
+        backoff_max: config.backoff_max,
+        ready_wait: config.ready_wait,
     }
 }
 
@@ -282,26 +287,15 @@ impl Bridge {
                 .push(ProtocolVersion::V2026_07_28);
         }
         let shared_name = format!("{}#shared", config.child.name);
-        let shared = {
-            let mut child = config.child.clone();
-            child.name = shared_name;
-            Upstream::start(UpstreamConfig {
-                child,
-                transport: config.transport.clone(),
-                init_params: bridge_init_params(),
-                // Per session, legacy sessions have children of their own, so the
-                // shared child serves only 2026-07-28 exchanges: speak that to it
-                // when it can (no translation). Shared, legacy sessions need it
-                // initialized.
-                prefer_modern: config.mode == ChildMode::PerSession,
-                max_in_flight: config.max_in_flight,
-                queue_wait: config.request_timeout,
-                init_timeout: config.init_timeout,
-                backoff_initial: config.backoff_initial,
-                backoff_max: config.backoff_max,
-                ready_wait: config.ready_wait,
-            })
-        };
+        // Per session, legacy sessions have children of their own, so the shared
+        // child serves only 2026-07-28 exchanges: speak that to it when it can (no
+        // translation). Shared, legacy sessions need it initialized.
+        let shared = Upstream::start(upstream_config(
+            &config,
+            shared_name,
+            bridge_init_params(),
+            config.mode == ChildMode::PerSession,
+        ));
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = shared.clone();
         let draining = Arc::new(AtomicBool::new(false));
@@ -332,7 +326,6 @@ impl Bridge {
             request_timeout: config.request_timeout,
             shared,
             held: Mutex::new(HashMap::new()),
-            session_children: AtomicUsize::new(0),
             draining,
             config,
             owners: AtomicU64::new(1),

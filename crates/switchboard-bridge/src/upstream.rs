@@ -299,12 +299,6 @@ impl Upstream {
         Upstream { inner }
     }
 
-    /// The child's name (from its [`ChildConfig`]).
-    #[allow(dead_code)]
-    pub(crate) fn name(&self) -> &str {
-        &self.inner.name
-    }
-
     /// The current status.
     pub(crate) fn status(&self) -> Status {
         self.inner.status.borrow().clone()
