@@ -78,7 +78,11 @@ async function main(mode, target) {
   check(seen.length >= 1, "progress count", seen);
   check(seen.every((p, i) => p.total === 3 && p.progress <= p.total
     && (i === 0 || p.progress > seen[i - 1].progress)), "progress increasing", seen);
-  check(seen.map((p) => p.progress).join(",") === "1,2,3", "progress values", seen);
+  // The TypeScript SDK runs notification handlers a microtask later but settles a
+  // response at once: a progress notification read in the same chunk as the
+  // response is dropped on its side (see crates/switchboard/tests/interop/ts_client.cjs).
+  // So the last ones may be missing, never the first, and those seen are in order.
+  check(seen.length <= 3 && seen.every((p, i) => p.progress === i + 1), "progress values", seen);
 
   if (mode === "http") {
     await transport.terminateSession();
