@@ -69,6 +69,11 @@ struct Session {
     /// Set when `initialize` failed: the session ends once the error is sent, so a
     /// client retrying during an outage does not fill the session limit.
     ending: std::sync::atomic::AtomicBool,
+    /// Where a per-session child's requests made while no call is in flight go
+    /// (e.g. `roots/list` right after the bridge's own `initialized`); handed to
+    /// the child's upstream as soon as it is started, before its handshake, so
+    /// none of them can arrive before the route exists.
+    orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<Request>>>,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -81,6 +86,8 @@ fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
 /// Serves one legacy session until it ends.
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let owner = core.next_owner();
+    // A per-session child's requests made while no call is in flight.
+    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<Request>(16);
     let session = Arc::new(Session {
         core,
         tx,
@@ -92,11 +99,9 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         modern_meta: Mutex::new(None),
         input_waiters: Mutex::new(HashMap::new()),
         ending: std::sync::atomic::AtomicBool::new(false),
+        orphan_tx: Mutex::new(Some(orphan_tx)),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
-    // A per-session child's requests made while no call is in flight.
-    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<Request>(16);
-    let mut orphan_tx = Some(orphan_tx);
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
@@ -123,13 +128,6 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 if session.ending.load(Ordering::Relaxed) {
                     debug!("initialize failed: ending the session");
                     break;
-                }
-                if session.core.mode == ChildMode::PerSession {
-                    if let Some(up) = lock(&session.upstream).as_ref() {
-                        if let Some(tx) = orphan_tx.take() {
-                            up.route_orphan_requests(tx);
-                        }
-                    }
                 }
             }
             Some(Inbound::Batch(items)) => {
@@ -370,7 +368,8 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
                     "initialize needs params",
                 );
             };
-            let up = core.start_session_child(raw);
+            let orphans = lock(&session.orphan_tx).take();
+            let up = core.start_session_child(raw, orphans);
             *lock(&session.upstream) = Some(up.clone());
             up
         }

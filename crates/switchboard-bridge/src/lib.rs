@@ -156,10 +156,18 @@ impl Core {
         Supported::new(ProtocolVersion::ALL).expect("not empty")
     }
 
-    /// Starts a session's own child, initialized with the client's params.
-    pub(crate) fn start_session_child(&self, init_params: Box<RawValue>) -> Upstream {
+    /// Starts a session's own child, initialized with the client's params; its
+    /// requests made while no call is in flight go to `orphans`.
+    pub(crate) fn start_session_child(
+        &self,
+        init_params: Box<RawValue>,
+        orphans: Option<tokio::sync::mpsc::Sender<switchboard_protocol::jsonrpc::Request>>,
+    ) -> Upstream {
         let name = format!("{}#{}", self.config.child.name, self.next_owner());
-        let up = Upstream::start(upstream_config(&self.config, name, init_params, false));
+        let up = Upstream::start(
+            upstream_config(&self.config, name, init_params, false),
+            orphans,
+        );
         let mut live = lock(&self.live);
         live.retain(|u| !matches!(u.status(), Status::Stopped));
         live.push(up.clone());
@@ -290,12 +298,15 @@ impl Bridge {
         // Per session, legacy sessions have children of their own, so the shared
         // child serves only 2026-07-28 exchanges: speak that to it when it can (no
         // translation). Shared, legacy sessions need it initialized.
-        let shared = Upstream::start(upstream_config(
-            &config,
-            shared_name,
-            bridge_init_params(),
-            config.mode == ChildMode::PerSession,
-        ));
+        let shared = Upstream::start(
+            upstream_config(
+                &config,
+                shared_name,
+                bridge_init_params(),
+                config.mode == ChildMode::PerSession,
+            ),
+            None,
+        );
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = shared.clone();
         let draining = Arc::new(AtomicBool::new(false));

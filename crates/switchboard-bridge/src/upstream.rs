@@ -251,7 +251,7 @@ struct Inner {
     slots: Arc<tokio::sync::Semaphore>,
     /// Where a server→client request made while no call is in flight goes, when
     /// one downstream owns this child (a per-session child): to that session.
-    orphans: Mutex<Option<mpsc::Sender<Request>>>,
+    orphans: Option<mpsc::Sender<Request>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -275,7 +275,13 @@ impl std::fmt::Debug for Upstream {
 impl Upstream {
     /// Starts supervising: spawns the child now (on the current runtime) and
     /// restarts it whenever it exits, until [`shutdown`](Self::shutdown).
-    pub(crate) fn start(config: UpstreamConfig) -> Upstream {
+    /// `orphans`: where the server→client requests the child makes while no call
+    /// is in flight go (the one downstream session that owns a per-session
+    /// child), in place from the first line the child writes; `None` refuses them.
+    pub(crate) fn start(
+        config: UpstreamConfig,
+        orphans: Option<mpsc::Sender<Request>>,
+    ) -> Upstream {
         let config_slots = config.max_in_flight.max(1);
         let (status, _) = watch::channel(Status::Starting);
         let (broadcast, _) = broadcast::channel(BROADCAST_QUEUE);
@@ -290,7 +296,7 @@ impl Upstream {
             stop,
             stopped: Mutex::new(None),
             restarts: AtomicU64::new(0),
-            orphans: Mutex::new(None),
+            orphans,
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -344,13 +350,6 @@ impl Upstream {
                 _ => format!("the upstream server did not become ready within {wait:?}"),
             }),
         }
-    }
-
-    /// Gives server→client requests the child makes while no call is in flight
-    /// to `tx` (the one downstream session that owns a per-session child) instead
-    /// of refusing them.
-    pub(crate) fn route_orphan_requests(&self, tx: mpsc::Sender<Request>) {
-        *lock(&self.inner.orphans) = Some(tx);
     }
 
     /// Notifications not tied to any call (list changes, resource updates, logs
@@ -836,7 +835,8 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                     }
                     // Nothing in flight: the child's own initiative (e.g. `roots/list`
                     // after initialize). To its one owner, if it has one.
-                    None if table.calls.is_empty() => lock(&inner.orphans)
+                    None if table.calls.is_empty() => inner
+                        .orphans
                         .as_ref()
                         .map(|tx| tx.try_send(r.clone()).is_ok()),
                     None => None,
