@@ -74,11 +74,84 @@ impl Transport {
 /// is answered only while some `Sender` is alive.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    pub(crate) tx: mpsc::Sender<Outbound>,
+    pub(crate) out: Outlet,
     pub(crate) batching: BatchingSwitch,
     /// Requests are refused ([`SendError::is_request_refused`]): the stateless
     /// 2026-07-28 exchange, where the server never sends requests.
     pub(crate) no_requests: bool,
+}
+
+/// Where a [`Sender`]'s messages go.
+#[derive(Debug, Clone)]
+pub(crate) enum Outlet {
+    /// A bounded queue drained by the transport's writer task.
+    Queue(mpsc::Sender<Outbound>),
+    /// Straight onto the streams of a Streamable HTTP session, in the sending
+    /// task (no router task in between; see [`SessionOutlet`]).
+    Session(Arc<SessionOutlet>),
+}
+
+/// Why [`Outlet::try_send`] did not take a message.
+enum TryFail {
+    Full,
+    Closed,
+}
+
+impl Outlet {
+    async fn send(&self, out: Outbound) -> Result<(), ()> {
+        match self {
+            Outlet::Queue(tx) => tx.send(out).await.map_err(|_| ()),
+            Outlet::Session(s) => s.session.route(out).await,
+        }
+    }
+
+    fn try_send(&self, out: Outbound) -> Result<(), TryFail> {
+        match self {
+            Outlet::Queue(tx) => tx.try_send(out).map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => TryFail::Full,
+                mpsc::error::TrySendError::Closed(_) => TryFail::Closed,
+            }),
+            Outlet::Session(s) => {
+                s.session.try_route(out).map_err(
+                    |full| {
+                        if full {
+                            TryFail::Full
+                        } else {
+                            TryFail::Closed
+                        }
+                    },
+                )
+            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Outlet::Queue(tx) => tx.is_closed(),
+            Outlet::Session(s) => s.session.is_ended(),
+        }
+    }
+
+    async fn closed(&self) {
+        match self {
+            Outlet::Queue(tx) => tx.closed().await,
+            Outlet::Session(s) => s.session.wait_ended().await,
+        }
+    }
+}
+
+/// The outlet of a Streamable HTTP session, shared by all clones of its
+/// [`Sender`]: when the last clone is dropped, the library is done with the
+/// session and it ends ([`CloseReason::SessionClosed`]).
+#[derive(Debug)]
+pub(crate) struct SessionOutlet {
+    pub(crate) session: Arc<crate::http::session::Session>,
+}
+
+impl Drop for SessionOutlet {
+    fn drop(&mut self) {
+        self.session.end(CloseReason::SessionClosed);
+    }
 }
 
 /// Where a queued message should go, for transports with several outputs per
@@ -204,7 +277,7 @@ impl Sender {
             ));
         }
         let out = Outbound::new(encode_line(&message), Route::of(&message, related));
-        match self.tx.send(out).await {
+        match self.out.send(out).await {
             Ok(()) => Ok(()),
             Err(_) => Err(SendError::new(
                 SendErrorKind::Closed,
@@ -225,13 +298,13 @@ impl Sender {
             ));
         }
         let out = Outbound::new(encode_line(&message), Route::of(&message, None));
-        match self.tx.try_send(out) {
+        match self.out.try_send(out) {
             Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => Err(SendError::new(
+            Err(TryFail::Full) => Err(SendError::new(
                 SendErrorKind::Full,
                 Outgoing::Message(message),
             )),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(SendError::new(
+            Err(TryFail::Closed) => Err(SendError::new(
                 SendErrorKind::Closed,
                 Outgoing::Message(message),
             )),
@@ -265,7 +338,7 @@ impl Sender {
             ));
         }
         let out = Outbound::new(encode_batch_line(&messages), Route::of_batch(&messages));
-        match self.tx.send(out).await {
+        match self.out.send(out).await {
             Ok(()) => Ok(()),
             Err(_) => Err(SendError::new(
                 SendErrorKind::Closed,
@@ -296,12 +369,12 @@ impl Sender {
 
     /// Whether the writer task has ended (every later send fails).
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        self.out.is_closed()
     }
 
     /// Waits until the writer task has ended. Cancel safe.
     pub async fn closed(&self) {
-        self.tx.closed().await
+        self.out.closed().await
     }
 }
 
@@ -391,6 +464,56 @@ impl fmt::Display for SendError {
 
 impl std::error::Error for SendError {}
 
+/// The sending half of the queue from a transport's tasks to its [`Receiver`].
+///
+/// Events travel boxed: tokio's channel allocates its slots 32 at a time, up
+/// front, and an `Inbound` is about 150 bytes, so an unboxed queue would cost
+/// every idle session or child about 5 KiB before its first message; boxed, it
+/// costs 256 bytes, for one small allocation per message.
+#[derive(Debug, Clone)]
+pub(crate) struct InboundTx(mpsc::Sender<Box<Inbound>>);
+
+/// A queue of `capacity` (at least 1) inbound events and its [`Receiver`] half.
+pub(crate) fn inbound_channel(capacity: usize) -> (InboundTx, mpsc::Receiver<Box<Inbound>>) {
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    (InboundTx(tx), rx)
+}
+
+impl InboundTx {
+    /// Queues `event`, waiting while the queue is full. `Err` (with the event)
+    /// when the receiver is gone.
+    pub(crate) async fn send(&self, event: Inbound) -> Result<(), Box<Inbound>> {
+        self.0.send(Box::new(event)).await.map_err(|e| e.0)
+    }
+
+    /// Queues `event` if there is room now. `Err` (with the event) when the
+    /// queue is full or the receiver is gone.
+    pub(crate) fn try_send(&self, event: Inbound) -> Result<(), Box<Inbound>> {
+        self.0.try_send(Box::new(event)).map_err(|e| e.into_inner())
+    }
+
+    /// Waits until the receiver is gone.
+    pub(crate) async fn closed(&self) {
+        self.0.closed().await
+    }
+
+    /// A handle that does not keep the queue open.
+    pub(crate) fn downgrade(&self) -> InboundWeak {
+        InboundWeak(self.0.downgrade())
+    }
+}
+
+/// A weak [`InboundTx`]: the queue closes when only these remain.
+#[derive(Debug, Clone)]
+pub(crate) struct InboundWeak(mpsc::WeakSender<Box<Inbound>>);
+
+impl InboundWeak {
+    /// The sender, if the queue is still open.
+    pub(crate) fn upgrade(&self) -> Option<InboundTx> {
+        self.0.upgrade().map(InboundTx)
+    }
+}
+
 /// One inbound event.
 #[derive(Debug)]
 pub enum Inbound {
@@ -479,7 +602,7 @@ impl fmt::Display for CloseReason {
 /// [`crate::stdio::ChildProcess`]'s job).
 #[derive(Debug)]
 pub struct Receiver {
-    pub(crate) rx: mpsc::Receiver<Inbound>,
+    pub(crate) rx: mpsc::Receiver<Box<Inbound>>,
     pub(crate) batching: BatchingSwitch,
 }
 
@@ -489,13 +612,13 @@ impl Receiver {
     ///
     /// Cancel safe: if the future is dropped before it completes, no event is lost.
     pub async fn recv(&mut self) -> Option<Inbound> {
-        self.rx.recv().await
+        self.rx.recv().await.map(|e| *e)
     }
 
     /// The next event if one is waiting; never waits. `None` when nothing is
     /// waiting or the stream has ended.
     pub fn try_recv(&mut self) -> Option<Inbound> {
-        self.rx.try_recv().ok()
+        self.rx.try_recv().ok().map(|e| *e)
     }
 
     /// The batching rule in force ([`Sender::batching`]).
@@ -521,7 +644,7 @@ mod tests {
     fn pair(capacity: usize) -> (Sender, mpsc::Receiver<Outbound>) {
         let (tx, rx) = mpsc::channel(capacity);
         let sender = Sender {
-            tx,
+            out: Outlet::Queue(tx),
             batching: BatchingSwitch::new(Batching::Refused),
             no_requests: false,
         };

@@ -67,7 +67,7 @@ pub(crate) struct Started {
     pub(crate) transport: Transport,
     pub(crate) reader: JoinHandle<ReadEnd>,
     pub(crate) writer: JoinHandle<()>,
-    pub(crate) events: mpsc::Sender<Inbound>,
+    pub(crate) events: crate::handle::InboundTx,
 }
 
 /// Starts a newline-delimited JSON transport over `input` and `output`: spawns a
@@ -153,7 +153,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(config.capacity());
+    let (in_tx, in_rx) = crate::handle::inbound_channel(config.capacity());
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
     let reader = ReaderTask {
@@ -168,7 +168,7 @@ where
     Started {
         transport: Transport {
             sender: Sender {
-                tx: out_tx,
+                out: crate::handle::Outlet::Queue(out_tx),
                 batching: batching.clone(),
                 no_requests: false,
             },
@@ -206,7 +206,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Recei
 
 struct ReaderTask {
     role: Role,
-    events: mpsc::Sender<Inbound>,
+    events: crate::handle::InboundTx,
     /// For answering bad lines (server role) without keeping the writer alive.
     replies: mpsc::WeakSender<Outbound>,
     batching: BatchingSwitch,

@@ -24,8 +24,9 @@ async fn bounded<F: Future>(f: F) -> F::Output {
 /// Answers every request of every session: `initialize` with a fixed result;
 /// `with_progress` with a related progress notification, then the response;
 /// `notify_unrelated` with an unrelated log notification, then the response;
-/// anything else with `{"echo": method, "params": params}`. Each session's close
-/// reason is sent on the returned channel.
+/// `hold` with nothing until the session's next request, `release`, which
+/// answers both; anything else with `{"echo": method, "params": params}`. Each
+/// session's close reason is sent on the returned channel.
 fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -34,6 +35,7 @@ fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
             assert!(!session.session_id.is_empty());
             tokio::spawn(async move {
                 let (tx, mut rx) = session.transport.split();
+                let mut held = None;
                 while let Some(event) = rx.recv().await {
                     let request = match event {
                         Inbound::Message(Message::Request(r)) => r,
@@ -69,6 +71,17 @@ fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
                             .unwrap();
                             tx.send(Message::Notification(note)).await.unwrap();
                             json!({"sent": true})
+                        }
+                        "hold" => {
+                            held = Some(id);
+                            continue;
+                        }
+                        "release" => {
+                            if let Some(h) = held.take() {
+                                let r = Response::new(h, &json!({"released": true})).unwrap();
+                                tx.send(Message::Response(r)).await.unwrap();
+                            }
+                            json!({"release": true})
                         }
                         method => {
                             let params: Value = request.params_as().unwrap_or(Value::Null);
@@ -246,6 +259,70 @@ async fn a_call_gets_its_related_notification_before_the_response_then_the_strea
         // Event ids are distinct.
         let ids: std::collections::HashSet<_> = evs.iter().map(|e| e.0.clone().unwrap()).collect();
         assert_eq!(ids.len(), 3);
+    })
+    .await
+}
+
+/// A response ready at once travels with the head: the whole reply is one
+/// complete body (priming event and response; its length known). A response
+/// that takes longer does not hold the head back: the head and the priming event
+/// arrive first, the response later on the same stream.
+#[tokio::test]
+async fn a_quick_reply_is_one_body_and_a_slow_one_gets_its_head_first() {
+    bounded(async {
+        // A wait far longer than any test machine's scheduling delay, so that
+        // "ready at once" holds however loaded the machine is.
+        let mut config = HttpServerConfig::default();
+        config.sse_first_event_wait = Duration::from_secs(5);
+        let (patient, _closed) = start(config).await;
+        let c = client();
+        let sid = open_session(&c, &patient.url()).await;
+        let resp = post(&c, &patient.url(), Some(&sid), request(2, "quick"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(
+            resp.headers().contains_key("content-length"),
+            "{:?}",
+            resp.headers()
+        );
+        let evs = events(&resp.bytes().await.unwrap());
+        assert_eq!(evs.len(), 2, "{evs:?}");
+        assert!(evs[0].1.is_empty() && evs[0].0.is_some(), "{evs:?}");
+        let answer: Value = serde_json::from_str(&evs[1].1).unwrap();
+        assert_eq!(answer["result"]["echo"], "quick");
+
+        // `hold` is answered only when `release` comes, which this test sends
+        // after the held call's head has arrived (default wait).
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let sid = open_session(&c, &url).await;
+        let mut held = post(&c, &url, Some(&sid), request(3, "hold"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(held.status(), 200);
+        assert!(!held.headers().contains_key("content-length"));
+        let first = held.chunk().await.unwrap().expect("the priming event");
+        let evs = events(&first);
+        assert_eq!(evs.len(), 1, "only the priming event so far: {evs:?}");
+        assert!(evs[0].1.is_empty() && evs[0].0.is_some(), "{evs:?}");
+        let release = post(&c, &url, Some(&sid), request(4, "release"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            messages(&release.bytes().await.unwrap())[0]["result"]["release"],
+            true
+        );
+        let mut rest = Vec::new();
+        while let Some(chunk) = held.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        let answer = &messages(&rest)[0];
+        assert_eq!(answer["id"], 3);
+        assert_eq!(answer["result"]["released"], true);
     })
     .await
 }
@@ -577,6 +654,210 @@ async fn dropping_the_server_closes_every_session() {
             closed.recv().await,
             Some(CloseReason::SessionClosed)
         ));
+    })
+    .await
+}
+
+/// A session with no open response and no request for the idle timeout ends:
+/// the library gets [`CloseReason::SessionExpired`], the client 404. A session
+/// whose GET stream is open does not expire.
+#[tokio::test]
+async fn an_idle_session_expires_and_an_open_stream_keeps_one_alive() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.session_idle_timeout = Some(Duration::from_millis(400));
+        let (server, mut closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        let listening = open_session(&c, &url).await;
+        let get = c
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &listening)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(get.status(), 200);
+        let idle = open_session(&c, &url).await;
+        assert!(matches!(
+            closed.recv().await,
+            Some(CloseReason::SessionExpired)
+        ));
+        let resp = post(&c, &url, Some(&idle), request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404);
+        // Well past the timeout, the listening session still answers.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let resp = post(&c, &url, Some(&listening), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            messages(&resp.bytes().await.unwrap())[0]["result"]["echo"],
+            "ping"
+        );
+        assert_eq!(server.session_count(), 1);
+    })
+    .await
+}
+
+/// When the library drops every clone of a session's `Sender`, the session
+/// ends: its open stream closes and later requests get 404.
+#[tokio::test]
+async fn dropping_the_sender_ends_the_session() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let opening = tokio::spawn({
+            let c = c.clone();
+            let url = url.clone();
+            async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
+        });
+        let session = acceptor.accept().await.unwrap();
+        let (tx, mut rx) = session.transport.split();
+        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+            panic!("initialize first")
+        };
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "t", "version": "0"}});
+        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+            .await
+            .unwrap();
+        let resp = opening.await.unwrap();
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let mut held = post(&c, &url, Some(&sid), request(2, "never answered"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(held.status(), 200);
+        let clone = tx.clone();
+        drop(tx);
+        assert!(!clone.is_closed(), "a clone keeps the session");
+        drop(clone);
+        // The held call's stream ends without a response.
+        let mut rest = Vec::new();
+        while let Some(chunk) = held.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        assert!(messages(&rest).is_empty(), "{rest:?}");
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404);
+        drop(rx);
+    })
+    .await
+}
+
+/// Messages sent on one stream from many tasks at once arrive with event ids in
+/// increasing order, each exactly once, and the response last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_senders_keep_a_streams_event_order() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let opening = tokio::spawn({
+            let c = c.clone();
+            let url = url.clone();
+            async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
+        });
+        let session = acceptor.accept().await.unwrap();
+        let (tx, mut rx) = session.transport.split();
+        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+            panic!("initialize first")
+        };
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "t", "version": "0"}});
+        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+            .await
+            .unwrap();
+        let sid = opening.await.unwrap().headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let call = tokio::spawn({
+            let c = c.clone();
+            let url = url.clone();
+            async move {
+                let resp = post(&c, &url, Some(&sid), request(2, "busy"))
+                    .send()
+                    .await
+                    .unwrap();
+                resp.bytes().await.unwrap()
+            }
+        });
+        let Some(Inbound::Message(Message::Request(busy))) = rx.recv().await else {
+            panic!("the call")
+        };
+        // 8 tasks x 50 progress notifications, related to the call, at once.
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let tx = tx.clone();
+            let id = busy.id.clone();
+            tasks.push(tokio::spawn(async move {
+                for k in 0..50 {
+                    let note = Notification::new(
+                        "notifications/progress",
+                        &json!({"progressToken": t, "progress": k}),
+                    )
+                    .unwrap();
+                    tx.send_related(Message::Notification(note), Some(id.clone()))
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        tx.send(Message::Response(
+            Response::new(busy.id, &json!({})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        let body = call.await.unwrap();
+        let evs = events(&body);
+        let data: Vec<_> = evs.iter().filter(|e| !e.1.is_empty()).collect();
+        assert_eq!(data.len(), 401, "every notification and the response");
+        let seqs: Vec<u64> = evs
+            .iter()
+            .map(|e| {
+                e.0.as_deref()
+                    .unwrap()
+                    .rsplit('-')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "ids in order: {seqs:?}"
+        );
+        let last: Value = serde_json::from_str(&data[400].1).unwrap();
+        assert_eq!(last["id"], 2);
+        // Each task's notifications in its own order.
+        for t in 0..8 {
+            let ks: Vec<i64> = data[..400]
+                .iter()
+                .map(|e| serde_json::from_str::<Value>(&e.1).unwrap())
+                .filter(|v| v["params"]["progressToken"] == t)
+                .map(|v| v["params"]["progress"].as_i64().unwrap())
+                .collect();
+            assert_eq!(ks, (0..50).collect::<Vec<_>>());
+        }
+        drop(rx);
     })
     .await
 }

@@ -173,7 +173,7 @@ struct State {
     /// In-flight POSTs of requests, by request id.
     in_flight: HashMap<Id, AbortHandle>,
     /// The inbound queue; `None` once closed.
-    inbound: Option<mpsc::Sender<Inbound>>,
+    inbound: Option<crate::handle::InboundTx>,
 }
 
 struct Inner {
@@ -226,7 +226,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
     let http = super::sse_client::http_client(config.connect_timeout).map_err(io::Error::other)?;
     let capacity = config.transport.channel_capacity.max(1);
     let (out_tx, out_rx) = mpsc::channel(capacity);
-    let (in_tx, in_rx) = mpsc::channel(capacity);
+    let (in_tx, in_rx) = crate::handle::inbound_channel(capacity);
     let batching = BatchingSwitch::new(config.transport.batching);
     let inner = Arc::new(Inner {
         url: config.url.clone(),
@@ -251,7 +251,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
     tokio::spawn(run(inner.clone(), out_rx, batching.clone()).instrument(span));
     let transport = Transport {
         sender: Sender {
-            tx: out_tx,
+            out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
         },

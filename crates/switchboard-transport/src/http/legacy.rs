@@ -285,10 +285,10 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     let capacity = ctx.config.transport.capacity();
     let batching = inner_receiver.batching.clone();
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(capacity);
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(capacity);
+    let (in_tx, in_rx) = crate::handle::inbound_channel(capacity);
     let transport = Transport {
         sender: Sender {
-            tx: out_tx,
+            out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
         },
@@ -345,7 +345,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
 /// Passes the session's inbound events to the library, noting the time of each.
 /// Ends after [`Inbound::Closed`], or when the library drops its receiver (then
 /// the session's next delivery fails and its POST gets 404).
-async fn forward_inbound(mut from: Receiver, to: mpsc::Sender<Inbound>, activity: Activity) {
+async fn forward_inbound(mut from: Receiver, to: crate::handle::InboundTx, activity: Activity) {
     while let Some(event) = from.recv().await {
         touch(&activity);
         if to.send(event).await.is_err() {

@@ -42,6 +42,6 @@ pub mod client;
 mod guard;
 pub mod legacy;
 pub mod server;
-mod session;
+pub(crate) mod session;
 pub mod sse_client;
 pub mod stateless;

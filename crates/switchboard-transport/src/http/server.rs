@@ -93,6 +93,9 @@ pub const DEFAULT_MAX_EXCHANGES: usize = 4096;
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default number of events kept per SSE stream for replay: 256.
 pub const DEFAULT_SSE_REPLAY_BUFFER: usize = 256;
+/// The default wait for a POST's first message before its SSE stream's head is
+/// sent alone: 2 ms.
+pub const DEFAULT_SSE_FIRST_EVENT_WAIT: Duration = Duration::from_millis(2);
 
 /// The configuration of an [`HttpServer`].
 ///
@@ -146,6 +149,14 @@ pub struct HttpServerConfig {
     /// messages related to them go to the standalone stream) instead of an SSE
     /// stream. Default `false`.
     pub json_response: bool,
+    /// How long the SSE reply to a POST waits for its first message before the
+    /// response head (and, from 2025-11-25, the priming event) go out alone.
+    /// A message ready within it travels with the head in one write (one TCP
+    /// segment and one client wake-up instead of two; a quick call's whole reply,
+    /// final chunk included, when its response is the first message). Later
+    /// messages stream as they come. Zero: the head goes out at once. Default
+    /// [`DEFAULT_SSE_FIRST_EVENT_WAIT`] (2 ms).
+    pub sse_first_event_wait: Duration,
     /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400,
     /// except on a POST whose body is a 2026-07-28 message (its `_meta` names
     /// `io.modelcontextprotocol/protocolVersion`), which is served statelessly so the
@@ -195,6 +206,7 @@ impl Default for HttpServerConfig {
             session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
             sse_replay_buffer: DEFAULT_SSE_REPLAY_BUFFER,
             json_response: false,
+            sse_first_event_wait: DEFAULT_SSE_FIRST_EVENT_WAIT,
             supported_versions: vec![
                 ProtocolVersion::V2025_03_26,
                 ProtocolVersion::V2025_06_18,
@@ -383,9 +395,12 @@ impl HttpServer {
         let (tx, rx) = mpsc::channel(config.transport.capacity());
         let limits = Limits {
             replay: config.sse_replay_buffer.max(1),
-            idle: config.session_idle_timeout,
             capacity: config.transport.capacity(),
         };
+        let registry = Arc::new(Registry::new(config.max_sessions));
+        if let Some(idle) = config.session_idle_timeout {
+            registry.spawn_reaper(idle);
+        }
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
             stopping: shutdown_rx.clone(),
@@ -394,7 +409,7 @@ impl HttpServer {
                     .max_exchanges
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
-            registry: Arc::new(Registry::new(config.max_sessions)),
+            registry,
             config,
             hosts,
             origins,
@@ -929,7 +944,34 @@ async fn answer(
     if version >= ProtocolVersion::V2025_11_25 {
         prefix.push_back(priming(stream, 0));
     }
-    sse_response(Body::stream(prefix, Some(rx), guard))
+    let rx = first_events(&mut prefix, rx, shared.config.sse_first_event_wait).await;
+    sse_response(Body::stream(prefix, rx, guard))
+}
+
+/// Waits up to `wait` for the first event of a POST's stream and appends it,
+/// and every event already queued behind it, to `prefix`. The receiver comes
+/// back unless the stream already ended (every response sent), in which case
+/// the body is complete and goes out in one write.
+async fn first_events(
+    prefix: &mut std::collections::VecDeque<Bytes>,
+    mut rx: mpsc::Receiver<Bytes>,
+    wait: Duration,
+) -> Option<mpsc::Receiver<Bytes>> {
+    if wait.is_zero() {
+        return Some(rx);
+    }
+    match tokio::time::timeout(wait, rx.recv()).await {
+        Err(_) => return Some(rx),
+        Ok(None) => return None,
+        Ok(Some(event)) => prefix.push_back(event),
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(event) => prefix.push_back(event),
+            Err(mpsc::error::TryRecvError::Empty) => return Some(rx),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+        }
+    }
 }
 
 /// The session is gone, or the library dropped its receiver: end it, 404.

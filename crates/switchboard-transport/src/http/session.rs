@@ -1,6 +1,7 @@
-//! One Streamable HTTP session: its streams, their replay buffers, the router task
-//! that drains the session's [`Sender`](crate::Sender) queue onto them, and the
-//! registry of live sessions.
+//! One Streamable HTTP session: its streams, their replay buffers, the routing of
+//! each message the library sends ([`Sender`](crate::Sender)) onto the stream it
+//! belongs to (done in the sending task: no router task per session), the
+//! registry of live sessions and its idle reaper.
 //!
 //! Source: MCP 2025-03-26 to 2025-11-25, "Transports → Streamable HTTP" →
 //! "Session Management", "Listening for Messages from the Server", "Resumability
@@ -20,12 +21,13 @@ use switchboard_protocol::codec::Event;
 use switchboard_protocol::jsonrpc::Id;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, warn};
 
 use super::guard;
 use crate::config::TransportConfig;
 use crate::handle::{
-    BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Route, Sender, Transport,
+    BatchingSwitch, CloseReason, Inbound, Outbound, Outlet, Receiver, Route, Sender, SessionOutlet,
+    Transport,
 };
 
 /// The standalone (GET) stream's number.
@@ -41,8 +43,6 @@ pub(crate) const MAX_RETAINED_STREAMS: usize = 32;
 pub(crate) struct Limits {
     /// Events kept per SSE stream for replay (at least 1).
     pub(crate) replay: usize,
-    /// Idle time after which the session ends; `None`: never.
-    pub(crate) idle: Option<Duration>,
     /// Capacity of each connection's event queue and of the session's queues.
     pub(crate) capacity: usize,
 }
@@ -91,6 +91,37 @@ impl Registry {
     /// Takes every session out (server shutdown).
     pub(crate) fn drain(&self) -> Vec<Arc<Session>> {
         self.lock().drain().map(|(_, s)| s).collect()
+    }
+
+    /// Ends, every `idle / 8` (between 10 ms and 1 s), the sessions that have
+    /// had no open response and no request for `idle`
+    /// ([`CloseReason::SessionExpired`]). Stops once the registry is gone (the
+    /// server was dropped).
+    pub(crate) fn spawn_reaper(self: &Arc<Self>, idle: Duration) {
+        let registry = Arc::downgrade(self);
+        let period = (idle / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(registry) = registry.upgrade() else {
+                    break;
+                };
+                let now = Instant::now();
+                let expired: Vec<Arc<Session>> = registry
+                    .lock()
+                    .values()
+                    .filter(|s| s.idle_expired(idle, now))
+                    .cloned()
+                    .collect();
+                drop(registry);
+                for session in expired {
+                    debug!(session = %session.id, "idle timeout; ending the session");
+                    session.end(CloseReason::SessionExpired);
+                }
+            }
+        });
     }
 }
 
@@ -170,7 +201,7 @@ pub(crate) struct Session {
     pub(crate) id: Arc<str>,
     /// `None` once [`Inbound::Closed`] was queued; the lock orders deliveries
     /// before it.
-    inbound: tokio::sync::Mutex<Option<mpsc::Sender<Inbound>>>,
+    inbound: tokio::sync::Mutex<Option<crate::handle::InboundTx>>,
     pub(crate) batching: BatchingSwitch,
     state: Mutex<State>,
     ended: watch::Sender<bool>,
@@ -194,15 +225,15 @@ impl Drop for ConnGuard {
 }
 
 impl Session {
-    /// Makes a session and its [`Transport`], and spawns its router task.
+    /// Makes a session and its [`Transport`]. Idle expiry is the registry's
+    /// reaper's ([`Registry::spawn_reaper`]).
     pub(crate) fn start(
         id: Arc<str>,
         limits: Limits,
         registry: Weak<Registry>,
         config: &TransportConfig,
     ) -> (Arc<Session>, Transport) {
-        let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
-        let (in_tx, in_rx) = mpsc::channel::<Inbound>(config.capacity());
+        let (in_tx, in_rx) = crate::handle::inbound_channel(config.capacity());
         let batching = BatchingSwitch::new(config.batching);
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, Stream::new(false, 0));
@@ -224,11 +255,11 @@ impl Session {
             limits,
             registry,
         });
-        let span = tracing::info_span!("http_session", session = %id);
-        tokio::spawn(session.clone().route_loop(out_rx).instrument(span));
         let transport = Transport {
             sender: Sender {
-                tx: out_tx,
+                out: Outlet::Session(Arc::new(SessionOutlet {
+                    session: session.clone(),
+                })),
                 batching: batching.clone(),
                 no_requests: false,
             },
@@ -417,152 +448,181 @@ impl Session {
         }
     }
 
-    /// When the session may be idle-expired next, if it has an idle timeout.
-    fn idle_deadline(&self) -> Option<Instant> {
-        let idle = self.limits.idle?;
+    /// Whether the session has had no open response and no request for `idle`.
+    fn idle_expired(&self, idle: Duration, now: Instant) -> bool {
         let st = self.lock();
-        Some(if st.connections > 0 {
-            Instant::now() + idle
-        } else {
-            st.last_activity + idle
-        })
+        !st.ended && st.connections == 0 && now >= st.last_activity + idle
     }
 
-    fn idle_expired(&self) -> bool {
-        let Some(idle) = self.limits.idle else {
-            return false;
-        };
-        let st = self.lock();
-        st.connections == 0 && Instant::now() >= st.last_activity + idle
+    /// Whether the session has ended (every later send fails).
+    pub(crate) fn is_ended(&self) -> bool {
+        *self.ended.borrow()
     }
 
-    async fn route_loop(self: Arc<Self>, mut queue: mpsc::Receiver<Outbound>) {
-        let mut ended = self.ended.subscribe();
-        loop {
-            let deadline = self.idle_deadline();
-            let idle = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                out = queue.recv() => match out {
-                    Some(out) => {
-                        let mut ended_now = self.ended.subscribe();
-                        tokio::select! {
-                            () = self.route(out) => {}
-                            () = is_ended(&mut ended_now) => break,
-                        }
-                    }
-                    None => {
-                        debug!("every sender dropped; ending the session");
-                        self.end(CloseReason::SessionClosed);
-                        break;
-                    }
-                },
-                () = is_ended(&mut ended) => break,
-                () = idle => {
-                    if self.idle_expired() {
-                        debug!("idle timeout; ending the session");
-                        self.end(CloseReason::SessionExpired);
-                        break;
-                    }
-                }
-            }
-        }
+    /// Waits until the session has ended.
+    pub(crate) async fn wait_ended(&self) {
+        is_ended(&mut self.ended.subscribe()).await
     }
 
     /// Puts one outbound message on its stream (see
-    /// [`Sender::send_related`](crate::Sender::send_related)).
-    async fn route(&self, out: Outbound) {
+    /// [`Sender::send_related`](crate::Sender::send_related)), in the caller's
+    /// task, waiting while the connection reading that stream has no room.
+    /// `Err` once the session has ended.
+    ///
+    /// Room is reserved on the connection's queue first, without the lock; the
+    /// event's sequence number, its replay-buffer entry and its place in the
+    /// queue are then taken together under the lock, so the events of a stream
+    /// reach its connection in the order of their ids whichever tasks send them.
+    pub(crate) async fn route(&self, out: Outbound) -> Result<(), ()> {
         let Outbound { mut line, route } = out;
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        let (target, item, seq, live, done) = {
+        loop {
+            let live = {
+                let st = self.lock();
+                if st.ended {
+                    return Err(());
+                }
+                match resolve(&st, &route) {
+                    Some(target) => st.streams.get(&target).and_then(|s| s.live.clone()),
+                    None => None,
+                }
+            };
+            let room = match live {
+                None => Room::None,
+                Some((generation, tx)) => match tx.try_reserve_owned() {
+                    Ok(permit) => Room::Reserved(generation, permit),
+                    Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
+                    Err(mpsc::error::TrySendError::Full(tx)) => {
+                        let mut ended = self.ended.subscribe();
+                        tokio::select! {
+                            r = tx.reserve_owned() => match r {
+                                Ok(permit) => Room::Reserved(generation, permit),
+                                Err(_) => Room::Gone(generation),
+                            },
+                            () = is_ended(&mut ended) => return Err(()),
+                        }
+                    }
+                },
+            };
             let mut st = self.lock();
-            if st.ended {
-                return;
+            match self.commit(&mut st, &route, &mut line, room) {
+                Commit::Done => return Ok(()),
+                Commit::Ended => return Err(()),
+                // The stream's connection changed while room was reserved.
+                Commit::Again => continue,
             }
-            let (target, answered) = match route {
-                Route::Response(id) => match st.requests.remove(&id) {
-                    Some(s) => (s, 1),
-                    None => {
-                        warn!(id = %id, "a response to no open request of this session; dropped");
-                        return;
-                    }
-                },
-                Route::Responses(ids) => {
-                    let mut target = None;
-                    let mut n = 0;
-                    for id in &ids {
-                        if let Some(s) = st.requests.remove(id) {
-                            target.get_or_insert(s);
-                            n += 1;
-                        }
-                    }
-                    match target {
-                        Some(s) => (s, n),
-                        None => {
-                            warn!(
-                                "a batch of responses to no open request of this session; dropped"
-                            );
-                            return;
-                        }
-                    }
-                }
-                Route::Related(id) => match st.requests.get(&id) {
-                    Some(&s) if st.streams.get(&s).is_some_and(|s| !s.json) => (s, 0),
-                    _ => (STANDALONE, 0),
-                },
-                Route::Unrelated => (STANDALONE, 0),
-            };
-            let replay = self.limits.replay.max(1);
-            let Some(s) = st.streams.get_mut(&target) else {
-                return;
-            };
-            s.pending = s.pending.saturating_sub(answered);
-            let done = answered > 0 && s.pending == 0;
-            let (item, seq) = if s.json {
-                (Bytes::from(line), 0)
-            } else {
-                let seq = s.next_seq;
-                s.next_seq += 1;
-                let data = String::from_utf8(line)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                let event = Event::message(data)
-                    .with_id(guard::event_id(target, seq))
-                    .encode()
-                    .expect("a numeric event id is always valid");
-                let event = Bytes::from(event);
-                s.buffer.push_back((seq, event.clone()));
-                while s.buffer.len() > replay {
-                    s.buffer.pop_front();
-                }
-                (event, seq)
-            };
-            (target, item, seq, s.live.clone(), done)
-        };
-        let generation = live.as_ref().map(|(g, _)| *g);
-        let delivered = match live {
-            Some((_, tx)) => tx.send(item).await.is_ok(),
-            None => false,
-        };
+        }
+    }
+
+    /// [`route`](Self::route) without waiting: `Err(true)` when the
+    /// connection's queue is full, `Err(false)` once the session has ended.
+    pub(crate) fn try_route(&self, out: Outbound) -> Result<(), bool> {
+        let Outbound { mut line, route } = out;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
         let mut st = self.lock();
+        if st.ended {
+            return Err(false);
+        }
+        let live =
+            resolve(&st, &route).and_then(|t| st.streams.get(&t).and_then(|s| s.live.clone()));
+        let room = match live {
+            None => Room::None,
+            Some((generation, tx)) => match tx.try_reserve_owned() {
+                Ok(permit) => Room::Reserved(generation, permit),
+                Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
+                Err(mpsc::error::TrySendError::Full(_)) => return Err(true),
+            },
+        };
+        match self.commit(&mut st, &route, &mut line, room) {
+            Commit::Done => Ok(()),
+            Commit::Ended | Commit::Again => Err(false),
+        }
+    }
+
+    /// Under the lock: takes the message's place on its stream (consuming the
+    /// request it answers, if any), buffers it for replay and hands it to the
+    /// reserved room. [`Commit::Again`] when the room belongs to a connection
+    /// that is no longer the stream's.
+    fn commit(&self, st: &mut State, route: &Route, line: &mut Vec<u8>, room: Room) -> Commit {
+        if st.ended {
+            return Commit::Ended;
+        }
+        let Some(target) = resolve(st, route) else {
+            match route {
+                Route::Responses(_) => {
+                    warn!("a batch of responses to no open request of this session; dropped")
+                }
+                Route::Response(id) => {
+                    warn!(id = %id, "a response to no open request of this session; dropped")
+                }
+                _ => {}
+            }
+            return Commit::Done;
+        };
+        let current = st
+            .streams
+            .get(&target)
+            .and_then(|s| s.live.as_ref().map(|(g, _)| *g));
+        if current != room.generation() {
+            return Commit::Again;
+        }
+        let answered = match route {
+            Route::Response(id) => usize::from(st.requests.remove(id).is_some()),
+            Route::Responses(ids) => ids
+                .iter()
+                .filter(|id| st.requests.remove(*id).is_some())
+                .count(),
+            Route::Related(_) | Route::Unrelated => 0,
+        };
+        let replay = self.limits.replay.max(1);
         let Some(s) = st.streams.get_mut(&target) else {
-            return;
+            return Commit::Done;
+        };
+        s.pending = s.pending.saturating_sub(answered);
+        let done = answered > 0 && s.pending == 0;
+        let line = std::mem::take(line);
+        let (item, seq) = if s.json {
+            (Bytes::from(line), 0)
+        } else {
+            let seq = s.next_seq;
+            s.next_seq += 1;
+            let data = String::from_utf8(line)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let event = Event::message(data)
+                .with_id(guard::event_id(target, seq))
+                .encode()
+                .expect("a numeric event id is always valid");
+            let event = Bytes::from(event);
+            s.buffer.push_back((seq, event.clone()));
+            while s.buffer.len() > replay {
+                s.buffer.pop_front();
+            }
+            (event, seq)
+        };
+        let delivered = match room {
+            Room::Reserved(_, permit) => {
+                permit.send(item);
+                true
+            }
+            Room::Gone(_) => {
+                // The connection went away: keep buffering for a resumption.
+                s.live = None;
+                false
+            }
+            Room::None => false,
         };
         if delivered {
             s.delivered = s.delivered.max(seq);
-        } else if generation.is_some() && s.live.as_ref().map(|(g, _)| *g) == generation {
-            // The connection went away: keep buffering for a resumption.
-            s.live = None;
         }
         if done {
+            // The last response of the stream: its connection's queue is
+            // dropped with it, so the body ends right after this event.
             s.live = None;
-            let json = s.json;
-            if delivered || json {
+            if delivered || s.json {
                 st.streams.remove(&target);
             } else {
                 st.retained.push_back(target);
@@ -573,6 +633,49 @@ impl Session {
                 }
             }
         }
+        Commit::Done
+    }
+}
+
+/// Room for one event on the queue of the connection reading a stream.
+enum Room {
+    /// No connection reads the stream: the event is only buffered.
+    None,
+    /// The connection of this generation is gone.
+    Gone(u64),
+    /// Room reserved on the queue of the connection of this generation.
+    Reserved(u64, mpsc::OwnedPermit<Bytes>),
+}
+
+impl Room {
+    fn generation(&self) -> Option<u64> {
+        match self {
+            Room::None => None,
+            Room::Gone(g) | Room::Reserved(g, _) => Some(*g),
+        }
+    }
+}
+
+/// What [`Session::commit`] did.
+enum Commit {
+    Done,
+    Ended,
+    Again,
+}
+
+/// The stream a message goes to, without changing anything: a response's
+/// request's stream; a related message's request's stream while it is open and
+/// not a JSON reply, else the standalone stream; `None` for a response to no
+/// open request.
+fn resolve(st: &State, route: &Route) -> Option<u64> {
+    match route {
+        Route::Response(id) => st.requests.get(id).copied(),
+        Route::Responses(ids) => ids.iter().find_map(|id| st.requests.get(id).copied()),
+        Route::Related(id) => Some(match st.requests.get(id) {
+            Some(&s) if st.streams.get(&s).is_some_and(|s| !s.json) => s,
+            _ => STANDALONE,
+        }),
+        Route::Unrelated => Some(STANDALONE),
     }
 }
 

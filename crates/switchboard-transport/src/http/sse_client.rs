@@ -334,7 +334,7 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
     let capacity = config.transport.capacity();
     let batching = BatchingSwitch::new(config.transport.batching);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(capacity);
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(capacity);
+    let (in_tx, in_rx) = crate::handle::inbound_channel(capacity);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let span = info_span!("sse_client", url = %base);
     let writer = Writer {
@@ -349,7 +349,7 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
     tokio::spawn(reader.instrument(span));
     Ok(Transport {
         sender: Sender {
-            tx: out_tx,
+            out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
         },
@@ -430,7 +430,7 @@ async fn open(
 async fn read_loop(
     mut stream: EventStream,
     early: Vec<String>,
-    inbound: mpsc::Sender<Inbound>,
+    inbound: crate::handle::InboundTx,
     batching: BatchingSwitch,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -490,7 +490,7 @@ struct Writer {
     post_timeout: Option<Duration>,
     /// Where an error response to a request whose POST failed goes; weak, so
     /// the receiver still sees its channel end after [`Inbound::Closed`].
-    inbound: mpsc::WeakSender<Inbound>,
+    inbound: crate::handle::InboundWeak,
 }
 
 impl Writer {

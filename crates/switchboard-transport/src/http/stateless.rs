@@ -203,11 +203,11 @@ pub(crate) async fn exchange(
     }
     let is_request = matches!(message, Message::Request(_));
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(config.capacity());
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(2);
+    let (in_tx, in_rx) = crate::handle::inbound_channel(2);
     let batching = BatchingSwitch::new(Batching::Refused);
     let transport = Transport {
         sender: Sender {
-            tx: out_tx,
+            out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: true,
         },
@@ -320,7 +320,7 @@ pub(crate) async fn exchange(
 async fn forward(
     mut out_rx: mpsc::Receiver<Outbound>,
     body_tx: mpsc::Sender<Bytes>,
-    in_tx: mpsc::Sender<Inbound>,
+    in_tx: crate::handle::InboundTx,
     mut stopping: watch::Receiver<bool>,
     mut told: bool,
 ) {

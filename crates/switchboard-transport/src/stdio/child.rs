@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use switchboard_protocol::codec::LineDecoder;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tracing::{debug, info, info_span, warn, Instrument};
@@ -430,7 +430,7 @@ struct Supervisor {
     stderr: Option<JoinHandle<()>>,
     /// `None` once [`Inbound::Closed`] was sent: dropping it lets the
     /// [`Receiver`] end.
-    events: Option<mpsc::Sender<Inbound>>,
+    events: Option<crate::handle::InboundTx>,
 }
 
 enum Event {
