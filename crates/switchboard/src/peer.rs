@@ -70,6 +70,26 @@ pub type ProgressCallback = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync
 /// JSON-RPC error to answer with.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ErrorObject>> + Send>>;
 
+/// A handler's future with its panics caught: a panic while polling it becomes
+/// `Err` (the payload) instead of unwinding through the task that runs it.
+struct CatchUnwind(HandlerFuture);
+
+impl Future for CatchUnwind {
+    type Output = Result<Result<Box<RawValue>, ErrorObject>, Box<dyn std::any::Any + Send>>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let fut = &mut self.0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(r)) => std::task::Poll::Ready(Ok(r)),
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Cancellation
 // ---------------------------------------------------------------------------
@@ -969,11 +989,14 @@ impl Driver {
         tokio::spawn(
             async move {
                 let _permit = permit;
-                let task = tokio::spawn(fut);
-                let abort = task.abort_handle();
+                // One task per request: the handler runs here, a panic in it is
+                // caught at each poll, and cancellation drops it. Cancellation is
+                // polled first: a handler that finishes because it saw the
+                // cancellation itself sends nothing either.
                 let result = tokio::select! {
-                    r = task => Some(r),
-                    _ = cancel.cancelled() => { abort.abort(); None }
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    r = CatchUnwind(fut) => Some(r),
                 };
                 lock(&core.incoming).remove(&id);
                 let Some(result) = result else {
@@ -983,8 +1006,13 @@ impl Driver {
                 let message = match result {
                     Ok(Ok(result)) => Message::Response(Response { id, result }),
                     Ok(Err(error)) => Message::Error(ErrorResponse::new(Some(id), error)),
-                    Err(e) => {
-                        tracing::error!(error = %e, "handler panicked");
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic".to_owned());
+                        tracing::error!(error = %what, "handler panicked");
                         Message::Error(ErrorResponse::new(
                             Some(id),
                             ErrorObject::new(
@@ -1141,6 +1169,55 @@ mod tests {
             assert_eq!(got[1]["method"], "ask");
             assert_eq!(got[2]["id"], 2);
             assert_eq!(got[2]["result"], serde_json::json!({"answered": true}));
+        })
+        .await
+        .expect("test timed out");
+    }
+
+    /// A handler that panics, at its first poll or a later one, answers its
+    /// request with -32603; the peer goes on serving the next request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_handler_answers_internal_error_and_the_peer_goes_on() {
+        struct Panicky;
+        impl Handler for Panicky {
+            fn request(&self, request: Request, _cx: HandlerContext) -> HandlerFuture {
+                Box::pin(async move {
+                    match request.method.as_str() {
+                        "boom" => panic!("boom at once"),
+                        "later" => {
+                            tokio::task::yield_now().await;
+                            panic!("boom after a yield")
+                        }
+                        _ => Ok(RawValue::from_string("{}".to_owned()).unwrap()),
+                    }
+                })
+            }
+        }
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let (a, b) = switchboard_transport::memory::pair(&Default::default());
+            let (_server, server_driver) = connect(a, PeerConfig::default(), Arc::new(Panicky));
+            let (client, client_driver) =
+                connect(b, PeerConfig::default(), Arc::new(MethodNotFound));
+            tokio::spawn(server_driver.run());
+            tokio::spawn(client_driver.run());
+            for method in ["boom", "later"] {
+                let e = client
+                    .request(method, None, RequestOptions::new())
+                    .await
+                    .unwrap_err();
+                let object = e.error_object().expect("a JSON-RPC error");
+                assert_eq!(object.code, code::INTERNAL_ERROR, "{method}");
+                assert!(
+                    object.message.contains("handler failed"),
+                    "{}",
+                    object.message
+                );
+                let ok = client
+                    .request("fine", None, RequestOptions::new())
+                    .await
+                    .unwrap();
+                assert_eq!(ok.get(), "{}");
+            }
         })
         .await
         .expect("test timed out");
