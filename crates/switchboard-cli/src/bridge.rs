@@ -80,11 +80,13 @@ pub struct BridgeArgs {
     /// How long requests in flight may finish after SIGTERM.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
-    /// Worker threads of the bridge's runtime (default: one per CPU core). A
-    /// sidecar next to its server often does best with 1: fewer cross-thread
-    /// wake-ups per call (see docs/benchmarks.md).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Threads of the bridge's runtime. 1 (the default): everything on one
+    /// thread, no cross-thread wake-ups: the lowest latency and CPU per call
+    /// for a sidecar, whose stdio server is the bottleneck long before one
+    /// core of bridge is (docs/benchmarks.md measures both). N > 1: a
+    /// work-stealing runtime of N workers, for many sessions on a big machine.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
@@ -154,7 +156,7 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
     if args.max_body == 0 {
         return Err("--max-body must be at least 1 byte".to_owned());
     }
-    if args.threads == Some(0) {
+    if args.threads == 0 {
         return Err("--threads must be at least 1".to_owned());
     }
     if args.max_sessions == 0 || args.max_in_flight == 0 {
@@ -253,10 +255,13 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = threads {
-        builder.worker_threads(n.max(1));
-    }
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    };
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {

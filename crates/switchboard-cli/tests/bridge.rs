@@ -104,7 +104,8 @@ async fn every_era_calls_a_tool_through_the_bridge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_rides_the_calls_own_stream_with_the_clients_token() {
-    let bridge = BridgeProc::start(&["--threads", "1"], &[]).await;
+    // The multi-threaded runtime (the default is one thread).
+    let bridge = BridgeProc::start(&["--threads", "2"], &[]).await;
     let c = client();
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
     let reply = s
