@@ -358,8 +358,8 @@ async fn forward_inbound(mut from: Receiver, to: crate::handle::InboundTx, activ
 /// The task between the library's outbound queue and the session's connection.
 struct Pump {
     session: Arc<Session>,
-    /// The session's own sender: held so its router stays up; closed once the
-    /// session has ended.
+    /// The session's own sender: held so the session stays up (dropping the
+    /// last one ends it); closed once the session has ended.
     inner: Sender,
     queue: mpsc::Receiver<Outbound>,
     body: mpsc::Sender<Bytes>,

@@ -33,9 +33,9 @@
 //!   the stream.
 //!
 //! Internals: `guard.rs` (Host/Origin/Accept/Content-Type/version checks, pure
-//! functions), `session.rs` (one session: its streams, replay buffers and the
-//! router task draining its [`Sender`](crate::Sender) queue), `body.rs` (the
-//! response body fed by a channel).
+//! functions), `session.rs` (one session: its streams, replay buffers, the
+//! routing of what its [`Sender`](crate::Sender) sends, and the idle reaper),
+//! `body.rs` (the response body fed by a channel).
 
 mod body;
 pub mod client;

@@ -38,13 +38,18 @@
 //! Error bodies are a JSON-RPC error response with `id: null`
 //! (`application/json`).
 //!
-//! **Backpressure.** Each session's outbound messages are put on their streams by
-//! one router task, which waits while the target connection's queue
+//! **Backpressure.** Each outbound message is put on its stream by the task that
+//! sends it ([`Sender::send`](crate::Sender::send)), which waits while the
+//! target connection's queue
 //! ([`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
 //! events) is full: a client that keeps a stream open but does not read it slows
-//! that session's [`Sender`](crate::Sender) down (as a full pipe does on stdio),
-//! never other sessions. A connection that goes away is noticed at the next
-//! event sent to it; its events are then only kept for replay.
+//! down the senders to that stream (as a full pipe does on stdio), never other
+//! streams or sessions. A connection that goes away is noticed at the next event
+//! sent to it; its events are then only kept for replay.
+//!
+//! **One write per quick reply.** The SSE reply to a POST waits up to
+//! [`HttpServerConfig::sse_first_event_wait`] for its first message, so the head,
+//! the priming event and a response ready by then leave in one write.
 //!
 //! Every accepted TCP socket gets `TCP_NODELAY` (SSE replies are written in
 //! pieces; without it each piece can wait for the peer's delayed ACK).

@@ -418,9 +418,8 @@ impl Session {
     }
 
     /// Ends the session (idempotent): every open stream is closed, the session
-    /// leaves the registry (later requests get 404), the router stops (later sends
-    /// fail as closed) and the library's receiver gets [`Inbound::Closed`] with
-    /// `reason`.
+    /// leaves the registry (later requests get 404), later sends fail as closed
+    /// and the library's receiver gets [`Inbound::Closed`] with `reason`.
     pub(crate) fn end(self: &Arc<Self>, reason: CloseReason) {
         {
             let mut st = self.lock();

@@ -130,7 +130,7 @@ pub(crate) enum LogGate {
 struct Inner {
     sink: Arc<dyn ContextSink>,
     version: ProtocolVersion,
-    client_capabilities: ClientCapabilities,
+    client_capabilities: Arc<ClientCapabilities>,
     progress_token: Option<ProgressToken>,
     last_progress: Mutex<Option<f64>>,
     log: LogGate,
@@ -189,7 +189,7 @@ impl ToolContext {
     pub(crate) fn new(
         sink: Arc<dyn ContextSink>,
         version: ProtocolVersion,
-        client_capabilities: ClientCapabilities,
+        client_capabilities: Arc<ClientCapabilities>,
         progress_token: Option<ProgressToken>,
         log: LogGate,
         round: Option<Arc<Round>>,

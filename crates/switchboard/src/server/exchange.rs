@@ -371,10 +371,11 @@ pub(crate) async fn serve(
         cancel: cancel.clone(),
     });
     let state = SessionState::new();
+    let client_capabilities = Arc::new(ctx.client_capabilities.clone());
     let handling = server.handle_with(
         &state,
         ctx.version,
-        &ctx.client_capabilities,
+        &client_capabilities,
         decoded,
         sink,
         round.clone(),

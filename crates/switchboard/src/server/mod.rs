@@ -737,7 +737,8 @@ impl Server {
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
     ) -> Result<Value, ErrorObject> {
-        self.handle_with(session, version, client_capabilities, request, sink, None)
+        let client_capabilities = Arc::new(client_capabilities.clone());
+        self.handle_with(session, version, &client_capabilities, request, sink, None)
             .await
     }
 
@@ -746,7 +747,7 @@ impl Server {
         &self,
         session: &SessionState,
         version: ProtocolVersion,
-        client_capabilities: &ClientCapabilities,
+        client_capabilities: &Arc<ClientCapabilities>,
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
         round: Option<Arc<mrtr::Round>>,
@@ -813,7 +814,7 @@ impl Server {
         &self,
         session: &SessionState,
         version: ProtocolVersion,
-        client_capabilities: &ClientCapabilities,
+        client_capabilities: &Arc<ClientCapabilities>,
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
         round: Option<Arc<mrtr::Round>>,

@@ -177,6 +177,7 @@ impl Server {
         let handler = Arc::new(ServerHandler {
             server: self.clone(),
             shared: shared.clone(),
+            client_capabilities: std::sync::OnceLock::new(),
         });
         let config = PeerConfig {
             name: name.clone(),
@@ -410,6 +411,9 @@ async fn announce_legacy(server: &Server, shared: &Shared, peer: &Peer, change: 
 struct ServerHandler {
     server: Server,
     shared: Arc<Shared>,
+    /// The session's client capabilities, shared by every request's context
+    /// (taken from the lifecycle once; they never change after `initialize`).
+    client_capabilities: std::sync::OnceLock<Arc<switchboard_protocol::types::ClientCapabilities>>,
 }
 
 fn refuse(error: ErrorObject) -> HandlerFuture {
@@ -461,7 +465,7 @@ impl Handler for ServerHandler {
                 Box::pin(async { Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")) })
             }
             Accepted::Legacy => {
-                let Some(session) = lifecycle.legacy().session().cloned() else {
+                let Some(session) = lifecycle.legacy().session() else {
                     // recv_request accepts other methods only once a session exists.
                     return refuse(
                         LifecycleError::NotInitialized {
@@ -470,6 +474,11 @@ impl Handler for ServerHandler {
                         .to_error_object(),
                     );
                 };
+                let version = session.version;
+                let client_capabilities = self
+                    .client_capabilities
+                    .get_or_init(|| Arc::new(session.client_capabilities.clone()))
+                    .clone();
                 drop(lifecycle);
                 let sink = PeerSink {
                     cx,
@@ -479,8 +488,8 @@ impl Handler for ServerHandler {
                 self.dispatch(
                     &request,
                     self.shared.state.clone(),
-                    session.version,
-                    session.client_capabilities,
+                    version,
+                    client_capabilities,
                     sink,
                     None,
                 )
@@ -514,7 +523,7 @@ impl Handler for ServerHandler {
                     &request,
                     SessionState::new(),
                     ctx.version,
-                    ctx.client_capabilities,
+                    Arc::new(ctx.client_capabilities),
                     sink,
                     round,
                 )
@@ -544,7 +553,7 @@ impl ServerHandler {
         request: &Request,
         state: SessionState,
         version: ProtocolVersion,
-        client_capabilities: switchboard_protocol::types::ClientCapabilities,
+        client_capabilities: Arc<switchboard_protocol::types::ClientCapabilities>,
         sink: PeerSink,
         round: Option<Arc<Round>>,
     ) -> HandlerFuture {
