@@ -65,13 +65,17 @@ impl Transport {
 ///
 /// Cloneable; all clones feed one bounded queue of
 /// [`TransportConfig::channel_capacity`](crate::TransportConfig::channel_capacity)
-/// messages.
+/// messages. The Streamable HTTP server's sessions have no such queue: there the
+/// sending task puts each message on its stream itself, waiting while the
+/// connection reading that stream has its own queue (same capacity) full.
 ///
 /// **Dropping.** When the last `Sender` is dropped, the writer task writes what is
 /// still queued, flushes, shuts its output down (for a child: closes the child's
 /// stdin; for a pipe or [`crate::memory::pair`]: the peer reads end of input) and
 /// ends. The receiving side is not affected. On the server side a bad inbound line
-/// is answered only while some `Sender` is alive.
+/// is answered only while some `Sender` is alive. Dropping the last `Sender` of a
+/// Streamable HTTP session ends the session (its streams close, later requests
+/// get 404).
 #[derive(Debug, Clone)]
 pub struct Sender {
     pub(crate) out: Outlet,
@@ -111,17 +115,11 @@ impl Outlet {
                 mpsc::error::TrySendError::Full(_) => TryFail::Full,
                 mpsc::error::TrySendError::Closed(_) => TryFail::Closed,
             }),
-            Outlet::Session(s) => {
-                s.session.try_route(out).map_err(
-                    |full| {
-                        if full {
-                            TryFail::Full
-                        } else {
-                            TryFail::Closed
-                        }
-                    },
-                )
-            }
+            Outlet::Session(s) => match s.session.try_route(out) {
+                Ok(()) => Ok(()),
+                Err(true) => Err(TryFail::Full),
+                Err(false) => Err(TryFail::Closed),
+            },
         }
     }
 
