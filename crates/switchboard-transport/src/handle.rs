@@ -365,6 +365,19 @@ impl Sender {
         self.batching.set(batching);
     }
 
+    /// Says that the inbound request `id` will get no response: it was
+    /// cancelled (`notifications/cancelled`, after which the receiver SHOULD
+    /// NOT respond; MCP "Utilities → Cancellation", every revision). On the
+    /// Streamable HTTP server the POST that carried it stops waiting for it:
+    /// its stream ends once no other request of that POST is pending (events
+    /// already sent stay available for `Last-Event-ID` replay). A no-op on
+    /// every other transport, which have no per-request channel to close.
+    pub fn forget(&self, id: &Id) {
+        if let Outlet::Session(s) = &self.out {
+            s.session.forget(id);
+        }
+    }
+
     /// Whether the writer task has ended (every later send fails).
     pub fn is_closed(&self) -> bool {
         self.out.is_closed()

@@ -25,7 +25,8 @@ async fn bounded<F: Future>(f: F) -> F::Output {
 /// `with_progress` with a related progress notification, then the response;
 /// `notify_unrelated` with an unrelated log notification, then the response;
 /// `hold` with nothing until the session's next request, `release`, which
-/// answers both; anything else with `{"echo": method, "params": params}`. Each
+/// answers both; `forgotten` never (the library forgets it, as after a
+/// cancellation); anything else with `{"echo": method, "params": params}`. Each
 /// session's close reason is sent on the returned channel.
 fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
@@ -74,6 +75,10 @@ fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
                         }
                         "hold" => {
                             held = Some(id);
+                            continue;
+                        }
+                        "forgotten" => {
+                            tx.forget(&id);
                             continue;
                         }
                         "release" => {
@@ -858,6 +863,54 @@ async fn concurrent_senders_keep_a_streams_event_order() {
             assert_eq!(ks, (0..50).collect::<Vec<_>>());
         }
         drop(rx);
+    })
+    .await
+}
+
+/// A request the library says it will not answer (cancelled) ends its POST's
+/// stream (SSE: the priming event and nothing else; JSON replies: 202 with no
+/// body), and the session goes on.
+#[tokio::test]
+async fn a_forgotten_request_ends_its_stream() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let resp = post(&c, &url, Some(&sid), request(2, "forgotten"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let evs = events(&resp.bytes().await.unwrap());
+        assert_eq!(evs.len(), 1, "only the priming event: {evs:?}");
+        assert!(evs[0].1.is_empty());
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(messages(&resp.bytes().await.unwrap())[0]["id"], 3);
+
+        let mut config = HttpServerConfig::default();
+        config.json_response = true;
+        let (json_server, _closed) = start(config).await;
+        let url = json_server.url();
+        let init = post(&c, &url, None, initialize(1)).send().await.unwrap();
+        let sid = init.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let resp = post(&c, &url, Some(&sid), request(2, "forgotten"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 202);
+        assert!(resp.bytes().await.unwrap().is_empty());
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
     })
     .await
 }

@@ -405,10 +405,21 @@ impl fmt::Debug for HandlerContext {
 // The handle
 // ---------------------------------------------------------------------------
 
+/// One request being handled by this peer.
+struct Running {
+    cancel: CancelToken,
+    /// Its slot among [`PeerConfig::max_concurrent_handlers`]; `None` once freed
+    /// by a cancellation (the handler is being dropped; its request is over).
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
 /// State the handle and the driver share.
 struct Core {
     table: Mutex<PendingTable>,
-    incoming: Mutex<HashMap<Id, CancelToken>>,
+    /// Requests being handled: their cancel switch and their handler slot (the
+    /// slot is freed when the request is answered or cancelled, whichever comes
+    /// first).
+    incoming: Mutex<HashMap<Id, Running>>,
     /// Wakes the driver to recompute the next deadline after an insert.
     wake: Notify,
     handlers: Arc<Semaphore>,
@@ -909,7 +920,13 @@ impl Driver {
                     }
                 };
                 let Some(id) = params.request_id else { return };
-                let token = lock(&self.core.incoming).get(&id).cloned();
+                // The request is over for the peer: its slot is free now, not
+                // when the handler's task next runs and drops it, so a request
+                // sent right after the cancellation is not refused for it.
+                let token = lock(&self.core.incoming).get_mut(&id).map(|r| {
+                    r.slot = None;
+                    r.cancel.clone()
+                });
                 match token {
                     Some(t) => {
                         tracing::debug!(%id, reason = ?params.reason, "peer cancelled its request");
@@ -967,7 +984,13 @@ impl Driver {
                 );
                 return;
             }
-            incoming.insert(id.clone(), cancel.clone());
+            incoming.insert(
+                id.clone(),
+                Running {
+                    cancel: cancel.clone(),
+                    slot: Some(permit),
+                },
+            );
         }
         let progress_token = request
             .params
@@ -988,7 +1011,6 @@ impl Driver {
         let span = tracing::debug_span!(parent: &self.core.span, "incoming", %method, %id);
         tokio::spawn(
             async move {
-                let _permit = permit;
                 // One task per request: the handler runs here, a panic in it is
                 // caught at each poll, and cancellation drops it. Cancellation is
                 // polled first: a handler that finishes because it saw the
@@ -998,9 +1020,14 @@ impl Driver {
                     _ = cancel.cancelled() => None,
                     r = CatchUnwind(fut) => Some(r),
                 };
+                // Frees the handler's slot, before the response can reach the
+                // peer.
                 lock(&core.incoming).remove(&id);
                 let Some(result) = result else {
                     tracing::debug!("cancelled; no response sent");
+                    // No response will come: a Streamable HTTP POST stops
+                    // waiting for one.
+                    peer.shared.sender.forget(&id);
                     return;
                 };
                 let message = match result {
@@ -1032,7 +1059,10 @@ impl Driver {
 
     fn close(&self, reason: &str) {
         let failed = lock(&self.core.table).fail_all(reason);
-        let running: Vec<CancelToken> = lock(&self.core.incoming).drain().map(|(_, t)| t).collect();
+        let running: Vec<CancelToken> = lock(&self.core.incoming)
+            .drain()
+            .map(|(_, r)| r.cancel)
+            .collect();
         for t in &running {
             t.cancel_with(format!("transport closed: {reason}"));
         }
@@ -1169,6 +1199,55 @@ mod tests {
             assert_eq!(got[1]["method"], "ask");
             assert_eq!(got[2]["id"], 2);
             assert_eq!(got[2]["result"], serde_json::json!({"answered": true}));
+        })
+        .await
+        .expect("test timed out");
+    }
+
+    /// A cancelled request's handler slot is free at once: a request sent right
+    /// behind the cancellation, with the limit reached, is served, not refused
+    /// because the cancelled handler's task has not run yet.
+    #[tokio::test]
+    async fn a_cancelled_requests_slot_is_free_for_the_next_request() {
+        struct Hold;
+        impl Handler for Hold {
+            fn request(&self, request: Request, _cx: HandlerContext) -> HandlerFuture {
+                Box::pin(async move {
+                    if request.method == "hold" {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(RawValue::from_string("{}".to_owned()).unwrap())
+                })
+            }
+        }
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let (a, b) = switchboard_transport::memory::pair(&Default::default());
+            let config = PeerConfig {
+                max_concurrent_handlers: 1,
+                ..PeerConfig::default()
+            };
+            let (_server, driver) = connect(a, config, Arc::new(Hold));
+            tokio::spawn(driver.run());
+            let (tx, mut rx) = b.split();
+            let request = |id: i64, method: &str| {
+                Message::Request(Request::new(id, method, &serde_json::json!({})).unwrap())
+            };
+            tx.send(request(1, "hold")).await.unwrap();
+            // On this one-thread runtime the driver takes all three in a row,
+            // before the held handler's task can run again.
+            let cancel = Notification::new(
+                NOTIFICATION_CANCELLED,
+                &serde_json::json!({"requestId": 1, "reason": "enough"}),
+            )
+            .unwrap();
+            tx.send(Message::Notification(cancel)).await.unwrap();
+            tx.send(request(2, "next")).await.unwrap();
+            match rx.recv().await {
+                Some(switchboard_transport::Inbound::Message(Message::Response(r))) => {
+                    assert_eq!(r.id, Id::from(2));
+                }
+                other => panic!("expected the answer to 2, got {other:?}"),
+            }
         })
         .await
         .expect("test timed out");

@@ -932,7 +932,14 @@ async fn answer(
         }
         drop(guard);
         if items.is_empty() {
-            return session_not_found();
+            // Nothing to answer: the session ended (404), or every request of
+            // the POST was cancelled and will get no response (202, as for a
+            // POST of notifications).
+            return if session.is_ended() {
+                session_not_found()
+            } else {
+                status_only(StatusCode::ACCEPTED)
+            };
         }
         let body = if ids.len() == 1 && items.len() == 1 && !items[0].starts_with(b"[") {
             items.pop().expect("one item")

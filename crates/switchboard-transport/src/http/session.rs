@@ -463,6 +463,35 @@ impl Session {
         is_ended(&mut self.ended.subscribe()).await
     }
 
+    /// The request `id` will get no response ([`Sender::forget`]): its POST's
+    /// stream no longer waits for it, and ends (kept for replay if its last
+    /// events were not delivered) when nothing else of that POST is pending.
+    pub(crate) fn forget(&self, id: &Id) {
+        let mut st = self.lock();
+        let Some(target) = st.requests.remove(id) else {
+            return;
+        };
+        let Some(s) = st.streams.get_mut(&target) else {
+            return;
+        };
+        s.pending = s.pending.saturating_sub(1);
+        if s.pending > 0 {
+            return;
+        }
+        s.live = None;
+        let undelivered = s.next_seq - 1 > s.delivered;
+        if s.json || !undelivered {
+            st.streams.remove(&target);
+        } else {
+            st.retained.push_back(target);
+            while st.retained.len() > MAX_RETAINED_STREAMS {
+                if let Some(old) = st.retained.pop_front() {
+                    st.streams.remove(&old);
+                }
+            }
+        }
+    }
+
     /// Puts one outbound message on its stream (see
     /// [`Sender::send_related`](crate::Sender::send_related)), in the caller's
     /// task, waiting while the connection reading that stream has no room.
