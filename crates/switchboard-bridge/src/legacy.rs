@@ -336,6 +336,15 @@ async fn on_request(
 /// The `initialize` answer for this session.
 async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     let core = &session.core;
+    if core.draining.load(Ordering::Relaxed) {
+        // SIGTERM: requests in flight finish, no new session starts (nor a child
+        // for it); the failed initialize ends this one.
+        return error(
+            r.id.clone(),
+            code::INTERNAL_ERROR,
+            "the bridge is shutting down: no new sessions",
+        );
+    }
     let params: InitializeRequestParams = match r.params_as() {
         Ok(p) => p,
         Err(e) => {
@@ -488,6 +497,9 @@ async fn pump(
             reason = &mut cancel => {
                 let reason = reason.unwrap_or_else(|_| "cancelled".to_owned());
                 call.cancel(&reason).await;
+                // The client gets no response (it cancelled, or its session
+                // ended): its POST stops waiting for one.
+                session.tx.forget(&down_id);
                 return;
             }
         };

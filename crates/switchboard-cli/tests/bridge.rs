@@ -776,3 +776,48 @@ async fn trace_context_in_meta_reaches_the_child_from_every_era() {
         "{seen}"
     );
 }
+
+/// A call the client cancels gets no response (the spec's SHOULD NOT), and its
+/// POST stream ends instead of staying open; the cancellation reaches the child
+/// and the session goes on. Per-session and shared children alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_calls_stream_ends_and_the_session_goes_on() {
+    for mode in ["per-session", "shared"] {
+        let bridge = BridgeProc::start(&["--child", mode], &[]).await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = json!({"jsonrpc":"2.0","id":42,"method":"tools/call",
+            "params":{"name":"progress","arguments":{"seconds":20,"steps":20},
+                "_meta":{"progressToken":"c"}}});
+        let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &call).await;
+        // The call is running: its first progress event has come.
+        let first = loop {
+            let m = stream.next_message().await.expect("a progress event");
+            if m["method"] == "notifications/progress" {
+                break m;
+            }
+        };
+        assert_eq!(first["params"]["progressToken"], "c", "{mode}");
+        let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+            "params":{"requestId":42,"reason":"enough"}});
+        assert_eq!(
+            post(&c, &bridge.url, &s.headers(), &cancel).await.status,
+            202
+        );
+        // The stream ends (within the reader's bound) with no response to 42.
+        while let Some(m) = stream.next_message().await {
+            assert!(
+                m.get("id").is_none(),
+                "{mode}: no response after a cancel: {m}"
+            );
+        }
+        let list = s
+            .request(&c, &bridge.url, json!(43), "tools/list", json!({}))
+            .await;
+        assert!(
+            list.response(&json!(43))["result"]["tools"].is_array(),
+            "{mode}: {}",
+            list.body
+        );
+    }
+}

@@ -52,6 +52,17 @@ async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+async fn wait_until_async<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut f: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + WAIT;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
     let pids = temp_path("killed");
@@ -288,11 +299,30 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":1.5,"steps":3}}});
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":3,"steps":3}}});
         post(&c2, &url, &h, &body).await
     });
     tokio::time::sleep(Duration::from_millis(400)).await;
     bridge.terminate();
+    // Draining: not ready, and no new session starts.
+    let readyz = format!("{}/readyz", bridge.base);
+    wait_until_async("the bridge reports draining", || {
+        let c = c.clone();
+        let readyz = readyz.clone();
+        async move { c.get(&readyz).send().await.is_ok_and(|r| r.status() == 503) }
+    })
+    .await;
+    let init = json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"late","version":"0"}}});
+    let late = post(&c, &bridge.url, &[], &init).await;
+    assert!(
+        late.response(&json!(9))["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shutting down")),
+        "a new session during the drain is refused: {}",
+        late.body
+    );
     let reply = call.await.unwrap();
     let result: &Value = &reply.response(&json!(1))["result"];
     assert!(

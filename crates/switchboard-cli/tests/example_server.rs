@@ -158,9 +158,11 @@ fn stdout_carries_only_json_rpc() {
     );
     stdin.write_all(input.as_bytes()).unwrap();
     stdin.flush().unwrap();
-    // Every line until the answer to id 2 (the bad line's answer may come first).
+    // Every line until the answers to ids 1 and 2 (requests are handled
+    // concurrently, so their answers may come in either order; the bad line's
+    // answer may come first).
     let mut lines: Vec<Value> = Vec::new();
-    while !lines.iter().any(|m| m["id"] == 2) {
+    while !(lines.iter().any(|m| m["id"] == 1) && lines.iter().any(|m| m["id"] == 2)) {
         let line = rx.recv_timeout(BOUND).expect("a line within the bound");
         lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}")));
     }
