@@ -267,7 +267,9 @@ pub struct PeerConfig {
     /// with [`Error::is_limit`]. Default 1024.
     pub max_pending: usize,
     /// The most incoming requests handled at once; one more is answered -32603 at
-    /// once. Default 64.
+    /// once. A request stops counting when it is answered or when its
+    /// `notifications/cancelled` arrives (its handler is then being dropped).
+    /// Default 64.
     pub max_concurrent_handlers: usize,
 }
 
