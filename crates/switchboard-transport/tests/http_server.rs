@@ -710,6 +710,39 @@ async fn an_idle_session_expires_and_an_open_stream_keeps_one_alive() {
     .await
 }
 
+/// Opens a session whose library side the test drives by hand: answers its
+/// `initialize` and returns the session id and the session's transport halves.
+async fn open_raw_session(
+    c: &reqwest::Client,
+    url: &str,
+    acceptor: &mut SessionAcceptor,
+) -> (
+    String,
+    switchboard_transport::Sender,
+    switchboard_transport::Receiver,
+) {
+    let opening = tokio::spawn({
+        let c = c.clone();
+        let url = url.to_owned();
+        async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
+    });
+    let session = acceptor.accept().await.unwrap();
+    let (tx, mut rx) = session.transport.split();
+    let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+        panic!("initialize first")
+    };
+    let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "serverInfo": {"name": "t", "version": "0"}});
+    tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+        .await
+        .unwrap();
+    let sid = opening.await.unwrap().headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (sid, tx, rx)
+}
+
 /// When the library drops every clone of a session's `Sender`, the session
 /// ends: its open stream closes and later requests get 404.
 #[tokio::test]
@@ -718,26 +751,7 @@ async fn dropping_the_sender_ends_the_session() {
         let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
         let url = server.url();
         let c = client();
-        let opening = tokio::spawn({
-            let c = c.clone();
-            let url = url.clone();
-            async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
-        });
-        let session = acceptor.accept().await.unwrap();
-        let (tx, mut rx) = session.transport.split();
-        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
-            panic!("initialize first")
-        };
-        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "serverInfo": {"name": "t", "version": "0"}});
-        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
-            .await
-            .unwrap();
-        let resp = opening.await.unwrap();
-        let sid = resp.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let (sid, tx, rx) = open_raw_session(&c, &url, &mut acceptor).await;
         let mut held = post(&c, &url, Some(&sid), request(2, "never answered"))
             .send()
             .await
@@ -771,25 +785,7 @@ async fn concurrent_senders_keep_a_streams_event_order() {
         let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
         let url = server.url();
         let c = client();
-        let opening = tokio::spawn({
-            let c = c.clone();
-            let url = url.clone();
-            async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
-        });
-        let session = acceptor.accept().await.unwrap();
-        let (tx, mut rx) = session.transport.split();
-        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
-            panic!("initialize first")
-        };
-        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "serverInfo": {"name": "t", "version": "0"}});
-        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
-            .await
-            .unwrap();
-        let sid = opening.await.unwrap().headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
         let call = tokio::spawn({
             let c = c.clone();
             let url = url.clone();

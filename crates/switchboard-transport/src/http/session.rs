@@ -478,18 +478,8 @@ impl Session {
         if s.pending > 0 {
             return;
         }
-        s.live = None;
-        let undelivered = s.next_seq - 1 > s.delivered;
-        if s.json || !undelivered {
-            st.streams.remove(&target);
-        } else {
-            st.retained.push_back(target);
-            while st.retained.len() > MAX_RETAINED_STREAMS {
-                if let Some(old) = st.retained.pop_front() {
-                    st.streams.remove(&old);
-                }
-            }
-        }
+        let keep = !s.json && s.next_seq - 1 > s.delivered;
+        finish_stream(&mut st, target, keep);
     }
 
     /// Puts one outbound message on its stream (see
@@ -649,17 +639,8 @@ impl Session {
         if done {
             // The last response of the stream: its connection's queue is
             // dropped with it, so the body ends right after this event.
-            s.live = None;
-            if delivered || s.json {
-                st.streams.remove(&target);
-            } else {
-                st.retained.push_back(target);
-                while st.retained.len() > MAX_RETAINED_STREAMS {
-                    if let Some(old) = st.retained.pop_front() {
-                        st.streams.remove(&old);
-                    }
-                }
-            }
+            let keep = !delivered && !s.json;
+            finish_stream(st, target, keep);
         }
         Commit::Done
     }
@@ -689,6 +670,27 @@ enum Commit {
     Done,
     Ended,
     Again,
+}
+
+/// Ends POST stream `target` (nothing of it is pending any more): its
+/// connection's queue is dropped, so the body ends; the stream is kept for
+/// `Last-Event-ID` replay when `keep` (events not handed to a live connection),
+/// the oldest kept stream beyond [`MAX_RETAINED_STREAMS`] going first, else
+/// forgotten.
+fn finish_stream(st: &mut State, target: u64, keep: bool) {
+    if !keep {
+        st.streams.remove(&target);
+        return;
+    }
+    if let Some(s) = st.streams.get_mut(&target) {
+        s.live = None;
+    }
+    st.retained.push_back(target);
+    while st.retained.len() > MAX_RETAINED_STREAMS {
+        if let Some(old) = st.retained.pop_front() {
+            st.streams.remove(&old);
+        }
+    }
 }
 
 /// The stream a message goes to, without changing anything: a response's
