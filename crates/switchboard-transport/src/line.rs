@@ -183,16 +183,45 @@ where
     }
 }
 
+/// At most this many bytes (64 KiB, a Linux pipe's default capacity) of queued
+/// lines go out in one write: lines queued behind the first are appended to it
+/// while they fit, so a busy transport (many sessions over one child) makes one
+/// write, and wakes its peer once, for several messages. A longer line goes out
+/// alone, uncopied.
+const WRITE_BATCH: usize = 64 * 1024;
+
 /// Writes queued lines until every [`Sender`] is gone, then flushes and shuts the
-/// output down.
+/// output down. Lines already queued are gathered into one write (up to
+/// [`WRITE_BATCH`] bytes); the output is flushed whenever the queue runs empty.
 async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Outbound>) {
-    while let Some(Outbound { line, .. }) = queue.recv().await {
-        trace!(bytes = line.len(), "writing a line");
-        if let Err(e) = output.write_all(&line).await {
+    // A line taken from the queue that did not fit in the previous write.
+    let mut held: Option<Vec<u8>> = None;
+    loop {
+        let mut batch = match held.take() {
+            Some(line) => line,
+            None => match queue.recv().await {
+                Some(Outbound { line, .. }) => line,
+                None => break,
+            },
+        };
+        let mut lines = 1;
+        while batch.len() < WRITE_BATCH {
+            let Ok(Outbound { line, .. }) = queue.try_recv() else {
+                break;
+            };
+            if batch.len() + line.len() > WRITE_BATCH {
+                held = Some(line);
+                break;
+            }
+            batch.extend_from_slice(&line);
+            lines += 1;
+        }
+        trace!(bytes = batch.len(), lines, "writing");
+        if let Err(e) = output.write_all(&batch).await {
             warn!(error = %e, "write failed; the transport's output is closed");
             return;
         }
-        if queue.is_empty() {
+        if held.is_none() && queue.is_empty() {
             if let Err(e) = output.flush().await {
                 warn!(error = %e, "flush failed; the transport's output is closed");
                 return;
@@ -409,5 +438,83 @@ mod tests {
             }
         }
         writer.await.unwrap();
+    }
+
+    /// An output that keeps what it is given and the size of every write.
+    #[derive(Clone, Default)]
+    struct Recorder {
+        bytes: Arc<std::sync::Mutex<Vec<u8>>>,
+        writes: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            self.writes.lock().unwrap().push(buf.len());
+            self.bytes.lock().unwrap().extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Lines queued together leave in few writes of at most WRITE_BATCH bytes, in
+    /// order and intact; a line longer than WRITE_BATCH goes out alone.
+    #[tokio::test]
+    async fn queued_lines_are_gathered_into_few_writes_in_order() {
+        let (tx, rx) = mpsc::channel(4096);
+        let mut expected = Vec::new();
+        let mut sizes = Vec::new();
+        for i in 0..3000 {
+            // Every 1000th line is bigger than a whole batch.
+            let line = if i % 1000 == 999 {
+                let big = "x".repeat(WRITE_BATCH + 10);
+                encode_line(&Message::Request(
+                    Request::new(i, "ping", &serde_json::json!({ "pad": big })).unwrap(),
+                ))
+            } else {
+                encode_line(&ping(i))
+            };
+            sizes.push(line.len());
+            expected.extend_from_slice(&line);
+            tx.send(Outbound::new(line, Route::Unrelated))
+                .await
+                .unwrap();
+        }
+        drop(tx);
+        let recorder = Recorder::default();
+        write_loop(recorder.clone(), rx).await;
+        let written = recorder.bytes.lock().unwrap().clone();
+        assert!(
+            written == expected,
+            "the bytes written differ from the lines queued"
+        );
+        let writes = recorder.writes.lock().unwrap().clone();
+        // 3000 lines in: a few dozen writes out, none over a batch but the big lines.
+        assert!(writes.len() < 100, "{} writes for 3000 lines", writes.len());
+        for w in &writes {
+            assert!(
+                *w <= WRITE_BATCH || sizes.contains(w),
+                "a write of {w} bytes mixes a big line with others"
+            );
+        }
+        assert_eq!(
+            writes.iter().filter(|w| **w > WRITE_BATCH).count(),
+            3,
+            "each big line goes out alone"
+        );
     }
 }
