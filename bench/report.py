@@ -20,13 +20,23 @@ BRIDGES = ["switchboard-shared", "switchboard-per-session", "switchboard-shared-
 
 
 def load(path):
-    runs = {}
+    """One row per (target, sessions): of several rounds, the one with the median
+    calls/s (the lower middle one for an even count), with `rounds` and
+    `rps_range` (the lowest and highest calls/s of all rounds) added."""
+    measured = {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line:
                 r = json.loads(line)
-                runs[(r["label"], r["sessions"])] = r
+                measured.setdefault((r["label"], r["sessions"]), []).append(r)
+    runs = {}
+    for key, rows in measured.items():
+        rows = sorted(rows, key=lambda r: r["requests_per_s"])
+        row = dict(rows[(len(rows) - 1) // 2])
+        row["rounds"] = len(rows)
+        row["rps_range"] = (rows[0]["requests_per_s"], rows[-1]["requests_per_s"])
+        runs[key] = row
     return runs
 
 
@@ -63,18 +73,20 @@ def render(runs):
     out = []
     out.append(f"### Run of {now}")
     out.append("")
+    rounds = os.environ.get("BENCH_ROUNDS", "1")
     out.append(
-        f"`BENCH_SECONDS={seconds} bench/run` (warm-up {warmup} s, load generator on {threads} "
-        f"thread(s)); {os.cpu_count()} cores ({model or 'unknown CPU'}), Linux {platform.release()}; "
+        f"`BENCH_SECONDS={seconds} BENCH_ROUNDS={rounds} bench/run` (warm-up {warmup} s, load generator on {threads} "
+        f"thread(s); {rounds} round(s) with the targets interleaved, the round with the median calls/s shown "
+        f"with the range of all rounds); {os.cpu_count()} cores ({model or 'unknown CPU'}), Linux {platform.release()}; "
         f"load average {load_start} at the start, {load_end} at the end (the machine is shared: "
         "load generator, bridge, upstream and other work compete for the same cores)."
     )
     out.append("")
     out.append(
-        "| target | sessions | calls/s | p50 ms | p99 ms | errors | server CPU s / 1,000 calls "
+        "| target | sessions | calls/s | calls/s range | p50 ms | p99 ms | errors | server CPU s / 1,000 calls "
         "| server context switches / call | server peak RSS MiB | children | children CPU s / 1,000 calls |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = []
     for (label, n) in runs:
         if label not in order:
@@ -89,7 +101,8 @@ def render(runs):
             )
             note = "" if label != "stdio-direct" else " (the upstream itself)"
             out.append(
-                f"| {label}{note} | {n} | {fmt(r['requests_per_s'])} | {fmt(r['latency']['p50_ms'], 3)} "
+                f"| {label}{note} | {n} | {fmt(r['requests_per_s'])} "
+                f"| {fmt(r['rps_range'][0])}–{fmt(r['rps_range'][1])} | {fmt(r['latency']['p50_ms'], 3)} "
                 f"| {fmt(r['latency']['p99_ms'], 3)} | {r['errors']} "
                 f"| {fmt(s.get('cpu_s_per_1000_calls'), 3) if s else '–'} "
                 f"| {fmt(s.get('context_switches_per_call'), 2) if s else '–'} "
@@ -147,7 +160,15 @@ def render(runs):
             f"{verdict(None if lat is None else lat <= 1.2)}"
         )
         if cpus:
-            out.append(f"  - < 0.05 CPU s per 1,000 calls (worst run): {max(cpus):.3f} — {verdict(max(cpus) < 0.05)}")
+            by_n = ", ".join(
+                f"{n}: {runs[(b, n)]['server']['cpu_s_per_1000_calls']:.3f}"
+                for n in counts
+                if (b, n) in runs and runs[(b, n)].get("server")
+            )
+            out.append(
+                f"  - < 0.05 CPU s per 1,000 calls (worst session count; by sessions {by_n}): "
+                f"{max(cpus):.3f} — {verdict(max(cpus) < 0.05)}"
+            )
         if rsss:
             out.append(f"  - < 20 MiB resident, children excluded (worst peak): {max(rsss):.1f} MiB — {verdict(max(rsss) < 20)}")
         out.append(f"  - errors (mismatched or failed replies, all runs): {errs}")

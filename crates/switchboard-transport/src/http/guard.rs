@@ -57,34 +57,32 @@ pub(crate) fn origin_ok(headers: &HeaderMap, allowed: &[String]) -> bool {
     }
 }
 
-/// The media types listed in every `Accept` header, lowercased, parameters
-/// dropped.
-fn accepted(headers: &HeaderMap) -> Vec<String> {
+/// Whether any `Accept` header lists `media` (compared case-insensitively,
+/// parameters such as `q` ignored). Allocates nothing: it runs for every POST.
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
     headers
         .get_all(ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|item| {
+        .any(|item| {
             item.split(';')
                 .next()
                 .unwrap_or("")
                 .trim()
-                .to_ascii_lowercase()
+                .eq_ignore_ascii_case(media)
         })
-        .collect()
 }
 
 /// POST: `Accept` must list both `application/json` and `text/event-stream`
 /// (every Streamable HTTP revision: the client MUST).
 pub(crate) fn post_accept_ok(headers: &HeaderMap) -> bool {
-    let types = accepted(headers);
-    types.iter().any(|t| t == "application/json") && types.iter().any(|t| t == "text/event-stream")
+    accepts(headers, "application/json") && accepts(headers, "text/event-stream")
 }
 
 /// GET: `Accept` must list `text/event-stream`.
 pub(crate) fn get_accept_ok(headers: &HeaderMap) -> bool {
-    accepted(headers).iter().any(|t| t == "text/event-stream")
+    accepts(headers, "text/event-stream")
 }
 
 /// POST: `Content-Type` must be `application/json` (parameters such as `charset`
@@ -129,6 +127,39 @@ pub(crate) fn protocol_version(
 /// standalone GET stream, seq 0 the priming event.
 pub(crate) fn event_id(stream: u64, seq: u64) -> String {
     format!("{stream}-{seq}")
+}
+
+/// The SSE event that carries one encoded message (`data`, one line of JSON) as
+/// event [`event_id`]`(stream, seq)` of the default type: `id: S-Q`, `data: ...`
+/// and a blank line; with empty `data`, the priming event (`id: S-Q`, `data:`).
+/// The same bytes as `Event::message(data).with_id(event_id(stream, seq)).encode()`
+/// in one allocation, for the path every response takes; text with line breaks
+/// or that is not UTF-8 goes through [`Event`](switchboard_protocol::codec::Event)
+/// (split into `data:` lines, or made valid).
+///
+/// Source: WHATWG HTML "Server-sent events" (the event stream format); MCP
+/// 2025-11-25 "Transports → Streamable HTTP" (event ids, the priming event).
+pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    use switchboard_protocol::codec::Event;
+    let plain =
+        !data.iter().any(|&b| b == b'\n' || b == b'\r') && std::str::from_utf8(data).is_ok();
+    if !plain {
+        let text = String::from_utf8_lossy(data).into_owned();
+        return Event::message(text)
+            .with_id(event_id(stream, seq))
+            .encode()
+            .expect("a numeric event id is always valid");
+    }
+    // "id: " + two u64s + "-" + "\ndata: " + data + "\n\n".
+    let mut out = Vec::with_capacity(data.len() + 56);
+    let _ = write!(out, "id: {stream}-{seq}\ndata:");
+    if !data.is_empty() {
+        out.push(b' ');
+        out.extend_from_slice(data);
+    }
+    out.extend_from_slice(b"\n\n");
+    out
 }
 
 /// Parses an event id made by [`event_id`].
@@ -222,5 +253,36 @@ mod tests {
         assert_eq!(parse_event_id(&event_id(3, 17)), Some((3, 17)));
         assert_eq!(parse_event_id("x-1"), None);
         assert_eq!(parse_event_id("12"), None);
+    }
+
+    /// The one-allocation event writer gives the bytes of the general encoder.
+    #[test]
+    fn message_event_matches_the_general_encoder() {
+        use switchboard_protocol::codec::Event;
+        let cases: [&[u8]; 6] = [
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            b"",
+            b"two\nlines",
+            b"cr\r\nlf",
+            b"caf\xc3\xa9",
+            b"bad \xff byte",
+        ];
+        for data in cases {
+            let general = Event::message(String::from_utf8_lossy(data).into_owned())
+                .with_id(event_id(7, u64::MAX))
+                .encode()
+                .unwrap();
+            assert_eq!(
+                message_event(7, u64::MAX, data),
+                general,
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
+        assert_eq!(message_event(3, 0, b""), b"id: 3-0\ndata:\n\n");
+        assert_eq!(
+            message_event(3, 0, b""),
+            Event::priming(event_id(3, 0)).encode().unwrap()
+        );
     }
 }

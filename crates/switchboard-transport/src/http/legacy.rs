@@ -338,7 +338,10 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    h.insert(
+        super::server::X_ACCEL_BUFFERING,
+        HeaderValue::from_static("no"),
+    );
     response
 }
 

@@ -69,7 +69,6 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use switchboard_protocol::codec::Event;
 use switchboard_protocol::jsonrpc::{
     code, decode_frame, Batching, DecodeErrorKind, ErrorObject, ErrorResponse, Frame, Id, Message,
 };
@@ -549,9 +548,14 @@ fn sse_response(body: Body) -> Response<Body> {
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
     response
 }
+
+/// `X-Accel-Buffering: no` asks nginx-style proxies not to buffer the stream. A
+/// constant: a header name given as text is copied on every insert.
+pub(crate) const X_ACCEL_BUFFERING: http::HeaderName =
+    http::HeaderName::from_static("x-accel-buffering");
 
 fn session_not_found() -> Response<Body> {
     rpc_error(
@@ -1018,11 +1022,7 @@ fn merge_json_arrays(items: &[Bytes]) -> Bytes {
 
 /// The priming event (2025-11-25): an id and empty data.
 fn priming(stream: u64, after: u64) -> Bytes {
-    Bytes::from(
-        Event::priming(guard::event_id(stream, after))
-            .encode()
-            .expect("a numeric event id is always valid"),
-    )
+    Bytes::from(guard::message_event(stream, after, b""))
 }
 
 fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> Response<Body> {

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use switchboard_protocol::codec::Event;
 use switchboard_protocol::jsonrpc::Id;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -608,13 +607,7 @@ impl Session {
         } else {
             let seq = s.next_seq;
             s.next_seq += 1;
-            let data = String::from_utf8(line)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            let event = Event::message(data)
-                .with_id(guard::event_id(target, seq))
-                .encode()
-                .expect("a numeric event id is always valid");
-            let event = Bytes::from(event);
+            let event = Bytes::from(guard::message_event(target, seq, &line));
             s.buffer.push_back((seq, event.clone()));
             while s.buffer.len() > replay {
                 s.buffer.pop_front();
@@ -716,6 +709,9 @@ async fn is_ended(ended: &mut watch::Receiver<bool>) {
 
 /// Collects the ids of `ids` that occur more than once.
 pub(crate) fn first_duplicate(ids: &[Id]) -> Option<Id> {
+    if ids.len() < 2 {
+        return None;
+    }
     let mut seen = HashSet::new();
     ids.iter().find(|id| !seen.insert(*id)).cloned()
 }

@@ -307,7 +307,10 @@ pub(crate) async fn exchange(
                 http::header::CACHE_CONTROL,
                 HeaderValue::from_static("no-cache"),
             );
-            h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+            h.insert(
+                super::server::X_ACCEL_BUFFERING,
+                HeaderValue::from_static("no"),
+            );
             response
         }
         Some(Out::Dropped) => unreachable!("skipped above"),
