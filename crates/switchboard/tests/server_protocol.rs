@@ -265,3 +265,48 @@ async fn tools_list_shape_follows_the_revision() {
         ["annotations", "icons", "inputSchema", "name", "title"]
     );
 }
+
+/// A 2025 answer never carries a top-level `resultType`, even when the handler
+/// set one (the fast path writes results straight to text and must fall back);
+/// the same key deeper down is content and stays. 2026-07-28 keeps it.
+#[tokio::test]
+async fn a_handlers_result_type_is_dropped_before_2026_and_nested_keys_stay() {
+    let server = Server::builder(Implementation::new("t", "1"))
+        .tool(
+            serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}}))
+                .unwrap(),
+            |_, _| async {
+                let mut r: CallToolResult = serde_json::from_value(json!({
+                    "content": [{"type": "text", "text": "{\"resultType\": \"x\"}"}],
+                    "structuredContent": {"resultType": "nested"},
+                    "resultType": "complete"
+                }))
+                .unwrap();
+                r.is_error = Some(false);
+                Ok(r)
+            },
+        )
+        .build()
+        .unwrap();
+    for v in [
+        V2024_11_05,
+        V2025_03_26,
+        V2025_06_18,
+        V2025_11_25,
+        V2026_07_28,
+    ] {
+        let h = Harness::new(server.clone(), v);
+        let r = h.call("tools/call", json!({"name": "t"})).await.unwrap();
+        if v == V2026_07_28 {
+            assert_eq!(r["resultType"], "complete", "{v}: {r}");
+        } else {
+            assert!(r.get("resultType").is_none(), "{v}: {r}");
+        }
+        if v >= V2025_06_18 {
+            // structuredContent is 2025-06-18 onward.
+            assert_eq!(r["structuredContent"]["resultType"], "nested", "{v}");
+        }
+        assert_eq!(r["content"][0]["text"], "{\"resultType\": \"x\"}", "{v}");
+        assert_eq!(r["isError"], false, "{v}");
+    }
+}

@@ -291,12 +291,22 @@ impl ContextSink for ExchangeSink {
     }
 }
 
-async fn answer(sender: &Sender, id: Id, outcome: Result<Value, ErrorObject>) {
-    let message = match outcome.and_then(|v| {
-        Response::new(id.clone(), &v)
-            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
-    }) {
-        Ok(r) => Message::Response(r),
+/// `value` as a result's JSON text.
+fn raw_result(value: &Value) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+}
+
+async fn answer(
+    sender: &Sender,
+    id: Id,
+    outcome: Result<Box<serde_json::value::RawValue>, ErrorObject>,
+) {
+    let message = match outcome {
+        Ok(result) => Message::Response(Response {
+            id: id.clone(),
+            result,
+        }),
         Err(e) => Message::Error(ErrorResponse::new(Some(id.clone()), e)),
     };
     if sender.send_related(message, Some(id)).await.is_err() {
@@ -523,11 +533,11 @@ async fn listen(
                     break;
                 }
                 // The server is stopping.
-                answer(sender, id, Ok(listen_done(server, &subscription))).await;
+                answer(sender, id, raw_result(&listen_done(server, &subscription))).await;
                 break;
             }
             () = stopped(shutdown) => {
-                answer(sender, id, Ok(listen_done(server, &subscription))).await;
+                answer(sender, id, raw_result(&listen_done(server, &subscription))).await;
                 break;
             }
         }

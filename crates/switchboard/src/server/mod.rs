@@ -54,6 +54,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_protocol::jsonrpc::{code, ErrorObject};
 use switchboard_protocol::lifecycle::{introduced_in, removed_in_modern, DualEraServer};
@@ -738,8 +739,12 @@ impl Server {
         sink: Arc<dyn ContextSink>,
     ) -> Result<Value, ErrorObject> {
         let client_capabilities = Arc::new(client_capabilities.clone());
-        self.handle_with(session, version, &client_capabilities, request, sink, None)
-            .await
+        let raw = self
+            .handle_with(session, version, &client_capabilities, request, sink, None)
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorObject::new(code::INTERNAL_ERROR, format!("result does not parse: {e}"))
+        })
     }
 
     /// [`handle`](Self::handle) with the MRTR round of a 2026-07-28 attempt.
@@ -751,7 +756,7 @@ impl Server {
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
         round: Option<Arc<mrtr::Round>>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Box<RawValue>, ErrorObject> {
         let method = request.method().to_owned();
         let outcome = match self.gate(version, &request) {
             Err(reason) => Err(Refusal::MethodNotFound(reason)),
@@ -818,7 +823,7 @@ impl Server {
         request: ClientRequest,
         sink: Arc<dyn ContextSink>,
         round: Option<Arc<mrtr::Round>>,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Box<RawValue>, Refusal> {
         let inner = &*self.inner;
         let list_cache = Some(inner.list_cache);
         match request {
@@ -1107,21 +1112,31 @@ impl Server {
         Ok((items[start..end].iter().map(item).collect(), next))
     }
 
-    /// The result as JSON for `version`: 2026-07-28 gets `resultType: "complete"`
-    /// (unless the handler set one), `_meta` serverInfo and, for cacheable results,
-    /// `ttlMs`/`cacheScope`; earlier revisions get no `resultType`.
+    /// The result as JSON text for `version`: 2026-07-28 gets
+    /// `resultType: "complete"` (unless the handler set one), `_meta` serverInfo
+    /// and, for cacheable results, `ttlMs`/`cacheScope`; earlier revisions get no
+    /// `resultType`. For those earlier revisions the result is written straight to
+    /// text, without building a `serde_json::Value` first (the path every call of a
+    /// 2025 session takes), unless the text names a `resultType` to remove.
     fn finish<T: Serialize>(
         &self,
         version: ProtocolVersion,
         result: &T,
         cache: Option<CachePolicy>,
-    ) -> Result<Value, Refusal> {
-        let mut v = serde_json::to_value(result).map_err(|e| {
+    ) -> Result<Box<RawValue>, Refusal> {
+        let unserializable = |e: serde_json::Error| {
             Refusal::Error(ErrorObject::new(
                 code::INTERNAL_ERROR,
                 format!("result does not serialize: {e}"),
             ))
-        })?;
+        };
+        if !version.has_result_type() {
+            let raw = serde_json::value::to_raw_value(result).map_err(unserializable)?;
+            if !raw.get().contains("\"resultType\"") {
+                return Ok(raw);
+            }
+        }
+        let mut v = serde_json::to_value(result).map_err(unserializable)?;
         if let Value::Object(m) = &mut v {
             if version.has_result_type() {
                 m.entry("resultType").or_insert_with(|| json!("complete"));
@@ -1139,6 +1154,6 @@ impl Server {
                 m.remove("resultType");
             }
         }
-        Ok(v)
+        serde_json::value::to_raw_value(&v).map_err(unserializable)
     }
 }

@@ -307,9 +307,9 @@ pub(crate) async fn run<F>(
     round: &Round,
     server_info: &Implementation,
     handling: F,
-) -> Result<Value, ErrorObject>
+) -> Result<Box<serde_json::value::RawValue>, ErrorObject>
 where
-    F: Future<Output = Result<Value, ErrorObject>>,
+    F: Future<Output = Result<Box<serde_json::value::RawValue>, ErrorObject>>,
 {
     // Boxed so it can be dropped (the handler stopped) before the answer is built.
     let mut handling = Box::pin(handling);
@@ -330,7 +330,12 @@ where
                     json!({ switchboard_protocol::types::meta::SERVER_INFO: server_info }),
                 );
             }
-            Ok(v)
+            serde_json::value::to_raw_value(&v).map_err(|e| {
+                ErrorObject::new(
+                    switchboard_protocol::jsonrpc::code::INTERNAL_ERROR,
+                    format!("result does not serialize: {e}"),
+                )
+            })
         }
     }
 }
@@ -362,12 +367,16 @@ mod tests {
     }
 
     async fn handler(round: &Round) -> Result<Value, ErrorObject> {
-        run(round, &Implementation::new("t", "1"), async {
+        let raw = run(round, &Implementation::new("t", "1"), async {
             let a = round.ask(Some("user_name".into()), elicit()).await;
             let b = round.ask(None, elicit()).await;
-            Ok(json!({"a": a.unwrap(), "b": b.unwrap()}))
+            Ok(
+                serde_json::value::to_raw_value(&json!({"a": a.unwrap(), "b": b.unwrap()}))
+                    .unwrap(),
+            )
         })
-        .await
+        .await?;
+        Ok(serde_json::from_str(raw.get()).unwrap())
     }
 
     #[tokio::test]

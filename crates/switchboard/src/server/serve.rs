@@ -576,7 +576,7 @@ impl ServerHandler {
                 Some(r) => mrtr::run(r, server.info(), handling).await?,
                 None => handling.await?,
             };
-            raw(&result)
+            Ok(result)
         })
     }
 }
