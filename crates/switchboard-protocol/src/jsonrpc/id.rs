@@ -29,18 +29,52 @@ pub enum Id {
 }
 
 /// The literal text of an integer id; see [`Id::Int`].
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IntId(Box<str>);
+///
+/// Equality, hashing and order are those of the text. Text of up to
+/// [`INLINE`] bytes (every `i64` and `u64`) is held inline, so making, cloning
+/// and dropping the id of a request allocates nothing; longer literals are kept
+/// on the heap.
+#[derive(Clone)]
+pub struct IntId(IntText);
+
+/// How many bytes of literal text an [`IntId`] holds without allocating (23).
+const INLINE: usize = 23;
+
+#[derive(Clone)]
+enum IntText {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
 
 impl IntId {
+    /// Wraps literal text already checked to be a JSON integer.
+    fn from_checked(text: &str) -> IntId {
+        if text.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            IntId(IntText::Inline {
+                len: text.len() as u8,
+                bytes,
+            })
+        } else {
+            IntId(IntText::Heap(text.into()))
+        }
+    }
+
     /// The literal text, e.g. `"42"` or `"-7"`.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            // Only ASCII digits and `-` are ever stored.
+            IntText::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            IntText::Heap(text) => text,
+        }
     }
 
     /// The value when it fits an `i64`.
     pub fn as_i64(&self) -> Option<i64> {
-        self.0.parse().ok()
+        self.as_str().parse().ok()
     }
 
     /// Checks `text` is a JSON integer literal: `-?(0|[1-9][0-9]*)`.
@@ -52,19 +86,55 @@ impl IntId {
             [b'0', ..] => false,
             bytes => bytes.iter().all(u8::is_ascii_digit),
         };
-        ok.then(|| IntId(text.into()))
+        ok.then(|| IntId::from_checked(text))
     }
+}
+
+impl PartialEq for IntId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for IntId {}
+
+impl std::hash::Hash for IntId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialOrd for IntId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for IntId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+/// Formats `n` into a stack buffer (at most 20 bytes for a 64-bit integer).
+fn int_id(n: impl fmt::Display) -> IntId {
+    use std::io::Write as _;
+    let mut buf = [0u8; INLINE];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cursor, "{n}");
+    let len = cursor.position() as usize;
+    IntId::from_checked(std::str::from_utf8(&buf[..len]).unwrap_or("0"))
 }
 
 impl From<i64> for Id {
     fn from(n: i64) -> Self {
-        Id::Int(IntId(n.to_string().into()))
+        Id::Int(int_id(n))
     }
 }
 
 impl From<u64> for Id {
     fn from(n: u64) -> Self {
-        Id::Int(IntId(n.to_string().into()))
+        Id::Int(int_id(n))
     }
 }
 
@@ -250,5 +320,47 @@ mod tests {
         assert_eq!(id, Id::Str("a\0\"b".into()));
         let back = serde_json::to_string(&id).unwrap();
         assert_eq!(Id::from_raw(&raw(&back)).unwrap(), id);
+    }
+
+    /// Inline and heap-held literals behave alike: text, equality, order, hashing
+    /// and the JSON written back.
+    #[test]
+    fn short_and_long_integer_ids_keep_their_text() {
+        use std::collections::HashSet;
+        let texts = [
+            "0",
+            "-0",
+            "7",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "12345678901234567890123",
+            "123456789012345678901234",
+            "-123456789012345678901234567890",
+        ];
+        let mut set = HashSet::new();
+        for text in texts {
+            let raw = RawValue::from_string(text.to_owned()).unwrap();
+            let id = Id::from_raw(&raw).unwrap();
+            assert_eq!(serde_json::to_string(&id).unwrap(), text);
+            assert_eq!(id.clone(), id);
+            assert!(set.insert(id.clone()), "{text} hashed like another id");
+            assert!(set.contains(&Id::from_raw(&raw).unwrap()));
+        }
+        assert_eq!(
+            Id::from(i64::MIN),
+            Id::from_raw(&RawValue::from_string("-9223372036854775808".into()).unwrap()).unwrap()
+        );
+        assert_eq!(Id::from(u64::MAX).to_string(), "18446744073709551615");
+        assert_ne!(
+            Id::from(0),
+            Id::from_raw(&RawValue::from_string("-0".into()).unwrap()).unwrap()
+        );
+        let mut sorted: Vec<Id> = ["9", "10", "123456789012345678901234"]
+            .iter()
+            .map(|t| Id::from_raw(&RawValue::from_string((*t).to_owned()).unwrap()).unwrap())
+            .collect();
+        sorted.sort();
+        let order: Vec<String> = sorted.iter().map(|i| i.to_string()).collect();
+        assert_eq!(order, ["10", "123456789012345678901234", "9"]);
     }
 }
