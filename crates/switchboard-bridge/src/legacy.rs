@@ -470,7 +470,9 @@ async fn pump(
 ) {
     let down_id = r.id.clone();
     let is_list = r.method == "tools/list";
-    let original = r.clone();
+    // Kept for an `input_required` retry, which only a 2026-07-28-only child sends;
+    // other calls skip the copy.
+    let original = lock(&session.modern_meta).is_some().then(|| r.clone());
     let mut rounds = 0;
     let call = upstream.call(r, session.owner).await;
     let mut call = match call {
@@ -513,14 +515,17 @@ async fn pump(
             Step::Event(CallEvent::Request(req)) => {
                 forward_server_request(&session, req, Some(down_id.clone())).await;
             }
-            Step::Done(Message::Response(resp)) if is_input_required(&resp.result) => {
+            Step::Done(Message::Response(resp))
+                if original.is_some() && is_input_required(&resp.result) =>
+            {
+                let original = original.as_ref().expect("checked by the match guard");
                 rounds += 1;
                 let retry = if rounds > MAX_INPUT_ROUNDS {
                     Err(format!(
                         "the server asked for input more than {MAX_INPUT_ROUNDS} times"
                     ))
                 } else {
-                    gather_input(&session, &down_id, &resp.result, &original).await
+                    gather_input(&session, &down_id, &resp.result, original).await
                 };
                 match retry {
                     Ok(params) => {

@@ -603,8 +603,22 @@ impl Message {
 
     /// Encodes the message as compact JSON (no newline), payloads written as received.
     pub fn encode(&self) -> Vec<u8> {
+        // Sized for the payload up front: a large result (a 10 MiB tool result
+        // passed through) is copied once, not regrown from 128 bytes by doubling.
+        let payload = match self {
+            Message::Request(r) => r.method.len() + r.params.as_ref().map_or(0, |p| p.get().len()),
+            Message::Notification(n) => {
+                n.method.len() + n.params.as_ref().map_or(0, |p| p.get().len())
+            }
+            Message::Response(r) => r.result.get().len(),
+            Message::Error(e) => e.error.message.len(),
+        };
+        // The envelope (`{"jsonrpc":"2.0","id":...,"method":...}`), an id, and a
+        // newline that encode_line adds.
+        let mut out = Vec::with_capacity(payload + 96);
         // Serializing a message cannot fail: ids, strings and raw values are all valid.
-        serde_json::to_vec(self).expect("a JSON-RPC message always serializes")
+        serde_json::to_writer(&mut out, self).expect("a JSON-RPC message always serializes");
+        out
     }
 
     /// The method of a request or notification.
