@@ -378,6 +378,24 @@ impl Sender {
         }
     }
 
+    /// Closes the SSE connection that carries the stream of the inbound request
+    /// `id` while the request goes on: the "polling" of MCP 2025-11-25
+    /// ("Transports → Streamable HTTP", SEP-1699: after sending an event id the
+    /// server may close the connection at any time). What is sent for the request
+    /// afterwards, its response included, waits in the stream's replay buffer
+    /// (bounded by [`HttpServerConfig::sse_replay_buffer`](crate::http::server::HttpServerConfig::sse_replay_buffer))
+    /// until the client reconnects with GET and `Last-Event-ID`; set
+    /// [`HttpServerConfig::sse_retry`](crate::http::server::HttpServerConfig::sse_retry) to tell
+    /// clients how long to wait first. Returns whether a connection was closed:
+    /// `false` on every transport but a Streamable HTTP session, for a JSON reply,
+    /// and when the request is unknown or its client already gone.
+    pub fn close_stream(&self, id: &Id) -> bool {
+        match &self.out {
+            Outlet::Session(s) => s.session.close_stream(id),
+            _ => false,
+        }
+    }
+
     /// Whether the writer task has ended (every later send fails).
     pub fn is_closed(&self) -> bool {
         self.out.is_closed()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchboard_protocol::codec::{SseItem, SseParser};
-use switchboard_protocol::jsonrpc::{Message, Notification, Response};
+use switchboard_protocol::jsonrpc::{Id, Message, Notification, Response};
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig, SessionAcceptor};
 use switchboard_transport::{CloseReason, Inbound};
 use tokio::sync::mpsc;
@@ -907,6 +907,141 @@ async fn a_forgotten_request_ends_its_stream() {
             .await
             .unwrap();
         assert_eq!(resp.status(), 200);
+    })
+    .await
+}
+
+/// SEP-1699 polling (2025-11-25): the server closes a POST's SSE connection
+/// mid-call (after the priming event, which carries `retry` when configured);
+/// what is sent for the request afterwards waits in the stream's buffer and
+/// reaches the client that reconnects with GET and `Last-Event-ID`. Closing
+/// again with no connection open, or for an unknown id, does nothing.
+#[tokio::test]
+async fn a_closed_stream_resumes_with_last_event_id() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.sse_retry = Some(Duration::from_millis(250));
+        let (server, mut acceptor) = HttpServer::bind(config).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let held = post(&c, &url, Some(&sid), request(2, "slow"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
+            panic!("the request first")
+        };
+        assert!(tx.close_stream(&call.id), "the POST's connection was open");
+        assert!(!tx.close_stream(&call.id), "nothing left to close");
+        assert!(!tx.close_stream(&Id::from(99)));
+        // The POST's body ends with the priming event alone, which says how long to wait.
+        let body = held.bytes().await.unwrap();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        assert!(text.contains("retry: 250\n"), "{text}");
+        let evs = events(&body);
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        let last = evs[0].0.clone().expect("the priming event has an id");
+        // Sent while nobody is connected: progress, then the response.
+        let progress = Notification::new(
+            "notifications/progress",
+            &json!({"progressToken": 1, "progress": 1}),
+        )
+        .unwrap();
+        tx.send_related(Message::Notification(progress), Some(call.id.clone()))
+            .await
+            .unwrap();
+        tx.send(Message::Response(
+            Response::new(call.id.clone(), &json!({"done": true})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        let resumed = c
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("last-event-id", &last)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resumed.status(), 200);
+        let got = messages(&resumed.bytes().await.unwrap());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0]["method"], "notifications/progress");
+        assert_eq!(got[1]["id"], 2);
+        assert_eq!(got[1]["result"]["done"], true);
+        // The session goes on.
+        let resp = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(ping))) = rx.recv().await else {
+            panic!("the ping")
+        };
+        tx.send(Message::Response(
+            Response::new(ping.id, &json!({})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        assert_eq!(messages(&resp.bytes().await.unwrap())[0]["id"], 3);
+    })
+    .await
+}
+
+/// A priming event opens a POST's stream when the request names 2025-11-25 or
+/// later, or when an earlier request of its session did (the client has shown
+/// it knows them); a session whose requests only ever named 2025-03-26 gets none.
+#[tokio::test]
+async fn priming_follows_what_the_session_has_shown() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        // Answers every request of the session with `{}`.
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                if let Inbound::Message(Message::Request(r)) = event {
+                    let _ = tx
+                        .send(Message::Response(Response::new(r.id, &json!({})).unwrap()))
+                        .await;
+                }
+            }
+        });
+        let old = |id: u64| {
+            c.post(&url)
+                .header("accept", ACCEPT_BOTH)
+                .header("content-type", "application/json")
+                .header("mcp-session-id", &sid)
+                .header("mcp-protocol-version", "2025-03-26")
+                .body(request(id, "ping"))
+        };
+        let first_is_priming = |body: &[u8]| events(body).first().is_some_and(|e| e.1.is_empty());
+        // Only 2025-03-26 so far (initialize carried no header): no priming.
+        let body = old(2).send().await.unwrap().bytes().await.unwrap();
+        assert!(
+            !first_is_priming(&body),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(messages(&body)[0]["id"], 2);
+        // A 2025-11-25 request gets one, and from then on so does a 2025-03-26 one.
+        let body = post(&c, &url, Some(&sid), request(3, "ping"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert!(first_is_priming(&body));
+        let body = old(4).send().await.unwrap().bytes().await.unwrap();
+        assert!(
+            first_is_priming(&body),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(messages(&body)[0]["id"], 4);
     })
     .await
 }

@@ -60,6 +60,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut config = HttpServerConfig::default();
     config.bind = SocketAddr::from((Ipv4Addr::LOCALHOST, port()?));
+    // test_reconnection closes its stream mid-call: tell clients when to come back.
+    config.sse_retry = Some(std::time::Duration::from_millis(500));
     let (http, acceptor) = HttpServer::bind(config).await?;
     tracing::info!("listening on {}", http.url());
 

@@ -366,6 +366,16 @@ impl HandlerContext {
         &self.peer
     }
 
+    /// Closes the Streamable HTTP connection that carries this request's SSE
+    /// stream while the request goes on (MCP 2025-11-25 polling, SEP-1699): what
+    /// is sent for it afterwards, the response included, reaches the client when
+    /// it reconnects with `Last-Event-ID`. `false` (nothing done) on other
+    /// transports, for a JSON reply, or when no connection is open; see
+    /// [`Sender::close_stream`](switchboard_transport::Sender::close_stream).
+    pub fn close_stream(&self) -> bool {
+        self.peer.shared.sender.close_stream(&self.id)
+    }
+
     /// Sends `notifications/progress{progressToken, progress, total?, message?}` when
     /// the request asked for progress; does nothing otherwise. `progress` must
     /// increase from call to call (spec §7 "Progress"; not checked here).

@@ -4,8 +4,9 @@
 //! Covers each row of the validation table (REVISIONS.md §5.4: HTTP status and
 //! JSON-RPC code), progress on an SSE reply, MRTR round trips through the same
 //! handler code as a legacy session, a tampered `requestState`, a listen stream,
-//! GET/DELETE 405, a legacy session beside stateless exchanges, and cancellation by
-//! closing the stream. Every wait is bounded by a timeout.
+//! GET/DELETE 405, a legacy session beside stateless exchanges, cancellation by
+//! closing the stream, and SEP-1699 polling (a handler closes its stream, the
+//! client resumes with `Last-Event-ID`). Every wait is bounded by a timeout.
 
 mod common;
 
@@ -737,4 +738,95 @@ async fn announcements_reach_a_legacy_session() {
     // test://static-text was not subscribed: nothing more arrives.
     let more = tokio::time::timeout(Duration::from_millis(200), get.chunk()).await;
     assert!(more.is_err(), "unexpected: {more:?}");
+}
+
+/// SEP-1699 polling through the library: `ToolContext::close_sse_stream` in a
+/// 2025-11-25 session ends the POST's body after its priming event, and the
+/// result reaches the client that resumes with GET and `Last-Event-ID`. In a
+/// 2026-07-28 exchange the same handler closes nothing (closing would cancel
+/// it) and answers on its stream.
+#[tokio::test]
+async fn a_handler_closes_its_stream_and_the_client_resumes() {
+    let http = start(fixture::server_2026()).await;
+    let c = client();
+    let post = |body: Value, sid: Option<&str>| {
+        let mut b = c
+            .post(http.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(s) = sid {
+            b = b
+                .header("mcp-session-id", s)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        b
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "polling", "version": "0"}}});
+    let r = bounded(post(init, None).send()).await.unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = bounded(r.bytes()).await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        bounded(post(initialized, Some(&sid)).send())
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    let call_body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "test_reconnection", "arguments": {}}});
+    let r = bounded(post(call_body, Some(&sid)).send()).await.unwrap();
+    let body = bounded(r.bytes()).await.unwrap();
+    let mut parser = SseParser::new();
+    let events: Vec<_> = parser
+        .feed(&body)
+        .filter_map(|i| match i.unwrap() {
+            SseItem::Event(e) => Some(e),
+            SseItem::Comment(_) => None,
+        })
+        .collect();
+    assert_eq!(events.len(), 1, "only the priming event: {events:?}");
+    assert!(events[0].data.is_empty());
+    let last = events[0].id.clone().expect("an event id");
+    let resumed = bounded(
+        c.get(http.url())
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("last-event-id", &last)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let mut got = Vec::new();
+    sse_messages(
+        &mut SseParser::new(),
+        &bounded(resumed.bytes()).await.unwrap(),
+        &mut got,
+    );
+    let response = got
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("the result on the resumed stream");
+    assert_eq!(
+        fixture::first_text(&response["result"]),
+        "Reconnection test completed (stream closed: true)"
+    );
+
+    let reply = call(
+        &http,
+        3,
+        "tools/call",
+        tool_call("test_reconnection", json!({}), json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        fixture::first_text(&reply.last()["result"]),
+        "Reconnection test completed (stream closed: false)"
+    );
 }

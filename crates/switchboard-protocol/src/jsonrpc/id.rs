@@ -31,7 +31,7 @@ pub enum Id {
 /// The literal text of an integer id; see [`Id::Int`].
 ///
 /// Equality, hashing and order are those of the text. Text of up to
-/// [`INLINE`] bytes (every `i64` and `u64`) is held inline, so making, cloning
+/// 23 bytes (every `i64` and `u64`) is held inline, so making, cloning
 /// and dropping the id of a request allocates nothing; longer literals are kept
 /// on the heap.
 #[derive(Clone)]

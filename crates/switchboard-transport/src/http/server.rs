@@ -161,6 +161,15 @@ pub struct HttpServerConfig {
     /// messages stream as they come. Zero: the head goes out at once. Default
     /// [`DEFAULT_SSE_FIRST_EVENT_WAIT`] (2 ms).
     pub sse_first_event_wait: Duration,
+    /// The `retry` field of the priming event that opens each SSE stream
+    /// (2025-11-25 onward; whole milliseconds): how long a client waits before
+    /// reconnecting with `Last-Event-ID` after the server closed the stream. Set
+    /// it when handlers close streams mid-call
+    /// ([`Sender::close_stream`](crate::Sender::close_stream), the "polling" of
+    /// SEP-1699: after sending an event id the server may close the connection at
+    /// any time, and SHOULD send `retry` first). Default `None`: no `retry` field,
+    /// clients wait their own default.
+    pub sse_retry: Option<Duration>,
     /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400,
     /// except on a POST whose body is a 2026-07-28 message (its `_meta` names
     /// `io.modelcontextprotocol/protocolVersion`), which is served statelessly so the
@@ -211,6 +220,7 @@ impl Default for HttpServerConfig {
             sse_replay_buffer: DEFAULT_SSE_REPLAY_BUFFER,
             json_response: false,
             sse_first_event_wait: DEFAULT_SSE_FIRST_EVENT_WAIT,
+            sse_retry: None,
             supported_versions: vec![
                 ProtocolVersion::V2025_03_26,
                 ProtocolVersion::V2025_06_18,
@@ -957,8 +967,8 @@ async fn answer(
         return response;
     }
     let mut prefix = std::collections::VecDeque::new();
-    if version >= ProtocolVersion::V2025_11_25 {
-        prefix.push_back(priming(stream, 0));
+    if session.primes(version) {
+        prefix.push_back(priming(stream, 0, shared.config.sse_retry));
     }
     let rx = first_events(&mut prefix, rx, shared.config.sse_first_event_wait).await;
     sse_response(Body::stream(prefix, rx, guard))
@@ -1021,8 +1031,19 @@ fn merge_json_arrays(items: &[Bytes]) -> Bytes {
 }
 
 /// The priming event (2025-11-25): an id and empty data.
-fn priming(stream: u64, after: u64) -> Bytes {
-    Bytes::from(guard::message_event(stream, after, b""))
+/// The priming event of `stream` (2025-11-25 "Transports → Streamable HTTP"):
+/// the id of the last event before it and empty data, with `retry` when
+/// configured ([`HttpServerConfig::sse_retry`]).
+fn priming(stream: u64, after: u64, retry: Option<Duration>) -> Bytes {
+    match retry {
+        None => Bytes::from(guard::message_event(stream, after, b"")),
+        Some(wait) => Bytes::from(
+            switchboard_protocol::codec::Event::priming(guard::event_id(stream, after))
+                .with_retry(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX))
+                .encode()
+                .expect("a numeric event id is always valid"),
+        ),
+    }
 }
 
 fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> Response<Body> {
@@ -1071,8 +1092,8 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
         Err(_) => return session_not_found(),
     };
     let mut prefix = opened.prefix;
-    if last.is_none() && version >= ProtocolVersion::V2025_11_25 {
-        prefix.push_front(priming(stream, opened.after));
+    if last.is_none() && session.primes(version) {
+        prefix.push_front(priming(stream, opened.after, shared.config.sse_retry));
     }
     sse_response(Body::stream(prefix, opened.rx, session.guard()))
 }

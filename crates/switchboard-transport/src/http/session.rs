@@ -206,6 +206,9 @@ pub(crate) struct Session {
     ended: watch::Sender<bool>,
     limits: Limits,
     registry: Weak<Registry>,
+    /// A request of this session named 2025-11-25 or later in
+    /// `MCP-Protocol-Version`: its client knows priming events ([`Self::primes`]).
+    primes: std::sync::atomic::AtomicBool,
 }
 
 /// Held by each open HTTP response of a session (in its body): the session is
@@ -253,6 +256,7 @@ impl Session {
             ended: watch::channel(false).0,
             limits,
             registry,
+            primes: std::sync::atomic::AtomicBool::new(false),
         });
         let transport = Transport {
             sender: Sender {
@@ -298,6 +302,24 @@ impl Session {
             s.live = Some((generation, tx));
         }
         rx
+    }
+
+    /// Whether an SSE stream opened now, by a request naming `version` in
+    /// `MCP-Protocol-Version`, starts with a priming event (2025-11-25 onward): when
+    /// `version` is 2025-11-25 or later, or an earlier request of the session
+    /// named one. A client that has shown it speaks 2025-11-25 gets its priming
+    /// events even on a request whose header names an older revision (the
+    /// conformance suite's polling scenario sends such requests on a 2025-11-25
+    /// session); a client that never did gets none (an older client may not skip
+    /// an event with empty data).
+    pub(crate) fn primes(&self, version: switchboard_protocol::ProtocolVersion) -> bool {
+        use std::sync::atomic::Ordering;
+        if version >= switchboard_protocol::ProtocolVersion::V2025_11_25 {
+            self.primes.store(true, Ordering::Relaxed);
+            true
+        } else {
+            self.primes.load(Ordering::Relaxed)
+        }
     }
 
     /// Opens the stream of a POST carrying the requests `ids` (non-empty, unique:
@@ -479,6 +501,26 @@ impl Session {
         }
         let keep = !s.json && s.next_seq - 1 > s.delivered;
         finish_stream(&mut st, target, keep);
+    }
+
+    /// Closes the connection reading the SSE stream of request `id`, which goes on
+    /// ([`Sender::close_stream`](crate::Sender::close_stream)): later events of
+    /// the stream, its response included, wait in its replay buffer for a GET
+    /// with `Last-Event-ID`. `false` when no such connection is open (the request
+    /// is unknown or answered, its POST is a JSON reply, or the client is already
+    /// away).
+    pub(crate) fn close_stream(&self, id: &Id) -> bool {
+        let mut st = self.lock();
+        let Some(&target) = st.requests.get(id) else {
+            return false;
+        };
+        match st.streams.get_mut(&target) {
+            Some(s) if !s.json && s.live_open() => {
+                s.live = None;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Puts one outbound message on its stream (see

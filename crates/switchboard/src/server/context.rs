@@ -113,6 +113,14 @@ pub trait ContextSink: Send + Sync {
 
     /// Completes when the request is cancelled (never, if it is not).
     fn cancelled(&self) -> BoxFuture<'_, ()>;
+
+    /// Closes the connection carrying this request's reply stream while the
+    /// request goes on (2025-11-25 polling, SEP-1699); whether one was closed.
+    /// The default does nothing and returns `false` (a transport without
+    /// resumable streams).
+    fn close_stream(&self) -> bool {
+        false
+    }
 }
 
 /// Which log messages a request may emit.
@@ -323,6 +331,19 @@ impl ToolContext {
     /// Completes when the client cancels the request (for `tokio::select!`).
     pub async fn cancelled(&self) {
         self.inner.sink.cancelled().await
+    }
+
+    /// Closes the HTTP connection that carries this request's SSE reply while
+    /// the handler goes on: the "polling" of MCP 2025-11-25 ("Transports →
+    /// Streamable HTTP", SEP-1699), for a long call behind proxies that cut
+    /// long-lived connections. Progress, logs and the result sent afterwards
+    /// wait in the stream's replay buffer until the client reconnects with GET
+    /// and `Last-Event-ID` (configure `HttpServerConfig::sse_retry` to tell it
+    /// when). Returns whether a connection was closed: `false`, and nothing
+    /// done, over stdio, for a JSON reply, for a 2026-07-28 request (closing its
+    /// stream would cancel it), or when the client is already away.
+    pub fn close_sse_stream(&self) -> bool {
+        self.inner.sink.close_stream()
     }
 
     /// Asks the client to sample from its LLM (`sampling/createMessage`, "Sampling").

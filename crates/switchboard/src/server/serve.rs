@@ -673,6 +673,10 @@ impl ContextSink for PeerSink {
     fn cancelled(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.cx.cancellation().cancelled())
     }
+
+    fn close_stream(&self) -> bool {
+        !self.modern && self.cx.close_stream()
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The server fixture set of the MCP conformance suite (`modelcontextprotocol/
 //! conformance`, REVISIONS.md §9), registered through `Server::builder`: tools
-//! `test_*` and `json_schema_2020_12_tool`, resources `test://static-text`,
+//! `test_*` (`test_reconnection` closes its SSE stream mid-call, SEP-1699) and
+//! `json_schema_2020_12_tool`, resources `test://static-text`,
 //! `test://static-binary`, `test://watched-resource` (to subscribe to), template
 //! `test://template/{id}/data`, prompts `test_*`,
 //! and completion on `test_prompt_with_arguments`.
@@ -22,7 +23,7 @@ pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
 pub const ERROR_TEXT: &str = "This tool intentionally returns an error for testing";
 
 /// Every fixture tool's name, in registration order.
-pub const TOOL_NAMES: [&str; 13] = [
+pub const TOOL_NAMES: [&str; 14] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -36,6 +37,7 @@ pub const TOOL_NAMES: [&str; 13] = [
     "test_elicitation_sep1034_defaults",
     "test_elicitation_sep1330_enums",
     "json_schema_2020_12_tool",
+    "test_reconnection",
 ];
 
 fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
@@ -286,6 +288,23 @@ pub fn builder() -> ServerBuilder {
                 Ok(blocks(
                     json!([{"type": "text", "text": format!("received {}", Value::Object(args))}]),
                 ))
+            },
+        )
+        .tool(
+            tool(
+                "test_reconnection",
+                "Closes its SSE stream mid-call, then answers on the resumed stream (SEP-1699)",
+                no_args(),
+            ),
+            |_, ctx: ToolContext| async move {
+                // 2025-11-25 polling: the client reconnects with Last-Event-ID and
+                // gets the result there. Elsewhere (stdio, JSON replies) nothing closes.
+                let closed = ctx.close_sse_stream();
+                if closed {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Ok(blocks(json!([{"type": "text",
+                    "text": format!("Reconnection test completed (stream closed: {closed})")}])))
             },
         );
     let b = b
