@@ -388,7 +388,10 @@ impl Sender {
     /// [`HttpServerConfig::sse_retry`](crate::http::server::HttpServerConfig::sse_retry) to tell
     /// clients how long to wait first. Returns whether a connection was closed:
     /// `false` on every transport but a Streamable HTTP session, for a JSON reply,
-    /// and when the request is unknown or its client already gone.
+    /// when the request is unknown or its client already gone, and when the
+    /// client holds no event id of the stream (no request of its session named
+    /// 2025-11-25 or later, so the stream had no priming event: closing would
+    /// lose the response).
     pub fn close_stream(&self, id: &Id) -> bool {
         match &self.out {
             Outlet::Session(s) => s.session.close_stream(id),

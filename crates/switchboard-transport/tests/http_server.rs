@@ -1045,3 +1045,194 @@ async fn priming_follows_what_the_session_has_shown() {
     })
     .await
 }
+
+/// A POST with the given `MCP-Protocol-Version`.
+fn post_as(
+    c: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    version: &str,
+    body: String,
+) -> reqwest::RequestBuilder {
+    c.post(url)
+        .header("accept", ACCEPT_BOTH)
+        .header("content-type", "application/json")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", version)
+        .body(body)
+}
+
+/// A GET on the session's endpoint, resuming after `last` when given.
+fn get_stream(
+    c: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    last: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let b = c
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25");
+    match last {
+        Some(l) => b.header("last-event-id", l),
+        None => b,
+    }
+}
+
+/// Closing is refused when the client holds no id to come back with: a session
+/// that never named 2025-11-25 gets no priming event, so its stream stays open
+/// and the response arrives on it.
+#[tokio::test]
+async fn an_old_clients_stream_is_not_closed() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let held = post_as(&c, &url, &sid, "2025-06-18", request(2, "slow"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
+            panic!("the request first")
+        };
+        assert!(
+            !tx.close_stream(&call.id),
+            "no priming event: nothing to resume from"
+        );
+        tx.send(Message::Response(
+            Response::new(call.id, &json!({"ok": 1})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        let got = messages(&held.bytes().await.unwrap());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["result"]["ok"], 1);
+    })
+    .await
+}
+
+/// A stream closed again right after a resumption that had nothing to replay
+/// still leaves the client an id: the resumed connection starts with a priming
+/// event of a fresh id, and every event id of the session stays unique.
+#[tokio::test]
+async fn a_stream_closed_twice_resumes_twice() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.sse_retry = Some(Duration::from_millis(100));
+        let (server, mut acceptor) = HttpServer::bind(config).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let held = post(&c, &url, Some(&sid), request(2, "slow"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
+            panic!("the request first")
+        };
+        let mut ids = Vec::new();
+        assert!(tx.close_stream(&call.id));
+        let evs = events(&held.bytes().await.unwrap());
+        let mut last = evs[0].0.clone().unwrap();
+        ids.push(last.clone());
+        for round in 0..2 {
+            let resumed = get_stream(&c, &url, &sid, Some(&last))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resumed.status(), 200);
+            // Wait until the resumed connection is attached, then close it again.
+            let mut resumed = resumed;
+            let first = resumed.chunk().await.unwrap().expect("the priming event");
+            let text = String::from_utf8_lossy(&first).into_owned();
+            assert!(text.contains("retry: 100\n"), "round {round}: {text}");
+            assert!(tx.close_stream(&call.id), "round {round}");
+            let mut body = first.to_vec();
+            while let Some(more) = resumed.chunk().await.unwrap() {
+                body.extend_from_slice(&more);
+            }
+            let evs = events(&body);
+            assert_eq!(evs.len(), 1, "round {round}: only a priming event: {evs:?}");
+            assert!(evs[0].1.is_empty());
+            last = evs[0].0.clone().unwrap();
+            ids.push(last.clone());
+        }
+        tx.send(Message::Response(
+            Response::new(call.id, &json!({"done": 1})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        let body = get_stream(&c, &url, &sid, Some(&last))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let evs = events(&body);
+        assert_eq!(evs.len(), 1, "the response alone: {evs:?}");
+        assert_eq!(messages(&body)[0]["result"]["done"], 1);
+        ids.push(evs[0].0.clone().unwrap());
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
+    })
+    .await
+}
+
+/// Reopening the standalone stream primes it with a fresh id, never the id of
+/// a message already delivered; an unreadable `Last-Event-ID` is a 400, not a
+/// request for the standalone stream.
+#[tokio::test]
+async fn standalone_ids_stay_unique_and_a_bad_last_event_id_is_refused() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, _rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let mut ids = Vec::new();
+        let mut first = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        let priming = first.chunk().await.unwrap().expect("the priming event");
+        let note = Notification::new("notifications/tools/list_changed", &json!({})).unwrap();
+        tx.send(Message::Notification(note)).await.unwrap();
+        let mut body = priming.to_vec();
+        while !events(&body).iter().any(|e| !e.1.is_empty()) {
+            body.extend_from_slice(&first.chunk().await.unwrap().expect("the notification"));
+        }
+        ids.extend(events(&body).into_iter().map(|e| e.0.unwrap()));
+        drop(first);
+        // The server notices the closed connection at its next send; until then
+        // a new GET may see 409.
+        let second = loop {
+            let r = get_stream(&c, &url, &sid, None).send().await.unwrap();
+            if r.status() == 200 {
+                break r;
+            }
+            assert_eq!(r.status(), 409);
+            let note = Notification::new("notifications/tools/list_changed", &json!({})).unwrap();
+            tx.send(Message::Notification(note)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let mut second = second;
+        let chunk = second.chunk().await.unwrap().expect("an event");
+        ids.extend(events(&chunk).into_iter().map(|e| e.0.unwrap()));
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
+
+        let bad = c
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header(
+                "last-event-id",
+                reqwest::header::HeaderValue::from_bytes("\u{ff12}-0".as_bytes()).unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400);
+    })
+    .await
+}

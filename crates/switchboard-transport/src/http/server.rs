@@ -51,6 +51,13 @@
 //! [`HttpServerConfig::sse_first_event_wait`] for its first message, so the head,
 //! the priming event and a response ready by then leave in one write.
 //!
+//! **Priming and polling (2025-11-25).** A stream opens with a priming event (an
+//! event id, empty data; `retry` with [`HttpServerConfig::sse_retry`]) once a
+//! request of its session has named 2025-11-25 or later. A handler may close its
+//! call's connection mid-call ([`Sender::close_stream`](crate::Sender::close_stream),
+//! SEP-1699): the call goes on, and the client gets the rest with GET and
+//! `Last-Event-ID`.
+//!
 //! Every accepted TCP socket gets `TCP_NODELAY` (SSE replies are written in
 //! pieces; without it each piece can wait for the peer's delayed ACK).
 
@@ -923,7 +930,8 @@ async fn answer(
         );
     }
     let json = shared.config.json_response;
-    let (stream, mut rx) = match session.open_request_stream(&ids, json) {
+    let primed = !json && session.primes(version);
+    let (stream, mut rx) = match session.open_request_stream(&ids, json, primed) {
         Ok(opened) => opened,
         Err(StreamError::DuplicateId(id)) => {
             return rpc_error(
@@ -967,7 +975,7 @@ async fn answer(
         return response;
     }
     let mut prefix = std::collections::VecDeque::new();
-    if session.primes(version) {
+    if primed {
         prefix.push_back(priming(stream, 0, shared.config.sse_retry));
     }
     let rx = first_events(&mut prefix, rx, shared.config.sse_first_event_wait).await;
@@ -1060,6 +1068,16 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
         Err(response) => return *response,
     };
     let last = guard::header_text(headers, guard::LAST_EVENT_ID);
+    if last.is_none() && headers.contains_key(guard::LAST_EVENT_ID) {
+        // Present but not text: not an id of ours (and not a request for the
+        // standalone stream either).
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "unknown Last-Event-ID",
+        );
+    }
+    let prime = session.primes(version);
     let (stream, opened) = match last {
         Some(text) => {
             let Some((stream, seq)) = guard::parse_event_id(text) else {
@@ -1069,9 +1087,9 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
                     "unknown Last-Event-ID",
                 );
             };
-            (stream, session.resume(stream, seq))
+            (stream, session.resume(stream, seq, prime))
         }
-        None => (super::session::STANDALONE, session.open_standalone()),
+        None => (super::session::STANDALONE, session.open_standalone(prime)),
     };
     let opened = match opened {
         Ok(o) => o,
@@ -1092,8 +1110,17 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
         Err(_) => return session_not_found(),
     };
     let mut prefix = opened.prefix;
-    if last.is_none() && session.primes(version) {
-        prefix.push_front(priming(stream, opened.after, shared.config.sse_retry));
+    match (opened.priming, shared.config.sse_retry) {
+        // Nothing to replay: a priming event with a fresh id (2025-11-25), so a
+        // client whose stream is closed again before anything new is sent still
+        // has an id to come back with.
+        (Some(seq), retry) => prefix.push_front(priming(stream, seq, retry)),
+        // Replayed events carry their ids; `retry` still goes first, alone (an
+        // SSE block with no data dispatches no event).
+        (None, Some(retry)) if prime && opened.rx.is_some() => {
+            prefix.push_front(Bytes::from(format!("retry: {}\n\n", retry.as_millis())))
+        }
+        _ => {}
     }
     sse_response(Body::stream(prefix, opened.rx, session.guard()))
 }

@@ -139,10 +139,14 @@ struct Stream {
     next_seq: u64,
     /// The highest seq handed to a live connection.
     delivered: u64,
+    /// The client holds an event id of this stream (a priming event was sent, or
+    /// it resumed with `Last-Event-ID`), so it can come back after the server
+    /// closes the connection ([`Session::close_stream`]).
+    primed: bool,
 }
 
 impl Stream {
-    fn new(json: bool, pending: usize) -> Self {
+    fn new(json: bool, pending: usize, primed: bool) -> Self {
         Stream {
             json,
             pending,
@@ -150,7 +154,19 @@ impl Stream {
             buffer: VecDeque::new(),
             next_seq: 1,
             delivered: 0,
+            primed,
         }
+    }
+
+    /// A fresh seq for a priming event of a connection that starts with nothing
+    /// to replay: unique in the session, after every event sent so far, and
+    /// counted as delivered (it goes to the live connection first).
+    fn priming_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.delivered = seq;
+        self.primed = true;
+        seq
     }
 
     fn live_open(&self) -> bool {
@@ -186,12 +202,14 @@ pub(crate) enum StreamError {
 }
 
 /// What a new or resumed SSE connection gets: events to send first, then the
-/// live queue (absent for a finished stream), and the seq the connection starts
-/// after (for the priming event's id).
+/// live queue (absent for a finished stream), and the seq of the priming event
+/// to send before them, when one was asked for and there is nothing to replay
+/// (a replayed event carries an id already; a priming event then would repeat
+/// one, and event ids are unique within a session).
 pub(crate) struct Opened {
     pub(crate) prefix: VecDeque<Bytes>,
     pub(crate) rx: Option<mpsc::Receiver<Bytes>>,
-    pub(crate) after: u64,
+    pub(crate) priming: Option<u64>,
 }
 
 /// One session.
@@ -238,7 +256,7 @@ impl Session {
         let (in_tx, in_rx) = crate::handle::inbound_channel(config.capacity());
         let batching = BatchingSwitch::new(config.batching);
         let mut streams = HashMap::new();
-        streams.insert(STANDALONE, Stream::new(false, 0));
+        streams.insert(STANDALONE, Stream::new(false, 0, false));
         let session = Arc::new(Session {
             id: id.clone(),
             inbound: tokio::sync::Mutex::new(Some(in_tx)),
@@ -324,10 +342,12 @@ impl Session {
 
     /// Opens the stream of a POST carrying the requests `ids` (non-empty, unique:
     /// the caller checks), before they are delivered, so no response can miss it.
+    /// `primed`: the caller sends a priming event (seq 0) first.
     pub(crate) fn open_request_stream(
         &self,
         ids: &[Id],
         json: bool,
+        primed: bool,
     ) -> Result<(u64, mpsc::Receiver<Bytes>), StreamError> {
         let mut st = self.lock();
         if st.ended {
@@ -338,7 +358,8 @@ impl Session {
         }
         let stream = st.next_stream;
         st.next_stream += 1;
-        st.streams.insert(stream, Stream::new(json, ids.len()));
+        st.streams
+            .insert(stream, Stream::new(json, ids.len(), primed));
         for id in ids {
             st.requests.insert(id.clone(), stream);
         }
@@ -355,7 +376,7 @@ impl Session {
 
     /// Opens the standalone stream for a GET without `Last-Event-ID`: events
     /// buffered and not yet handed to any connection come first.
-    pub(crate) fn open_standalone(&self) -> Result<Opened, StreamError> {
+    pub(crate) fn open_standalone(&self, prime: bool) -> Result<Opened, StreamError> {
         let mut st = self.lock();
         if st.ended {
             return Err(StreamError::Ended);
@@ -377,17 +398,23 @@ impl Session {
             .get_mut(&STANDALONE)
             .expect("the standalone stream");
         s.delivered = s.next_seq - 1;
+        let priming = (prime && prefix.is_empty()).then(|| s.priming_seq());
         Ok(Opened {
             prefix,
             rx: Some(rx),
-            after,
+            priming,
         })
     }
 
     /// Resumes `stream` after event `after` (GET with `Last-Event-ID`): replays the
     /// kept events after it, then goes on live if the stream is still open (the
     /// standalone stream always is; a POST stream until its last response).
-    pub(crate) fn resume(&self, stream: u64, after: u64) -> Result<Opened, StreamError> {
+    pub(crate) fn resume(
+        &self,
+        stream: u64,
+        after: u64,
+        prime: bool,
+    ) -> Result<Opened, StreamError> {
         let mut st = self.lock();
         if st.ended {
             return Err(StreamError::Ended);
@@ -412,10 +439,13 @@ impl Session {
             let rx = self.new_live(&mut st, stream);
             let s = st.streams.get_mut(&stream).expect("present");
             s.delivered = s.next_seq - 1;
+            // The client resumed with an id: it can come back again.
+            s.primed = true;
+            let priming = (prime && prefix.is_empty()).then(|| s.priming_seq());
             Ok(Opened {
                 prefix,
                 rx: Some(rx),
-                after,
+                priming,
             })
         } else {
             st.streams.remove(&stream);
@@ -423,7 +453,7 @@ impl Session {
             Ok(Opened {
                 prefix,
                 rx: None,
-                after,
+                priming: None,
             })
         }
     }
@@ -508,14 +538,17 @@ impl Session {
     /// the stream, its response included, wait in its replay buffer for a GET
     /// with `Last-Event-ID`. `false` when no such connection is open (the request
     /// is unknown or answered, its POST is a JSON reply, or the client is already
-    /// away).
+    /// away), and when the client holds no event id of the stream to resume from
+    /// (it has not shown it speaks 2025-11-25, so its stream had no priming
+    /// event; before 2025-11-25 a server SHOULD NOT close a stream before its
+    /// response).
     pub(crate) fn close_stream(&self, id: &Id) -> bool {
         let mut st = self.lock();
         let Some(&target) = st.requests.get(id) else {
             return false;
         };
         match st.streams.get_mut(&target) {
-            Some(s) if !s.json && s.live_open() => {
+            Some(s) if !s.json && s.primed && s.live_open() => {
                 s.live = None;
                 true
             }

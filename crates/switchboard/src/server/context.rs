@@ -341,7 +341,9 @@ impl ToolContext {
     /// and `Last-Event-ID` (configure `HttpServerConfig::sse_retry` to tell it
     /// when). Returns whether a connection was closed: `false`, and nothing
     /// done, over stdio, for a JSON reply, for a 2026-07-28 request (closing its
-    /// stream would cancel it), or when the client is already away.
+    /// stream would cancel it), for a client that has not shown it speaks
+    /// 2025-11-25 (it has no event id to come back with), or when the client is
+    /// already away.
     pub fn close_sse_stream(&self) -> bool {
         self.inner.sink.close_stream()
     }
