@@ -1038,15 +1038,15 @@ fn merge_json_arrays(items: &[Bytes]) -> Bytes {
     Bytes::from(out)
 }
 
-/// The priming event (2025-11-25): an id and empty data.
 /// The priming event of `stream` (2025-11-25 "Transports → Streamable HTTP"):
-/// the id of the last event before it and empty data, with `retry` when
-/// configured ([`HttpServerConfig::sse_retry`]).
-fn priming(stream: u64, after: u64, retry: Option<Duration>) -> Bytes {
+/// event id `stream-seq` (seq 0 opens a POST's stream; a resumed or reopened
+/// stream gets a fresh seq) and empty data, with `retry` when configured
+/// ([`HttpServerConfig::sse_retry`]).
+fn priming(stream: u64, seq: u64, retry: Option<Duration>) -> Bytes {
     match retry {
-        None => Bytes::from(guard::message_event(stream, after, b"")),
+        None => Bytes::from(guard::message_event(stream, seq, b"")),
         Some(wait) => Bytes::from(
-            switchboard_protocol::codec::Event::priming(guard::event_id(stream, after))
+            switchboard_protocol::codec::Event::priming(guard::event_id(stream, seq))
                 .with_retry(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX))
                 .encode()
                 .expect("a numeric event id is always valid"),
