@@ -382,7 +382,8 @@ impl Sender {
     /// `id` while the request goes on: the "polling" of MCP 2025-11-25
     /// ("Transports → Streamable HTTP", SEP-1699: after sending an event id the
     /// server may close the connection at any time). What is sent for the request
-    /// afterwards, its response included, waits in the stream's replay buffer
+    /// afterwards (and for the other requests of its POST, when it came in a
+    /// 2025-03-26 batch), its response included, waits in the stream's replay buffer
     /// (bounded by [`HttpServerConfig::sse_replay_buffer`](crate::http::server::HttpServerConfig::sse_replay_buffer))
     /// until the client reconnects with GET and `Last-Event-ID`; set
     /// [`HttpServerConfig::sse_retry`](crate::http::server::HttpServerConfig::sse_retry) to tell
