@@ -925,13 +925,7 @@ async fn a_closed_stream_resumes_with_last_event_id() {
         let url = server.url();
         let c = client();
         let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
-        let held = post(&c, &url, Some(&sid), request(2, "slow"))
-            .send()
-            .await
-            .unwrap();
-        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
-            panic!("the request first")
-        };
+        let (held, call) = held_call(&c, &url, &sid, "2025-11-25", &mut rx).await;
         assert!(tx.close_stream(&call.id), "the POST's connection was open");
         assert!(!tx.close_stream(&call.id), "nothing left to close");
         assert!(!tx.close_stream(&Id::from(99)));
@@ -956,12 +950,7 @@ async fn a_closed_stream_resumes_with_last_event_id() {
         ))
         .await
         .unwrap();
-        let resumed = c
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", "2025-11-25")
-            .header("last-event-id", &last)
+        let resumed = get_stream(&c, &url, &sid, Some(&last))
             .send()
             .await
             .unwrap();
@@ -1009,14 +998,7 @@ async fn priming_follows_what_the_session_has_shown() {
                 }
             }
         });
-        let old = |id: u64| {
-            c.post(&url)
-                .header("accept", ACCEPT_BOTH)
-                .header("content-type", "application/json")
-                .header("mcp-session-id", &sid)
-                .header("mcp-protocol-version", "2025-03-26")
-                .body(request(id, "ping"))
-        };
+        let old = |id: u64| post_as(&c, &url, &sid, "2025-03-26", request(id, "ping"));
         let first_is_priming = |body: &[u8]| events(body).first().is_some_and(|e| e.1.is_empty());
         // Only 2025-03-26 so far (initialize carried no header): no priming.
         let body = old(2).send().await.unwrap().bytes().await.unwrap();
@@ -1062,6 +1044,25 @@ fn post_as(
         .body(body)
 }
 
+/// POSTs request 2 (`slow`) with `MCP-Protocol-Version: version` and takes it
+/// from the session's receiver; the POST's response is still open.
+async fn held_call(
+    c: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    version: &str,
+    rx: &mut switchboard_transport::Receiver,
+) -> (reqwest::Response, switchboard_protocol::jsonrpc::Request) {
+    let held = post_as(c, url, sid, version, request(2, "slow"))
+        .send()
+        .await
+        .unwrap();
+    let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
+        panic!("the request first")
+    };
+    (held, call)
+}
+
 /// A GET on the session's endpoint, resuming after `last` when given.
 fn get_stream(
     c: &reqwest::Client,
@@ -1090,13 +1091,7 @@ async fn an_old_clients_stream_is_not_closed() {
         let url = server.url();
         let c = client();
         let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
-        let held = post_as(&c, &url, &sid, "2025-06-18", request(2, "slow"))
-            .send()
-            .await
-            .unwrap();
-        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
-            panic!("the request first")
-        };
+        let (held, call) = held_call(&c, &url, &sid, "2025-06-18", &mut rx).await;
         assert!(
             !tx.close_stream(&call.id),
             "no priming event: nothing to resume from"
@@ -1125,13 +1120,7 @@ async fn a_stream_closed_twice_resumes_twice() {
         let url = server.url();
         let c = client();
         let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
-        let held = post(&c, &url, Some(&sid), request(2, "slow"))
-            .send()
-            .await
-            .unwrap();
-        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
-            panic!("the request first")
-        };
+        let (held, call) = held_call(&c, &url, &sid, "2025-11-25", &mut rx).await;
         let mut ids = Vec::new();
         assert!(tx.close_stream(&call.id));
         let evs = events(&held.bytes().await.unwrap());
@@ -1220,11 +1209,7 @@ async fn standalone_ids_stay_unique_and_a_bad_last_event_id_is_refused() {
         let unique: std::collections::HashSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
 
-        let bad = c
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", "2025-11-25")
+        let bad = get_stream(&c, &url, &sid, None)
             .header(
                 "last-event-id",
                 reqwest::header::HeaderValue::from_bytes("\u{ff12}-0".as_bytes()).unwrap(),

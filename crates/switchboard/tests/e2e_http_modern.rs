@@ -132,6 +132,45 @@ async fn call(http: &HttpServer, id: u64, method: &str, params: Value) -> Reply 
     send(http, body, headers).await
 }
 
+/// A POST for a 2025-11-25 session (`sid`; none for `initialize`).
+fn legacy_post(
+    c: &reqwest::Client,
+    http: &HttpServer,
+    body: Value,
+    sid: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let b = c
+        .post(http.url())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    match sid {
+        Some(s) => b
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25"),
+        None => b,
+    }
+}
+
+/// Opens a 2025-11-25 session declaring `capabilities` (`initialize`, then
+/// `notifications/initialized`, answered 202); its id.
+async fn legacy_session(c: &reqwest::Client, http: &HttpServer, capabilities: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
+        "clientInfo": {"name": "legacy", "version": "0"}}});
+    let r = bounded(legacy_post(c, http, init, None).send())
+        .await
+        .unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = bounded(r.bytes()).await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = bounded(legacy_post(c, http, initialized, Some(&sid)).send())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    sid
+}
+
 fn tool_call(name: &str, args: Value, caps: Value) -> Value {
     json!({"name": name, "arguments": args, "_meta": meta(caps)})
 }
@@ -417,28 +456,8 @@ async fn an_elicitation_round_trip_runs_the_same_handler_twice() {
 async fn the_same_handler_sends_a_request_in_a_legacy_session() {
     let http = start(fixture::server_2026()).await;
     let c = client();
-    let post = |body: Value, sid: Option<&str>| {
-        let mut b = c
-            .post(http.url())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(s) = sid {
-            b = b
-                .header("mcp-session-id", s)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        b
-    };
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "legacy", "version": "0"}}});
-    let r = bounded(post(init, None).send()).await.unwrap();
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = bounded(r.bytes()).await.unwrap();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let r = bounded(post(initialized, Some(&sid)).send()).await.unwrap();
-    assert_eq!(r.status(), 202);
+    let post = |body: Value, sid: Option<&str>| legacy_post(&c, &http, body, sid);
+    let sid = legacy_session(&c, &http, json!({"elicitation": {}})).await;
     let call_body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "test_input_required_result_elicitation", "arguments": {}}});
     let mut r = bounded(post(call_body, Some(&sid)).send()).await.unwrap();
@@ -674,34 +693,13 @@ async fn announcements_reach_a_legacy_session() {
     let announcer = server.announcer().clone();
     let http = start(server).await;
     let c = client();
-    let post = |body: Value, sid: Option<&str>| {
-        let mut b = c
-            .post(http.url())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(s) = sid {
-            b = b
-                .header("mcp-session-id", s)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        b
-    };
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "legacy", "version": "0"}}});
-    let r = bounded(post(init, None).send()).await.unwrap();
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let post = |body: Value, sid: Option<&str>| legacy_post(&c, &http, body, sid);
+    let sid = legacy_session(&c, &http, json!({})).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": "test://watched-resource"}});
+    let r = bounded(post(subscribe, Some(&sid)).send()).await.unwrap();
+    assert!(r.status().is_success());
     let _ = bounded(r.bytes()).await.unwrap();
-    for body in [
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
-               "params": {"uri": "test://watched-resource"}}),
-    ] {
-        let r = bounded(post(body, Some(&sid)).send()).await.unwrap();
-        assert!(r.status().is_success());
-        let _ = bounded(r.bytes()).await.unwrap();
-    }
     let mut get = bounded(
         c.get(http.url())
             .header("accept", "text/event-stream")
@@ -749,33 +747,8 @@ async fn announcements_reach_a_legacy_session() {
 async fn a_handler_closes_its_stream_and_the_client_resumes() {
     let http = start(fixture::server_2026()).await;
     let c = client();
-    let post = |body: Value, sid: Option<&str>| {
-        let mut b = c
-            .post(http.url())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(s) = sid {
-            b = b
-                .header("mcp-session-id", s)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        b
-    };
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "polling", "version": "0"}}});
-    let r = bounded(post(init, None).send()).await.unwrap();
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = bounded(r.bytes()).await.unwrap();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(
-        bounded(post(initialized, Some(&sid)).send())
-            .await
-            .unwrap()
-            .status(),
-        202
-    );
+    let post = |body: Value, sid: Option<&str>| legacy_post(&c, &http, body, sid);
+    let sid = legacy_session(&c, &http, json!({})).await;
     let call_body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "test_reconnection", "arguments": {}}});
     let r = bounded(post(call_body, Some(&sid)).send()).await.unwrap();
