@@ -63,12 +63,17 @@ impl IntId {
 
     /// The literal text, e.g. `"42"` or `"-7"`.
     pub fn as_str(&self) -> &str {
+        // Only ASCII digits and `-` are ever stored.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    /// The literal text's bytes: what equality, hashing and order compare (the
+    /// order of UTF-8 bytes is that of the text), without re-checking UTF-8 on
+    /// every map lookup.
+    fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            // Only ASCII digits and `-` are ever stored.
-            IntText::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            IntText::Heap(text) => text,
+            IntText::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            IntText::Heap(text) => text.as_bytes(),
         }
     }
 
@@ -92,7 +97,7 @@ impl IntId {
 
 impl PartialEq for IntId {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -100,7 +105,7 @@ impl Eq for IntId {}
 
 impl std::hash::Hash for IntId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+        self.as_bytes().hash(state);
     }
 }
 
@@ -112,7 +117,7 @@ impl PartialOrd for IntId {
 
 impl Ord for IntId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 

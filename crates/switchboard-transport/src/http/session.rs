@@ -333,7 +333,10 @@ impl Session {
     pub(crate) fn primes(&self, version: switchboard_protocol::ProtocolVersion) -> bool {
         use std::sync::atomic::Ordering;
         if version >= switchboard_protocol::ProtocolVersion::V2025_11_25 {
-            self.primes.store(true, Ordering::Relaxed);
+            // Written once: later requests only read the shared flag.
+            if !self.primes.load(Ordering::Relaxed) {
+                self.primes.store(true, Ordering::Relaxed);
+            }
             true
         } else {
             self.primes.load(Ordering::Relaxed)
