@@ -15,12 +15,21 @@
 //!   tagged with the listen's subscription id (2026-07-28 "Server features →
 //!   Subscriptions").
 //!
+//! Each announcement is numbered. A session hears of a resource's update only when
+//! the update was announced after its `resources/subscribe` was handled: the check
+//! is made against the announcement's number, not against the subscription as it
+//! stands when the session's task gets round to it, so a change made before a
+//! subscription is never reported after it.
+//!
 //! Delivery is best effort: a session too slow to keep up with
 //! [`CHANGE_BUFFER`] announcements misses the oldest (each notification only says
 //! "re-read", so a later one covers an earlier one).
 //!
 //! This module must not know transports or sessions; it only fans announcements
 //! out.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
@@ -46,13 +55,20 @@ pub enum Change {
 /// module documentation). Cloneable; clones share one channel.
 #[derive(Debug, Clone)]
 pub struct Announcer {
-    tx: broadcast::Sender<Change>,
+    tx: broadcast::Sender<Announced>,
+    /// The number the next announcement gets.
+    next: Arc<AtomicU64>,
 }
+
+/// One announcement as it travels: its number (see [`Announcer::mark`]) and the
+/// change.
+pub(crate) type Announced = (u64, Change);
 
 impl Default for Announcer {
     fn default() -> Self {
         Announcer {
             tx: broadcast::channel(CHANGE_BUFFER).0,
+            next: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -61,7 +77,14 @@ impl Announcer {
     /// Announces `change`. Returns how many sessions and listen streams were
     /// listening (0 is not an error: nobody to tell).
     pub fn announce(&self, change: Change) -> usize {
-        self.tx.send(change).unwrap_or(0)
+        let number = self.next.fetch_add(1, Ordering::SeqCst);
+        self.tx.send((number, change)).unwrap_or(0)
+    }
+
+    /// The number the next announcement will get: every announcement numbered at
+    /// or above it comes after this call (a subscription records it).
+    pub(crate) fn mark(&self) -> u64 {
+        self.next.load(Ordering::SeqCst)
     }
 
     /// Announces that the tool list changed.
@@ -85,7 +108,7 @@ impl Announcer {
     }
 
     /// A receiver of every later announcement.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Announced> {
         self.tx.subscribe()
     }
 }
@@ -93,7 +116,7 @@ impl Announcer {
 /// The next announcement, skipping over a gap (lag); `None` never happens while
 /// the server lives (the channel closes only when every `Announcer` is gone, and
 /// the server keeps one).
-pub(crate) async fn next(rx: &mut broadcast::Receiver<Change>) -> Option<Change> {
+pub(crate) async fn next(rx: &mut broadcast::Receiver<Announced>) -> Option<Announced> {
     loop {
         match rx.recv().await {
             Ok(c) => return Some(c),
@@ -115,14 +138,11 @@ mod tests {
         assert_eq!(a.tools_changed(), 0);
         let mut r1 = a.subscribe();
         let mut r2 = a.clone().subscribe();
+        assert_eq!(a.mark(), 1, "the unheard announcement still took a number");
         assert_eq!(a.resource_updated("test://x"), 2);
-        assert_eq!(
-            next(&mut r1).await,
-            Some(Change::ResourceUpdated("test://x".into()))
-        );
-        assert_eq!(
-            next(&mut r2).await,
-            Some(Change::ResourceUpdated("test://x".into()))
-        );
+        assert_eq!(a.mark(), 2);
+        let heard = Some((1, Change::ResourceUpdated("test://x".into())));
+        assert_eq!(next(&mut r1).await, heard);
+        assert_eq!(next(&mut r2).await, heard);
     }
 }

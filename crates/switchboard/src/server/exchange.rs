@@ -521,7 +521,7 @@ async fn listen(
     loop {
         tokio::select! {
             change = changes::next(&mut changes) => {
-                let Some(change) = change else { break };
+                let Some((_, change)) = change else { break };
                 if let Some(n) = listen_notification(&change, &filter, &subscription) {
                     if sender.send_related(Message::Notification(n), Some(id.clone())).await.is_err() {
                         break;

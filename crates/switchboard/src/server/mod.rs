@@ -49,7 +49,7 @@ mod serve;
 pub mod testing;
 pub mod tools;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -177,7 +177,8 @@ pub struct SessionState {
 #[derive(Debug, Default)]
 struct SessionInner {
     log_level: Option<LoggingLevel>,
-    subscriptions: BTreeSet<String>,
+    /// Subscribed URI -> the announcer's mark when the subscription was made.
+    subscriptions: BTreeMap<String, u64>,
 }
 
 impl SessionState {
@@ -202,12 +203,22 @@ impl SessionState {
 
     /// Whether the client subscribed to exactly `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.lock().subscriptions.contains(uri)
+        self.lock().subscriptions.contains_key(uri)
+    }
+
+    /// Whether the update announced as number `announced` (see
+    /// [`Announcer`]) is for this session: it subscribed to exactly `uri` before
+    /// the announcement was made.
+    pub(crate) fn hears_update(&self, uri: &str, announced: u64) -> bool {
+        self.lock()
+            .subscriptions
+            .get(uri)
+            .is_some_and(|&mark| announced >= mark)
     }
 
     /// The subscribed URIs, sorted.
     pub fn subscriptions(&self) -> Vec<String> {
-        self.lock().subscriptions.iter().cloned().collect()
+        self.lock().subscriptions.keys().cloned().collect()
     }
 }
 
@@ -950,7 +961,8 @@ impl Server {
                         .with_data(&json!({"uri": p.uri})),
                     ));
                 }
-                session.lock().subscriptions.insert(p.uri.clone());
+                let mark = self.inner.announcer.mark();
+                session.lock().subscriptions.insert(p.uri.clone(), mark);
                 self.finish(version, &EmptyResult::default(), None)
             }
             ClientRequest::Unsubscribe(p) => {
@@ -1155,5 +1167,59 @@ impl Server {
             }
         }
         serde_json::value::to_raw_value(&v).map_err(unserializable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_protocol::jsonrpc::{Id, Request};
+
+    fn request(method: &str, params: Value) -> ClientRequest {
+        ClientRequest::from_request(&Request {
+            id: Id::from(1),
+            method: method.to_owned(),
+            params: Some(serde_json::value::to_raw_value(&params).unwrap()),
+        })
+        .unwrap()
+    }
+
+    /// A change announced before `resources/subscribe` was handled is not the
+    /// session's, even when its task reads the announcement only afterwards (the
+    /// race that made an example-server test see an extra update); one announced
+    /// after is, until `resources/unsubscribe`.
+    #[tokio::test]
+    async fn an_update_counts_only_when_announced_after_the_subscription() {
+        let uri = "test://counter";
+        let server = Server::builder(Implementation::new("t", "1"))
+            .resource(
+                serde_json::from_value(json!({"uri": uri, "name": "counter"})).unwrap(),
+                |_| async { Ok(Vec::new()) },
+            )
+            .build()
+            .unwrap();
+        let session = SessionState::new();
+        let caps = ClientCapabilities::default();
+        let call = |method: &'static str| {
+            server.handle(
+                &session,
+                ProtocolVersion::V2025_11_25,
+                &caps,
+                request(method, json!({ "uri": uri })),
+                testing::RecordingSink::new(),
+            )
+        };
+        let announcer = server.announcer();
+        let before = announcer.mark();
+        announcer.resource_updated(uri);
+        call("resources/subscribe").await.unwrap();
+        let after = announcer.mark();
+        assert_eq!(after, before + 1);
+        assert!(session.is_subscribed(uri));
+        assert!(!session.hears_update(uri, before), "announced before");
+        assert!(session.hears_update(uri, after), "announced after");
+        assert!(!session.hears_update("test://other", after));
+        call("resources/unsubscribe").await.unwrap();
+        assert!(!session.hears_update(uri, after));
     }
 }

@@ -308,8 +308,8 @@ impl ServerSession {
             tracing::info!("serving");
             let mut changes = server.announcer().subscribe();
             let announce = async {
-                while let Some(change) = changes::next(&mut changes).await {
-                    announce_legacy(&server, &shared, &peer, &change).await;
+                while let Some((number, change)) = changes::next(&mut changes).await {
+                    announce_legacy(&server, &shared, &peer, number, &change).await;
                 }
                 std::future::pending::<()>().await
             };
@@ -356,7 +356,7 @@ async fn listen_over_peer(
     loop {
         tokio::select! {
             change = changes::next(&mut changes) => {
-                let Some(change) = change else { break };
+                let Some((_, change)) = change else { break };
                 if let Some(n) = super::exchange::listen_notification(&change, &filter, &subscription) {
                     cx.peer().notify_related(n, Some(id.clone())).await.map_err(closed)?;
                 }
@@ -369,8 +369,15 @@ async fn listen_over_peer(
 
 /// Sends one announced change to a legacy session, if it is initialized, the
 /// server declares the list's `listChanged` (or, for a resource update, the
-/// session subscribed to that URI) and the lifecycle allows it now.
-async fn announce_legacy(server: &Server, shared: &Shared, peer: &Peer, change: &Change) {
+/// session subscribed to that URI before announcement `number` was made) and the
+/// lifecycle allows it now.
+async fn announce_legacy(
+    server: &Server,
+    shared: &Shared,
+    peer: &Peer,
+    number: u64,
+    change: &Change,
+) {
     let caps = server.capabilities();
     let declared = |c: Option<Option<bool>>| c.flatten() == Some(true);
     let notification = match change {
@@ -385,6 +392,7 @@ async fn announce_legacy(server: &Server, shared: &Shared, peer: &Peer, change: 
         {
             ServerNotification::ResourceListChanged(None)
         }
+        Change::ResourceUpdated(uri) if !shared.state.hears_update(uri, number) => return,
         Change::ResourceUpdated(uri) => match server.resource_updated(&shared.state, uri) {
             Some(n) => n,
             None => return,
