@@ -41,7 +41,7 @@ use switchboard_transport::{Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info, warn};
 
-use crate::upstream::{empty_object, CallEvent, Step, Upstream};
+use crate::upstream::{empty_object, CallEvent, Step, TryCall, Upstream};
 use crate::{ChildMode, Core};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -330,7 +330,39 @@ async fn on_request(
     }
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
-    tokio::spawn(pump(session.clone(), upstream, r, cancel_rx));
+    let call = Begun::new(session, &upstream, r);
+    tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
+}
+
+/// A call as the session's task hands it to its pump task.
+struct Begun {
+    /// The client's id of the request.
+    down_id: Id,
+    /// `tools/list` (its result is filtered by the allowlist).
+    is_list: bool,
+    /// The request, kept for an `input_required` retry, which only a
+    /// 2026-07-28-only child sends; other calls skip the copy.
+    original: Option<Request>,
+    /// Started already, or still to start.
+    start: TryCall,
+}
+
+impl Begun {
+    /// Starts the call on the spot when nothing has to wait, so that the request
+    /// is queued to the child before the pump task is first polled (one task
+    /// hand-off less between the client's POST and the child's stdin).
+    fn new(session: &Session, upstream: &Upstream, r: Request) -> Self {
+        let down_id = r.id.clone();
+        let is_list = r.method == "tools/list";
+        let original = lock(&session.modern_meta).is_some().then(|| r.clone());
+        let start = upstream.try_call(r, session.owner);
+        Begun {
+            down_id,
+            is_list,
+            original,
+            start,
+        }
+    }
 }
 
 /// The `initialize` answer for this session.
@@ -465,16 +497,26 @@ async fn fail(session: &Arc<Session>, down_id: Id, why: String) {
 async fn pump(
     session: Arc<Session>,
     upstream: Upstream,
-    r: Request,
+    begun: Begun,
     mut cancel: oneshot::Receiver<String>,
 ) {
-    let down_id = r.id.clone();
-    let is_list = r.method == "tools/list";
-    // Kept for an `input_required` retry, which only a 2026-07-28-only child sends;
-    // other calls skip the copy.
-    let original = lock(&session.modern_meta).is_some().then(|| r.clone());
+    let Begun {
+        down_id,
+        is_list,
+        original,
+        start,
+    } = begun;
     let mut rounds = 0;
-    let call = upstream.call(r, session.owner).await;
+    let call = match start {
+        TryCall::Started(call, None) => Ok(call),
+        TryCall::Started(call, Some(unsent)) => match unsent.0.send(unsent.1).await {
+            Ok(()) => Ok(call),
+            Err(_) => Err("the upstream server went away".to_owned()),
+        },
+        TryCall::Failed(why) => Err(why),
+        // Rare paths are boxed to keep the pump's future (copied on spawn) small.
+        TryCall::Later(r) => Box::pin(upstream.call(r, session.owner)).await,
+    };
     let mut call = match call {
         Ok(c) => c,
         Err(why) => {
@@ -513,7 +555,7 @@ async fn pump(
                     .await;
             }
             Step::Event(CallEvent::Request(req)) => {
-                forward_server_request(&session, req, Some(down_id.clone())).await;
+                Box::pin(forward_server_request(&session, req, Some(down_id.clone()))).await;
             }
             Step::Done(Message::Response(resp))
                 if original.is_some() && is_input_required(&resp.result) =>
@@ -525,7 +567,7 @@ async fn pump(
                         "the server asked for input more than {MAX_INPUT_ROUNDS} times"
                     ))
                 } else {
-                    gather_input(&session, &down_id, &resp.result, original).await
+                    Box::pin(gather_input(&session, &down_id, &resp.result, original)).await
                 };
                 match retry {
                     Ok(params) => {
@@ -534,7 +576,7 @@ async fn pump(
                             method: original.method.clone(),
                             params: Some(params),
                         };
-                        match upstream.call(again, session.owner).await {
+                        match Box::pin(upstream.call(again, session.owner)).await {
                             Ok(c) => {
                                 call = c;
                                 continue;

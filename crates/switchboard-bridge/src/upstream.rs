@@ -46,8 +46,8 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
-use switchboard_transport::{Inbound, Sender, TransportConfig};
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use switchboard_transport::{Inbound, Outgoing, Sender, TransportConfig};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tracing::{debug, info, warn, Instrument};
 
 /// How many events (progress, logs, server requests) wait for one call's consumer
@@ -151,7 +151,7 @@ pub(crate) struct Call {
     stash: std::collections::VecDeque<CallEvent>,
     finished: bool,
     /// The call's slot among [`UpstreamConfig::max_in_flight`], freed on drop.
-    _slot: tokio::sync::OwnedSemaphorePermit,
+    _slot: OwnedSemaphorePermit,
 }
 
 impl std::fmt::Debug for Call {
@@ -208,6 +208,17 @@ impl Call {
             }
         }
     }
+}
+
+/// What [`Upstream::try_call`] did.
+pub(crate) enum TryCall {
+    /// Registered; queued to the child, or (the child's queue being full) with
+    /// the message still to send on that sender.
+    Started(Call, Option<Box<(Sender, Message)>>),
+    /// It cannot be made (the child went away, the params are not an object).
+    Failed(String),
+    /// It would have to wait for the child or a slot: use [`Upstream::call`].
+    Later(Request),
 }
 
 impl Drop for Call {
@@ -363,7 +374,7 @@ impl Upstream {
     ///
     /// Errors (as text for the downstream error response): the child is not ready
     /// within [`UpstreamConfig::ready_wait`], or it went away.
-    pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
+    pub(crate) async fn call(&self, request: Request, owner: u64) -> Result<Call, String> {
         self.ready(self.inner.config.ready_wait).await?;
         let wait = self.inner.config.queue_wait;
         let slot = match self.inner.slots.clone().try_acquire_owned() {
@@ -381,6 +392,47 @@ impl Upstream {
                 ))
             }
         };
+        let (call, sender, message) = self.register(request, owner, slot)?;
+        if sender.send(message).await.is_err() {
+            return Err("the upstream server went away".to_owned());
+        }
+        Ok(call)
+    }
+
+    /// [`call`](Self::call) when it needs no waiting: the child is ready and a
+    /// slot is free. The request is then registered and, when the child's queue
+    /// has room, queued. [`TryCall::Later`] gives the request back untouched.
+    pub(crate) fn try_call(&self, request: Request, owner: u64) -> TryCall {
+        if !matches!(&*self.inner.status.borrow(), Status::Ready(_)) {
+            return TryCall::Later(request);
+        }
+        let Ok(slot) = self.inner.slots.clone().try_acquire_owned() else {
+            return TryCall::Later(request);
+        };
+        let (call, sender, message) = match self.register(request, owner, slot) {
+            Ok(registered) => registered,
+            Err(why) => return TryCall::Failed(why),
+        };
+        match sender.try_send(message) {
+            Ok(()) => TryCall::Started(call, None),
+            Err(e) if e.is_full() => match e.into_inner() {
+                Outgoing::Message(message) => {
+                    TryCall::Started(call, Some(Box::new((sender, message))))
+                }
+                Outgoing::Batch(_) => TryCall::Failed("a request came back as a batch".to_owned()),
+            },
+            Err(_) => TryCall::Failed("the upstream server went away".to_owned()),
+        }
+    }
+
+    /// Gives `request` our id, maps its progress token and enters it in the
+    /// table; returns the call, the sender to the child and the message to send.
+    fn register(
+        &self,
+        mut request: Request,
+        owner: u64,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<(Call, Sender, Message), String> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         request.id = Id::from(id);
         let token = match map_progress_token(&mut request.params, id) {
@@ -420,10 +472,7 @@ impl Upstream {
             finished: false,
             _slot: slot,
         };
-        if sender.send(Message::Request(request)).await.is_err() {
-            return Err("the upstream server went away".to_owned());
-        }
-        Ok(call)
+        Ok((call, sender, Message::Request(request)))
     }
 
     /// Sends a message that needs no answer routing (a notification from a
@@ -1020,5 +1069,93 @@ mod tests {
         let mut params = Some(RawValue::from_string(text.to_owned()).unwrap());
         assert!(map_progress_token(&mut params, 1).unwrap().is_none());
         assert_eq!(params.unwrap().get(), text);
+    }
+
+    /// A child that answers `initialize`, then never reads its stdin again.
+    const STUCK_CHILD: &str = r#"
+import json, sys, time
+req = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "stuck", "version": "1"}}}), flush=True)
+time.sleep(60)
+"#;
+
+    fn request(id: i64, text: &str) -> Request {
+        Request {
+            id: Id::from(id),
+            method: "tools/call".to_owned(),
+            params: Some(
+                serde_json::value::to_raw_value(
+                    &serde_json::json!({"name": "echo", "arguments": {"text": text}}),
+                )
+                .unwrap(),
+            ),
+        }
+    }
+
+    /// `try_call` starts a call only when nothing has to wait: before the child
+    /// is ready the request comes back untouched; once it is, calls are queued
+    /// until the child's queue is full, and then handed back registered, with
+    /// the message still to send (under our id), for the caller to wait on.
+    #[tokio::test]
+    async fn try_call_starts_only_what_needs_no_waiting() {
+        let mut transport = TransportConfig::default();
+        transport.channel_capacity = 4;
+        let mut child = ChildConfig::new("stuck", "python3")
+            .arg("-c")
+            .arg(STUCK_CHILD);
+        // It never reads, so it never sees its stdin close: go to SIGTERM at once.
+        child.shutdown.stdin_close_grace = Duration::ZERO;
+        let up = Upstream::start(
+            UpstreamConfig {
+                child,
+                transport,
+                init_params: serde_json::value::to_raw_value(&serde_json::json!({
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}))
+                .unwrap(),
+                prefer_modern: false,
+                init_timeout: Duration::from_secs(10),
+                backoff_initial: Duration::from_millis(100),
+                backoff_max: Duration::from_secs(1),
+                ready_wait: Duration::from_secs(10),
+                max_in_flight: 10_000,
+                queue_wait: Duration::from_secs(10),
+            },
+            None,
+        );
+        match up.try_call(request(1, "early"), 1) {
+            TryCall::Later(r) => {
+                assert_eq!(r.id, Id::from(1), "the client's id, not ours");
+                assert_eq!(
+                    r.params.unwrap().get(),
+                    request(1, "early").params.unwrap().get()
+                );
+            }
+            _ => panic!("the child is not ready yet: the request must come back"),
+        }
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        // 64 KiB of text per call: the pipe and the writer's batch fill at once.
+        let text = "x".repeat(64 * 1024);
+        let mut calls = Vec::new();
+        let unsent = loop {
+            assert!(calls.len() < 64, "the child's queue never filled");
+            match up.try_call(request(calls.len() as i64, &text), 1) {
+                TryCall::Started(call, None) => calls.push(call),
+                TryCall::Started(call, Some(unsent)) => break (call, unsent.1),
+                TryCall::Failed(why) => panic!("{why}"),
+                TryCall::Later(_) => panic!("ready, with free slots: nothing to wait for"),
+            }
+            // Let the writer take what it can.
+            tokio::task::yield_now().await;
+        };
+        let (call, message) = unsent;
+        let Message::Request(r) = message else {
+            panic!("a request")
+        };
+        assert_eq!(r.id, Id::from(call.id), "registered under our id");
+        assert!(lock(&up.inner.table).calls.contains_key(&call.id));
+        up.shutdown(Duration::ZERO).await;
     }
 }

@@ -986,6 +986,12 @@ async fn answer(
 /// and every event already queued behind it, to `prefix`. The receiver comes
 /// back unless the stream already ended (every response sent), in which case
 /// the body is complete and goes out in one write.
+///
+/// The timer is armed only once the runtime has run the tasks this POST woke
+/// (the session's, a handler's, a child's writer; see [`AfterReadyTasks`]), so a
+/// quick answer needs no timer at all, and arming one (which writes the
+/// runtime's wake-up `eventfd` when it is the earliest timer) comes after the
+/// request has been passed on, not before.
 async fn first_events(
     prefix: &mut std::collections::VecDeque<Bytes>,
     mut rx: mpsc::Receiver<Bytes>,
@@ -994,7 +1000,13 @@ async fn first_events(
     if wait.is_zero() {
         return Some(rx);
     }
-    match tokio::time::timeout(wait, rx.recv()).await {
+    AfterReadyTasks::default().await;
+    let first = match rx.try_recv() {
+        Ok(event) => Ok(Some(event)),
+        Err(mpsc::error::TryRecvError::Disconnected) => Ok(None),
+        Err(mpsc::error::TryRecvError::Empty) => tokio::time::timeout(wait, rx.recv()).await,
+    };
+    match first {
         Err(_) => return Some(rx),
         Ok(None) => return None,
         Ok(Some(event)) => prefix.push_back(event),
@@ -1005,6 +1017,83 @@ async fn first_events(
             Err(mpsc::error::TryRecvError::Empty) => return Some(rx),
             Err(mpsc::error::TryRecvError::Disconnected) => return None,
         }
+    }
+}
+
+/// Pending until the runtime has run the tasks that were ready when it was
+/// first polled: tokio's `yield_now` deferral (the waker is woken when the
+/// scheduler runs out of ready tasks), made to hold however often the caller is
+/// polled meanwhile (hyper polls a service future again within one wake-up, and
+/// a second poll of `yield_now` returns at once). Outside a tokio runtime it
+/// returns at the next poll.
+#[derive(Default)]
+struct AfterReadyTasks {
+    flag: Option<Arc<ReadyTasksRan>>,
+}
+
+#[derive(Default)]
+struct ReadyTasksRan {
+    ran: std::sync::atomic::AtomicBool,
+    waker: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl std::task::Wake for ReadyTasksRan {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ran.store(true, std::sync::atomic::Ordering::Release);
+        let waker = self
+            .waker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl std::future::Future for AfterReadyTasks {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        use std::sync::atomic::Ordering;
+        use std::task::Poll;
+        let flag = match &self.flag {
+            Some(flag) => flag.clone(),
+            None => {
+                let flag = Arc::new(ReadyTasksRan::default());
+                *flag
+                    .waker
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cx.waker().clone());
+                let waker = std::task::Waker::from(flag.clone());
+                let mut yielding = std::pin::pin!(tokio::task::yield_now());
+                // The first poll only hands `waker` to the scheduler: Pending.
+                let _ = yielding
+                    .as_mut()
+                    .poll(&mut std::task::Context::from_waker(&waker));
+                self.flag = Some(flag);
+                return Poll::Pending;
+            }
+        };
+        if flag.ran.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        let mut slot = flag
+            .waker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if flag.ran.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        *slot = Some(cx.waker().clone());
+        Poll::Pending
     }
 }
 
@@ -1147,6 +1236,28 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
         assert_ne!(a, b);
+    }
+
+    /// `AfterReadyTasks` holds until the tasks that were ready have run, even when
+    /// polled again within the same wake-up (as hyper polls a service future),
+    /// where a second poll of `yield_now` would return at once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn after_ready_tasks_holds_however_often_polled() {
+        use std::future::Future;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
+        let mut wait = std::pin::pin!(AfterReadyTasks::default());
+        std::future::poll_fn(|cx| {
+            assert!(wait.as_mut().poll(cx).is_pending());
+            assert!(wait.as_mut().poll(cx).is_pending(), "a second poll holds");
+            std::task::Poll::Ready(())
+        })
+        .await;
+        assert!(!ran.load(Ordering::SeqCst));
+        wait.await;
+        assert!(ran.load(Ordering::SeqCst), "the ready task ran first");
     }
 
     #[test]

@@ -590,13 +590,22 @@ impl Session {
                     Ok(permit) => Room::Reserved(generation, permit),
                     Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
                     Err(mpsc::error::TrySendError::Full(tx)) => {
+                        // Boxed: the rare wait would otherwise make every send's
+                        // future (copied into each task that sends) several times
+                        // larger.
                         let mut ended = self.ended.subscribe();
-                        tokio::select! {
-                            r = tx.reserve_owned() => match r {
-                                Ok(permit) => Room::Reserved(generation, permit),
-                                Err(_) => Room::Gone(generation),
-                            },
-                            () = is_ended(&mut ended) => return Err(()),
+                        let wait = Box::pin(async move {
+                            tokio::select! {
+                                r = tx.reserve_owned() => Some(match r {
+                                    Ok(permit) => Room::Reserved(generation, permit),
+                                    Err(_) => Room::Gone(generation),
+                                }),
+                                () = is_ended(&mut ended) => None,
+                            }
+                        });
+                        match wait.await {
+                            Some(room) => room,
+                            None => return Err(()),
                         }
                     }
                 },
