@@ -39,6 +39,7 @@
 
 mod body;
 pub mod client;
+mod clock;
 mod guard;
 pub mod legacy;
 pub mod server;

@@ -47,7 +47,7 @@
 //! streams or sessions. A connection that goes away is noticed at the next event
 //! sent to it; its events are then only kept for replay.
 //!
-//! **One write per quick reply.** The SSE reply to a POST waits up to
+//! **One write per quick reply.** The SSE reply to a POST waits about
 //! [`HttpServerConfig::sse_first_event_wait`] for its first message, so the head,
 //! the priming event and a response ready by then leave in one write.
 //!
@@ -83,6 +83,8 @@ use switchboard_protocol::version::Era;
 use switchboard_protocol::ProtocolVersion;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
+
+use super::clock::Clock;
 use tracing::{debug, info_span, warn, Instrument};
 
 use super::body::Body;
@@ -166,7 +168,9 @@ pub struct HttpServerConfig {
     /// segment and one client wake-up instead of two; a quick call's whole reply,
     /// final chunk included, when its response is the first message). Later
     /// messages stream as they come. Zero: the head goes out at once. Default
-    /// [`DEFAULT_SSE_FIRST_EVENT_WAIT`] (2 ms).
+    /// [`DEFAULT_SSE_FIRST_EVENT_WAIT`] (2 ms). The wait is measured by one
+    /// coarse clock per server ticking at half this length, so it lasts from
+    /// this length to 1.5 times it.
     pub sse_first_event_wait: Duration,
     /// The `retry` field of the priming event that opens each SSE stream
     /// (2025-11-25 onward; whole milliseconds): how long a client waits before
@@ -368,6 +372,8 @@ struct Shared {
     stopping: watch::Receiver<bool>,
     /// One permit per stateless exchange in progress.
     exchanges: Arc<tokio::sync::Semaphore>,
+    /// Ends the SSE replies' first-event waits (half the wait per tick).
+    clock: Arc<Clock>,
 }
 
 /// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
@@ -424,6 +430,7 @@ impl HttpServer {
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
+            clock: Clock::new(config.sse_first_event_wait / 2),
             stopping: shutdown_rx.clone(),
             exchanges: Arc::new(tokio::sync::Semaphore::new(
                 config
@@ -978,7 +985,13 @@ async fn answer(
     if primed {
         prefix.push_back(priming(stream, 0, shared.config.sse_retry));
     }
-    let rx = first_events(&mut prefix, rx, shared.config.sse_first_event_wait).await;
+    let rx = first_events(
+        &mut prefix,
+        rx,
+        &shared.clock,
+        shared.config.sse_first_event_wait,
+    )
+    .await;
     sse_response(Body::stream(prefix, rx, guard))
 }
 
@@ -987,29 +1000,33 @@ async fn answer(
 /// back unless the stream already ended (every response sent), in which case
 /// the body is complete and goes out in one write.
 ///
-/// The timer is armed only once the runtime has run the tasks this POST woke
-/// (the session's, a handler's, a child's writer; see [`AfterReadyTasks`]), so a
-/// quick answer needs no timer at all, and arming one (which writes the
-/// runtime's wake-up `eventfd` when it is the earliest timer) comes after the
-/// request has been passed on, not before.
+/// The wait is measured by the server's [`Clock`] rather than a timer of its
+/// own (it lasts `wait` to 1.5 `wait`): arming and cancelling a timer on every
+/// POST made the runtime write its wake-up `eventfd` on nearly every call.
 async fn first_events(
     prefix: &mut std::collections::VecDeque<Bytes>,
     mut rx: mpsc::Receiver<Bytes>,
+    clock: &Arc<Clock>,
     wait: Duration,
 ) -> Option<mpsc::Receiver<Bytes>> {
     if wait.is_zero() {
         return Some(rx);
     }
-    AfterReadyTasks::default().await;
     let first = match rx.try_recv() {
-        Ok(event) => Ok(Some(event)),
-        Err(mpsc::error::TryRecvError::Disconnected) => Ok(None),
-        Err(mpsc::error::TryRecvError::Empty) => tokio::time::timeout(wait, rx.recv()).await,
+        Ok(event) => Some(Some(event)),
+        Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+        Err(mpsc::error::TryRecvError::Empty) => {
+            tokio::select! {
+                biased;
+                event = rx.recv() => Some(event),
+                () = clock.wait(wait) => None,
+            }
+        }
     };
     match first {
-        Err(_) => return Some(rx),
-        Ok(None) => return None,
-        Ok(Some(event)) => prefix.push_back(event),
+        None => return Some(rx),
+        Some(None) => return None,
+        Some(Some(event)) => prefix.push_back(event),
     }
     loop {
         match rx.try_recv() {
@@ -1017,83 +1034,6 @@ async fn first_events(
             Err(mpsc::error::TryRecvError::Empty) => return Some(rx),
             Err(mpsc::error::TryRecvError::Disconnected) => return None,
         }
-    }
-}
-
-/// Pending until the runtime has run the tasks that were ready when it was
-/// first polled: tokio's `yield_now` deferral (the waker is woken when the
-/// scheduler runs out of ready tasks), made to hold however often the caller is
-/// polled meanwhile (hyper polls a service future again within one wake-up, and
-/// a second poll of `yield_now` returns at once). Outside a tokio runtime it
-/// returns at the next poll.
-#[derive(Default)]
-struct AfterReadyTasks {
-    flag: Option<Arc<ReadyTasksRan>>,
-}
-
-#[derive(Default)]
-struct ReadyTasksRan {
-    ran: std::sync::atomic::AtomicBool,
-    waker: std::sync::Mutex<Option<std::task::Waker>>,
-}
-
-impl std::task::Wake for ReadyTasksRan {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.ran.store(true, std::sync::atomic::Ordering::Release);
-        let waker = self
-            .waker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-}
-
-impl std::future::Future for AfterReadyTasks {
-    type Output = ();
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        use std::sync::atomic::Ordering;
-        use std::task::Poll;
-        let flag = match &self.flag {
-            Some(flag) => flag.clone(),
-            None => {
-                let flag = Arc::new(ReadyTasksRan::default());
-                *flag
-                    .waker
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cx.waker().clone());
-                let waker = std::task::Waker::from(flag.clone());
-                let mut yielding = std::pin::pin!(tokio::task::yield_now());
-                // The first poll only hands `waker` to the scheduler: Pending.
-                let _ = yielding
-                    .as_mut()
-                    .poll(&mut std::task::Context::from_waker(&waker));
-                self.flag = Some(flag);
-                return Poll::Pending;
-            }
-        };
-        if flag.ran.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        let mut slot = flag
-            .waker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if flag.ran.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        *slot = Some(cx.waker().clone());
-        Poll::Pending
     }
 }
 
@@ -1236,28 +1176,6 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
         assert_ne!(a, b);
-    }
-
-    /// `AfterReadyTasks` holds until the tasks that were ready have run, even when
-    /// polled again within the same wake-up (as hyper polls a service future),
-    /// where a second poll of `yield_now` would return at once.
-    #[tokio::test(flavor = "current_thread")]
-    async fn after_ready_tasks_holds_however_often_polled() {
-        use std::future::Future;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let ran = Arc::new(AtomicBool::new(false));
-        let flag = ran.clone();
-        tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
-        let mut wait = std::pin::pin!(AfterReadyTasks::default());
-        std::future::poll_fn(|cx| {
-            assert!(wait.as_mut().poll(cx).is_pending());
-            assert!(wait.as_mut().poll(cx).is_pending(), "a second poll holds");
-            std::task::Poll::Ready(())
-        })
-        .await;
-        assert!(!ran.load(Ordering::SeqCst));
-        wait.await;
-        assert!(ran.load(Ordering::SeqCst), "the ready task ran first");
     }
 
     #[test]
