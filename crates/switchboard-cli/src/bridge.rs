@@ -50,6 +50,12 @@ pub struct BridgeArgs {
     /// `30m`, `2h`, or plain seconds; `0` never.
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     pub idle_timeout: Duration,
+    /// The reconnection delay sent in each SSE stream's priming event to clients
+    /// of 2025-11-25 and later (the `retry` field): how long a client whose
+    /// stream broke (a proxy's idle timeout, a network change) waits before it
+    /// resumes the stream with `Last-Event-ID`. `0`: no `retry` field.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sse_retry: Duration,
     /// The most client sessions at once; more get 503.
     #[arg(long, default_value_t = 1024)]
     pub max_sessions: usize,
@@ -216,6 +222,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     http.max_sessions = args.max_sessions;
     http.max_body_bytes = args.max_body;
     http.session_idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
+    http.sse_retry = (!args.sse_retry.is_zero()).then_some(args.sse_retry);
     if !args.allow_hosts.is_empty() {
         http.allowed_hosts = Some(args.allow_hosts);
     }

@@ -821,3 +821,42 @@ async fn a_cancelled_calls_stream_ends_and_the_session_goes_on() {
         );
     }
 }
+
+/// The priming event of a 2025-11-25 stream carries `retry` (1 s unless told
+/// otherwise; `--sse-retry 0` leaves it out), so a client whose stream broke
+/// knows when to resume it; an older client's stream has no priming event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priming_events_carry_the_configured_retry() {
+    let c = client();
+    for (args, expected) in [
+        (&[][..], Some("retry: 1000\n")),
+        (&["--sse-retry", "250ms"][..], Some("retry: 250\n")),
+        (&["--sse-retry", "0"][..], None),
+    ] {
+        let bridge = BridgeProc::start(args, &[]).await;
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let list = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        let priming = list.body.split("\n\n").next().unwrap_or_default();
+        assert!(
+            priming.starts_with("id: ") && priming.ends_with("data:"),
+            "the first event primes: {}",
+            list.body
+        );
+        match expected {
+            Some(field) => assert!(priming.contains(field), "{args:?}: {priming}"),
+            None => assert!(!priming.contains("retry"), "{args:?}: {priming}"),
+        }
+        let old = open_session(&c, &bridge.url, "2025-06-18", json!({})).await;
+        let list = old
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        let first = list.body.split("\n\n").next().unwrap_or_default();
+        assert!(
+            !list.body.contains("retry:") && first.contains("data: {"),
+            "no priming before 2025-11-25: {}",
+            list.body
+        );
+    }
+}

@@ -162,6 +162,20 @@ pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A priming event (id `stream-seq`, empty data; 2025-11-25 "Transports →
+/// Streamable HTTP") with `retry: millis` when given, in one allocation; the
+/// same bytes as `Event::priming(..).with_retry(..)`.
+pub(crate) fn priming_event(stream: u64, seq: u64, retry_millis: Option<u64>) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(72);
+    let _ = writeln!(out, "id: {stream}-{seq}");
+    if let Some(ms) = retry_millis {
+        let _ = writeln!(out, "retry: {ms}");
+    }
+    out.extend_from_slice(b"data:\n\n");
+    out
+}
+
 /// Parses an event id made by [`event_id`].
 pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
     let (stream, seq) = text.trim().split_once('-')?;
@@ -256,6 +270,18 @@ mod tests {
     }
 
     /// The one-allocation event writer gives the bytes of the general encoder.
+    #[test]
+    fn priming_event_matches_the_general_encoder() {
+        use switchboard_protocol::codec::Event;
+        for retry in [None, Some(0), Some(500), Some(u64::MAX)] {
+            let mut general = Event::priming(event_id(3, 9));
+            if let Some(ms) = retry {
+                general = general.with_retry(ms);
+            }
+            assert_eq!(priming_event(3, 9, retry), general.encode().unwrap());
+        }
+    }
+
     #[test]
     fn message_event_matches_the_general_encoder() {
         use switchboard_protocol::codec::Event;

@@ -1072,15 +1072,8 @@ fn merge_json_arrays(items: &[Bytes]) -> Bytes {
 /// stream gets a fresh seq) and empty data, with `retry` when configured
 /// ([`HttpServerConfig::sse_retry`]).
 fn priming(stream: u64, seq: u64, retry: Option<Duration>) -> Bytes {
-    match retry {
-        None => Bytes::from(guard::message_event(stream, seq, b"")),
-        Some(wait) => Bytes::from(
-            switchboard_protocol::codec::Event::priming(guard::event_id(stream, seq))
-                .with_retry(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX))
-                .encode()
-                .expect("a numeric event id is always valid"),
-        ),
-    }
+    let millis = retry.map(|wait| u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+    Bytes::from(guard::priming_event(stream, seq, millis))
 }
 
 fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> Response<Body> {
