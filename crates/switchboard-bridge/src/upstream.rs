@@ -210,6 +210,15 @@ impl Call {
     }
 }
 
+/// Why [`Upstream::register`] did not register a call.
+enum Refused {
+    /// No child is running (it went down, a new one is starting): the request
+    /// comes back untouched.
+    Restarting(Request),
+    /// It cannot be made (invalid params, or the child went down meanwhile).
+    Failed(String),
+}
+
 /// What [`Upstream::try_call`] did.
 pub(crate) enum TryCall {
     /// Registered; queued to the child, or (the child's queue being full) with
@@ -374,29 +383,43 @@ impl Upstream {
     ///
     /// Errors (as text for the downstream error response): the child is not ready
     /// within [`UpstreamConfig::ready_wait`], or it went away.
-    pub(crate) async fn call(&self, request: Request, owner: u64) -> Result<Call, String> {
-        self.ready(self.inner.config.ready_wait).await?;
-        let wait = self.inner.config.queue_wait;
-        let slot = match self.inner.slots.clone().try_acquire_owned() {
-            Ok(slot) => Ok(Ok(slot)),
-            // Full (or closed): wait in line, bounded.
-            Err(_) => tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await,
-        };
-        let slot = match slot {
-            Ok(Ok(slot)) => slot,
-            Ok(Err(_)) => return Err("the upstream server was shut down".to_owned()),
-            Err(_) => {
-                return Err(format!(
-                    "the upstream server is busy: {} calls in flight for over {wait:?}",
-                    self.inner.config.max_in_flight
-                ))
+    pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
+        let ready_by = Instant::now() + self.inner.config.ready_wait;
+        loop {
+            self.ready(ready_by.saturating_duration_since(Instant::now()))
+                .await?;
+            let wait = self.inner.config.queue_wait;
+            let slot = match self.inner.slots.clone().try_acquire_owned() {
+                Ok(slot) => Ok(Ok(slot)),
+                // Full (or closed): wait in line, bounded.
+                Err(_) => {
+                    tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await
+                }
+            };
+            let slot = match slot {
+                Ok(Ok(slot)) => slot,
+                Ok(Err(_)) => return Err("the upstream server was shut down".to_owned()),
+                Err(_) => {
+                    return Err(format!(
+                        "the upstream server is busy: {} calls in flight for over {wait:?}",
+                        self.inner.config.max_in_flight
+                    ))
+                }
+            };
+            match self.register(request, owner, slot) {
+                Ok((call, sender, message)) => {
+                    if sender.send(message).await.is_err() {
+                        return Err("the upstream server went away".to_owned());
+                    }
+                    return Ok(call);
+                }
+                // The child went down while this call waited for a slot: it never
+                // reached the child, so it waits for the restart (within
+                // `ready_wait` of the call's start) instead of failing.
+                Err(Refused::Restarting(r)) => request = r,
+                Err(Refused::Failed(why)) => return Err(why),
             }
-        };
-        let (call, sender, message) = self.register(request, owner, slot)?;
-        if sender.send(message).await.is_err() {
-            return Err("the upstream server went away".to_owned());
         }
-        Ok(call)
     }
 
     /// [`call`](Self::call) when it needs no waiting: the child is ready and a
@@ -411,7 +434,8 @@ impl Upstream {
         };
         let (call, sender, message) = match self.register(request, owner, slot) {
             Ok(registered) => registered,
-            Err(why) => return TryCall::Failed(why),
+            Err(Refused::Restarting(request)) => return TryCall::Later(request),
+            Err(Refused::Failed(why)) => return TryCall::Failed(why),
         };
         match sender.try_send(message) {
             Ok(()) => TryCall::Started(call, None),
@@ -432,19 +456,25 @@ impl Upstream {
         mut request: Request,
         owner: u64,
         slot: OwnedSemaphorePermit,
-    ) -> Result<(Call, Sender, Message), String> {
+    ) -> Result<(Call, Sender, Message), Refused> {
+        if lock(&self.inner.table).sender.is_none() {
+            return Err(Refused::Restarting(request));
+        }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         request.id = Id::from(id);
         let token = match map_progress_token(&mut request.params, id) {
             Ok(t) => t,
-            Err(e) => return Err(format!("invalid params: {e}")),
+            Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
         let (done_tx, done_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::channel(CALL_QUEUE);
         let sender = {
             let mut table = lock(&self.inner.table);
             let Some(sender) = table.sender.clone() else {
-                return Err("the upstream server is restarting".to_owned());
+                // It went down since the check above.
+                return Err(Refused::Failed(
+                    "the upstream server is restarting".to_owned(),
+                ));
             };
             table.seq += 1;
             let seq = table.seq;
@@ -640,6 +670,11 @@ async fn run_child(
             }
         }
     };
+    // Down before the sender goes, so that nobody sees the child ready with no
+    // way to reach it (a call waiting for it would retry at once).
+    if why != STOPPED {
+        inner.status.send_replace(Status::Down(why.clone()));
+    }
     lock(&inner.table).sender = None;
     drop(sender);
     match process.shutdown().await {

@@ -53,8 +53,9 @@ pub struct BridgeArgs {
     /// The reconnection delay sent in each SSE stream's priming event to clients
     /// of 2025-11-25 and later (the `retry` field): how long a client whose
     /// stream broke (a proxy's idle timeout, a network change) waits before it
-    /// resumes the stream with `Last-Event-ID`. `0`: no `retry` field.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// resumes the stream with `Last-Event-ID`. `0`: no `retry` field. At most
+    /// `1h`.
+    #[arg(long, default_value = "1s", value_parser = parse_sse_retry)]
     pub sse_retry: Duration,
     /// The most client sessions at once; more get 503.
     #[arg(long, default_value_t = 1024)]
@@ -123,13 +124,28 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     let n: u64 = number
         .parse()
         .map_err(|_| format!("not a duration: {text:?} (try 90s, 30m, 2h)"))?;
+    let too_long = || format!("{text:?} is too long a duration");
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
+        "m" => Ok(Duration::from_secs(n.checked_mul(60).ok_or_else(too_long)?)),
+        "h" => Ok(Duration::from_secs(
+            n.checked_mul(3600).ok_or_else(too_long)?,
+        )),
         _ => Err(format!("unknown unit {unit:?} in {text:?} (ms, s, m, h)")),
     }
+}
+
+/// `--sse-retry`: a duration of at most an hour. A longer reconnection delay is
+/// a mistake, and clients would misread one: browsers' `EventSource` keeps it in
+/// a timer that overflows past 2^31 - 1 ms and then fires at once.
+fn parse_sse_retry(text: &str) -> Result<Duration, String> {
+    const MAX: Duration = Duration::from_secs(3600);
+    let d = parse_duration(text)?;
+    if d > MAX {
+        return Err(format!("{text:?} is longer than the most, 1h"));
+    }
+    Ok(d)
 }
 
 fn init_tracing() {
@@ -399,6 +415,20 @@ mod tests {
         assert_eq!(parse_duration("12").unwrap(), Duration::from_secs(12));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5d").is_err());
+        assert!(
+            parse_duration("18446744073709551615h").is_err(),
+            "no overflow"
+        );
+    }
+
+    #[test]
+    fn sse_retry_is_at_most_an_hour() {
+        assert_eq!(parse_sse_retry("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_sse_retry("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["3601", "61m", "4294967296ms", "18446744073709551615", "abc"] {
+            assert!(parse_sse_retry(bad).is_err(), "{bad}");
+        }
+        assert_eq!(args(&[]).sse_retry, Duration::from_secs(1));
     }
 
     fn args(extra: &[&str]) -> BridgeArgs {

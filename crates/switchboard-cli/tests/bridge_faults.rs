@@ -541,3 +541,56 @@ async fn a_failed_initialize_leaves_no_session_behind() {
         }
     }
 }
+
+/// Calls waiting for a free slot (`--max-in-flight 1`) when the child dies never
+/// reached it: they wait for the restarted child and succeed, while the call the
+/// child was running fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_queued_for_a_slot_survive_the_childs_death() {
+    let pids = temp_path("queued");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--child", "shared", "--max-in-flight", "1"], &cmd).await;
+    let c = client();
+    let call = |id: i64, name: &str, arguments: Value| {
+        let c = c.clone();
+        let url = bridge.url.clone();
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":name,"arguments":arguments}});
+        tokio::spawn(async move {
+            let s = open_session(&c, &url, "2025-11-25", json!({})).await;
+            post(&c, &url, &s.headers(), &body).await
+        })
+    };
+    let slow = call(1, "progress", json!({"seconds": 20, "steps": 2}));
+    wait_until("the slow call's child is up", || !pids_in(&pids).is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued: Vec<_> = (0..3)
+        .map(|i| call(10 + i, "echo", json!({"text": format!("queued {i}")})))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first = *pids_in(&pids).last().expect("the child recorded its pid");
+    std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    let reply = slow.await.unwrap();
+    assert_eq!(
+        reply.response(&json!(1))["error"]["code"],
+        -32603,
+        "{}",
+        reply.body
+    );
+    for (i, q) in queued.into_iter().enumerate() {
+        let reply = q.await.unwrap();
+        let id = json!(10 + i as i64);
+        assert_eq!(
+            first_text(&reply.response(&id)["result"]),
+            format!("queued {i}"),
+            "a queued call waits for the restart: {}",
+            reply.body
+        );
+    }
+    assert!(pids_in(&pids).len() >= 2, "a new child was started");
+    let _ = std::fs::remove_file(&pids);
+}
