@@ -416,7 +416,11 @@ impl Upstream {
                 // The child went down while this call waited for a slot: it never
                 // reached the child, so it waits for the restart (within
                 // `ready_wait` of the call's start) instead of failing.
-                Err(Refused::Restarting(r)) => request = r,
+                Err(Refused::Restarting(r)) => {
+                    request = r;
+                    // Never a busy loop, whatever the status says.
+                    tokio::task::yield_now().await;
+                }
                 Err(Refused::Failed(why)) => return Err(why),
             }
         }
@@ -670,11 +674,13 @@ async fn run_child(
             }
         }
     };
-    // Down before the sender goes, so that nobody sees the child ready with no
-    // way to reach it (a call waiting for it would retry at once).
-    if why != STOPPED {
-        inner.status.send_replace(Status::Down(why.clone()));
-    }
+    // Not ready before the sender goes, so that nobody sees the child ready with
+    // no way to reach it (a call waiting for it would retry at once).
+    inner.status.send_replace(if why == STOPPED {
+        Status::Stopped
+    } else {
+        Status::Down(why.clone())
+    });
     lock(&inner.table).sender = None;
     drop(sender);
     match process.shutdown().await {
