@@ -215,7 +215,7 @@ enum Refused {
     /// No child is running (it went down, a new one is starting): the request
     /// comes back untouched.
     Restarting(Request),
-    /// It cannot be made (invalid params, or the child went down meanwhile).
+    /// It cannot be made (the params are not valid JSON-RPC params).
     Failed(String),
 }
 
@@ -461,42 +461,36 @@ impl Upstream {
         owner: u64,
         slot: OwnedSemaphorePermit,
     ) -> Result<(Call, Sender, Message), Refused> {
-        if lock(&self.inner.table).sender.is_none() {
+        let (done_tx, done_rx) = oneshot::channel();
+        let (events_tx, events_rx) = mpsc::channel(CALL_QUEUE);
+        // One lock: the child's sender is checked before the request is touched,
+        // so a refused request comes back as it was.
+        let mut table = lock(&self.inner.table);
+        let Some(sender) = table.sender.clone() else {
             return Err(Refused::Restarting(request));
-        }
+        };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         request.id = Id::from(id);
         let token = match map_progress_token(&mut request.params, id) {
             Ok(t) => t,
             Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
-        let (done_tx, done_rx) = oneshot::channel();
-        let (events_tx, events_rx) = mpsc::channel(CALL_QUEUE);
-        let sender = {
-            let mut table = lock(&self.inner.table);
-            let Some(sender) = table.sender.clone() else {
-                // It went down since the check above.
-                return Err(Refused::Failed(
-                    "the upstream server is restarting".to_owned(),
-                ));
-            };
-            table.seq += 1;
-            let seq = table.seq;
-            if let Some((ours, _)) = &token {
-                table.tokens.insert(ours.clone(), id);
-            }
-            table.calls.insert(
-                id,
-                Slot {
-                    done: done_tx,
-                    events: events_tx,
-                    owner,
-                    seq,
-                    token,
-                },
-            );
-            sender
-        };
+        table.seq += 1;
+        let seq = table.seq;
+        if let Some((ours, _)) = &token {
+            table.tokens.insert(ours.clone(), id);
+        }
+        table.calls.insert(
+            id,
+            Slot {
+                done: done_tx,
+                events: events_tx,
+                owner,
+                seq,
+                token,
+            },
+        );
+        drop(table);
         let call = Call {
             upstream: self.clone(),
             id,

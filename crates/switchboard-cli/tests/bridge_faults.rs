@@ -44,6 +44,14 @@ fn alive(pid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// SIGKILL to `pid`.
+fn kill_hard(pid: i32) {
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
 async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !f() {
@@ -91,10 +99,7 @@ async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     let first = *pids_in(&pids).last().expect("the child recorded its pid");
-    std::process::Command::new("kill")
-        .args(["-KILL", &first.to_string()])
-        .status()
-        .unwrap();
+    kill_hard(first);
     let (reply, took) = call.await.unwrap();
     let error = &reply.response(&json!(1))["error"];
     assert_eq!(error["code"], -32603, "{}", reply.body);
@@ -366,10 +371,7 @@ async fn health_and_readiness_follow_the_child() {
     }
     // Kill the child: not ready until it is back.
     let first = *pids_in(&pids).last().unwrap();
-    std::process::Command::new("kill")
-        .args(["-KILL", &first.to_string()])
-        .status()
-        .unwrap();
+    kill_hard(first);
     let mut saw_not_ready = false;
     let deadline = Instant::now() + WAIT;
     loop {
@@ -570,10 +572,7 @@ async fn calls_queued_for_a_slot_survive_the_childs_death() {
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let first = *pids_in(&pids).last().expect("the child recorded its pid");
-    std::process::Command::new("kill")
-        .args(["-KILL", &first.to_string()])
-        .status()
-        .unwrap();
+    kill_hard(first);
     let reply = slow.await.unwrap();
     assert_eq!(
         reply.response(&json!(1))["error"]["code"],
