@@ -54,13 +54,10 @@ pub fn initialized_notification() -> &'static str {
 /// The `tools/call` request of `echo` with argument `text` (JSON-RPC id `id`), as
 /// one JSON text.
 pub fn call_request(id: u64, text: &str) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": text}}
-    })
-    .to_string()
+    let text = serde_json::to_string(text).expect("a string serializes");
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":{text}}}}}}}"#
+    )
 }
 
 /// The text a call of session `session` (0-based) with counter `counter` sends:
@@ -68,6 +65,69 @@ pub fn call_request(id: u64, text: &str) -> String {
 /// session's (or another call's) content is caught by [`check_call_reply`].
 pub fn call_text(session: usize, counter: u64) -> String {
     format!("s{session}-{counter}")
+}
+
+/// Checks the JSON text of one message of a `tools/call` reply against the
+/// request: `Ok(false)` when the message is not a response (no `id`: a
+/// notification the server sent first), `Ok(true)` when it is the response and
+/// [`check_call_reply`] would accept it, an error when it is any other response.
+/// A JSON array (batch) is searched for its first message with an `id`.
+///
+/// Reads the message into borrowed typed fields (nothing copied for the one text
+/// block); whatever that cannot read is parsed as a `Value` and checked by
+/// [`check_call_reply`], so the verdicts and the errors are the same.
+pub fn check_call_reply_text(json: &str, id: u64, text: &str) -> Result<bool, String> {
+    #[derive(serde::Deserialize)]
+    struct Reply<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        result: Option<CallResult<'a>>,
+        #[serde(borrow, default)]
+        error: Option<&'a serde_json::value::RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct CallResult<'a> {
+        #[serde(borrow)]
+        content: Vec<Block<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Block<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+        #[serde(borrow, default)]
+        text: Option<std::borrow::Cow<'a, str>>,
+    }
+    if let Ok(reply) = serde_json::from_str::<Reply<'_>>(json) {
+        let Some(got) = reply.id else {
+            return Ok(false);
+        };
+        if reply.error.is_none() && got.get().parse::<u64>() == Ok(id) {
+            if let Some(CallResult { content }) = &reply.result {
+                if let [Block {
+                    kind,
+                    text: Some(t),
+                }] = content.as_slice()
+                {
+                    if kind == "text" && t == text {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+    // Not the expected reply, or not readable that way: the exact verdict.
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| format!("reply is not JSON ({e}): {json}"))?;
+    let message = match &value {
+        Value::Array(items) => match items.iter().find(|m| m.get("id").is_some()) {
+            Some(m) => m,
+            None => return Ok(false),
+        },
+        m if m.get("id").is_none() => return Ok(false),
+        m => m,
+    };
+    check_call_reply(message, id, text).map(|()| true)
 }
 
 /// The `CallToolResult` of the echo tool for `text` (what the upstreams send).
@@ -133,6 +193,46 @@ pub fn tools_list_result() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_request_is_the_json_it_says() {
+        let got: Value = serde_json::from_str(&call_request(9, "a\"b")).unwrap();
+        assert_eq!(
+            got,
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "a\"b"}}})
+        );
+    }
+
+    #[test]
+    fn the_text_check_gives_the_value_checks_verdicts() {
+        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"s1-2"}]}}"#;
+        assert_eq!(check_call_reply_text(ok, 7, "s1-2"), Ok(true));
+        assert!(check_call_reply_text(ok, 8, "s1-2").is_err(), "another id");
+        assert!(
+            check_call_reply_text(ok, 7, "s2-2").is_err(),
+            "another text"
+        );
+        let escaped = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"s\u00311-2"}]}}"#;
+        assert_eq!(check_call_reply_text(escaped, 7, "s11-2"), Ok(true));
+        let two = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"},{"type":"text","text":"a"}]}}"#;
+        assert!(check_call_reply_text(two, 7, "a").is_err(), "two blocks");
+        let string_id =
+            r#"{"jsonrpc":"2.0","id":"7","result":{"content":[{"type":"text","text":"a"}]}}"#;
+        assert!(
+            check_call_reply_text(string_id, 7, "a").is_err(),
+            "a string id"
+        );
+        let error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}"#;
+        assert!(check_call_reply_text(error, 7, "a")
+            .unwrap_err()
+            .contains("error response"));
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        assert_eq!(check_call_reply_text(note, 7, "a"), Ok(false));
+        let batch = format!("[{note},{ok}]");
+        assert_eq!(check_call_reply_text(&batch, 7, "s1-2"), Ok(true));
+        assert!(check_call_reply_text("nope", 7, "a").is_err());
+    }
 
     #[test]
     fn a_reply_with_its_own_text_passes_and_any_other_fails() {

@@ -10,7 +10,11 @@
 //! with TCP_NODELAY: `initialize` (the session's `Mcp-Session-Id` from the reply),
 //! `notifications/initialized`, then a loop of `tools/call echo`, one request in
 //! flight per session, each with its own text (`s<session>-<counter>`). Replies
-//! may be `application/json` or `text/event-stream`.
+//! may be `application/json` or `text/event-stream`. Each session's task drives
+//! its own connection (hyper's client connection future is polled in that task,
+//! not one of its own) and checks each reply from its JSON text into borrowed
+//! fields, so the client spends as little as it can of the CPU it shares with the
+//! server under test.
 //!
 //! `stdio`: spawns CMD and drives it over its pipes (MCP 2025-11-25, "Transports
 //! → stdio"): one `initialize`, then N loops ("sessions") of `tools/call echo`
@@ -30,8 +34,11 @@
 //! (errors are in the report), 2 when it could not start.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -39,8 +46,8 @@ use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
-use hyper::{Request, StatusCode, Uri};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use serde_json::Value;
@@ -89,7 +96,9 @@ struct Args {
     /// Seconds one request (or session setup) may take before it counts as an error.
     #[arg(long, default_value_t = 10.0)]
     request_timeout: f64,
-    /// Tokio worker threads of the load generator itself.
+    /// Threads of the load generator itself: 1 runs everything on tokio's
+    /// current-thread runtime; more, on its work-stealing runtime with that many
+    /// workers.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// The stdio command and its arguments (stdio mode).
@@ -167,11 +176,19 @@ struct Window {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()
-    {
+    // One thread: tokio's current-thread runtime (no hand-offs between threads);
+    // more: its work-stealing runtime with that many workers.
+    let built = if args.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.threads)
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(r) => r,
         Err(e) => {
             eprintln!("loadgen: cannot start the runtime: {e}");
@@ -331,21 +348,27 @@ fn proc_report(pid: u32, before: &ProcWindow, after: &ProcWindow, requests: u64)
     }
 }
 
-/// Records one finished call: its latency when it ended inside the window, or
-/// its error.
-fn record(tally: &Mutex<Tally>, window: &Window, sent: Instant, outcome: Result<(), String>) {
+/// Records one finished call: its latency in `latencies` (the loop's own, merged
+/// into the tally when it ends) when it ended inside the window, or its error in
+/// the tally.
+fn record(
+    latencies: &mut Vec<u32>,
+    tally: &Mutex<Tally>,
+    window: &Window,
+    sent: Instant,
+    outcome: Result<(), String>,
+) {
     let done = Instant::now();
-    let mut t = tally.lock().expect("tally lock");
     match outcome {
         Ok(()) if done >= window.start && done <= window.end => {
             let us = done
                 .duration_since(sent)
                 .as_micros()
                 .min(u128::from(u32::MAX)) as u32;
-            t.latencies_us.push(us);
+            latencies.push(us);
         }
         Ok(()) => {}
-        Err(e) => t.error(e),
+        Err(e) => tally.lock().expect("tally lock").error(e),
     }
 }
 
@@ -379,13 +402,39 @@ impl Target {
     }
 }
 
+/// The client half of a session's HTTP/1.1 connection: hyper's connection future,
+/// polled by the session's own task (see [`with_connection`]) rather than a task of
+/// its own, so a request and its response cost no wake-up of another task.
+type Connection = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs `work` while also driving `connection` (until it ends: then `None`), in the
+/// calling task.
+async fn with_connection<F: Future>(connection: &mut Option<Connection>, work: F) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        if let Some(c) = connection.as_mut() {
+            if c.as_mut().poll(cx).is_ready() {
+                // The connection is gone: `work` now fails (or finishes) on its own.
+                *connection = None;
+                return work.as_mut().poll(cx);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 /// One initialized Streamable HTTP session on its own connection.
 struct HttpSession {
     sender: SendRequest<Full<Bytes>>,
-    host: String,
-    path: String,
-    session_id: Option<String>,
-    version: String,
+    connection: Option<Connection>,
+    /// The headers of every POST (Host, Content-Type, Accept, and once known
+    /// MCP-Protocol-Version and Mcp-Session-Id), built once.
+    headers: HeaderMap,
+    path: Uri,
 }
 
 async fn open_http_sessions(
@@ -421,6 +470,31 @@ async fn open_http_sessions(
     loops
 }
 
+/// A POST's reply: status, headers and the whole body.
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Reply {
+    fn content_type(&self) -> Option<&str> {
+        self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok())
+    }
+
+    /// The JSON-RPC messages of the body, parsed (session setup only).
+    fn messages(&self) -> Result<Vec<Value>> {
+        if self.body.is_empty() {
+            return Ok(Vec::new());
+        }
+        match reply::messages(self.content_type(), &self.body) {
+            Ok(m) => Ok(m),
+            Err(_) if !self.status.is_success() => Ok(Vec::new()),
+            Err(e) => Err(anyhow!(e)),
+        }
+    }
+}
+
 impl HttpSession {
     async fn open(authority: String, path: String) -> Result<HttpSession> {
         let stream = TcpStream::connect(&authority)
@@ -429,88 +503,103 @@ impl HttpSession {
         stream.set_nodelay(true)?;
         let (sender, connection) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_str(&authority)?);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
         let mut session = HttpSession {
             sender,
-            host: authority,
-            path,
-            session_id: None,
-            version: echo::PROTOCOL_VERSION.to_owned(),
+            connection: Some(Box::pin(async move {
+                let _ = connection.await;
+            })),
+            headers,
+            path: path
+                .parse()
+                .with_context(|| format!("not a path: {path}"))?,
         };
-        let (status, headers, messages) = session.post(echo::initialize_request(0)).await?;
-        if status != StatusCode::OK {
-            bail!("initialize: HTTP {status}");
+        let init = session.post(echo::initialize_request(0)).await?;
+        let messages = init.messages()?;
+        if init.status != StatusCode::OK {
+            bail!("initialize: HTTP {}", init.status);
         }
         let result = messages
             .iter()
             .find(|m| m.get("id").and_then(Value::as_u64) == Some(0))
             .and_then(|m| m.get("result"))
             .ok_or_else(|| anyhow!("initialize: no result in {messages:?}"))?;
-        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
-            session.version = v.to_owned();
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(echo::PROTOCOL_VERSION);
+        session.headers.insert(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_str(version)?,
+        );
+        if let Some(id) = init.headers.get("mcp-session-id") {
+            session
+                .headers
+                .insert(HeaderName::from_static("mcp-session-id"), id.clone());
         }
-        session.session_id = headers
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let (status, _, _) = session
+        let initialized = session
             .post(echo::initialized_notification().to_owned())
             .await?;
-        if !status.is_success() {
-            bail!("notifications/initialized: HTTP {status}");
+        if !initialized.status.is_success() {
+            bail!("notifications/initialized: HTTP {}", initialized.status);
         }
         Ok(session)
     }
 
-    /// POSTs one JSON-RPC text; the status, headers and the messages of the body.
-    async fn post(&mut self, body: String) -> Result<(StatusCode, hyper::HeaderMap, Vec<Value>)> {
-        let mut request = Request::post(self.path.as_str())
-            .header(HOST, self.host.as_str())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header("mcp-protocol-version", self.version.as_str());
-        if let Some(id) = &self.session_id {
-            request = request.header("mcp-session-id", id.as_str());
-        }
-        let request = request.body(Full::new(Bytes::from(body)))?;
-        self.sender.ready().await?;
-        let response = self.sender.send_request(request).await?;
-        let (parts, body) = response.into_parts();
-        let bytes = body.collect().await?.to_bytes();
-        let messages = if bytes.is_empty() {
-            Vec::new()
-        } else {
-            let ct = parts
-                .headers
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok());
-            if parts.status.is_success() {
-                reply::messages(ct, &bytes).map_err(|e| anyhow!(e))?
-            } else {
-                reply::messages(ct, &bytes).unwrap_or_default()
-            }
-        };
-        Ok((parts.status, parts.headers, messages))
+    /// POSTs one JSON-RPC text and reads the whole reply, driving the connection
+    /// meanwhile.
+    async fn post(&mut self, body: String) -> Result<Reply> {
+        let mut request = Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.path.clone();
+        *request.headers_mut() = self.headers.clone();
+        let sender = &mut self.sender;
+        with_connection(&mut self.connection, async move {
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
+            let (parts, body) = response.into_parts();
+            let body = body.collect().await?.to_bytes();
+            Ok(Reply {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        })
+        .await
     }
 
     async fn call(&mut self, id: u64, text: &str) -> Result<(), String> {
-        let (status, _, messages) = self
+        let reply = self
             .post(echo::call_request(id, text))
             .await
             .map_err(|e| format!("tools/call: {e:#}"))?;
-        if status != StatusCode::OK {
-            return Err(format!("tools/call: HTTP {status}: {messages:?}"));
+        if reply.status != StatusCode::OK {
+            return Err(format!(
+                "tools/call: HTTP {}: {}",
+                reply.status,
+                String::from_utf8_lossy(&reply.body)
+            ));
         }
-        match messages.iter().find(|m| m.get("id").is_some()) {
-            Some(m) => echo::check_call_reply(m, id, text),
-            None => Err(format!("tools/call: no response in {messages:?}")),
+        for json in reply::message_texts(reply.content_type(), &reply.body)? {
+            if echo::check_call_reply_text(&json, id, text)? {
+                return Ok(());
+            }
         }
+        Err(format!(
+            "tools/call: no response in {}",
+            String::from_utf8_lossy(&reply.body)
+        ))
     }
 
     async fn run(mut self, session: usize, window: Window, tally: Arc<Mutex<Tally>>) {
         let mut counter = 0u64;
+        let mut latencies = Vec::new();
         while Instant::now() < window.end {
             counter += 1;
             let text = echo::call_text(session, counter);
@@ -524,15 +613,20 @@ impl HttpSession {
             let broken = outcome.is_err()
                 && (self.sender.is_closed()
                     || outcome.as_ref().is_err_and(|e| e.contains("timed out")));
-            record(&tally, &window, sent, outcome);
+            record(&mut latencies, &tally, &window, sent, outcome);
             if broken {
                 tally
                     .lock()
                     .expect("tally lock")
                     .error(format!("session {session}: connection lost, stopping"));
-                return;
+                break;
             }
         }
+        tally
+            .lock()
+            .expect("tally lock")
+            .latencies_us
+            .append(&mut latencies);
     }
 }
 
@@ -650,6 +744,7 @@ impl StdioCaller {
 
     async fn run(self, session: usize, window: Window, tally: Arc<Mutex<Tally>>) {
         let mut counter = 0u64;
+        let mut latencies = Vec::new();
         while Instant::now() < window.end {
             counter += 1;
             let id = self
@@ -671,10 +766,15 @@ impl StdioCaller {
                 }
             };
             let fatal = outcome.as_ref().is_err_and(|e| e.contains("the child"));
-            record(&tally, &window, sent, outcome);
+            record(&mut latencies, &tally, &window, sent, outcome);
             if fatal {
-                return;
+                break;
             }
         }
+        tally
+            .lock()
+            .expect("tally lock")
+            .latencies_us
+            .append(&mut latencies);
     }
 }
