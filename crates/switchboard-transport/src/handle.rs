@@ -4,6 +4,9 @@
 //! The I/O itself is owned by driver tasks (a reader and a writer per transport,
 //! plus a supervisor for a child process) spawned on the Tokio runtime when the
 //! transport is made; the halves only talk to those tasks through bounded queues.
+//! One exception: a Streamable HTTP server session can hand an inbound message
+//! straight to the library's [`DirectSink`] in the task serving the POST, when
+//! nothing is queued before it ([`Receiver::set_direct`]).
 
 use std::fmt;
 use std::io;
@@ -503,47 +506,178 @@ impl std::error::Error for SendError {}
 /// front, and an `Inbound` is about 150 bytes, so an unboxed queue would cost
 /// every idle session or child about 5 KiB before its first message; boxed, it
 /// costs 256 bytes, for one small allocation per message.
+///
+/// A queue made by [`inbound_channel_gated`] also counts the events in it, so that
+/// [`InboundTx::deliver`] can hand a message straight to the receiver's
+/// [`DirectSink`] when nothing is queued before it (see [`Receiver::set_direct`]).
 #[derive(Debug, Clone)]
-pub(crate) struct InboundTx(mpsc::Sender<Box<Inbound>>);
+pub(crate) struct InboundTx {
+    tx: mpsc::Sender<Box<Inbound>>,
+    gate: Option<Arc<Gate>>,
+}
 
 /// A queue of `capacity` (at least 1) inbound events and its [`Receiver`] half.
 pub(crate) fn inbound_channel(capacity: usize) -> (InboundTx, mpsc::Receiver<Box<Inbound>>) {
     let (tx, rx) = mpsc::channel(capacity.max(1));
-    (InboundTx(tx), rx)
+    (InboundTx { tx, gate: None }, rx)
+}
+
+/// Like [`inbound_channel`], with the count that lets [`InboundTx::deliver`] skip
+/// the queue: the [`Receiver`] must be made with [`Receiver::gated`] and the same
+/// gate.
+pub(crate) fn inbound_channel_gated(
+    capacity: usize,
+) -> (InboundTx, mpsc::Receiver<Box<Inbound>>, Arc<Gate>) {
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let gate = Arc::new(Gate::default());
+    (
+        InboundTx {
+            tx,
+            gate: Some(gate.clone()),
+        },
+        rx,
+        gate,
+    )
+}
+
+/// What a [`Receiver`] hands inbound messages to directly, in the task that
+/// received them, instead of queueing them ([`Receiver::set_direct`]).
+///
+/// Implemented by a library's dispatcher (in this workspace, the peer driver of
+/// the crate `switchboard`), which routes a message without waiting: a request's handler is started (and
+/// runs on in a task of its own if it has to wait), a response goes to its waiter.
+pub trait DirectSink: Send + Sync + 'static {
+    /// Takes one message, in arrival order: never while an earlier message is
+    /// still queued or being taken, and never concurrently with itself. Must not
+    /// wait or block: it runs in the transport's task (for an HTTP session, the
+    /// task serving the POST that carried the message).
+    fn deliver(&self, message: Message);
+}
+
+/// The count of events queued or being handled by the [`Receiver`], and its
+/// direct sink: a message may skip the queue only when the count is zero, which
+/// keeps every session's messages in arrival order.
+#[derive(Default)]
+pub(crate) struct Gate(std::sync::Mutex<GateState>);
+
+#[derive(Default)]
+struct GateState {
+    /// Events in the queue, plus the one the receiver is handling (from its
+    /// `recv` until its next one).
+    queued: usize,
+    sink: Option<Arc<dyn DirectSink>>,
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Gate")
+            .field("queued", &st.queued)
+            .field("direct", &st.sink.is_some())
+            .finish()
+    }
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self) {
+        self.lock().queued += 1;
+    }
+
+    fn done(&self) {
+        let mut st = self.lock();
+        st.queued = st.queued.saturating_sub(1);
+    }
 }
 
 impl InboundTx {
     /// Queues `event`, waiting while the queue is full. `Err` (with the event)
     /// when the receiver is gone.
     pub(crate) async fn send(&self, event: Inbound) -> Result<(), Box<Inbound>> {
-        self.0.send(Box::new(event)).await.map_err(|e| e.0)
+        if let Some(g) = &self.gate {
+            g.add();
+        }
+        self.tx.send(Box::new(event)).await.map_err(|e| {
+            if let Some(g) = &self.gate {
+                g.done();
+            }
+            e.0
+        })
     }
 
     /// Queues `event` if there is room now. `Err` (with the event) when the
     /// queue is full or the receiver is gone.
     pub(crate) fn try_send(&self, event: Inbound) -> Result<(), Box<Inbound>> {
-        self.0.try_send(Box::new(event)).map_err(|e| e.into_inner())
+        if let Some(g) = &self.gate {
+            g.add();
+        }
+        self.tx.try_send(Box::new(event)).map_err(|e| {
+            if let Some(g) = &self.gate {
+                g.done();
+            }
+            e.into_inner()
+        })
+    }
+
+    /// Delivers `event`: a message goes straight to the receiver's
+    /// [`DirectSink`] when it has one and nothing is queued or being handled
+    /// before it; anything else is queued as by [`send`](Self::send). `Err` (with
+    /// the event) when the receiver is gone.
+    ///
+    /// Callers must not deliver concurrently on one queue (the HTTP session holds
+    /// its inbound lock), so no two messages reach the sink at once.
+    pub(crate) async fn deliver(&self, event: Inbound) -> Result<(), Box<Inbound>> {
+        if let (Some(g), Inbound::Message(_)) = (&self.gate, &event) {
+            let sink = {
+                let st = g.lock();
+                if st.queued == 0 {
+                    st.sink.clone()
+                } else {
+                    None
+                }
+            };
+            if let Some(sink) = sink {
+                let Inbound::Message(message) = event else {
+                    unreachable!("checked above")
+                };
+                sink.deliver(message);
+                return Ok(());
+            }
+        }
+        self.send(event).await
     }
 
     /// Waits until the receiver is gone.
     pub(crate) async fn closed(&self) {
-        self.0.closed().await
+        self.tx.closed().await
     }
 
     /// A handle that does not keep the queue open.
     pub(crate) fn downgrade(&self) -> InboundWeak {
-        InboundWeak(self.0.downgrade())
+        InboundWeak {
+            tx: self.tx.downgrade(),
+            gate: self.gate.clone(),
+        }
     }
 }
 
 /// A weak [`InboundTx`]: the queue closes when only these remain.
 #[derive(Debug, Clone)]
-pub(crate) struct InboundWeak(mpsc::WeakSender<Box<Inbound>>);
+pub(crate) struct InboundWeak {
+    tx: mpsc::WeakSender<Box<Inbound>>,
+    gate: Option<Arc<Gate>>,
+}
 
 impl InboundWeak {
     /// The sender, if the queue is still open.
     pub(crate) fn upgrade(&self) -> Option<InboundTx> {
-        self.0.upgrade().map(InboundTx)
+        self.tx.upgrade().map(|tx| InboundTx {
+            tx,
+            gate: self.gate.clone(),
+        })
     }
 }
 
@@ -635,23 +769,98 @@ impl fmt::Display for CloseReason {
 /// [`crate::stdio::ChildProcess`]'s job).
 #[derive(Debug)]
 pub struct Receiver {
-    pub(crate) rx: mpsc::Receiver<Box<Inbound>>,
+    rx: mpsc::Receiver<Box<Inbound>>,
     pub(crate) batching: BatchingSwitch,
+    /// Set for a transport that can deliver directly ([`Receiver::set_direct`]).
+    gate: Option<Arc<Gate>>,
+    /// An event from this queue was yielded and is still counted in the gate: it
+    /// is being handled until the next `recv`.
+    held: bool,
 }
 
 impl Receiver {
+    /// A receiver of `rx`, with no direct delivery.
+    pub(crate) fn new(rx: mpsc::Receiver<Box<Inbound>>, batching: BatchingSwitch) -> Self {
+        Receiver {
+            rx,
+            batching,
+            gate: None,
+            held: false,
+        }
+    }
+
+    /// A receiver of a queue made by [`inbound_channel_gated`], with its gate.
+    pub(crate) fn gated(
+        rx: mpsc::Receiver<Box<Inbound>>,
+        batching: BatchingSwitch,
+        gate: Arc<Gate>,
+    ) -> Self {
+        Receiver {
+            rx,
+            batching,
+            gate: Some(gate),
+            held: false,
+        }
+    }
+
     /// The next event. `None` after [`Inbound::Closed`] has been yielded, or if
     /// the driver tasks are gone without one (the runtime shut down).
     ///
+    /// With a [`DirectSink`] set, an event yielded here counts as being handled
+    /// until the next call (or until the receiver is dropped): no message goes to
+    /// the sink meanwhile, so the two ways in keep arrival order.
+    ///
     /// Cancel safe: if the future is dropped before it completes, no event is lost.
     pub async fn recv(&mut self) -> Option<Inbound> {
-        self.rx.recv().await.map(|e| *e)
+        self.release();
+        let event = self.rx.recv().await;
+        self.held = event.is_some() && self.gate.is_some();
+        event.map(|e| *e)
     }
 
     /// The next event if one is waiting; never waits. `None` when nothing is
     /// waiting or the stream has ended.
     pub fn try_recv(&mut self) -> Option<Inbound> {
-        self.rx.try_recv().ok().map(|e| *e)
+        self.release();
+        let event = self.rx.try_recv().ok();
+        self.held = event.is_some() && self.gate.is_some();
+        event.map(|e| *e)
+    }
+
+    /// Lets the transport hand each message straight to `sink`, in the task that
+    /// received it, whenever no earlier event is queued or being handled (see
+    /// [`recv`](Self::recv)); batches and [`Inbound::Closed`] are always queued.
+    /// This saves the hand-off between tasks per message. Returns whether this
+    /// transport does it: so far the Streamable HTTP server's sessions (a POST's
+    /// message then reaches the sink in the task serving the POST); elsewhere
+    /// everything is queued as before.
+    ///
+    /// The sink is dropped by [`clear_direct`](Self::clear_direct) and when the
+    /// receiver is dropped.
+    pub fn set_direct(&self, sink: Arc<dyn DirectSink>) -> bool {
+        match &self.gate {
+            Some(g) => {
+                g.lock().sink = Some(sink);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops direct delivery: every later message is queued.
+    pub fn clear_direct(&self) {
+        if let Some(g) = &self.gate {
+            g.lock().sink = None;
+        }
+    }
+
+    /// Ends the count of the event last yielded.
+    fn release(&mut self) {
+        if std::mem::take(&mut self.held) {
+            if let Some(g) = &self.gate {
+                g.done();
+            }
+        }
     }
 
     /// The batching rule in force ([`Sender::batching`]).
@@ -662,6 +871,18 @@ impl Receiver {
     /// Same as [`Sender::set_batching`].
     pub fn set_batching(&self, batching: Batching) {
         self.batching.set(batching);
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if let Some(g) = &self.gate {
+            let mut st = g.lock();
+            st.sink = None;
+            if self.held {
+                st.queued = st.queued.saturating_sub(1);
+            }
+        }
     }
 }
 
@@ -682,6 +903,87 @@ mod tests {
             no_requests: false,
         };
         (sender, rx)
+    }
+
+    /// A sink that records the ids of the requests it takes.
+    #[derive(Default)]
+    struct Recording(std::sync::Mutex<Vec<Id>>);
+
+    impl DirectSink for Recording {
+        fn deliver(&self, message: Message) {
+            if let Message::Request(r) = message {
+                self.0.lock().unwrap().push(r.id);
+            }
+        }
+    }
+
+    fn request(id: i64) -> Inbound {
+        Inbound::Message(Message::Request(
+            Request::new(id, "ping", &serde_json::json!({})).unwrap(),
+        ))
+    }
+
+    fn id_of(event: Option<Inbound>) -> Id {
+        match event {
+            Some(Inbound::Message(Message::Request(r))) => r.id,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_skips_the_queue_only_when_nothing_is_before_it() {
+        let (tx, rx, gate) = inbound_channel_gated(4);
+        let mut receiver = Receiver::gated(rx, BatchingSwitch::new(Batching::Refused), gate);
+        let sink = Arc::new(Recording::default());
+        assert!(receiver.set_direct(sink.clone()));
+
+        // Nothing queued: straight to the sink.
+        tx.deliver(request(1)).await.unwrap();
+        assert_eq!(*sink.0.lock().unwrap(), vec![Id::from(1)]);
+
+        // A queued event (as `send` queues a close) holds back later messages
+        // until the receiver has taken it and asked for the next one.
+        tx.send(request(2)).await.unwrap();
+        tx.deliver(request(3)).await.unwrap();
+        assert_eq!(sink.0.lock().unwrap().len(), 1, "3 waits behind 2");
+        assert_eq!(id_of(receiver.try_recv()), Id::from(2));
+        // 2 is being handled (until the next recv): 4 is queued behind 3.
+        tx.deliver(request(4)).await.unwrap();
+        assert_eq!(id_of(receiver.try_recv()), Id::from(3));
+        assert_eq!(id_of(receiver.try_recv()), Id::from(4));
+        assert!(receiver.try_recv().is_none());
+        // All taken and handled: direct again.
+        tx.deliver(request(5)).await.unwrap();
+        assert_eq!(*sink.0.lock().unwrap(), vec![Id::from(1), Id::from(5)]);
+
+        // A batch is always queued.
+        tx.deliver(Inbound::Batch(vec![])).await.unwrap();
+        assert!(matches!(receiver.try_recv(), Some(Inbound::Batch(_))));
+        assert!(receiver.try_recv().is_none());
+
+        // No sink, no direct delivery; dropping the receiver drops the sink.
+        receiver.clear_direct();
+        tx.deliver(request(6)).await.unwrap();
+        assert_eq!(id_of(receiver.try_recv()), Id::from(6));
+        assert!(receiver.set_direct(sink.clone()));
+        drop(receiver);
+        assert_eq!(
+            Arc::strong_count(&sink),
+            1,
+            "the receiver let go of the sink"
+        );
+        assert!(
+            tx.deliver(request(7)).await.is_err(),
+            "the receiver is gone"
+        );
+        assert_eq!(sink.0.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_receiver_without_a_gate_has_no_direct_delivery() {
+        let (_tx, rx) = inbound_channel(1);
+        let receiver = Receiver::new(rx, BatchingSwitch::new(Batching::Refused));
+        assert!(!receiver.set_direct(Arc::new(Recording::default())));
     }
 
     #[test]

@@ -76,5 +76,7 @@ pub mod memory;
 pub mod stdio;
 
 pub use config::{TransportConfig, DEFAULT_CHANNEL_CAPACITY};
-pub use handle::{CloseReason, Inbound, Outgoing, Receiver, SendError, Sender, Transport};
+pub use handle::{
+    CloseReason, DirectSink, Inbound, Outgoing, Receiver, SendError, Sender, Transport,
+};
 pub use line::{connect, Role};

@@ -172,10 +172,7 @@ where
                 batching: batching.clone(),
                 no_requests: false,
             },
-            receiver: Receiver {
-                rx: in_rx,
-                batching,
-            },
+            receiver: Receiver::new(in_rx, batching),
         },
         reader,
         writer,

@@ -11,8 +11,13 @@
 //! - `notifications/cancelled` fires the [`CancelToken`] of the incoming request it
 //!   names; the handler's future is then dropped and no response is sent (MCP
 //!   "Cancellation": the receiver SHOULD NOT answer a cancelled request);
-//! - any other request runs the [`Handler`] in a task of its own, at most
-//!   [`PeerConfig::max_concurrent_handlers`] at once (beyond that: -32603 at once);
+//! - any other request runs the [`Handler`], at most
+//!   [`PeerConfig::max_concurrent_handlers`] at once (beyond that: -32603 at once):
+//!   first in the driver's task, and when the handler has to wait (it is not ready
+//!   at its first poll), on in a task of its own. A handler that finishes without
+//!   waiting (a pure computation such as an echo) so costs no task and no hand-off
+//!   between tasks; one that waits never holds up the driver. A handler that
+//!   blocks its thread holds up its session either way: use `spawn_blocking`;
 //! - any other notification goes to [`Handler::notification`];
 //! - [`Inbound::Closed`] fails every pending request at once with an error naming the
 //!   reason, cancels every running handler, and ends the driver.
@@ -54,7 +59,7 @@ use switchboard_protocol::types::{
     CancelledNotificationParams, Meta, ProgressNotificationParams, ProgressToken,
     NOTIFICATION_CANCELLED, NOTIFICATION_PROGRESS,
 };
-use switchboard_transport::{Inbound, Receiver, Sender, Transport};
+use switchboard_transport::{DirectSink, Inbound, Receiver, Sender, Transport};
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -464,16 +469,30 @@ impl fmt::Debug for Peer {
 /// The task that owns the transport's receiver: run it (e.g. `tokio::spawn(driver.run())`).
 #[must_use = "the driver must run for responses to arrive"]
 pub struct Driver {
+    dispatch: Arc<Dispatch>,
+    receiver: Receiver,
+}
+
+/// What routes an inbound message: the driver's task runs it for what the
+/// transport queued, and the transport runs it itself, in the task that received
+/// a message, when nothing was queued before it ([`DirectSink`]).
+struct Dispatch {
     core: Arc<Core>,
     shared: Weak<Shared>,
-    receiver: Receiver,
     handler: Arc<dyn Handler>,
+}
+
+impl DirectSink for Dispatch {
+    fn deliver(&self, message: Message) {
+        let _entered = self.core.span.enter();
+        self.on_message(message);
+    }
 }
 
 impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
-            .field("name", &self.core.config.name)
+            .field("name", &self.dispatch.core.config.name)
             .finish()
     }
 }
@@ -500,10 +519,12 @@ pub fn connect(
         core: core.clone(),
     });
     let driver = Driver {
-        core,
-        shared: Arc::downgrade(&shared),
+        dispatch: Arc::new(Dispatch {
+            core,
+            shared: Arc::downgrade(&shared),
+            handler,
+        }),
         receiver,
-        handler,
     };
     (Peer { shared }, driver)
 }
@@ -804,11 +825,14 @@ impl Driver {
     /// sense that dropping it stops routing (pending requests then wait for their own
     /// cancellation).
     pub async fn run(mut self) {
-        let span = self.core.span.clone();
+        let span = self.dispatch.core.span.clone();
+        // Messages that find nothing queued before them are routed by the
+        // transport itself (HTTP sessions); the rest come through here.
+        self.receiver.set_direct(self.dispatch.clone());
         async move {
             tracing::debug!("driver started");
             loop {
-                let deadline = lock(&self.core.table).next_deadline();
+                let deadline = lock(&self.dispatch.core.table).next_deadline();
                 let sleep = async move {
                     match deadline {
                         Some(d) => tokio::time::sleep_until(d).await,
@@ -817,17 +841,17 @@ impl Driver {
                 };
                 tokio::select! {
                     event = self.receiver.recv() => match event {
-                        Some(Inbound::Message(m)) => self.on_message(m),
+                        Some(Inbound::Message(m)) => self.dispatch.on_message(m),
                         Some(Inbound::Batch(items)) => {
                             for item in items {
                                 match item {
-                                    Ok(m) => self.on_message(m),
+                                    Ok(m) => self.dispatch.on_message(m),
                                     // JSON-RPC 2.0 §6: an invalid item gets its own error
                                     // response (none for a broken notification). The
                                     // answers go out one by one, not as one array yet.
                                     Err(e) => {
                                         tracing::warn!(error = %e, "bad item in a batch");
-                                        self.send_in_background(
+                                        self.dispatch.send_in_background(
                                             e.wants_response().then(|| Message::Error(e.to_response())),
                                         );
                                     }
@@ -835,16 +859,18 @@ impl Driver {
                             }
                         }
                         Some(Inbound::Closed { reason }) => {
-                            self.close(&reason.to_string());
+                            self.receiver.clear_direct();
+                            self.dispatch.close(&reason.to_string());
                             break;
                         }
                         None => {
-                            self.close("the transport ended without a reason");
+                            self.receiver.clear_direct();
+                            self.dispatch.close("the transport ended without a reason");
                             break;
                         }
                     },
-                    _ = sleep => self.sweep(),
-                    _ = self.core.wake.notified() => {}
+                    _ = sleep => self.dispatch.sweep(),
+                    _ = self.dispatch.core.wake.notified() => {}
                 }
             }
             tracing::debug!("driver ended");
@@ -852,7 +878,9 @@ impl Driver {
         .instrument(span)
         .await
     }
+}
 
+impl Dispatch {
     fn sweep(&self) {
         let expired = lock(&self.core.table).expired(Instant::now());
         for e in expired {
@@ -878,7 +906,7 @@ impl Driver {
         });
     }
 
-    fn on_message(&mut self, message: Message) {
+    fn on_message(&self, message: Message) {
         match message {
             Message::Response(r) => {
                 let entry = lock(&self.core.table).take_response(&r.id);
@@ -1021,12 +1049,12 @@ impl Driver {
         let fut = self.handler.request(request, cx);
         let core = self.core.clone();
         let span = tracing::debug_span!(parent: &self.core.span, "incoming", %method, %id);
-        tokio::spawn(
+        let mut run = Box::pin(
             async move {
-                // One task per request: the handler runs here, a panic in it is
-                // caught at each poll, and cancellation drops it. Cancellation is
-                // polled first: a handler that finishes because it saw the
-                // cancellation itself sends nothing either.
+                // The handler runs here, a panic in it is caught at each poll, and
+                // cancellation drops it. Cancellation is polled first: a handler
+                // that finishes because it saw the cancellation itself sends
+                // nothing either.
                 let result = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => None,
@@ -1067,6 +1095,14 @@ impl Driver {
             }
             .instrument(span),
         );
+        // The first poll, here: most handlers finish at once. The waker is a no-op
+        // because a future that is not ready goes to a task of its own, which
+        // polls it again at once with that task's waker (a future registers the
+        // waker of its latest poll), so no wake-up is lost.
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        if run.as_mut().poll(&mut first).is_pending() {
+            tokio::spawn(run);
+        }
     }
 
     fn close(&self, reason: &str) {
@@ -1260,6 +1296,66 @@ mod tests {
                 }
                 other => panic!("expected the answer to 2, got {other:?}"),
             }
+        })
+        .await
+        .expect("test timed out");
+    }
+
+    /// A handler runs first in the driver's task; one that has to wait goes on in
+    /// a task of its own, wakes up when it should (its first poll had no real
+    /// waker) and holds up neither the driver nor later requests.
+    #[tokio::test]
+    async fn a_handler_that_waits_goes_on_in_its_own_task() {
+        struct Gatekeeper(Arc<Notify>);
+        impl Handler for Gatekeeper {
+            fn request(&self, request: Request, _cx: HandlerContext) -> HandlerFuture {
+                let gate = self.0.clone();
+                Box::pin(async move {
+                    match request.method.as_str() {
+                        "wait" => gate.notified().await,
+                        "yield" => tokio::task::yield_now().await,
+                        "release" => gate.notify_one(),
+                        _ => {}
+                    }
+                    Ok(RawValue::from_string(format!("\"{}\"", request.method)).unwrap())
+                })
+            }
+        }
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let (a, b) = switchboard_transport::memory::pair(&Default::default());
+            let (_server, driver) = connect(
+                a,
+                PeerConfig::default(),
+                Arc::new(Gatekeeper(Arc::new(Notify::new()))),
+            );
+            tokio::spawn(driver.run());
+            let (tx, mut rx) = b.split();
+            let request = |id: i64, method: &str| {
+                Message::Request(Request::new(id, method, &serde_json::json!({})).unwrap())
+            };
+            tx.send(request(1, "wait")).await.unwrap();
+            tx.send(request(2, "yield")).await.unwrap();
+            async fn next(rx: &mut Receiver) -> (Id, String) {
+                match rx.recv().await {
+                    Some(switchboard_transport::Inbound::Message(Message::Response(r))) => {
+                        (r.id, r.result.get().to_owned())
+                    }
+                    other => panic!("expected a response, got {other:?}"),
+                }
+            }
+            let mut order = vec![next(&mut rx).await];
+            tx.send(request(3, "release")).await.unwrap();
+            order.push(next(&mut rx).await);
+            order.push(next(&mut rx).await);
+            assert_eq!(order[0], (Id::from(2), "\"yield\"".to_owned()));
+            order[1..].sort_by_key(|(id, _)| id.to_string());
+            assert_eq!(
+                order[1..],
+                [
+                    (Id::from(1), "\"wait\"".to_owned()),
+                    (Id::from(3), "\"release\"".to_owned())
+                ]
+            );
         })
         .await
         .expect("test timed out");

@@ -255,10 +255,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
             batching: batching.clone(),
             no_requests: false,
         },
-        receiver: Receiver {
-            rx: in_rx,
-            batching,
-        },
+        receiver: Receiver::new(in_rx, batching),
     };
     Ok((transport, HttpClientHandle { inner }))
 }

@@ -292,10 +292,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
             batching: batching.clone(),
             no_requests: false,
         },
-        receiver: Receiver {
-            rx: in_rx,
-            batching,
-        },
+        receiver: Receiver::new(in_rx, batching),
     };
     let info = HttpSession {
         transport,

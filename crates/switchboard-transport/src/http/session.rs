@@ -253,7 +253,7 @@ impl Session {
         registry: Weak<Registry>,
         config: &TransportConfig,
     ) -> (Arc<Session>, Transport) {
-        let (in_tx, in_rx) = crate::handle::inbound_channel(config.capacity());
+        let (in_tx, in_rx, gate) = crate::handle::inbound_channel_gated(config.capacity());
         let batching = BatchingSwitch::new(config.batching);
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, Stream::new(false, 0, false));
@@ -284,10 +284,7 @@ impl Session {
                 batching: batching.clone(),
                 no_requests: false,
             },
-            receiver: Receiver {
-                rx: in_rx,
-                batching,
-            },
+            receiver: Receiver::gated(in_rx, batching, gate),
         };
         (session, transport)
     }
@@ -461,12 +458,16 @@ impl Session {
         }
     }
 
-    /// Queues an inbound event for the library. `Err` when the session has ended
-    /// or the library dropped its [`Receiver`].
+    /// Delivers an inbound event to the library: a message straight to the
+    /// receiver's direct sink when it has one and nothing is queued before it
+    /// ([`Receiver::set_direct`](crate::Receiver::set_direct)), in the calling
+    /// task; otherwise through the queue. The inbound lock, held meanwhile, keeps
+    /// the session's deliveries one at a time and before its `Closed`. `Err` when
+    /// the session has ended or the library dropped its [`Receiver`].
     pub(crate) async fn deliver(&self, event: Inbound) -> Result<(), ()> {
         let inbound = self.inbound.lock().await;
         match inbound.as_ref() {
-            Some(tx) => tx.send(event).await.map_err(|_| ()),
+            Some(tx) => tx.deliver(event).await.map_err(|_| ()),
             None => Err(()),
         }
     }

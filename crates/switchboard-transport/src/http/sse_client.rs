@@ -353,10 +353,7 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
             batching: batching.clone(),
             no_requests: false,
         },
-        receiver: Receiver {
-            rx: in_rx,
-            batching,
-        },
+        receiver: Receiver::new(in_rx, batching),
     })
 }
 

@@ -211,10 +211,7 @@ pub(crate) async fn exchange(
             batching: batching.clone(),
             no_requests: true,
         },
-        receiver: Receiver {
-            rx: in_rx,
-            batching,
-        },
+        receiver: Receiver::new(in_rx, batching),
     };
     // Capacity 2: the message and the close always fit.
     let _ = in_tx.try_send(Inbound::Message(message));
