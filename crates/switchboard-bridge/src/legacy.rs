@@ -7,7 +7,9 @@
 //!                                     own params; answer with the child's result
 //!                        shared:      answer from the shared child's result (the
 //!                                     version negotiated against ours)
-//! client ──request──> allowlist (tools/call) ──> Upstream::call ──> pump task:
+//! client ──request──> allowlist (tools/call) ──> Upstream::call ──> pump task
+//!          (started in the task serving the POST when nothing is queued before
+//!          it and nothing has to wait: see `Direct`):
 //!          progress / logs      ──send_related(id)──> the call's SSE stream
 //!          server→client request ──as "sb-s<n>"──> client; its answer ──> child
 //!          response (tools/list filtered) ──> client, with the client's own id
@@ -37,7 +39,7 @@ use switchboard_protocol::types::meta::{
 use switchboard_protocol::types::InitializeRequestParams;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::{Inbound, Receiver, Sender};
+use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info, warn};
 
@@ -102,6 +104,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         orphan_tx: Mutex::new(Some(orphan_tx)),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
+    rx.set_direct(Arc::new(Direct(session.clone())));
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
@@ -143,6 +146,8 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             }
         }
     }
+    // No more calls start; the sink's hold on the session goes.
+    rx.clear_direct();
     let cancels: Vec<_> = lock(&session.calls).drain().map(|(_, c)| c).collect();
     for cancel in cancels {
         let _ = cancel.send("the downstream session ended".to_owned());
@@ -328,10 +333,49 @@ async fn on_request(
             }
         }
     }
+    forward(session, upstream, r);
+}
+
+/// Forwards a request to the child: starts the call (on the spot when nothing
+/// has to wait) and spawns its pump task.
+fn forward(session: &Arc<Session>, upstream: Upstream, r: Request) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
     let call = Begun::new(session, &upstream, r);
     tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
+}
+
+/// The session's direct way in ([`DirectSink`]): a request that [`on_request`]
+/// would only forward (the session is initialized, the allowlist lets it through,
+/// the child is not 2026-07-28-only) is forwarded in the task serving its POST,
+/// without the hand-off to the session's task. Anything else is given back, to
+/// be queued for the session's task in order.
+struct Direct(Arc<Session>);
+
+impl DirectSink for Direct {
+    fn deliver(&self, message: Message) -> Result<(), Message> {
+        let session = &self.0;
+        let Message::Request(r) = message else {
+            return Err(message);
+        };
+        let plain = match r.method.as_str() {
+            "initialize" | "ping" => false,
+            "tools/call" => session.core.allow.check_call(r.params.as_deref()).is_ok(),
+            _ => true,
+        };
+        let upstream = lock(&session.upstream).clone();
+        match upstream {
+            Some(up)
+                if plain
+                    && !session.ending.load(Ordering::Relaxed)
+                    && lock(&session.modern_meta).is_none() =>
+            {
+                forward(session, up, r);
+                Ok(())
+            }
+            _ => Err(Message::Request(r)),
+        }
+    }
 }
 
 /// A call as the session's task hands it to its pump task.

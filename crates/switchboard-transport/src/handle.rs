@@ -550,8 +550,13 @@ pub trait DirectSink: Send + Sync + 'static {
     /// Takes one message, in arrival order: never while an earlier message is
     /// still queued or being taken, and never concurrently with itself. Must not
     /// wait or block: it runs in the transport's task (for an HTTP session, the
-    /// task serving the POST that carried the message).
-    fn deliver(&self, message: Message);
+    /// task serving the POST that carried the message). A message it cannot take
+    /// that way (one whose handling must wait) it gives back, and the message is
+    /// queued for [`Receiver::recv`] as if there were no sink.
+    // The message comes back by value: boxing it would cost an allocation on the
+    // path this trait exists to make cheap.
+    #[allow(clippy::result_large_err)]
+    fn deliver(&self, message: Message) -> Result<(), Message>;
 }
 
 /// The count of events queued or being handled by the [`Receiver`], and its
@@ -643,8 +648,10 @@ impl InboundTx {
                 let Inbound::Message(message) = event else {
                     unreachable!("checked above")
                 };
-                sink.deliver(message);
-                return Ok(());
+                return match sink.deliver(message) {
+                    Ok(()) => Ok(()),
+                    Err(message) => self.send(Inbound::Message(message)).await,
+                };
             }
         }
         self.send(event).await
@@ -910,9 +917,14 @@ mod tests {
     struct Recording(std::sync::Mutex<Vec<Id>>);
 
     impl DirectSink for Recording {
-        fn deliver(&self, message: Message) {
-            if let Message::Request(r) = message {
-                self.0.lock().unwrap().push(r.id);
+        /// Takes requests; gives back anything else.
+        fn deliver(&self, message: Message) -> Result<(), Message> {
+            match message {
+                Message::Request(r) => {
+                    self.0.lock().unwrap().push(r.id);
+                    Ok(())
+                }
+                other => Err(other),
             }
         }
     }
@@ -955,6 +967,19 @@ mod tests {
         // All taken and handled: direct again.
         tx.deliver(request(5)).await.unwrap();
         assert_eq!(*sink.0.lock().unwrap(), vec![Id::from(1), Id::from(5)]);
+
+        // A message the sink gives back is queued, and holds back the next.
+        let note = Message::Notification(
+            switchboard_protocol::jsonrpc::Notification::new("n", &serde_json::json!({})).unwrap(),
+        );
+        tx.deliver(Inbound::Message(note)).await.unwrap();
+        tx.deliver(request(8)).await.unwrap();
+        assert!(matches!(
+            receiver.try_recv(),
+            Some(Inbound::Message(Message::Notification(_)))
+        ));
+        assert_eq!(id_of(receiver.try_recv()), Id::from(8));
+        assert!(receiver.try_recv().is_none());
 
         // A batch is always queued.
         tx.deliver(Inbound::Batch(vec![])).await.unwrap();

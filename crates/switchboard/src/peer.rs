@@ -483,9 +483,11 @@ struct Dispatch {
 }
 
 impl DirectSink for Dispatch {
-    fn deliver(&self, message: Message) {
+    /// Takes every message (routing never waits).
+    fn deliver(&self, message: Message) -> Result<(), Message> {
         let _entered = self.core.span.enter();
         self.on_message(message);
+        Ok(())
     }
 }
 
