@@ -32,7 +32,7 @@
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]) |
-//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID`; 409 if the standalone stream is already open |
+//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
 //! | DELETE | 200, the session ends |
 //!
 //! Error bodies are a JSON-RPC error response with `id: null`
@@ -1127,6 +1127,13 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
                 StatusCode::BAD_REQUEST,
                 code::INVALID_REQUEST,
                 "Last-Event-ID names no stream kept by this session",
+            )
+        }
+        Err(StreamError::NeverSent) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Last-Event-ID names an event this session has not sent",
             )
         }
         Err(_) => return session_not_found(),

@@ -137,8 +137,13 @@ struct Stream {
     /// The last events, for replay: (seq, encoded event).
     buffer: VecDeque<(u64, Bytes)>,
     next_seq: u64,
-    /// The highest seq handed to a live connection.
+    /// The highest seq handed to a live connection (at least: an event counts
+    /// once it is on a connection's queue, and a replayed stream counts whole).
+    /// No event id beyond it was ever sent.
     delivered: u64,
+    /// Seq 0, the priming event that opens a POST's stream, was sent (the
+    /// standalone stream never sends it: its priming events take fresh seqs).
+    sent_zero: bool,
     /// The client holds an event id of this stream (a priming event was sent, or
     /// it resumed with `Last-Event-ID`), so it can come back after the server
     /// closes the connection ([`Session::close_stream`]).
@@ -154,6 +159,7 @@ impl Stream {
             buffer: VecDeque::new(),
             next_seq: 1,
             delivered: 0,
+            sent_zero: primed,
             primed,
         }
     }
@@ -199,6 +205,11 @@ pub(crate) enum StreamError {
     Conflict,
     /// The event id names no stream kept here (400).
     UnknownStream,
+    /// The event id names a kept stream but an event it never sent to a
+    /// connection (its sequence number is beyond the last one sent, or it is a
+    /// seq 0 the stream never had): the client cannot hold it (400; the stream is
+    /// left as it was).
+    NeverSent,
 }
 
 /// What a new or resumed SSE connection gets: events to send first, then the
@@ -412,6 +423,12 @@ impl Session {
     /// Resumes `stream` after event `after` (GET with `Last-Event-ID`): replays the
     /// kept events after it, then goes on live if the stream is still open (the
     /// standalone stream always is; a POST stream until its last response).
+    ///
+    /// [`StreamError::NeverSent`] when `after` names an event the stream never
+    /// sent (beyond the last one handed to a connection, or a seq 0 it never
+    /// had): a client only holds ids it was sent, and replaying from a guess
+    /// would lose or repeat messages. Nothing changes then: the stream keeps its
+    /// events, its connection and its place among the kept streams.
     pub(crate) fn resume(
         &self,
         stream: u64,
@@ -427,6 +444,9 @@ impl Session {
         };
         if s.json {
             return Err(StreamError::UnknownStream);
+        }
+        if after > s.delivered || (after == 0 && !s.sent_zero) {
+            return Err(StreamError::NeverSent);
         }
         if stream == STANDALONE && s.live_open() {
             return Err(StreamError::Conflict);
