@@ -1222,6 +1222,135 @@ async fn standalone_ids_stay_unique_and_a_bad_last_event_id_is_refused() {
     .await
 }
 
+/// Opens a session whose library side the test drives by hand, as
+/// [`open_raw_session`] does: the `initialize` body asks for `requested` (the POST
+/// names `header` in `MCP-Protocol-Version` when given; none by default), and the
+/// library answers with `answered` after `delay`. Returns the session id, the
+/// `initialize` reply's whole SSE body and the session's transport halves.
+async fn initialize_as(
+    c: &reqwest::Client,
+    url: &str,
+    acceptor: &mut SessionAcceptor,
+    requested: &str,
+    header: Option<&str>,
+    answered: &str,
+    delay: Duration,
+) -> (
+    String,
+    Vec<u8>,
+    switchboard_transport::Sender,
+    switchboard_transport::Receiver,
+) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": requested, "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string();
+    let mut builder = c
+        .post(url)
+        .header("accept", ACCEPT_BOTH)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(h) = header {
+        builder = builder.header("mcp-protocol-version", h);
+    }
+    let opening = tokio::spawn(async move {
+        let resp = builder.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        (sid, resp.bytes().await.unwrap().to_vec())
+    });
+    let session = acceptor.accept().await.unwrap();
+    let (tx, mut rx) = session.transport.split();
+    let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+        panic!("initialize first")
+    };
+    tokio::time::sleep(delay).await;
+    let result = json!({"protocolVersion": answered, "capabilities": {},
+        "serverInfo": {"name": "t", "version": "0"}});
+    tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+        .await
+        .unwrap();
+    let (sid, body) = opening.await.unwrap();
+    (sid, body, tx, rx)
+}
+
+/// The SSE reply to the `initialize` that opens a session is primed according to
+/// the revision the session negotiated (the one the library answers with), not
+/// the POST's `MCP-Protocol-Version` (absent on an `initialize`, so 2025-03-26):
+/// 2025-11-25 gets a priming event (an id, empty data) before the
+/// `InitializeResult`, also when the answer takes longer than the first-event
+/// wait; an older revision gets none, whatever the body asked for or the header
+/// named, and neither do the later replies of such a session.
+#[tokio::test]
+async fn initialize_priming_follows_the_negotiated_revision() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let cases: [(&str, Option<&str>, &str, u64, bool); 6] = [
+            ("2025-11-25", None, "2025-11-25", 0, true),
+            // Slower than the first-event wait (2 ms).
+            ("2025-11-25", None, "2025-11-25", 100, true),
+            // An unknown revision asked for, 2025-11-25 answered.
+            ("2099-01-01", None, "2025-11-25", 0, true),
+            ("2025-06-18", None, "2025-06-18", 0, false),
+            // A library that stops at 2025-06-18 answers a 2025-11-25 client.
+            ("2025-11-25", None, "2025-06-18", 0, false),
+            ("2025-03-26", Some("2025-11-25"), "2025-03-26", 0, false),
+        ];
+        for (requested, header, answered, delay, primed) in cases {
+            let case = format!("{requested} / {header:?} -> {answered}, {delay} ms");
+            let (sid, body, tx, mut rx) = initialize_as(
+                &c,
+                &url,
+                &mut acceptor,
+                requested,
+                header,
+                answered,
+                Duration::from_millis(delay),
+            )
+            .await;
+            let evs = events(&body);
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if primed {
+                assert_eq!(evs.len(), 2, "{case}: {text}");
+                assert!(evs[0].0.is_some() && evs[0].1.is_empty(), "{case}: {text}");
+            } else {
+                assert_eq!(evs.len(), 1, "{case}: no priming event: {text}");
+            }
+            let answer: Value = serde_json::from_str(&evs.last().unwrap().1).unwrap();
+            assert_eq!(answer["id"], 1, "{case}");
+            assert_eq!(answer["result"]["protocolVersion"], answered, "{case}");
+            // The next request, naming the negotiated revision as a client must.
+            let next = post_as(&c, &url, &sid, answered, request(2, "ping"))
+                .send()
+                .await
+                .unwrap();
+            let Some(Inbound::Message(Message::Request(ping))) = rx.recv().await else {
+                panic!("{case}: the ping")
+            };
+            tx.send(Message::Response(
+                Response::new(ping.id, &json!({})).unwrap(),
+            ))
+            .await
+            .unwrap();
+            let body = next.bytes().await.unwrap();
+            let evs = events(&body);
+            assert_eq!(
+                evs.first().is_some_and(|e| e.1.is_empty()),
+                primed,
+                "{case}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            assert_eq!(messages(&body)[0]["id"], 2, "{case}");
+        }
+    })
+    .await
+}
+
 /// GETs with `Last-Event-ID: last` until the answer is not 409 (the server
 /// notices a closed connection at its next send).
 async fn resume_at(c: &reqwest::Client, url: &str, sid: &str, last: &str) -> reqwest::Response {
@@ -1382,6 +1511,53 @@ async fn a_last_event_id_never_sent_is_refused_and_changes_nothing() {
         .await
         .unwrap();
         assert_eq!(messages(&resp.bytes().await.unwrap())[0]["id"], 4);
+    })
+    .await
+}
+
+/// The reply to the `initialize` that opens a session waits for its first
+/// message to know whether to prime, but no longer: a message the library sends
+/// before the answer reaches the client at once (it might need the client's
+/// reply), and the reply is then unprimed.
+#[tokio::test]
+async fn an_initialize_reply_never_holds_back_a_message_sent_before_the_answer() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let opening = tokio::spawn(post(&c, &url, None, initialize(1)).send());
+        let session = acceptor.accept().await.unwrap();
+        let (tx, mut rx) = session.transport.split();
+        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+            panic!("initialize first")
+        };
+        let note = Notification::new(
+            "notifications/message",
+            &json!({"level": "info", "data": "starting"}),
+        )
+        .unwrap();
+        tx.send_related(Message::Notification(note), Some(init.id.clone()))
+            .await
+            .unwrap();
+        let mut reply = opening.await.unwrap().unwrap();
+        assert_eq!(reply.status(), 200);
+        assert!(reply.headers().contains_key("mcp-session-id"));
+        let first = reply.chunk().await.unwrap().expect("the notification");
+        let evs = events(&first);
+        assert_eq!(evs.len(), 1, "the notification alone, unprimed: {evs:?}");
+        assert_eq!(messages(&first)[0]["method"], "notifications/message");
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "t", "version": "0"}});
+        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        while let Some(chunk) = reply.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        let evs = events(&rest);
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!(messages(&rest)[0]["id"], 1);
     })
     .await
 }
