@@ -1221,3 +1221,343 @@ async fn standalone_ids_stay_unique_and_a_bad_last_event_id_is_refused() {
     })
     .await
 }
+
+/// Opens a session whose library side the test drives by hand, as
+/// [`open_raw_session`] does: the `initialize` body asks for `requested` (the POST
+/// names `header` in `MCP-Protocol-Version` when given; none by default), and the
+/// library answers with `answered` after `delay`. Returns the session id, the
+/// `initialize` reply's whole SSE body and the session's transport halves.
+async fn initialize_as(
+    c: &reqwest::Client,
+    url: &str,
+    acceptor: &mut SessionAcceptor,
+    requested: &str,
+    header: Option<&str>,
+    answered: &str,
+    delay: Duration,
+) -> (
+    String,
+    Vec<u8>,
+    switchboard_transport::Sender,
+    switchboard_transport::Receiver,
+) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": requested, "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string();
+    let mut builder = c
+        .post(url)
+        .header("accept", ACCEPT_BOTH)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(h) = header {
+        builder = builder.header("mcp-protocol-version", h);
+    }
+    let opening = tokio::spawn(async move {
+        let resp = builder.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        (sid, resp.bytes().await.unwrap().to_vec())
+    });
+    let session = acceptor.accept().await.unwrap();
+    let (tx, mut rx) = session.transport.split();
+    let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+        panic!("initialize first")
+    };
+    tokio::time::sleep(delay).await;
+    let result = json!({"protocolVersion": answered, "capabilities": {},
+        "serverInfo": {"name": "t", "version": "0"}});
+    tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+        .await
+        .unwrap();
+    let (sid, body) = opening.await.unwrap();
+    (sid, body, tx, rx)
+}
+
+/// The SSE reply to the `initialize` that opens a session is primed according to
+/// the revision the session negotiated (the one the library answers with), not
+/// the POST's `MCP-Protocol-Version` (absent on an `initialize`, so 2025-03-26):
+/// 2025-11-25 gets a priming event (an id, empty data) before the
+/// `InitializeResult`, also when the answer takes longer than the first-event
+/// wait; an older revision gets none, whatever the body asked for or the header
+/// named, and neither do the later replies of such a session.
+#[tokio::test]
+async fn initialize_priming_follows_the_negotiated_revision() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let cases: [(&str, Option<&str>, &str, u64, bool); 6] = [
+            ("2025-11-25", None, "2025-11-25", 0, true),
+            // Slower than the first-event wait (2 ms).
+            ("2025-11-25", None, "2025-11-25", 100, true),
+            // An unknown revision asked for, 2025-11-25 answered.
+            ("2099-01-01", None, "2025-11-25", 0, true),
+            ("2025-06-18", None, "2025-06-18", 0, false),
+            // A library that stops at 2025-06-18 answers a 2025-11-25 client.
+            ("2025-11-25", None, "2025-06-18", 0, false),
+            ("2025-03-26", Some("2025-11-25"), "2025-03-26", 0, false),
+        ];
+        for (requested, header, answered, delay, primed) in cases {
+            let case = format!("{requested} / {header:?} -> {answered}, {delay} ms");
+            let (sid, body, tx, mut rx) = initialize_as(
+                &c,
+                &url,
+                &mut acceptor,
+                requested,
+                header,
+                answered,
+                Duration::from_millis(delay),
+            )
+            .await;
+            let evs = events(&body);
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if primed {
+                assert_eq!(evs.len(), 2, "{case}: {text}");
+                assert!(evs[0].0.is_some() && evs[0].1.is_empty(), "{case}: {text}");
+            } else {
+                assert_eq!(evs.len(), 1, "{case}: no priming event: {text}");
+            }
+            let answer: Value = serde_json::from_str(&evs.last().unwrap().1).unwrap();
+            assert_eq!(answer["id"], 1, "{case}");
+            assert_eq!(answer["result"]["protocolVersion"], answered, "{case}");
+            // The next request, naming the negotiated revision as a client must.
+            let next = post_as(&c, &url, &sid, answered, request(2, "ping"))
+                .send()
+                .await
+                .unwrap();
+            let Some(Inbound::Message(Message::Request(ping))) = rx.recv().await else {
+                panic!("{case}: the ping")
+            };
+            tx.send(Message::Response(
+                Response::new(ping.id, &json!({})).unwrap(),
+            ))
+            .await
+            .unwrap();
+            let body = next.bytes().await.unwrap();
+            let evs = events(&body);
+            assert_eq!(
+                evs.first().is_some_and(|e| e.1.is_empty()),
+                primed,
+                "{case}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            assert_eq!(messages(&body)[0]["id"], 2, "{case}");
+        }
+    })
+    .await
+}
+
+/// GETs with `Last-Event-ID: last` until the answer is not 409 (the server
+/// notices a closed connection at its next send).
+async fn resume_at(c: &reqwest::Client, url: &str, sid: &str, last: &str) -> reqwest::Response {
+    loop {
+        let r = get_stream(c, url, sid, Some(last)).send().await.unwrap();
+        if r.status() != 409 {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Asserts a 400 whose body is a JSON-RPC error without id (-32600).
+async fn assert_refused(resp: reqwest::Response, what: &str) {
+    assert_eq!(resp.status(), 400, "{what}");
+    assert_eq!(resp.headers()["content-type"], "application/json", "{what}");
+    let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert_eq!(body["jsonrpc"], "2.0", "{what}: {body}");
+    assert_eq!(body["id"], Value::Null, "{what}: {body}");
+    assert_eq!(body["error"]["code"], -32600, "{what}: {body}");
+}
+
+/// A `Last-Event-ID` naming an event the server never sent on that stream (its
+/// sequence number beyond the last event handed to the client, even one already
+/// buffered; or a seq 0 the stream never had) is an id the client cannot hold:
+/// 400 with a JSON-RPC error (-32600, no id), and nothing changes. The stream
+/// keeps its events, a valid id then resumes exactly after the event it names,
+/// and the session's other streams work on. Holds for a POST stream still open,
+/// a finished one kept for replay, and the standalone stream.
+#[tokio::test]
+async fn a_last_event_id_never_sent_is_refused_and_changes_nothing() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let progress = |n: u64| {
+            Message::Notification(
+                Notification::new(
+                    "notifications/progress",
+                    &json!({"progressToken": 1, "progress": n}),
+                )
+                .unwrap(),
+            )
+        };
+        let refused = |last: String| {
+            let request = get_stream(&c, &url, &sid, Some(&last));
+            async move { assert_refused(request.send().await.unwrap(), &last).await }
+        };
+
+        // A POST stream still open: its connection closed after the priming
+        // event (S-0), then two notifications buffered (S-1, S-2).
+        let (held, call) = held_call(&c, &url, &sid, "2025-11-25", &mut rx).await;
+        assert!(tx.close_stream(&call.id));
+        let evs = events(&held.bytes().await.unwrap());
+        let primed = evs[0].0.clone().expect("the priming event has an id");
+        let stream = primed.strip_suffix("-0").expect("seq 0 primes").to_owned();
+        let id = |seq: u64| format!("{stream}-{seq}");
+        for n in 1..=2 {
+            tx.send_related(progress(n), Some(call.id.clone()))
+                .await
+                .unwrap();
+        }
+        // Buffered but never sent, and beyond anything made.
+        for seq in [1, 2, 3, 99] {
+            refused(id(seq)).await;
+        }
+        // After S-0: S-1 and S-2; then the server closes the connection again.
+        let mut resumed = resume_at(&c, &url, &sid, &primed).await;
+        assert_eq!(resumed.status(), 200);
+        let got = read_messages(&mut resumed, 2).await;
+        let got_ids: Vec<_> = got.iter().map(|m| m.0.clone().unwrap()).collect();
+        assert_eq!(got_ids, [id(1), id(2)]);
+        assert!(tx.close_stream(&call.id));
+        while resumed.chunk().await.unwrap().is_some() {}
+        tx.send_related(progress(3), Some(call.id.clone()))
+            .await
+            .unwrap();
+        refused(id(3)).await;
+        // After S-1 (a valid id, though not the last one the client got):
+        // exactly S-2 and S-3, then what comes live, the response last.
+        let mut resumed = resume_at(&c, &url, &sid, &id(1)).await;
+        assert_eq!(resumed.status(), 200);
+        let got = read_messages(&mut resumed, 2).await;
+        assert_eq!(got[0].0.as_deref(), Some(id(2).as_str()));
+        assert_eq!(got[0].1["params"]["progress"], 2);
+        assert_eq!(got[1].0.as_deref(), Some(id(3).as_str()));
+        assert_eq!(got[1].1["params"]["progress"], 3);
+        tx.send(Message::Response(
+            Response::new(call.id.clone(), &json!({"done": 2})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        let mut rest = Vec::new();
+        while let Some(chunk) = resumed.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        let evs = events(&rest);
+        assert_eq!(evs.len(), 1, "the response alone: {evs:?}");
+        assert_eq!(evs[0].0.as_deref(), Some(id(4).as_str()));
+        assert_eq!(messages(&rest)[0]["result"]["done"], 2);
+
+        // A finished POST stream kept for replay: its response (T-1) was sent
+        // while nobody read it.
+        let held = post_as(&c, &url, &sid, "2025-11-25", request(3, "slow"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(call))) = rx.recv().await else {
+            panic!("the request first")
+        };
+        assert!(tx.close_stream(&call.id));
+        let evs = events(&held.bytes().await.unwrap());
+        let primed = evs[0].0.clone().expect("the priming event has an id");
+        let stream = primed.strip_suffix("-0").expect("seq 0 primes").to_owned();
+        tx.send(Message::Response(
+            Response::new(call.id.clone(), &json!({"done": 3})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        // Its response (T-1) was never sent, and T-2 was never made.
+        for seq in [1, 2] {
+            refused(format!("{stream}-{seq}")).await;
+        }
+        let body = resume_at(&c, &url, &sid, &primed)
+            .await
+            .bytes()
+            .await
+            .unwrap();
+        let evs = events(&body);
+        assert_eq!(evs.len(), 1, "the response alone: {evs:?}");
+        assert_eq!(evs[0].0.as_deref(), Some(format!("{stream}-1").as_str()));
+        assert_eq!(messages(&body)[0]["result"]["done"], 3);
+
+        // The standalone stream, which has sent nothing yet: refused, and not
+        // attached (the GET that follows is not a 409).
+        // Its priming events take fresh seqs: 0-0 is never sent either.
+        for last in ["0-7", "0-0"] {
+            refused(last.to_owned()).await;
+        }
+        let mut standalone = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        assert_eq!(standalone.status(), 200);
+        tx.send(progress(9)).await.unwrap();
+        let got = read_messages(&mut standalone, 1).await;
+        assert_eq!(got[0].1["params"]["progress"], 9);
+
+        // The session goes on.
+        let resp = post(&c, &url, Some(&sid), request(4, "ping"))
+            .send()
+            .await
+            .unwrap();
+        let Some(Inbound::Message(Message::Request(ping))) = rx.recv().await else {
+            panic!("the ping")
+        };
+        tx.send(Message::Response(
+            Response::new(ping.id, &json!({})).unwrap(),
+        ))
+        .await
+        .unwrap();
+        assert_eq!(messages(&resp.bytes().await.unwrap())[0]["id"], 4);
+    })
+    .await
+}
+
+/// The reply to the `initialize` that opens a session waits for its first
+/// message to know whether to prime, but no longer: a message the library sends
+/// before the answer reaches the client at once (it might need the client's
+/// reply), and the reply is then unprimed.
+#[tokio::test]
+async fn an_initialize_reply_never_holds_back_a_message_sent_before_the_answer() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let opening = tokio::spawn(post(&c, &url, None, initialize(1)).send());
+        let session = acceptor.accept().await.unwrap();
+        let (tx, mut rx) = session.transport.split();
+        let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+            panic!("initialize first")
+        };
+        let note = Notification::new(
+            "notifications/message",
+            &json!({"level": "info", "data": "starting"}),
+        )
+        .unwrap();
+        tx.send_related(Message::Notification(note), Some(init.id.clone()))
+            .await
+            .unwrap();
+        let mut reply = opening.await.unwrap().unwrap();
+        assert_eq!(reply.status(), 200);
+        assert!(reply.headers().contains_key("mcp-session-id"));
+        let first = reply.chunk().await.unwrap().expect("the notification");
+        let evs = events(&first);
+        assert_eq!(evs.len(), 1, "the notification alone, unprimed: {evs:?}");
+        assert_eq!(messages(&first)[0]["method"], "notifications/message");
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "t", "version": "0"}});
+        tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        while let Some(chunk) = reply.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        let evs = events(&rest);
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!(messages(&rest)[0]["id"], 1);
+    })
+    .await
+}

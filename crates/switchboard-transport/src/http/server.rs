@@ -32,7 +32,7 @@
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]) |
-//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID`; 409 if the standalone stream is already open |
+//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
 //! | DELETE | 200, the session ends |
 //!
 //! Error bodies are a JSON-RPC error response with `id: null`
@@ -49,14 +49,25 @@
 //!
 //! **One write per quick reply.** The SSE reply to a POST waits about
 //! [`HttpServerConfig::sse_first_event_wait`] for its first message, so the head,
-//! the priming event and a response ready by then leave in one write.
+//! the priming event and a response ready by then leave in one write. The reply
+//! to the `initialize` that opens a session waits for its first message however
+//! long it takes (see below).
 //!
 //! **Priming and polling (2025-11-25).** A stream opens with a priming event (an
 //! event id, empty data; `retry` with [`HttpServerConfig::sse_retry`]) once a
-//! request of its session has named 2025-11-25 or later. A handler may close its
-//! call's connection mid-call ([`Sender::close_stream`](crate::Sender::close_stream),
-//! SEP-1699): the call goes on, and the client gets the rest with GET and
-//! `Last-Event-ID`.
+//! request of its session has named 2025-11-25 or later in
+//! `MCP-Protocol-Version`; before that, none (an older client may not skip an
+//! event with empty data). The reply to the `initialize` that opens a session
+//! (whose POST names no revision, or not necessarily the one it ends up with) is
+//! primed when the revision its answer negotiates (`result.protocolVersion`) is
+//! 2025-11-25 or later: its head and priming event wait for its first message,
+//! normally that answer (a message the handler sends before the answer is not
+//! held back for it; the reply is then primed only if the answer was ready
+//! too).
+//!
+//! A handler may close its call's connection mid-call
+//! ([`Sender::close_stream`](crate::Sender::close_stream), SEP-1699): the call
+//! goes on, and the client gets the rest with GET and `Last-Event-ID`.
 //!
 //! Every accepted TCP socket gets `TCP_NODELAY` (SSE replies are written in
 //! pieces; without it each piece can wait for the peer's delayed ACK).
@@ -170,7 +181,10 @@ pub struct HttpServerConfig {
     /// messages stream as they come. Zero: the head goes out at once. Default
     /// [`DEFAULT_SSE_FIRST_EVENT_WAIT`] (2 ms). The wait is measured by one
     /// coarse clock per server ticking at half this length, so it lasts from
-    /// this length to 1.5 times it.
+    /// this length to 1.5 times it. Not used for the reply to the `initialize`
+    /// that opens a session, which waits for its first message however long it
+    /// takes: whether it is primed depends on the revision the answer
+    /// negotiates.
     pub sse_first_event_wait: Duration,
     /// The `retry` field of the priming event that opens each SSE stream
     /// (2025-11-25 onward; whole milliseconds): how long a client waits before
@@ -857,7 +871,8 @@ async fn post(
             }
         }
     };
-    let mut response = answer(shared, &session, frame, version).await;
+    let opening = created.is_some();
+    let mut response = answer(shared, &session, frame, version, opening).await;
     if let Some(id) = created {
         if let Ok(value) = HeaderValue::from_str(&id) {
             response.headers_mut().insert(guard::SESSION_ID, value);
@@ -911,12 +926,14 @@ async fn create_session(
     Ok(session)
 }
 
-/// Delivers a decoded POST body to the session and answers it.
+/// Delivers a decoded POST body to the session and answers it. `opening`: the
+/// body is the `initialize` request that created the session.
 async fn answer(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     frame: Frame,
     version: ProtocolVersion,
+    opening: bool,
 ) -> Response<Body> {
     let ids = request_ids(&frame);
     let event = match frame {
@@ -937,7 +954,10 @@ async fn answer(
         );
     }
     let json = shared.config.json_response;
-    let primed = !json && session.primes(version);
+    // The `initialize` that opens a session names no revision in its header
+    // (2025-03-26 assumed) or not necessarily the one it negotiates: its reply
+    // is primed below, by its answer.
+    let primed = !json && !opening && session.primes(version);
     let (stream, mut rx) = match session.open_request_stream(&ids, json, primed) {
         Ok(opened) => opened,
         Err(StreamError::DuplicateId(id)) => {
@@ -949,6 +969,9 @@ async fn answer(
         }
         Err(_) => return session_not_found(),
     };
+    if opening {
+        session.negotiates(&ids[0]);
+    }
     let guard = session.guard();
     if session.deliver(event).await.is_err() {
         session.cancel_stream(stream);
@@ -985,13 +1008,37 @@ async fn answer(
     if primed {
         prefix.push_back(priming(stream, 0, shared.config.sse_retry));
     }
-    let rx = first_events(
-        &mut prefix,
-        rx,
-        &shared.clock,
-        shared.config.sse_first_event_wait,
-    )
-    .await;
+    if !opening {
+        let rx = first_events(
+            &mut prefix,
+            rx,
+            &shared.clock,
+            shared.config.sse_first_event_wait,
+        )
+        .await;
+        return sse_response(Body::stream(prefix, rx, guard));
+    }
+    // The reply to the `initialize` that opens the session: nothing goes out
+    // before its first message (normally the answer, which records the
+    // negotiated revision before it is queued), so that the priming event, when
+    // the revision is 2025-11-25 or later, can still come first. Only the first
+    // message is waited for: one sent before the answer (a related ping, say)
+    // is never held back, and the reply is then primed only if the answer is
+    // already queued behind it (nothing has been written yet either way).
+    let rx = match rx.recv().await {
+        Some(event) => {
+            prefix.push_back(event);
+            take_ready(&mut prefix, rx)
+        }
+        None => None,
+    };
+    if session
+        .negotiated()
+        .is_some_and(|v| v >= ProtocolVersion::V2025_11_25)
+    {
+        session.primed_late(stream);
+        prefix.push_front(priming(stream, 0, shared.config.sse_retry));
+    }
     sse_response(Body::stream(prefix, rx, guard))
 }
 
@@ -1024,10 +1071,21 @@ async fn first_events(
         }
     };
     match first {
-        None => return Some(rx),
-        Some(None) => return None,
-        Some(Some(event)) => prefix.push_back(event),
+        None => Some(rx),
+        Some(None) => None,
+        Some(Some(event)) => {
+            prefix.push_back(event);
+            take_ready(prefix, rx)
+        }
     }
+}
+
+/// Appends every event already queued on `rx` to `prefix`; the receiver comes
+/// back unless the stream ended.
+fn take_ready(
+    prefix: &mut std::collections::VecDeque<Bytes>,
+    mut rx: mpsc::Receiver<Bytes>,
+) -> Option<mpsc::Receiver<Bytes>> {
     loop {
         match rx.try_recv() {
             Ok(event) => prefix.push_back(event),
@@ -1127,6 +1185,13 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
                 StatusCode::BAD_REQUEST,
                 code::INVALID_REQUEST,
                 "Last-Event-ID names no stream kept by this session",
+            )
+        }
+        Err(StreamError::NeverSent) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Last-Event-ID names an event this session has not sent",
             )
         }
         Err(_) => return session_not_found(),

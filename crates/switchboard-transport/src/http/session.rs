@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use switchboard_protocol::jsonrpc::Id;
+use switchboard_protocol::ProtocolVersion;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -137,8 +138,13 @@ struct Stream {
     /// The last events, for replay: (seq, encoded event).
     buffer: VecDeque<(u64, Bytes)>,
     next_seq: u64,
-    /// The highest seq handed to a live connection.
+    /// The highest seq handed to a live connection (at least: an event counts
+    /// once it is on a connection's queue, and a replayed stream counts whole).
+    /// No event id beyond it was ever sent.
     delivered: u64,
+    /// Seq 0, the priming event that opens a POST's stream, was sent (the
+    /// standalone stream never sends it: its priming events take fresh seqs).
+    sent_zero: bool,
     /// The client holds an event id of this stream (a priming event was sent, or
     /// it resumed with `Last-Event-ID`), so it can come back after the server
     /// closes the connection ([`Session::close_stream`]).
@@ -154,6 +160,7 @@ impl Stream {
             buffer: VecDeque::new(),
             next_seq: 1,
             delivered: 0,
+            sent_zero: primed,
             primed,
         }
     }
@@ -186,6 +193,13 @@ struct State {
     retained: VecDeque<u64>,
     last_activity: Instant,
     connections: usize,
+    /// The `initialize` request that opened the session, until it is answered
+    /// (or forgotten): its response names the negotiated revision.
+    initialize: Option<Id>,
+    /// The revision the response to that `initialize` named
+    /// (`result.protocolVersion`), once it was sent; `None` before, and when the
+    /// answer named none this crate knows (an error, say).
+    negotiated: Option<ProtocolVersion>,
 }
 
 /// Why a stream could not be opened or resumed.
@@ -199,6 +213,11 @@ pub(crate) enum StreamError {
     Conflict,
     /// The event id names no stream kept here (400).
     UnknownStream,
+    /// The event id names a kept stream but an event it never sent to a
+    /// connection (its sequence number is beyond the last one sent, or it is a
+    /// seq 0 the stream never had): the client cannot hold it (400; the stream is
+    /// left as it was).
+    NeverSent,
 }
 
 /// What a new or resumed SSE connection gets: events to send first, then the
@@ -270,6 +289,8 @@ impl Session {
                 retained: VecDeque::new(),
                 last_activity: Instant::now(),
                 connections: 0,
+                initialize: None,
+                negotiated: None,
             }),
             ended: watch::channel(false).0,
             limits,
@@ -326,10 +347,12 @@ impl Session {
     /// events even on a request whose header names an older revision (the
     /// conformance suite's polling scenario sends such requests on a 2025-11-25
     /// session); a client that never did gets none (an older client may not skip
-    /// an event with empty data).
-    pub(crate) fn primes(&self, version: switchboard_protocol::ProtocolVersion) -> bool {
+    /// an event with empty data). Not for the `initialize` that opens the
+    /// session, which names no revision in its header (2025-03-26 is assumed):
+    /// its reply is primed by the revision it negotiates ([`Self::negotiated`]).
+    pub(crate) fn primes(&self, version: ProtocolVersion) -> bool {
         use std::sync::atomic::Ordering;
-        if version >= switchboard_protocol::ProtocolVersion::V2025_11_25 {
+        if version >= ProtocolVersion::V2025_11_25 {
             // Written once: later requests only read the shared flag.
             if !self.primes.load(Ordering::Relaxed) {
                 self.primes.store(true, Ordering::Relaxed);
@@ -337,6 +360,31 @@ impl Session {
             true
         } else {
             self.primes.load(Ordering::Relaxed)
+        }
+    }
+
+    /// Marks `id` as the `initialize` request that opens the session, before it is
+    /// delivered: its response, when sent, records the negotiated revision
+    /// ([`Self::negotiated`]).
+    pub(crate) fn negotiates(&self, id: &Id) {
+        self.lock().initialize = Some(id.clone());
+    }
+
+    /// The revision the session's `initialize` response named, once it was
+    /// sent (see [`Self::negotiates`]).
+    pub(crate) fn negotiated(&self) -> Option<ProtocolVersion> {
+        self.lock().negotiated
+    }
+
+    /// POST stream `stream`, opened unprimed, gets its priming event (seq 0)
+    /// after all, ahead of everything sent on it so far (none of which has
+    /// reached the client yet): the reply to the `initialize` that opens the
+    /// session, once its answer shows the revision. Nothing when the stream has
+    /// already ended and is not kept.
+    pub(crate) fn primed_late(&self, stream: u64) {
+        if let Some(s) = self.lock().streams.get_mut(&stream) {
+            s.sent_zero = true;
+            s.primed = true;
         }
     }
 
@@ -409,6 +457,12 @@ impl Session {
     /// Resumes `stream` after event `after` (GET with `Last-Event-ID`): replays the
     /// kept events after it, then goes on live if the stream is still open (the
     /// standalone stream always is; a POST stream until its last response).
+    ///
+    /// [`StreamError::NeverSent`] when `after` names an event the stream never
+    /// sent (beyond the last one handed to a connection, or a seq 0 it never
+    /// had): a client only holds ids it was sent, and replaying from a guess
+    /// would lose or repeat messages. Nothing changes then: the stream keeps its
+    /// events, its connection and its place among the kept streams.
     pub(crate) fn resume(
         &self,
         stream: u64,
@@ -424,6 +478,9 @@ impl Session {
         };
         if s.json {
             return Err(StreamError::UnknownStream);
+        }
+        if after > s.delivered || (after == 0 && !s.sent_zero) {
+            return Err(StreamError::NeverSent);
         }
         if stream == STANDALONE && s.live_open() {
             return Err(StreamError::Conflict);
@@ -523,6 +580,9 @@ impl Session {
     /// events were not delivered) when nothing else of that POST is pending.
     pub(crate) fn forget(&self, id: &Id) {
         let mut st = self.lock();
+        if st.initialize.as_ref() == Some(id) {
+            st.initialize = None;
+        }
         let Some(target) = st.requests.remove(id) else {
             return;
         };
@@ -675,6 +735,13 @@ impl Session {
         if current != room.generation() {
             return Commit::Again;
         }
+        if let Route::Response(id) = route {
+            if st.initialize.as_ref() == Some(id) {
+                // Before the event is queued: whoever reads it finds the revision.
+                st.initialize = None;
+                st.negotiated = answered_version(line);
+            }
+        }
         let answered = match route {
             Route::Response(id) => usize::from(st.requests.remove(id).is_some()),
             Route::Responses(ids) => ids
@@ -790,6 +857,13 @@ fn resolve(st: &State, route: &Route) -> Option<u64> {
     }
 }
 
+/// The revision an `initialize` response names (`result.protocolVersion`), if
+/// this crate knows it.
+fn answered_version(line: &[u8]) -> Option<ProtocolVersion> {
+    let answer: serde_json::Value = serde_json::from_slice(line).ok()?;
+    ProtocolVersion::parse(answer.get("result")?.get("protocolVersion")?.as_str()?)
+}
+
 /// Waits until the session has ended.
 async fn is_ended(ended: &mut watch::Receiver<bool>) {
     let _ = ended.wait_for(|e| *e).await.map(|_| ());
@@ -802,4 +876,33 @@ pub(crate) fn first_duplicate(ids: &[Id]) -> Option<Id> {
     }
     let mut seen = HashSet::new();
     ids.iter().find(|id| !seen.insert(*id)).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answered_version_is_the_results_protocol_version() {
+        let answer = |text: &str| answered_version(text.as_bytes());
+        assert_eq!(
+            answer(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"capabilities":{},"protocolVersion":"2025-11-25"}}"#
+            ),
+            Some(ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!(
+            answer(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#),
+            Some(ProtocolVersion::V2025_06_18)
+        );
+        for none in [
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unsupported"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2099-01-01"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":20251125}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            "not json",
+        ] {
+            assert_eq!(answer(none), None, "{none}");
+        }
+    }
 }
