@@ -475,7 +475,7 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
         }
     };
     session.touch();
-    match session.deliver(Inbound::Message(message)).await {
+    match session.deliver(Inbound::Message(message), false).await {
         Ok(()) => {
             let mut response = Response::new(Body::full("Accepted"));
             *response.status_mut() = StatusCode::ACCEPTED;

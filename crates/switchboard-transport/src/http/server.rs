@@ -76,6 +76,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -388,6 +389,8 @@ struct Shared {
     exchanges: Arc<tokio::sync::Semaphore>,
     /// Ends the SSE replies' first-event waits (half the wait per tick).
     clock: Arc<Clock>,
+    /// POSTs to stateful sessions being answered now (see [`answer`]).
+    answering: AtomicUsize,
 }
 
 /// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
@@ -445,6 +448,7 @@ impl HttpServer {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
             clock: Clock::new(config.sse_first_event_wait / 2),
+            answering: AtomicUsize::new(0),
             stopping: shutdown_rx.clone(),
             exchanges: Arc::new(tokio::sync::Semaphore::new(
                 config
@@ -926,8 +930,34 @@ async fn create_session(
     Ok(session)
 }
 
+/// Counts a POST being answered ([`Shared::answering`]) while it lives.
+struct Answering<'a>(&'a AtomicUsize);
+
+impl<'a> Answering<'a> {
+    /// Counts one more; also whether it is the only one.
+    fn enter(count: &'a AtomicUsize) -> (Self, bool) {
+        let before = count.fetch_add(1, Ordering::Relaxed);
+        (Answering(count), before == 0)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Delivers a decoded POST body to the session and answers it. `opening`: the
 /// body is the `initialize` request that created the session.
+///
+/// When this is the only POST the server is answering, the message may go
+/// straight to the library's direct sink, in this task (`Session::deliver`):
+/// one client calling tools one after another (the usual agent) then pays for
+/// no hand-off between tasks. With more POSTs at once it goes through the
+/// session's queue: the hand-off lets replies leave in bursts, which costs the
+/// clients fewer wake-ups (measured with the library benchmark: 64 sessions
+/// lost about 5% of their calls per second with direct delivery, one session
+/// gained about 30% less latency and 25% less CPU per call).
 async fn answer(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
@@ -935,13 +965,14 @@ async fn answer(
     version: ProtocolVersion,
     opening: bool,
 ) -> Response<Body> {
+    let (_answering, alone) = Answering::enter(&shared.answering);
     let ids = request_ids(&frame);
     let event = match frame {
         Frame::Single(m) => Inbound::Message(m),
         Frame::Batch(items) => Inbound::Batch(items),
     };
     if ids.is_empty() {
-        return match session.deliver(event).await {
+        return match session.deliver(event, alone).await {
             Ok(()) => status_only(StatusCode::ACCEPTED),
             Err(()) => gone(session),
         };
@@ -973,7 +1004,7 @@ async fn answer(
         session.negotiates(&ids[0]);
     }
     let guard = session.guard();
-    if session.deliver(event).await.is_err() {
+    if session.deliver(event, alone).await.is_err() {
         session.cancel_stream(stream);
         return gone(session);
     }

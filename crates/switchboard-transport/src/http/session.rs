@@ -515,16 +515,18 @@ impl Session {
         }
     }
 
-    /// Delivers an inbound event to the library: a message straight to the
-    /// receiver's direct sink when it has one and nothing is queued before it
-    /// ([`Receiver::set_direct`](crate::Receiver::set_direct)), in the calling
-    /// task; otherwise through the queue. The inbound lock, held meanwhile, keeps
-    /// the session's deliveries one at a time and before its `Closed`. `Err` when
-    /// the session has ended or the library dropped its [`Receiver`].
-    pub(crate) async fn deliver(&self, event: Inbound) -> Result<(), ()> {
+    /// Delivers an inbound event to the library. With `direct`, a message goes
+    /// straight to the receiver's direct sink when it has one and nothing is
+    /// queued before it ([`Receiver::set_direct`](crate::Receiver::set_direct)),
+    /// in the calling task; otherwise through the queue. The inbound lock, held
+    /// meanwhile, keeps the session's deliveries one at a time and before its
+    /// `Closed`. `Err` when the session has ended or the library dropped its
+    /// [`Receiver`].
+    pub(crate) async fn deliver(&self, event: Inbound, direct: bool) -> Result<(), ()> {
         let inbound = self.inbound.lock().await;
         match inbound.as_ref() {
-            Some(tx) => tx.deliver(event).await.map_err(|_| ()),
+            Some(tx) if direct => tx.deliver(event).await.map_err(|_| ()),
+            Some(tx) => tx.send(event).await.map_err(|_| ()),
             None => Err(()),
         }
     }
