@@ -107,6 +107,25 @@ fn tool(v: Value) -> Tool {
     from(v)
 }
 
+/// The integer argument `name` as an `i64`. JSON Schema 2020-12 counts `3.0`
+/// and `1e300` as integers, so the schema check lets them through: `3.0` is 3,
+/// and anything that is not a whole number within `i64` is the tool's error (an
+/// `isError` result), never a silent 0.
+fn int_arg(args: &Arguments, name: &str) -> Result<i64, ToolError> {
+    let value = args.get(name);
+    if let Some(i) = value.and_then(Value::as_i64) {
+        return Ok(i);
+    }
+    match value.and_then(Value::as_f64) {
+        Some(f) if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 => Ok(f as i64),
+        _ => Err(ToolError::new(format!(
+            "{name} must be a whole number between {} and {}",
+            i64::MIN,
+            i64::MAX
+        ))),
+    }
+}
+
 fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
 }
@@ -264,8 +283,8 @@ fn tools(b: ServerBuilder, shared: &Arc<Shared>) -> ServerBuilder {
             "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}},
                 "required": ["sum"]}})),
         |args, _| async move {
-            let a = args.get("a").and_then(Value::as_i64).unwrap_or_default();
-            let b = args.get("b").and_then(Value::as_i64).unwrap_or_default();
+            let a = int_arg(&args, "a")?;
+            let b = int_arg(&args, "b")?;
             let sum = a
                 .checked_add(b)
                 .ok_or_else(|| ToolError::new("the sum overflows a 64-bit integer"))?;
@@ -548,6 +567,21 @@ mod tests {
         let data_len = u32::from_le_bytes(wav[40..44].try_into().unwrap()) as usize;
         assert_eq!(data_len, 2000, "a quarter second at 8 kHz");
         assert_eq!(wav.len(), 44 + data_len);
+    }
+
+    #[test]
+    fn add_takes_whole_numbers_and_refuses_the_rest() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let a = args(
+            json!({"a": 3.0, "b": 5, "c": 18446744073709551615u64, "d": 1e300,
+            "e": 2.5, "f": "7", "g": -9007199254740992.0}),
+        );
+        assert_eq!(int_arg(&a, "a").unwrap(), 3);
+        assert_eq!(int_arg(&a, "b").unwrap(), 5);
+        assert_eq!(int_arg(&a, "g").unwrap(), -9007199254740992);
+        for name in ["c", "d", "e", "f", "missing"] {
+            assert!(int_arg(&a, name).is_err(), "{name}");
+        }
     }
 
     #[test]
