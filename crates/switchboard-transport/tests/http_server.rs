@@ -1561,3 +1561,68 @@ async fn an_initialize_reply_never_holds_back_a_message_sent_before_the_answer()
     })
     .await
 }
+
+/// An `initialize` answered with an error response establishes no session: the
+/// reply carries the error but no `Mcp-Session-Id` (2025-03-26+, "Session
+/// Management": the id comes with the `InitializeResult`), and the session ends
+/// at once instead of waiting for idle expiry. In SSE and in JSON reply mode.
+#[tokio::test]
+async fn a_failed_initialize_hands_out_no_session() {
+    bounded(async {
+        for json_response in [false, true] {
+            let mut config = HttpServerConfig::default();
+            config.json_response = json_response;
+            let (server, mut acceptor) = HttpServer::bind(config).await.unwrap();
+            let url = server.url();
+            let c = client();
+            let reply = tokio::spawn({
+                let c = c.clone();
+                let url = url.clone();
+                async move { post(&c, &url, None, initialize(1)).send().await.unwrap() }
+            });
+            let session = acceptor.accept().await.expect("a session");
+            let (tx, mut rx) = session.transport.split();
+            let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+                panic!("the initialize")
+            };
+            tx.send(Message::Error(
+                switchboard_protocol::jsonrpc::ErrorResponse::new(
+                    Some(init.id),
+                    switchboard_protocol::jsonrpc::ErrorObject::new(-32602, "unsupported"),
+                ),
+            ))
+            .await
+            .unwrap();
+            let resp = reply.await.unwrap();
+            assert_eq!(resp.status(), 200, "json_response={json_response}");
+            assert!(
+                resp.headers().get("mcp-session-id").is_none(),
+                "json_response={json_response}: no session id for a failed initialize"
+            );
+            let body = resp.bytes().await.unwrap();
+            let answer: Value = if json_response {
+                serde_json::from_slice(&body).unwrap()
+            } else {
+                messages(&body).pop().expect("the error event")
+            };
+            assert_eq!(
+                answer["error"]["code"], -32602,
+                "json_response={json_response}"
+            );
+            // The library hears that the session is over.
+            match rx.recv().await {
+                Some(Inbound::Closed { reason }) => {
+                    assert!(matches!(reason, CloseReason::SessionClosed), "{reason:?}")
+                }
+                other => panic!("json_response={json_response}: expected Closed, got {other:?}"),
+            }
+            // A successful initialize still gets its id.
+            let _closed = echo(acceptor);
+            if !json_response {
+                let sid = open_session(&c, &url).await;
+                assert!(!sid.is_empty());
+            }
+        }
+    })
+    .await;
+}

@@ -878,7 +878,12 @@ async fn post(
     let opening = created.is_some();
     let mut response = answer(shared, &session, frame, version, opening).await;
     if let Some(id) = created {
-        if let Ok(value) = HeaderValue::from_str(&id) {
+        if session.initialize_failed() {
+            // The error answer is in the reply already; the session that was
+            // never established goes, and its id is not handed out.
+            debug!(session = %session.id, "initialize failed; session ended");
+            session.end(CloseReason::SessionClosed);
+        } else if let Ok(value) = HeaderValue::from_str(&id) {
             response.headers_mut().insert(guard::SESSION_ID, value);
         }
     }

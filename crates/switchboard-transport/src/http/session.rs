@@ -200,6 +200,9 @@ struct State {
     /// (`result.protocolVersion`), once it was sent; `None` before, and when the
     /// answer named none this crate knows (an error, say).
     negotiated: Option<ProtocolVersion>,
+    /// The response to that `initialize` was an error response: the session was
+    /// never established ([`Session::initialize_failed`]).
+    initialize_failed: bool,
 }
 
 /// Why a stream could not be opened or resumed.
@@ -291,6 +294,7 @@ impl Session {
                 connections: 0,
                 initialize: None,
                 negotiated: None,
+                initialize_failed: false,
             }),
             ended: watch::channel(false).0,
             limits,
@@ -374,6 +378,14 @@ impl Session {
     /// sent (see [`Self::negotiates`]).
     pub(crate) fn negotiated(&self) -> Option<ProtocolVersion> {
         self.lock().negotiated
+    }
+
+    /// Whether the session's `initialize` was answered with an error response
+    /// (see [`Self::negotiates`]): the session was not established, so its id
+    /// must not be handed out (2025-03-26+, "Session Management": the id comes
+    /// with the response carrying the `InitializeResult`).
+    pub(crate) fn initialize_failed(&self) -> bool {
+        self.lock().initialize_failed
     }
 
     /// POST stream `stream`, opened unprimed, gets its priming event (seq 0)
@@ -742,6 +754,7 @@ impl Session {
                 // Before the event is queued: whoever reads it finds the revision.
                 st.initialize = None;
                 st.negotiated = answered_version(line);
+                st.initialize_failed = is_error_response(line);
             }
         }
         let answered = match route {
@@ -866,6 +879,16 @@ fn answered_version(line: &[u8]) -> Option<ProtocolVersion> {
     ProtocolVersion::parse(answer.get("result")?.get("protocolVersion")?.as_str()?)
 }
 
+/// Whether `line` is a JSON-RPC error response (it has an `error` member).
+fn is_error_response(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow, default)]
+        error: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<Peek<'_>>(line).is_ok_and(|p| p.error.is_some())
+}
+
 /// Waits until the session has ended.
 async fn is_ended(ended: &mut watch::Receiver<bool>) {
     let _ = ended.wait_for(|e| *e).await.map(|_| ());
@@ -883,6 +906,17 @@ pub(crate) fn first_duplicate(ids: &[Id]) -> Option<Id> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_response_is_told_from_a_result() {
+        assert!(is_error_response(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#
+        ));
+        assert!(!is_error_response(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#
+        ));
+        assert!(!is_error_response(b"not json"));
+    }
 
     #[test]
     fn the_answered_version_is_the_results_protocol_version() {
