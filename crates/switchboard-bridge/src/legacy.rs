@@ -559,7 +559,24 @@ async fn pump(
         },
         TryCall::Failed(why) => Err(why),
         // Rare paths are boxed to keep the pump's future (copied on spawn) small.
-        TryCall::Later(r) => Box::pin(upstream.call(r, session.owner)).await,
+        TryCall::Later(r) => {
+            let start = Box::pin(upstream.call(r, session.owner));
+            tokio::select! {
+                // A call that got its slot (and so reached the child's queue) in
+                // the same poll as its cancellation is cancelled upstream below.
+                biased;
+                started = start => started,
+                reason = &mut cancel => {
+                    // It never reached the child (waiting for it to be ready,
+                    // for a slot, or for room in its queue; dropping the wait
+                    // gives back what it held): nothing to cancel upstream, and
+                    // the client gets no response.
+                    debug!(id = %down_id, reason = ?reason.ok(), "cancelled before it reached the child");
+                    session.tx.forget(&down_id);
+                    return;
+                }
+            }
+        }
     };
     let mut call = match call {
         Ok(c) => c,

@@ -593,3 +593,67 @@ async fn calls_queued_for_a_slot_survive_the_childs_death() {
     assert!(pids_in(&pids).len() >= 2, "a new child was started");
     let _ = std::fs::remove_file(&pids);
 }
+
+/// A call waiting for a free slot (`--max-in-flight 1`) that the client cancels
+/// ends at once, with no response, without waiting for the slot; the call in
+/// flight is not disturbed, and the next call gets the slot after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_waiting_for_a_slot_ends_at_once() {
+    let bridge = BridgeProc::start(&["--child", "shared", "--max-in-flight", "1"], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let call = |id: i64, name: &str, arguments: Value| {
+        let c = c.clone();
+        let url = bridge.url.clone();
+        let headers: Vec<(String, String)> = s
+            .headers()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":name,"arguments":arguments}});
+        tokio::spawn(async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let started = Instant::now();
+            let reply = post(&c, &url, &headers, &body).await;
+            (reply, started.elapsed())
+        })
+    };
+    let slow = call(1, "progress", json!({"seconds": 3, "steps": 2}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let waiting = call(2, "echo", json!({"text": "never"}));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = post(
+        &c,
+        &bridge.url,
+        &s.headers(),
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+            "params":{"requestId":2,"reason":"changed my mind"}}),
+    )
+    .await;
+    assert_eq!(cancel.status, 202, "{}", cancel.body);
+    let (reply, took) = waiting.await.unwrap();
+    assert!(
+        took < Duration::from_millis(2500),
+        "the cancelled call ended after {took:?}, as if it waited for the slot"
+    );
+    assert!(
+        reply
+            .messages
+            .iter()
+            .all(|m| m.get("id") != Some(&json!(2))),
+        "no response for a cancelled call: {}",
+        reply.body
+    );
+    let (slow, _) = slow.await.unwrap();
+    assert!(
+        slow.response(&json!(1)).get("result").is_some(),
+        "the call in flight finishes: {}",
+        slow.body
+    );
+    let (next, _) = call(3, "echo", json!({"text": "after"})).await.unwrap();
+    assert_eq!(first_text(&next.response(&json!(3))["result"]), "after");
+}
