@@ -34,7 +34,7 @@ use switchboard_protocol::jsonrpc::{
     code, Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::types::meta::{
-    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION,
+    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO,
 };
 use switchboard_protocol::types::InitializeRequestParams;
 use switchboard_protocol::version::Supported;
@@ -663,6 +663,12 @@ async fn pump(
                         } else {
                             resp.result
                         };
+                        // Only a 2026-07-28-only child keeps the original.
+                        let result = if original.is_some() {
+                            legacy_result(result)
+                        } else {
+                            result
+                        };
                         Message::Response(Response {
                             id: down_id,
                             result,
@@ -680,6 +686,34 @@ async fn pump(
             }
         }
     }
+}
+
+/// A 2026-07-28 result made fit for this legacy session: the members no earlier
+/// revision has are removed (`resultType`, and the cache hints `ttlMs` and
+/// `cacheScope`, REVISIONS.md §6), as is `_meta["io.modelcontextprotocol/serverInfo"]`
+/// (the session's `initialize` result named the server already); everything
+/// else is kept as the child wrote it. A result naming none of them passes
+/// untouched, without being parsed; one that does (every 2026-07-28 result has a
+/// `resultType`) is parsed and written again, the price of translation.
+fn legacy_result(result: Box<RawValue>) -> Box<RawValue> {
+    const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
+    let text = result.get();
+    if !MODERN_ONLY.iter().any(|k| text.contains(k)) && !text.contains(SERVER_INFO) {
+        return result;
+    }
+    let Ok(mut fields) = serde_json::from_str::<Map<String, Value>>(text) else {
+        return result;
+    };
+    for k in MODERN_ONLY {
+        fields.remove(k);
+    }
+    if let Some(Value::Object(m)) = fields.get_mut("_meta") {
+        m.remove(SERVER_INFO);
+        if m.is_empty() {
+            fields.remove("_meta");
+        }
+    }
+    serde_json::value::to_raw_value(&fields).unwrap_or(result)
 }
 
 /// The most `input_required` rounds one call may take.

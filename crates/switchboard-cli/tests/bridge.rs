@@ -603,6 +603,31 @@ async fn legacy_clients_reach_a_2026_only_child_through_translation() {
             "{}",
             call.body
         );
+        // No 2026-07-28-only member reaches the legacy client.
+        let list = s
+            .request(&c, &bridge.url, json!(11), "tools/list", json!({}))
+            .await;
+        for reply in [
+            &call.response(&json!(1))["result"],
+            &list.response(&json!(11))["result"],
+        ] {
+            for k in ["resultType", "ttlMs", "cacheScope"] {
+                assert!(reply.get(k).is_none(), "{mode}: {k} in {reply}");
+            }
+            assert!(
+                reply
+                    .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+                    .is_none(),
+                "{mode}: serverInfo in {reply}"
+            );
+        }
+        assert!(
+            list.response(&json!(11))["result"]["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "{}",
+            list.body
+        );
         // Progress for the legacy client, with its own token.
         let call = s
             .request(
