@@ -348,6 +348,15 @@ fn proc_report(pid: u32, before: &ProcWindow, after: &ProcWindow, requests: u64)
     }
 }
 
+/// Adds a loop's own latencies to the tally, once the loop has ended.
+fn merge(tally: &Mutex<Tally>, mut latencies: Vec<u32>) {
+    tally
+        .lock()
+        .expect("tally lock")
+        .latencies_us
+        .append(&mut latencies);
+}
+
 /// Records one finished call: its latency in `latencies` (the loop's own, merged
 /// into the tally when it ends) when it ended inside the window, or its error in
 /// the tally.
@@ -622,11 +631,7 @@ impl HttpSession {
                 break;
             }
         }
-        tally
-            .lock()
-            .expect("tally lock")
-            .latencies_us
-            .append(&mut latencies);
+        merge(&tally, latencies);
     }
 }
 
@@ -771,10 +776,6 @@ impl StdioCaller {
                 break;
             }
         }
-        tally
-            .lock()
-            .expect("tally lock")
-            .latencies_us
-            .append(&mut latencies);
+        merge(&tally, latencies);
     }
 }
