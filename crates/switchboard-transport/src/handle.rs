@@ -169,6 +169,11 @@ pub(crate) enum Route {
     /// A batch holding the responses to the inbound requests with these ids (at
     /// least one).
     Responses(Vec<Id>),
+    /// An error response with a `null` id that the Streamable HTTP server wrote
+    /// itself, for an invalid item without a readable id in the batch of the POST
+    /// whose stream has this number (JSON-RPC 2.0 §6): it goes on that stream and
+    /// counts as one of its answers. Never made from a message.
+    Orphan(u64),
 }
 
 impl Route {

@@ -205,3 +205,86 @@ async fn sessions_are_served_concurrently() {
     })
     .await;
 }
+
+/// A 2025-03-26 batch (the one revision with batches) over Streamable HTTP: its
+/// POST's reply carries one answer per request and per invalid item (JSON-RPC
+/// 2.0 §6), including the error responses with a `null` id for items whose id
+/// cannot be read, which nothing could route to the POST before; none for the
+/// notification. In JSON mode a batch is answered with an array, even of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_03_26_batch_is_answered_item_by_item_on_its_post() {
+    bounded(async {
+        for json_mode in [false, true] {
+            let mut config = HttpServerConfig::default();
+            config.json_response = json_mode;
+            let (http, acceptor) = HttpServer::bind(config).await.unwrap();
+            let server = echo_server::builder().build().unwrap();
+            let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+            let url = http.url();
+            let c = client();
+            let send = |sid: Option<&str>, body: Value| {
+                let mut b = c
+                    .post(&url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .body(body.to_string());
+                if let Some(s) = sid {
+                    b = b
+                        .header("mcp-session-id", s)
+                        .header("mcp-protocol-version", "2025-03-26");
+                }
+                b.send()
+            };
+            let answers = async |mut resp: reqwest::Response| -> Vec<Value> {
+                assert_eq!(resp.status(), 200, "json mode {json_mode}");
+                if json_mode {
+                    let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+                    body.as_array().expect("a batch gets an array").clone()
+                } else {
+                    read_stream(&mut resp, async |_| {}).await
+                }
+            };
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {},
+                "clientInfo": {"name": "e2e-http", "version": "0"}}});
+            let resp = send(None, init).await.unwrap();
+            let sid = resp.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            drop(resp);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            assert_eq!(send(Some(&sid), initialized).await.unwrap().status(), 202);
+
+            let batch = json!([
+                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                42,
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+                {"jsonrpc": "2.0", "id": {}, "method": "ping"},
+                {"jsonrpc": "1.0", "id": 7, "method": "ping"},
+            ]);
+            let mut got = answers(send(Some(&sid), batch).await.unwrap()).await;
+            got.sort_by_key(|m| m["id"].to_string());
+            assert_eq!(got.len(), 4, "json mode {json_mode}: {got:?}");
+            assert_eq!(got[0]["id"], 2);
+            assert_eq!(got[0]["result"], json!({}));
+            assert_eq!(got[1]["id"], 7);
+            assert_eq!(got[1]["error"]["code"], -32600);
+            for orphan in &got[2..] {
+                assert_eq!(orphan["id"], Value::Null, "{got:?}");
+                assert_eq!(orphan["error"]["code"], -32600, "{got:?}");
+            }
+
+            // Nothing but unreadable items: answered all the same.
+            let got = answers(send(Some(&sid), json!([1, "two"])).await.unwrap()).await;
+            assert_eq!(got.len(), 2, "json mode {json_mode}: {got:?}");
+            assert!(got.iter().all(|m| m["error"]["code"] == -32600));
+
+            // A batch of one request, and the session goes on.
+            let one = json!([{"jsonrpc": "2.0", "id": 3, "method": "ping"}]);
+            let got = answers(send(Some(&sid), one).await.unwrap()).await;
+            assert_eq!(got, vec![json!({"jsonrpc": "2.0", "id": 3, "result": {}})]);
+        }
+    })
+    .await;
+}

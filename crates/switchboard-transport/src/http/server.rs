@@ -31,7 +31,7 @@
 //! | `initialize` with [`HttpServerConfig::max_sessions`] live, or the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`] | 503 |
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
-//! | POST with requests | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]) |
+//! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
 //! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
 //! | DELETE | 200, the session ends |
 //!
@@ -88,6 +88,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use switchboard_protocol::codec::line::encode_line;
 use switchboard_protocol::jsonrpc::{
     code, decode_frame, Batching, DecodeErrorKind, ErrorObject, ErrorResponse, Frame, Id, Message,
 };
@@ -104,7 +105,7 @@ use super::guard;
 use super::session::{first_duplicate, Limits, Registry, Session, StreamError};
 use super::stateless;
 use crate::config::TransportConfig;
-use crate::handle::{CloseReason, Inbound, Transport};
+use crate::handle::{CloseReason, Inbound, Outbound, Route, Transport};
 
 /// The default endpoint path: `/mcp`.
 pub const DEFAULT_PATH: &str = "/mcp";
@@ -726,6 +727,31 @@ pub(crate) fn mint_session_id() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Takes out of a batch its orphans: invalid items that want an answer but
+/// whose id could not be read (`[1]`, `[{"id":{}}]`). JSON-RPC 2.0 §6 answers
+/// each with an error response whose id is `null`; the session could only send
+/// that to its standalone stream (nothing routes a `null` id to a POST), so the
+/// server writes them itself, on the POST's own stream (MCP 2025-03-26, the one
+/// revision with batches: the POST's reply carries the batch's responses).
+/// Returns the frame without them and their encoded error responses.
+fn take_orphans(frame: Frame) -> (Frame, Vec<Vec<u8>>) {
+    let Frame::Batch(items) = frame else {
+        return (frame, Vec::new());
+    };
+    let mut orphans = Vec::new();
+    let items = items
+        .into_iter()
+        .filter(|item| match item {
+            Err(e) if e.wants_response() && e.id().is_none() => {
+                orphans.push(encode_line(&Message::Error(e.to_response())));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    (Frame::Batch(items), orphans)
+}
+
 /// The ids a frame's answer must carry: requests, and invalid batch items that
 /// want an answer and whose id could be read.
 fn request_ids(frame: &Frame) -> Vec<Id> {
@@ -974,12 +1000,19 @@ async fn answer(
     opening: bool,
 ) -> Response<Body> {
     let (_answering, alone) = Answering::enter(&shared.answering);
+    let batch = matches!(frame, Frame::Batch(_));
+    let (frame, orphans) = take_orphans(frame);
     let ids = request_ids(&frame);
+    // A batch whose every item was an orphan leaves nothing for the session.
     let event = match frame {
-        Frame::Single(m) => Inbound::Message(m),
-        Frame::Batch(items) => Inbound::Batch(items),
+        Frame::Single(m) => Some(Inbound::Message(m)),
+        Frame::Batch(items) if items.is_empty() => None,
+        Frame::Batch(items) => Some(Inbound::Batch(items)),
     };
-    if ids.is_empty() {
+    if ids.is_empty() && orphans.is_empty() {
+        let Some(event) = event else {
+            return status_only(StatusCode::ACCEPTED);
+        };
         return match session.deliver(event, alone).await {
             Ok(()) => status_only(StatusCode::ACCEPTED),
             Err(()) => gone(session),
@@ -997,7 +1030,7 @@ async fn answer(
     // (2025-03-26 assumed) or not necessarily the one it negotiates: its reply
     // is primed below, by its answer.
     let primed = !json && !opening && session.primes(version);
-    let (stream, mut rx) = match session.open_request_stream(&ids, json, primed) {
+    let (stream, mut rx) = match session.open_request_stream(&ids, orphans.len(), json, primed) {
         Ok(opened) => opened,
         Err(StreamError::DuplicateId(id)) => {
             return rpc_error(
@@ -1012,9 +1045,27 @@ async fn answer(
         session.negotiates(&ids[0]);
     }
     let guard = session.guard();
-    if session.deliver(event, alone).await.is_err() {
-        session.cancel_stream(stream);
-        return gone(session);
+    if !orphans.is_empty() {
+        // Rare (a client's bug), so off this task: the stream's queue may be
+        // shorter than the batch, and it is read only below.
+        let session = session.clone();
+        tokio::spawn(async move {
+            for line in orphans {
+                if session
+                    .route(Outbound::new(line, Route::Orphan(stream)))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+    }
+    if let Some(event) = event {
+        if session.deliver(event, alone).await.is_err() {
+            session.cancel_stream(stream);
+            return gone(session);
+        }
     }
     if json {
         let mut items = Vec::new();
@@ -1032,7 +1083,8 @@ async fn answer(
                 status_only(StatusCode::ACCEPTED)
             };
         }
-        let body = if ids.len() == 1 && items.len() == 1 && !items[0].starts_with(b"[") {
+        // A batch is answered with an array (JSON-RPC 2.0 §6), even of one.
+        let body = if !batch && items.len() == 1 {
             items.pop().expect("one item")
         } else {
             merge_json_arrays(&items)

@@ -400,12 +400,15 @@ impl Session {
         }
     }
 
-    /// Opens the stream of a POST carrying the requests `ids` (non-empty, unique:
-    /// the caller checks), before they are delivered, so no response can miss it.
-    /// `primed`: the caller sends a priming event (seq 0) first.
+    /// Opens the stream of a POST carrying the requests `ids` (unique: the caller
+    /// checks) and `orphans` invalid batch items without a readable id (answered
+    /// on it with [`Route::Orphan`]; at least one of the two is non-zero), before
+    /// they are delivered, so no response can miss it. `primed`: the caller sends
+    /// a priming event (seq 0) first.
     pub(crate) fn open_request_stream(
         &self,
         ids: &[Id],
+        orphans: usize,
         json: bool,
         primed: bool,
     ) -> Result<(u64, mpsc::Receiver<Bytes>), StreamError> {
@@ -419,7 +422,7 @@ impl Session {
         let stream = st.next_stream;
         st.next_stream += 1;
         st.streams
-            .insert(stream, Stream::new(json, ids.len(), primed));
+            .insert(stream, Stream::new(json, ids.len() + orphans, primed));
         for id in ids {
             st.requests.insert(id.clone(), stream);
         }
@@ -763,6 +766,7 @@ impl Session {
                 .iter()
                 .filter(|id| st.requests.remove(*id).is_some())
                 .count(),
+            Route::Orphan(_) => 1,
             Route::Related(_) | Route::Unrelated => 0,
         };
         let replay = self.limits.replay.max(1);
@@ -869,6 +873,7 @@ fn resolve(st: &State, route: &Route) -> Option<u64> {
             _ => STANDALONE,
         }),
         Route::Unrelated => Some(STANDALONE),
+        Route::Orphan(stream) => st.streams.contains_key(stream).then_some(*stream),
     }
 }
 
