@@ -46,7 +46,7 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
-use switchboard_transport::{Inbound, Outgoing, Sender, TransportConfig};
+use switchboard_transport::{DirectSink, Inbound, Outgoing, Sender, TransportConfig};
 use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tracing::{debug, info, warn, Instrument};
 
@@ -662,10 +662,13 @@ async fn run_child(
             info!(pid, server = %info.result.server_info.name, version = %info.result.protocol_version, "upstream server ready");
             lock(&inner.table).sender = Some(sender.clone());
             inner.status.send_replace(Status::Ready(Arc::new(info)));
-            tokio::select! {
+            receiver.set_direct(Arc::new(Responses(inner.clone())));
+            let why = tokio::select! {
                 why = route(inner, &mut receiver) => why,
                 () = stopped(stop) => STOPPED.to_owned(),
-            }
+            };
+            receiver.clear_direct();
+            why
         }
     };
     // Not ready before the sender goes, so that nobody sees the child ready with
@@ -844,6 +847,27 @@ async fn exchange(
 
 pub(crate) fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("{} is JSON")
+}
+
+/// Takes the child's responses in the transport's reader task, when nothing read
+/// before them is still queued for [`route`]: a response only completes its call
+/// ([`complete`] never waits), so it skips the hand-off to the routing task.
+/// Requests and notifications go back to the queue (their routing may wait).
+struct Responses(Arc<Inner>);
+
+impl DirectSink for Responses {
+    fn deliver(&self, message: Message) -> Result<(), Message> {
+        let id = match &message {
+            Message::Response(r) => r.id.clone(),
+            Message::Error(e) => match &e.id {
+                Some(id) => id.clone(),
+                None => return Err(message),
+            },
+            _ => return Err(message),
+        };
+        complete(&self.0, &id, message);
+        Ok(())
+    }
 }
 
 /// Reads the child's output until it ends; returns why.

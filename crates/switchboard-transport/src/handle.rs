@@ -4,9 +4,10 @@
 //! The I/O itself is owned by driver tasks (a reader and a writer per transport,
 //! plus a supervisor for a child process) spawned on the Tokio runtime when the
 //! transport is made; the halves only talk to those tasks through bounded queues.
-//! One exception: a Streamable HTTP server session can hand an inbound message
-//! straight to the library's [`DirectSink`] in the task serving the POST, when
-//! nothing is queued before it ([`Receiver::set_direct`]).
+//! One exception: a Streamable HTTP server session, and a line transport (stdio),
+//! can hand an inbound message straight to the library's [`DirectSink`] in the
+//! task serving the POST or reading the line, when nothing is queued before it
+//! ([`Receiver::set_direct`]).
 
 use std::fmt;
 use std::io;
@@ -843,9 +844,10 @@ impl Receiver {
     /// received it, whenever no earlier event is queued or being handled (see
     /// [`recv`](Self::recv)); batches and [`Inbound::Closed`] are always queued.
     /// This saves the hand-off between tasks per message. Returns whether this
-    /// transport does it: so far the Streamable HTTP server's sessions (a POST's
-    /// message then reaches the sink in the task serving the POST); elsewhere
-    /// everything is queued as before.
+    /// transport does it: the Streamable HTTP server's sessions (a POST's
+    /// message then reaches the sink in the task serving the POST) and the
+    /// line transports, stdio both ways (a line's message reaches it in the task
+    /// reading the input); elsewhere everything is queued as before.
     ///
     /// The sink is dropped by [`clear_direct`](Self::clear_direct) and when the
     /// receiver is dropped.

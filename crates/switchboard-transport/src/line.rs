@@ -153,7 +153,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
-    let (in_tx, in_rx) = crate::handle::inbound_channel(config.capacity());
+    let (in_tx, in_rx, gate) = crate::handle::inbound_channel_gated(config.capacity());
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
     let reader = ReaderTask {
@@ -172,7 +172,7 @@ where
                 batching: batching.clone(),
                 no_requests: false,
             },
-            receiver: Receiver::new(in_rx, batching),
+            receiver: Receiver::gated(in_rx, batching, gate),
         },
         reader,
         writer,
@@ -309,7 +309,9 @@ impl ReaderTask {
                 return Ok(());
             }
         };
-        self.events.send(event).await.map_err(|_| Gone)
+        // Straight to the receiver's direct sink when it has one and nothing is
+        // queued before this message (one reader: never concurrently).
+        self.events.deliver(event).await.map_err(|_| Gone)
     }
 
     async fn bad_line(&mut self, e: LineError, text: Option<&str>) {
@@ -513,5 +515,85 @@ mod tests {
             3,
             "each big line goes out alone"
         );
+    }
+
+    /// A sink that takes responses (recording their ids) and gives back the rest.
+    #[derive(Default)]
+    struct Responses(std::sync::Mutex<Vec<i64>>);
+
+    impl crate::DirectSink for Responses {
+        fn deliver(&self, message: Message) -> Result<(), Message> {
+            match message {
+                Message::Response(r) => {
+                    self.0.lock().unwrap().push(r.id.as_i64().unwrap());
+                    Ok(())
+                }
+                other => Err(other),
+            }
+        }
+    }
+
+    fn response(id: i64) -> Vec<u8> {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n").into_bytes()
+    }
+
+    /// With a direct sink set, a line's message reaches it in the reader task
+    /// only when nothing read before it is queued or being handled: a response
+    /// read behind a queued request waits its turn in the queue, so the two ways
+    /// in keep the input's order.
+    #[tokio::test]
+    async fn a_line_skips_the_queue_only_when_nothing_is_before_it() {
+        let (peer, ours) = duplex(4096);
+        let (our_in, our_out) = split(ours);
+        let (_peer_out, mut peer_in) = split(peer);
+        let t = connect(
+            our_in,
+            our_out,
+            Role::Client {
+                peer: "p".to_owned(),
+            },
+            &TransportConfig::default(),
+            Span::none(),
+        );
+        let (_tx, mut rx) = t.split();
+        let sink = Arc::new(Responses::default());
+        assert!(
+            rx.set_direct(sink.clone()),
+            "a line transport delivers directly"
+        );
+        let taken = || sink.0.lock().unwrap().clone();
+        let wait_for = async |n: usize| {
+            for _ in 0..500 {
+                if taken().len() >= n {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            panic!("the sink got {:?}, expected {n} responses", taken());
+        };
+
+        peer_in.write_all(&response(1)).await.unwrap();
+        wait_for(1).await;
+        // A request goes to the queue; the response behind it follows it there.
+        peer_in.write_all(&encode_line(&ping(2))).await.unwrap();
+        peer_in.write_all(&response(3)).await.unwrap();
+        match rx.recv().await {
+            Some(Inbound::Message(m)) => assert_eq!(m, ping(2)),
+            other => panic!("{other:?}"),
+        }
+        match rx.recv().await {
+            Some(Inbound::Message(Message::Response(r))) => assert_eq!(r.id.as_i64(), Some(3)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(taken(), vec![1]);
+        // Once the queue is empty again, and the last event handled (the next
+        // `recv` is waiting), responses skip it again.
+        let next = tokio::spawn(async move { rx.recv().await.map(|e| format!("{e:?}")) });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        peer_in.write_all(&response(4)).await.unwrap();
+        wait_for(2).await;
+        assert_eq!(taken(), vec![1, 4]);
+        assert!(!next.is_finished(), "{:?}", next.await);
+        next.abort();
     }
 }
