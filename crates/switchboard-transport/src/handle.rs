@@ -550,13 +550,16 @@ pub(crate) fn inbound_channel_gated(
 /// received them, instead of queueing them ([`Receiver::set_direct`]).
 ///
 /// Implemented by a library's dispatcher (in this workspace, the peer driver of
-/// the crate `switchboard`), which routes a message without waiting: a request's handler is started (and
-/// runs on in a task of its own if it has to wait), a response goes to its waiter.
+/// the crate `switchboard`, which routes a message without waiting: a request's
+/// handler is started, and runs on in a task of its own if it has to wait; a
+/// response goes to its waiter) and by the bridge's upstream (a child's response
+/// completes its call).
 pub trait DirectSink: Send + Sync + 'static {
     /// Takes one message, in arrival order: never while an earlier message is
     /// still queued or being taken, and never concurrently with itself. Must not
     /// wait or block: it runs in the transport's task (for an HTTP session, the
-    /// task serving the POST that carried the message). A message it cannot take
+    /// task serving the POST that carried the message; for stdio, the task
+    /// reading the input, which reads nothing more meanwhile). A message it cannot take
     /// that way (one whose handling must wait) it gives back, and the message is
     /// queued for [`Receiver::recv`] as if there were no sink.
     // The message comes back by value: boxing it would cost an allocation on the

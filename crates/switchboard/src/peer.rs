@@ -829,7 +829,7 @@ impl Driver {
     pub async fn run(mut self) {
         let span = self.dispatch.core.span.clone();
         // Messages that find nothing queued before them are routed by the
-        // transport itself (HTTP sessions); the rest come through here.
+        // transport itself (HTTP sessions, stdio); the rest come through here.
         self.receiver.set_direct(self.dispatch.clone());
         async move {
             tracing::debug!("driver started");
