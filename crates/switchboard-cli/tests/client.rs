@@ -659,3 +659,97 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
         "{rest:?}"
     );
 }
+
+/// A minimal legacy Streamable HTTP server on 127.0.0.1:0 (one thread per
+/// connection, keep-alive): `initialize` gets a session id, `ping` an empty
+/// result, notifications 202, anything else (the 2026-07-28 probe, GET) 400 or
+/// 405. Every request's method and JSON-RPC method go to the returned channel.
+fn recording_server() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let verb = line.split(' ').next().unwrap_or_default().to_owned();
+                    let mut length = 0;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let method = msg["method"].as_str().unwrap_or_default().to_owned();
+                    let _ = tx.send(format!("{verb} {method}").trim().to_owned());
+                    let (status, extra, reply) = match (verb.as_str(), method.as_str()) {
+                        ("POST", "initialize") => (
+                            "200 OK",
+                            "Mcp-Session-Id: s1\r\n",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                                "protocolVersion": "2025-11-25", "capabilities": {},
+                                "serverInfo": {"name": "recorder", "version": "1"}}})
+                            .to_string(),
+                        ),
+                        ("POST", "ping") => (
+                            "200 OK",
+                            "",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+                                .to_string(),
+                        ),
+                        ("POST", m) if m.starts_with("notifications/") => {
+                            ("202 Accepted", "", String::new())
+                        }
+                        ("DELETE", _) => ("200 OK", "", String::new()),
+                        ("POST", _) => ("400 Bad Request", "", String::new()),
+                        _ => ("405 Method Not Allowed", "", String::new()),
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    if stream.write_all(head.as_bytes()).is_err()
+                        || stream.write_all(reply.as_bytes()).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_url_session_is_deleted_before_the_command_exits() {
+    let (url, seen) = recording_server();
+    let r = run(&["ping", &url, "--era", "legacy"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let requests: Vec<String> = seen.try_iter().collect();
+    assert_eq!(
+        requests.last().map(String::as_str),
+        Some("DELETE"),
+        "the session is deleted before exit: {requests:?}"
+    );
+}

@@ -428,6 +428,10 @@ impl Ui {
     }
 }
 
+/// How long ending an HTTP session (its `DELETE`) may take before the command
+/// exits anyway.
+const CLOSE_BOUND: Duration = Duration::from_secs(3);
+
 /// A connected client and, for a stdio target, its child process.
 struct Connection {
     client: Client,
@@ -435,10 +439,20 @@ struct Connection {
 }
 
 impl Connection {
-    /// Disconnects: the client is dropped (closing the child's stdin), then the
-    /// child is shut down in the spec's order and reaped.
+    /// Disconnects: a URL's session is ended (its `DELETE` sent, at most
+    /// [`CLOSE_BOUND`]), or the client is dropped (closing the child's stdin) and
+    /// the child is shut down in the spec's order and reaped.
     async fn close(self) {
         let Connection { client, child } = self;
+        if child.is_none() {
+            if tokio::time::timeout(CLOSE_BOUND, client.close())
+                .await
+                .is_err()
+            {
+                tracing::debug!("the session did not close in time");
+            }
+            return;
+        }
         drop(client);
         if let Some(child) = child {
             match child.shutdown().await {
