@@ -662,9 +662,12 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
 
 /// A minimal legacy Streamable HTTP server on 127.0.0.1:0 (one thread per
 /// connection, keep-alive): `initialize` gets a session id, `ping` an empty
-/// result, notifications 202, anything else (the 2026-07-28 probe, GET) 400 or
-/// 405. Every request's method and JSON-RPC method go to the returned channel.
-fn recording_server() -> (String, std::sync::mpsc::Receiver<String>) {
+/// result, another request the result `results` gives for its method, notifications
+/// 202, anything else (the 2026-07-28 probe, GET) 400 or 405. Every request's
+/// method and JSON-RPC method go to the returned channel.
+fn recording_server(
+    results: fn(&str) -> Option<Value>,
+) -> (String, std::sync::mpsc::Receiver<String>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
@@ -708,7 +711,8 @@ fn recording_server() -> (String, std::sync::mpsc::Receiver<String>) {
                             "200 OK",
                             "Mcp-Session-Id: s1\r\n",
                             serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
-                                "protocolVersion": "2025-11-25", "capabilities": {},
+                                "protocolVersion": "2025-11-25",
+                                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
                                 "serverInfo": {"name": "recorder", "version": "1"}}})
                             .to_string(),
                         ),
@@ -716,6 +720,12 @@ fn recording_server() -> (String, std::sync::mpsc::Receiver<String>) {
                             "200 OK",
                             "",
                             serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+                                .to_string(),
+                        ),
+                        ("POST", m) if results(m).is_some() => (
+                            "200 OK",
+                            "",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": results(m)})
                                 .to_string(),
                         ),
                         ("POST", m) if m.starts_with("notifications/") => {
@@ -743,7 +753,7 @@ fn recording_server() -> (String, std::sync::mpsc::Receiver<String>) {
 
 #[test]
 fn a_url_session_is_deleted_before_the_command_exits() {
-    let (url, seen) = recording_server();
+    let (url, seen) = recording_server(|_| None);
     let r = run(&["ping", &url, "--era", "legacy"]);
     assert_eq!(r.code, Some(0), "{r:?}");
     let requests: Vec<String> = seen.try_iter().collect();
@@ -752,4 +762,39 @@ fn a_url_session_is_deleted_before_the_command_exits() {
         Some("DELETE"),
         "the session is deleted before exit: {requests:?}"
     );
+}
+
+#[test]
+fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
+    let (url, _seen) = recording_server(|method| match method {
+        "tools/list" => Some(serde_json::json!({"tools": [
+            {"name": "t", "inputSchema": {"type": "object"}}]})),
+        "tools/call" => Some(serde_json::json!({"content": "not an array"})),
+        "resources/list" | "resources/read" | "prompts/list" | "prompts/get" => {
+            Some(serde_json::json!({}))
+        }
+        _ => None,
+    });
+    let url = url.as_str();
+    for args in [
+        &["tools", "call", url, "t"][..],
+        &["tools", "call", url, "t", "--json"],
+        &["resources", "list", url],
+        &["resources", "read", url, "x://y"],
+        &["resources", "read", url, "x://y", "--json"],
+        &["prompts", "list", url, "--json"],
+        &["prompts", "get", url, "p"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--era", "legacy"]);
+        let r = run(&all);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr_lines().len(), 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("malformed") || r.stderr.contains("not a CallToolResult"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
 }

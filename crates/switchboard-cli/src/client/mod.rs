@@ -49,7 +49,7 @@ use serde_json::{json, Value};
 use switchboard::client::{EraPolicy, HttpClientConfig};
 use switchboard::{CallOptions, Client, ClientOptions};
 use switchboard_protocol::types::{
-    CallToolRequestParams, GetPromptRequestParams, Implementation, LoggingLevel,
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, Implementation, LoggingLevel,
     PaginatedRequestParams, ReadResourceRequestParams, ServerNotification, SERVER_DISCOVER,
 };
 use switchboard_protocol::version::Era;
@@ -560,6 +560,21 @@ fn parse(raw: &RawValue) -> Result<Value, Failure> {
         .map_err(|e| Failure::new(format!("the server's result is not JSON: {e}")))
 }
 
+/// The array `key` of `method`'s `result`, which every revision's schema requires
+/// (`tools`, `resources`, `resourceTemplates`, `prompts`, `contents`, `messages`).
+/// Errors: a protocol error naming the method, never an empty listing.
+fn required_array<'a>(result: &'a Value, method: &str, key: &str) -> Result<&'a [Value], Failure> {
+    result
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "{method}: the server's result has no {key:?} array (a malformed result)"
+            ))
+        })
+}
+
 /// Runs `method` (a paginated list) to the end. Returns each page's raw result and
 /// every item of `key`, in order. Errors: the server's, or more than 100 pages.
 async fn list_pages(
@@ -583,12 +598,7 @@ async fn list_pages(
             .request(method, params, CallOptions::default())
             .await?;
         let page = parse(&raw)?;
-        items.extend(
-            page.get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        items.extend(required_array(&page, method, key)?.iter().cloned());
         pages.push(raw);
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.to_owned()),
@@ -700,6 +710,11 @@ async fn call_tool(
     ui.finish();
     let raw = answer?;
     let result = parse(&raw)?;
+    if let Err(e) = serde_json::from_value::<CallToolResult>(result.clone()) {
+        return Err(Failure::new(format!(
+            "tools/call: the server's result is not a CallToolResult: {e}"
+        )));
+    }
     if common.json {
         out(&format!("{}\n", raw.get()));
     } else {
@@ -777,18 +792,14 @@ async fn act(
             let raw = client
                 .request("resources/read", params, CallOptions::default())
                 .await?;
+            let result = parse(&raw)?;
+            let contents = required_array(&result, "resources/read", "contents")?;
             if let Some(path) = output {
-                write_contents(&parse(&raw)?, &path)?;
+                write_contents(&result, &path)?;
             } else if common.json {
                 out(&format!("{}\n", raw.get()));
             } else {
-                let result = parse(&raw)?;
-                for c in result
-                    .get("contents")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for c in contents {
                     let mut text = render::resource_contents(c);
                     if !text.ends_with('\n') {
                         text.push('\n');
@@ -811,10 +822,12 @@ async fn act(
             let raw = client
                 .request("prompts/get", params, CallOptions::default())
                 .await?;
+            let result = parse(&raw)?;
+            required_array(&result, "prompts/get", "messages")?;
             if common.json {
                 out(&format!("{}\n", raw.get()));
             } else {
-                out(&render::prompt_result(&parse(&raw)?));
+                out(&render::prompt_result(&result));
             }
         }
         Action::Ping => {
