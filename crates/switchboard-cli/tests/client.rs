@@ -798,3 +798,69 @@ fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
         );
     }
 }
+
+/// Ctrl-C while the server has not answered `initialize` yet: exit 2 with one
+/// line, and the stdio child (in its own process group, so a terminal's Ctrl-C
+/// does not reach it) is shut down, not left running.
+#[test]
+fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
+    use std::process::{Command, Stdio};
+    let dir = std::env::temp_dir().join(format!("sb-ctrl-c-connect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("child.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let script = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let child = Command::new(exe())
+        .args(["ping", "--", "sh", "-c", &script])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + common::BOUND;
+    let server_pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Give the client time to send initialize, then interrupt it.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(common::BOUND)
+        .expect("exits after SIGINT")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let alive = || {
+        Command::new("kill")
+            .args(["-0", &server_pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let still_running = alive();
+    if still_running {
+        // Only the process this test started, by its id.
+        let _ = Command::new("kill").arg(server_pid.to_string()).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2), "{:?} {stderr}", out.status);
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+}

@@ -505,16 +505,23 @@ async fn connect_target(
         .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
 }
 
+/// Connects to `target`; `interrupt` completing (Ctrl-C) abandons the handshake
+/// with [`interrupted`], after a stdio child has been shut down in the spec's order
+/// (never left running).
 async fn connect(
     target: &Target,
     options: ClientOptions,
     common: &CommonArgs,
+    interrupt: &mut (impl std::future::Future + Unpin),
 ) -> Result<Connection, Failure> {
     match target {
-        Target::Url(url) => Ok(Connection {
-            client: connect_target(url, options, common).await?,
-            child: None,
-        }),
+        Target::Url(url) => tokio::select! {
+            client = connect_target(url, options, common) => Ok(Connection {
+                client: client?,
+                child: None,
+            }),
+            _ = interrupt => Err(interrupted()),
+        },
         Target::Command(command) => {
             let mut config = ChildConfig::new(&command[0], &command[0]).args(&command[1..]);
             config.shutdown.stdin_close_grace = CHILD_GRACE;
@@ -525,17 +532,20 @@ async fn connect(
                 process,
             } = spawn(config, &TransportConfig::default())
                 .map_err(|e| Failure::new(one_line(&e)))?;
-            match Client::connect(Transport { sender, receiver }, options).await {
+            let handshake = tokio::select! {
+                r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
+                    Failure::new(format!("cannot connect to {target}: {}", one_line(&e)))
+                }),
+                _ = interrupt => Err(interrupted()),
+            };
+            match handshake {
                 Ok(client) => Ok(Connection {
                     client,
                     child: Some(process),
                 }),
-                Err(e) => {
+                Err(failure) => {
                     let _ = process.shutdown().await;
-                    Err(Failure::new(format!(
-                        "cannot connect to {target}: {}",
-                        one_line(&e)
-                    )))
+                    Err(failure)
                 }
             }
         }
@@ -857,14 +867,29 @@ async fn act(
     Ok(EXIT_OK)
 }
 
+/// The failure of a command stopped by Ctrl-C.
+fn interrupted() -> Failure {
+    Failure::new("interrupted")
+}
+
 /// Connects, acts, disconnects; Ctrl-C cancels the request in flight (the library
 /// sends `notifications/cancelled`) and fails the command.
 async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u8, Failure> {
     let ui = Ui::new(common.quiet);
-    let connection = connect(&target, client_options(&common, &ui), &common).await?;
+    // One Ctrl-C handler for the whole command, the handshake included: without
+    // it a Ctrl-C while connecting killed the process outright, with no message
+    // and a stdio child left running in its own process group.
+    let mut interrupt = Box::pin(tokio::signal::ctrl_c());
+    let connection = connect(
+        &target,
+        client_options(&common, &ui),
+        &common,
+        &mut interrupt,
+    )
+    .await?;
     let outcome = tokio::select! {
         r = act(&connection.client, &common, &ui, action) => r,
-        _ = tokio::signal::ctrl_c() => Err(Failure::new("interrupted")),
+        _ = &mut interrupt => Err(interrupted()),
     };
     ui.finish();
     connection.close().await;
