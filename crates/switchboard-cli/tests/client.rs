@@ -864,3 +864,27 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
 }
+
+/// `--timeout` bounds the 2026-07-28 probe too: against a URL that accepts
+/// connections and never answers, `--timeout 1` fails in seconds (the probe took a
+/// fixed 10 s before the initialize attempt).
+#[test]
+fn timeout_bounds_the_era_probe() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let r = run(&["ping", &url, "--timeout", "1"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("timed out"), "{}", r.stderr);
+    assert!(
+        r.elapsed < std::time::Duration::from_secs(8),
+        "took {:?}",
+        r.elapsed
+    );
+}

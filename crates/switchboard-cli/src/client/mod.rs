@@ -473,6 +473,9 @@ fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
         options = options.with_era(era.into());
     }
     options.max_timeout = options.max_timeout.max(common.timeout);
+    // The 2026-07-28 probe waits no longer than any other answer: a server that
+    // never answers fails in about --timeout per step, not 10 s more.
+    options.probe_timeout = options.probe_timeout.min(common.timeout);
     let ui = ui.clone();
     options.with_notifications(move |n| match n {
         ServerNotification::LoggingMessage(p) => ui.line(&render::log_line(
