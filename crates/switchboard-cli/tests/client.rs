@@ -659,3 +659,232 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
         "{rest:?}"
     );
 }
+
+/// A minimal legacy Streamable HTTP server on 127.0.0.1:0 (one thread per
+/// connection, keep-alive): `initialize` gets a session id, `ping` an empty
+/// result, another request the result `results` gives for its method, notifications
+/// 202, anything else (the 2026-07-28 probe, GET) 400 or 405. Every request's
+/// method and JSON-RPC method go to the returned channel.
+fn recording_server(
+    results: fn(&str) -> Option<Value>,
+) -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let verb = line.split(' ').next().unwrap_or_default().to_owned();
+                    let mut length = 0;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let method = msg["method"].as_str().unwrap_or_default().to_owned();
+                    let _ = tx.send(format!("{verb} {method}").trim().to_owned());
+                    let (status, extra, reply) = match (verb.as_str(), method.as_str()) {
+                        ("POST", "initialize") => (
+                            "200 OK",
+                            "Mcp-Session-Id: s1\r\n",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                                "protocolVersion": "2025-11-25",
+                                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                                "serverInfo": {"name": "recorder", "version": "1"}}})
+                            .to_string(),
+                        ),
+                        ("POST", "ping") => (
+                            "200 OK",
+                            "",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+                                .to_string(),
+                        ),
+                        ("POST", m) if results(m).is_some() => (
+                            "200 OK",
+                            "",
+                            serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": results(m)})
+                                .to_string(),
+                        ),
+                        ("POST", m) if m.starts_with("notifications/") => {
+                            ("202 Accepted", "", String::new())
+                        }
+                        ("DELETE", _) => ("200 OK", "", String::new()),
+                        ("POST", _) => ("400 Bad Request", "", String::new()),
+                        _ => ("405 Method Not Allowed", "", String::new()),
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    if stream.write_all(head.as_bytes()).is_err()
+                        || stream.write_all(reply.as_bytes()).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_url_session_is_deleted_before_the_command_exits() {
+    let (url, seen) = recording_server(|_| None);
+    let r = run(&["ping", &url, "--era", "legacy"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let requests: Vec<String> = seen.try_iter().collect();
+    assert_eq!(
+        requests.last().map(String::as_str),
+        Some("DELETE"),
+        "the session is deleted before exit: {requests:?}"
+    );
+}
+
+#[test]
+fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
+    let (url, _seen) = recording_server(|method| match method {
+        "tools/list" => Some(serde_json::json!({"tools": [
+            {"name": "t", "inputSchema": {"type": "object"}}]})),
+        "tools/call" => Some(serde_json::json!({"content": "not an array"})),
+        "resources/list" | "resources/read" | "prompts/list" | "prompts/get" => {
+            Some(serde_json::json!({}))
+        }
+        _ => None,
+    });
+    let url = url.as_str();
+    for args in [
+        &["tools", "call", url, "t"][..],
+        &["tools", "call", url, "t", "--json"],
+        &["resources", "list", url],
+        &["resources", "read", url, "x://y"],
+        &["resources", "read", url, "x://y", "--json"],
+        &["prompts", "list", url, "--json"],
+        &["prompts", "get", url, "p"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--era", "legacy"]);
+        let r = run(&all);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert_eq!(r.stdout, "", "{args:?}");
+        assert_eq!(r.stderr_lines().len(), 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("malformed") || r.stderr.contains("not a CallToolResult"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Ctrl-C while the server has not answered `initialize` yet: exit 2 with one
+/// line, and the stdio child (in its own process group, so a terminal's Ctrl-C
+/// does not reach it) is shut down, not left running.
+#[test]
+fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
+    use std::process::{Command, Stdio};
+    let dir = std::env::temp_dir().join(format!("sb-ctrl-c-connect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("child.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let script = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let child = Command::new(exe())
+        .args(["ping", "--", "sh", "-c", &script])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + common::BOUND;
+    let server_pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Give the client time to send initialize, then interrupt it.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(common::BOUND)
+        .expect("exits after SIGINT")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let alive = || {
+        Command::new("kill")
+            .args(["-0", &server_pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let still_running = alive();
+    if still_running {
+        // Only the process this test started, by its id.
+        let _ = Command::new("kill").arg(server_pid.to_string()).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2), "{:?} {stderr}", out.status);
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+}
+
+/// `--timeout` bounds the 2026-07-28 probe too: against a URL that accepts
+/// connections and never answers, `--timeout 1` fails in seconds (the probe took a
+/// fixed 10 s before the initialize attempt).
+#[test]
+fn timeout_bounds_the_era_probe() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let r = run(&["ping", &url, "--timeout", "1"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("timed out"), "{}", r.stderr);
+    assert!(
+        r.elapsed < std::time::Duration::from_secs(8),
+        "took {:?}",
+        r.elapsed
+    );
+}

@@ -613,6 +613,42 @@ async fn http_errors_become_error_responses_for_the_request() {
     .await;
 }
 
+/// A 200 reply that is not JSON-RPC (a web page at the URL) fails the request
+/// saying so, with the status, the Content-Type and the start of the body (it
+/// was "the server's JSON reply held no response for this request").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_is_not_json_rpc_is_named_as_such() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let (url, _seen, _task) = stub(session_script(inits, |_| Reply::Full {
+            status: 200,
+            headers: vec![("content-type", "text/html".into())],
+            body: "<html>Welcome to my blog</html>".into(),
+        }))
+        .await;
+        let (tx, mut rx, _h) = open(&url).await;
+        tx.send(request(9, "tools/list", json!({}))).await.unwrap();
+        let Message::Error(e) = next_answer(&mut rx).await else {
+            panic!("an error response")
+        };
+        assert_eq!(e.id, Some(Id::from(9)));
+        assert_eq!(e.error.code, TRANSPORT_ERROR);
+        for part in [
+            "not a JSON-RPC message",
+            "HTTP 200",
+            "text/html",
+            "Welcome to my blog",
+        ] {
+            assert!(
+                e.error.message.contains(part),
+                "{part}: {}",
+                e.error.message
+            );
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_server_is_gone_every_pending_call_fails_fast() {
     bounded(async {

@@ -306,6 +306,8 @@ pub struct Client {
     max_list_pages: usize,
     /// Open `subscriptions/listen` streams (modern `subscribe`), by URI.
     listens: Arc<Mutex<HashMap<String, (u64, CancelToken)>>>,
+    /// Becomes `true` when the peer's driver has ended (the transport closed).
+    ended: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Tells listen streams apart (a later subscribe to the same URI replaces one).
@@ -338,6 +340,7 @@ struct Started {
     lifecycle: Arc<Mutex<ClientLifecycle>>,
     options: ClientOptions,
     http: Option<HttpClientHandle>,
+    ended: tokio::sync::watch::Receiver<bool>,
 }
 
 /// What the `server/discover` probe found (spec notes §6).
@@ -390,13 +393,18 @@ impl Started {
             max_concurrent_handlers: options.max_concurrent_handlers,
         };
         let (peer, driver) = peer::connect(transport, config, handler.clone());
-        tokio::spawn(driver.run());
+        let (ended_tx, ended) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            driver.run().await;
+            let _ = ended_tx.send(true);
+        });
         Started {
             peer,
             handler,
             lifecycle,
             options,
             http,
+            ended,
         }
     }
 
@@ -408,6 +416,7 @@ impl Started {
             http: self.http,
             max_list_pages: self.options.max_list_pages,
             listens: Arc::new(Mutex::new(HashMap::new())),
+            ended: self.ended,
         }
     }
 
@@ -622,6 +631,27 @@ impl Client {
         Started::new(transport, options, Some(handle))
             .run(policy)
             .await
+    }
+
+    /// Ends the session and waits until the transport has closed: open
+    /// `subscriptions/listen` streams are cancelled, this handle is dropped, and
+    /// the call returns once the peer's driver has seen the transport end. Over
+    /// Streamable HTTP that includes the `DELETE` of the session (2025-03-26+
+    /// "Session Management": a client that no longer needs a session SHOULD delete
+    /// it), bounded by `HttpClientConfig::delete_timeout`; over stdio, our output is
+    /// closed and the call returns when the server closes its own.
+    ///
+    /// Merely dropping the last [`Client`] does the same in the background, which a
+    /// program about to exit (its runtime shut down) never lets finish: call this
+    /// instead. Other clones keep the session open: the call then waits until they
+    /// are dropped too, so bound it with a timeout if clones may linger.
+    pub async fn close(self) {
+        for (_, (_, cancel)) in lock(&self.listens).drain() {
+            cancel.cancel();
+        }
+        let mut ended = self.ended.clone();
+        drop(self);
+        let _ = ended.wait_for(|done| *done).await;
     }
 
     /// Which era the session speaks.

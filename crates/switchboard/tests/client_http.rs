@@ -139,6 +139,27 @@ async fn legacy_streamable_http_calls_a_tool_with_progress_and_answers_sampling(
     .await;
 }
 
+/// `Client::close` returns only once the session is deleted: a program that exits
+/// right after it (its runtime gone) leaves no session behind on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_returns_once_the_session_is_deleted() {
+    bounded(async {
+        let (http, _task) = start(HttpServerConfig::default()).await;
+        let client = Client::connect_url(
+            &http.url(),
+            options().with_era(EraPolicy::Legacy),
+            HttpClientConfig::new(""),
+        )
+        .await
+        .unwrap();
+        client.ping().await.unwrap();
+        assert_eq!(http.session_count(), 1);
+        client.close().await;
+        assert_eq!(http.session_count(), 0, "DELETE sent before close returned");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_speaks_2026_07_28_to_our_dual_era_server() {
     bounded(async {

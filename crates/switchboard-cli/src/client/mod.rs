@@ -49,7 +49,7 @@ use serde_json::{json, Value};
 use switchboard::client::{EraPolicy, HttpClientConfig};
 use switchboard::{CallOptions, Client, ClientOptions};
 use switchboard_protocol::types::{
-    CallToolRequestParams, GetPromptRequestParams, Implementation, LoggingLevel,
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, Implementation, LoggingLevel,
     PaginatedRequestParams, ReadResourceRequestParams, ServerNotification, SERVER_DISCOVER,
 };
 use switchboard_protocol::version::Era;
@@ -428,6 +428,10 @@ impl Ui {
     }
 }
 
+/// How long ending an HTTP session (its `DELETE`) may take before the command
+/// exits anyway.
+const CLOSE_BOUND: Duration = Duration::from_secs(3);
+
 /// A connected client and, for a stdio target, its child process.
 struct Connection {
     client: Client,
@@ -435,10 +439,20 @@ struct Connection {
 }
 
 impl Connection {
-    /// Disconnects: the client is dropped (closing the child's stdin), then the
-    /// child is shut down in the spec's order and reaped.
+    /// Disconnects: a URL's session is ended (its `DELETE` sent, at most
+    /// [`CLOSE_BOUND`]), or the client is dropped (closing the child's stdin) and
+    /// the child is shut down in the spec's order and reaped.
     async fn close(self) {
         let Connection { client, child } = self;
+        if child.is_none() {
+            if tokio::time::timeout(CLOSE_BOUND, client.close())
+                .await
+                .is_err()
+            {
+                tracing::debug!("the session did not close in time");
+            }
+            return;
+        }
         drop(client);
         if let Some(child) = child {
             match child.shutdown().await {
@@ -459,6 +473,9 @@ fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
         options = options.with_era(era.into());
     }
     options.max_timeout = options.max_timeout.max(common.timeout);
+    // The 2026-07-28 probe waits no longer than any other answer: a server that
+    // never answers fails in about --timeout per step, not 10 s more.
+    options.probe_timeout = options.probe_timeout.min(common.timeout);
     let ui = ui.clone();
     options.with_notifications(move |n| match n {
         ServerNotification::LoggingMessage(p) => ui.line(&render::log_line(
@@ -491,16 +508,23 @@ async fn connect_target(
         .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
 }
 
+/// Connects to `target`; `interrupt` completing (Ctrl-C) abandons the handshake
+/// with [`interrupted`], after a stdio child has been shut down in the spec's order
+/// (never left running).
 async fn connect(
     target: &Target,
     options: ClientOptions,
     common: &CommonArgs,
+    interrupt: &mut (impl std::future::Future + Unpin),
 ) -> Result<Connection, Failure> {
     match target {
-        Target::Url(url) => Ok(Connection {
-            client: connect_target(url, options, common).await?,
-            child: None,
-        }),
+        Target::Url(url) => tokio::select! {
+            client = connect_target(url, options, common) => Ok(Connection {
+                client: client?,
+                child: None,
+            }),
+            _ = interrupt => Err(interrupted()),
+        },
         Target::Command(command) => {
             let mut config = ChildConfig::new(&command[0], &command[0]).args(&command[1..]);
             config.shutdown.stdin_close_grace = CHILD_GRACE;
@@ -511,17 +535,20 @@ async fn connect(
                 process,
             } = spawn(config, &TransportConfig::default())
                 .map_err(|e| Failure::new(one_line(&e)))?;
-            match Client::connect(Transport { sender, receiver }, options).await {
+            let handshake = tokio::select! {
+                r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
+                    Failure::new(format!("cannot connect to {target}: {}", one_line(&e)))
+                }),
+                _ = interrupt => Err(interrupted()),
+            };
+            match handshake {
                 Ok(client) => Ok(Connection {
                     client,
                     child: Some(process),
                 }),
-                Err(e) => {
+                Err(failure) => {
                     let _ = process.shutdown().await;
-                    Err(Failure::new(format!(
-                        "cannot connect to {target}: {}",
-                        one_line(&e)
-                    )))
+                    Err(failure)
                 }
             }
         }
@@ -544,6 +571,21 @@ fn to_raw(v: &impl serde::Serialize) -> Result<Option<Box<RawValue>>, Failure> {
 fn parse(raw: &RawValue) -> Result<Value, Failure> {
     serde_json::from_str(raw.get())
         .map_err(|e| Failure::new(format!("the server's result is not JSON: {e}")))
+}
+
+/// The array `key` of `method`'s `result`, which every revision's schema requires
+/// (`tools`, `resources`, `resourceTemplates`, `prompts`, `contents`, `messages`).
+/// Errors: a protocol error naming the method, never an empty listing.
+fn required_array<'a>(result: &'a Value, method: &str, key: &str) -> Result<&'a [Value], Failure> {
+    result
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "{method}: the server's result has no {key:?} array (a malformed result)"
+            ))
+        })
 }
 
 /// Runs `method` (a paginated list) to the end. Returns each page's raw result and
@@ -569,12 +611,7 @@ async fn list_pages(
             .request(method, params, CallOptions::default())
             .await?;
         let page = parse(&raw)?;
-        items.extend(
-            page.get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        items.extend(required_array(&page, method, key)?.iter().cloned());
         pages.push(raw);
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.to_owned()),
@@ -686,6 +723,11 @@ async fn call_tool(
     ui.finish();
     let raw = answer?;
     let result = parse(&raw)?;
+    if let Err(e) = serde_json::from_value::<CallToolResult>(result.clone()) {
+        return Err(Failure::new(format!(
+            "tools/call: the server's result is not a CallToolResult: {e}"
+        )));
+    }
     if common.json {
         out(&format!("{}\n", raw.get()));
     } else {
@@ -763,18 +805,14 @@ async fn act(
             let raw = client
                 .request("resources/read", params, CallOptions::default())
                 .await?;
+            let result = parse(&raw)?;
+            let contents = required_array(&result, "resources/read", "contents")?;
             if let Some(path) = output {
-                write_contents(&parse(&raw)?, &path)?;
+                write_contents(&result, &path)?;
             } else if common.json {
                 out(&format!("{}\n", raw.get()));
             } else {
-                let result = parse(&raw)?;
-                for c in result
-                    .get("contents")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for c in contents {
                     let mut text = render::resource_contents(c);
                     if !text.ends_with('\n') {
                         text.push('\n');
@@ -797,10 +835,12 @@ async fn act(
             let raw = client
                 .request("prompts/get", params, CallOptions::default())
                 .await?;
+            let result = parse(&raw)?;
+            required_array(&result, "prompts/get", "messages")?;
             if common.json {
                 out(&format!("{}\n", raw.get()));
             } else {
-                out(&render::prompt_result(&parse(&raw)?));
+                out(&render::prompt_result(&result));
             }
         }
         Action::Ping => {
@@ -830,14 +870,29 @@ async fn act(
     Ok(EXIT_OK)
 }
 
+/// The failure of a command stopped by Ctrl-C.
+fn interrupted() -> Failure {
+    Failure::new("interrupted")
+}
+
 /// Connects, acts, disconnects; Ctrl-C cancels the request in flight (the library
 /// sends `notifications/cancelled`) and fails the command.
 async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u8, Failure> {
     let ui = Ui::new(common.quiet);
-    let connection = connect(&target, client_options(&common, &ui), &common).await?;
+    // One Ctrl-C handler for the whole command, the handshake included: without
+    // it a Ctrl-C while connecting killed the process outright, with no message
+    // and a stdio child left running in its own process group.
+    let mut interrupt = Box::pin(tokio::signal::ctrl_c());
+    let connection = connect(
+        &target,
+        client_options(&common, &ui),
+        &common,
+        &mut interrupt,
+    )
+    .await?;
     let outcome = tokio::select! {
         r = act(&connection.client, &common, &ui, action) => r,
-        _ = tokio::signal::ctrl_c() => Err(Failure::new("interrupted")),
+        _ = &mut interrupt => Err(interrupted()),
     };
     ui.finish();
     connection.close().await;

@@ -818,6 +818,12 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
         return;
     }
     let status = resp.status();
+    let content_type = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_owned();
     let body = read_limited(resp, inner.config.max_body_bytes).await;
     if body.iter().all(u8::is_ascii_whitespace) {
         if !ids.is_empty() {
@@ -826,10 +832,20 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
         }
         return;
     }
-    let answered = inner
-        .deliver_frame(&body, batching)
-        .await
-        .unwrap_or_default();
+    let Some(answered) = inner.deliver_frame(&body, batching).await else {
+        // Not JSON-RPC at all (an HTML page, a proxy's error text): say what came.
+        if !ids.is_empty() {
+            let text = String::from_utf8_lossy(&body);
+            let excerpt: String = text.chars().take(BODY_EXCERPT).collect();
+            let msg = format!(
+                "the server's reply is not a JSON-RPC message (HTTP {status}, Content-Type {content_type}) from {}: {}",
+                inner.url,
+                excerpt.trim()
+            );
+            inner.fail(&ids, &msg, None).await;
+        }
+        return;
+    };
     let missing: Vec<Id> = ids.into_iter().filter(|i| !answered.contains(i)).collect();
     if !missing.is_empty() {
         inner
