@@ -888,3 +888,125 @@ fn timeout_bounds_the_era_probe() {
         r.elapsed
     );
 }
+
+/// A TLS-terminating proxy on `listener` with the test certificate of
+/// `tests/fixtures/tls` (for `localhost` and `127.0.0.1`), forwarding each
+/// connection's bytes to `upstream`, as a reverse proxy in front of a bridge
+/// would. Runs until the test ends.
+fn tls_proxy(listener: std::net::TcpListener, upstream: std::net::SocketAddr) {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use std::sync::Arc;
+    use tokio_rustls::rustls;
+
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(format!("{dir}/server.pem"))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = PrivateKeyDer::from_pem_file(format!("{dir}/server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends the handshake.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    if let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                    }
+                });
+            }
+        });
+    });
+}
+
+/// `https://` targets (issue 4: "TARGET is an http(s):// URL"), through a TLS
+/// proxy in front of the bridge (which accepts the proxy's `Host`): the
+/// certificate is checked against the built-in and platform roots plus
+/// `SSL_CERT_FILE` (here the test CA), in both eras; a certificate nobody
+/// vouches for is a transport error, exit 2 with one line.
+#[test]
+fn the_client_over_https() {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut bridge = std::process::Command::new(exe())
+        .args(["bridge", "--listen", "127.0.0.1:0"])
+        .args(["--allow-host", &format!("localhost:{port}")])
+        .args(["--allow-host", &format!("127.0.0.1:{port}")])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
+    let url = lines
+        .find_map(|l| {
+            let l = l.unwrap();
+            let i = l.find("http://")?;
+            l.contains("Streamable HTTP")
+                .then(|| l[i..].trim().to_owned())
+        })
+        .expect("the bridge prints its URL");
+    std::thread::spawn(move || lines.for_each(drop));
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    tls_proxy(listener, authority.parse().unwrap());
+
+    let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls/ca.pem");
+    let trusted = [("SSL_CERT_FILE", ca)];
+    for host in ["localhost", "127.0.0.1"] {
+        let url = format!("https://{host}:{port}{path}");
+        let r = common::run_with_env(
+            &["tools", "call", &url, "echo", "--arg", "text=over tls"],
+            None,
+            &trusted,
+        );
+        assert_eq!(r.code, Some(0), "{url}: {r:?}");
+        assert_eq!(r.stdout, "over tls\n");
+        let r = common::run_with_env(&["ping", &url, "--era", "legacy"], None, &trusted);
+        assert_eq!(r.code, Some(0), "{url}: {r:?}");
+    }
+
+    // The test CA not trusted: refused, one line, exit 2.
+    let url = format!("https://localhost:{port}{path}");
+    let r = common::run_with_env(
+        &["ping", &url, "--timeout", "10"],
+        None,
+        &[("SSL_CERT_FILE", "/dev/null")],
+    );
+    let _ = std::process::Command::new("kill")
+        .arg(bridge.id().to_string())
+        .status();
+    let _ = bridge.wait();
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        r.stderr
+    );
+}

@@ -38,9 +38,15 @@ impl Run {
 /// Runs `switchboard ARGS` with `stdin` (closed at once when `None`), failing the
 /// test if it runs longer than [`BOUND`] (the child is then killed by its pid).
 pub fn run_with(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    run_with_env(args, stdin, &[])
+}
+
+/// [`run_with`], with these environment variables set for the run.
+pub fn run_with_env(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Run {
     let started = Instant::now();
     let mut child = Command::new(exe())
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
