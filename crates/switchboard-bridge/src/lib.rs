@@ -455,7 +455,12 @@ impl Bridge {
 async fn watch_drift(core: Arc<Core>) {
     let mut changes = core.shared.subscribe();
     loop {
-        if core.shared.ready(Duration::from_secs(3600)).await.is_ok() {
+        if core
+            .shared
+            .ready_eventually(Duration::from_secs(3600))
+            .await
+            .is_ok()
+        {
             match list_tool_names(&core.shared, core.next_owner()).await {
                 Ok(names) => {
                     let missing = core.allow.drift(&names);

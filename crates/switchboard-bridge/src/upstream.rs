@@ -272,6 +272,8 @@ struct Inner {
     /// Where a server→client request made while no call is in flight goes, when
     /// one downstream owns this child (a per-session child): to that session.
     orphans: Option<mpsc::Sender<Request>>,
+    /// The child has been ready at least once ([`Upstream::ready`]).
+    was_ready: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -317,6 +319,7 @@ impl Upstream {
             stopped: Mutex::new(None),
             restarts: AtomicU64::new(0),
             orphans,
+            was_ready: std::sync::atomic::AtomicBool::new(false),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -336,12 +339,27 @@ impl Upstream {
     }
 
     /// Waits up to `wait` for the child to be initialized; its `initialize` result,
-    /// or why it is not there.
+    /// or why it is not there. A child that has never been ready fails at once
+    /// when its start fails (the command cannot be started, it exits or refuses
+    /// `initialize`): a client then gets that reason now rather than after
+    /// `wait` (a restart seldom mends a missing command or bad arguments). Once
+    /// the child has been ready, a request waits through its restarts.
     pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
+        self.wait_ready(wait, false).await
+    }
+
+    /// [`ready`](Self::ready) that waits through failed starts too (for
+    /// background work that wants the child whenever it comes up).
+    pub(crate) async fn ready_eventually(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
+        self.wait_ready(wait, true).await
+    }
+
+    async fn wait_ready(&self, wait: Duration, patient: bool) -> Result<Arc<InitInfo>, String> {
         // The common case, without a timer.
         if let Status::Ready(info) = &*self.inner.status.borrow() {
             return Ok(info.clone());
         }
+        let fail_fast = !patient && !self.inner.was_ready.load(Ordering::Relaxed);
         let mut rx = self.inner.status.subscribe();
         let outcome = tokio::time::timeout(wait, async {
             loop {
@@ -351,6 +369,9 @@ impl Upstream {
                         Status::Ready(info) => return Ok(info.clone()),
                         Status::Stopped => {
                             return Err("the upstream server was shut down".to_owned())
+                        }
+                        Status::Down(why) if fail_fast => {
+                            return Err(format!("the upstream server could not be started: {why}"))
                         }
                         Status::Down(why) => Some(why.clone()),
                         Status::Starting => None,
@@ -661,6 +682,7 @@ async fn run_child(
         Ok(info) => {
             info!(pid, server = %info.result.server_info.name, version = %info.result.protocol_version, "upstream server ready");
             lock(&inner.table).sender = Some(sender.clone());
+            inner.was_ready.store(true, Ordering::Relaxed);
             inner.status.send_replace(Status::Ready(Arc::new(info)));
             receiver.set_direct(Arc::new(Responses(inner.clone())));
             let why = tokio::select! {

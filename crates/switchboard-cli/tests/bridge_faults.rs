@@ -657,3 +657,48 @@ async fn a_call_cancelled_while_waiting_for_a_slot_ends_at_once() {
     let (next, _) = call(3, "echo", json!({"text": "after"})).await.unwrap();
     assert_eq!(first_text(&next.response(&json!(3))["result"]), "after");
 }
+
+/// A command that cannot be started fails a client's requests with the reason
+/// as soon as the start has failed, in both child modes and both eras, instead
+/// of after the whole `--init-timeout` (left at its default of 30 s here: the
+/// bound below is a sixth of it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_cannot_start_fails_requests_at_once() {
+    for mode in ["per-session", "shared"] {
+        let bridge = BridgeProc::start(&["--child", mode], &["/nonexistent/mcp-server"]).await;
+        let c = client();
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+        let discover = json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities":{}}}});
+        for (body, id, headers) in [
+            (&init, 0, vec![]),
+            (
+                &discover,
+                1,
+                vec![
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "server/discover"),
+                ],
+            ),
+        ] {
+            let started = Instant::now();
+            let reply = post(&c, &bridge.url, &headers, body).await;
+            let error = &reply.response(&json!(id))["error"];
+            assert!(
+                error["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("could not be started")),
+                "{mode}: {}",
+                reply.body
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{mode}: the error took {:?}",
+                started.elapsed()
+            );
+        }
+        bridge.terminate();
+    }
+}
