@@ -11,6 +11,7 @@
 //!           same URL, `endpoint` event, POSTs), initialize again
 //!   a 2026-07-28 request (its _meta names the revision)
 //!       ──> Streamable HTTP in the 2026-07-28 shape (headers from each body)
+//!   any other request: answered here (`ping`: `{}`, else -32600); wait on
 //! then every message both ways, unchanged (one downstream client: ids need no
 //! remapping); the remote going away ends the relay with an error, the host app
 //! closing stdin ends it cleanly (the remote session is deleted).
@@ -28,7 +29,7 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Message, Request};
+use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Message, Request, Response};
 use switchboard_protocol::types::meta;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig, TRANSPORT_ERROR};
@@ -78,7 +79,17 @@ pub async fn relay_from(
 ) -> Result<(), String> {
     let first = loop {
         match down_rx.recv().await {
-            Some(Inbound::Message(Message::Request(r))) => break r,
+            Some(Inbound::Message(Message::Request(r)))
+                if r.method == "initialize" || is_modern(&r) =>
+            {
+                break r
+            }
+            // Nothing to relay to yet: answered here, and the host app may go on.
+            Some(Inbound::Message(Message::Request(r))) => {
+                if down_tx.send(before_the_first(r)).await.is_err() {
+                    return Ok(());
+                }
+            }
             Some(Inbound::Message(other)) => debug!(?other, "ignored before the first request"),
             Some(Inbound::Batch(_)) => warn!("a batch before initialize: ignored"),
             Some(Inbound::Closed { .. }) | None => return Ok(()),
@@ -86,15 +97,32 @@ pub async fn relay_from(
     };
     let (up_tx, up_rx) = if first.method == "initialize" {
         open_legacy(&config, first, &down_tx).await?
-    } else if is_modern(&first) {
-        open_modern(&config, first).await?
     } else {
-        return Err(format!(
-            "the first request was {:?}: a client starts with initialize (2024-11-05 to 2025-11-25) or a 2026-07-28 request",
-            first.method
-        ));
+        open_modern(&config, first).await?
     };
     relay(down_tx, down_rx, up_tx, up_rx).await
+}
+
+/// The answer to a request that comes before the host app has chosen an era
+/// (neither `initialize` nor a 2026-07-28 request): `ping` gets its empty result
+/// (allowed before initialization in every revision, "Lifecycle"), anything else
+/// -32600 saying what to send first. The relay goes on waiting for that.
+fn before_the_first(r: Request) -> Message {
+    if r.method == "ping" {
+        let result = serde_json::value::RawValue::from_string("{}".to_owned()).expect("{} is JSON");
+        return Message::Response(Response { id: r.id, result });
+    }
+    warn!(method = %r.method, "a request before initialize: refused");
+    Message::Error(ErrorResponse::new(
+        Some(r.id),
+        ErrorObject::new(
+            code::INVALID_REQUEST,
+            format!(
+                "{:?} before initialize: send initialize first (2024-11-05 to 2025-11-25), or a request whose _meta names 2026-07-28",
+                r.method
+            ),
+        ),
+    ))
 }
 
 fn is_modern(r: &Request) -> bool {

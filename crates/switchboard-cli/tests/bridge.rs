@@ -537,6 +537,32 @@ async fn connect_relays_a_host_app_to_a_remote_of_every_era() {
     assert_eq!(first_text(&answer["result"]), "modern");
 }
 
+/// Requests before the host app's first `initialize` (or 2026-07-28 request) are
+/// answered by `connect` itself, which then goes on: `ping` with `{}`, anything
+/// else with -32600; it used to exit, leaving the host app with no answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_answers_requests_before_initialize_and_goes_on() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let mut host = Connect::start(&bridge.url);
+    host.send(json!({"jsonrpc":"2.0","id":1,"method":"ping"}))
+        .await;
+    assert_eq!(host.answer(json!(1)).await["result"], json!({}));
+    host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await;
+    let answer = host.answer(json!(2)).await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    host.send(
+        json!({"jsonrpc":"2.0","id":3,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}),
+    )
+    .await;
+    let answer = host.answer(json!(3)).await;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-11-25",
+        "{answer}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_to_nothing_fails_with_one_line() {
     let out = tokio::process::Command::new(BIN)
