@@ -370,7 +370,11 @@ impl Upstream {
                         Status::Stopped => {
                             return Err("the upstream server was shut down".to_owned())
                         }
-                        Status::Down(why) if fail_fast => {
+                        // Read again: a start that succeeded and then crashed
+                        // before this waiter ran shows only as `Down`.
+                        Status::Down(why)
+                            if fail_fast && !self.inner.was_ready.load(Ordering::Relaxed) =>
+                        {
                             return Err(format!("the upstream server could not be started: {why}"))
                         }
                         Status::Down(why) => Some(why.clone()),

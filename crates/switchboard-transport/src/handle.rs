@@ -607,19 +607,47 @@ impl Gate {
     }
 }
 
+/// One event counted in a [`Gate`] on its way into the queue: the count goes
+/// back down on drop unless [`Counted::keep`] says the event was queued.
+struct Counted<'a>(Option<&'a Gate>);
+
+impl<'a> Counted<'a> {
+    fn new(gate: &'a Gate) -> Self {
+        gate.add();
+        Counted(Some(gate))
+    }
+
+    /// The event is in the queue: it stays counted until the receiver is done.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.0 {
+            g.done();
+        }
+    }
+}
+
 impl InboundTx {
     /// Queues `event`, waiting while the queue is full. `Err` (with the event)
     /// when the receiver is gone.
     pub(crate) async fn send(&self, event: Inbound) -> Result<(), Box<Inbound>> {
-        if let Some(g) = &self.gate {
-            g.add();
-        }
-        self.tx.send(Box::new(event)).await.map_err(|e| {
-            if let Some(g) = &self.gate {
-                g.done();
+        // Counted before it is queued (no later message may skip ahead of it),
+        // and uncounted if it never is: refused, or this call dropped while the
+        // queue was full (a POST whose client went away).
+        let counted = self.gate.as_deref().map(Counted::new);
+        match self.tx.send(Box::new(event)).await {
+            Ok(()) => {
+                if let Some(c) = counted {
+                    c.keep();
+                }
+                Ok(())
             }
-            e.0
-        })
+            Err(e) => Err(e.0),
+        }
     }
 
     /// Queues `event` if there is room now. `Err` (with the event) when the
@@ -1012,6 +1040,24 @@ mod tests {
             "the receiver is gone"
         );
         assert_eq!(sink.0.lock().unwrap().len(), 2);
+    }
+
+    /// A send given up while the queue is full (its caller dropped) leaves the
+    /// count as it was: direct delivery resumes once the queue is drained.
+    #[tokio::test]
+    async fn a_send_given_up_on_a_full_queue_is_not_counted() {
+        let (tx, rx, gate) = inbound_channel_gated(1);
+        let mut receiver = Receiver::gated(rx, BatchingSwitch::new(Batching::Refused), gate);
+        let sink = Arc::new(Recording::default());
+        assert!(receiver.set_direct(sink.clone()));
+        tx.send(request(1)).await.unwrap();
+        let blocked =
+            tokio::time::timeout(std::time::Duration::from_millis(20), tx.send(request(2))).await;
+        assert!(blocked.is_err(), "the queue is full: the send waits");
+        assert_eq!(id_of(receiver.try_recv()), Id::from(1));
+        assert!(receiver.try_recv().is_none());
+        tx.deliver(request(3)).await.unwrap();
+        assert_eq!(*sink.0.lock().unwrap(), vec![Id::from(3)]);
     }
 
     #[test]

@@ -882,7 +882,11 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
     // One Ctrl-C handler for the whole command, the handshake included: without
     // it a Ctrl-C while connecting killed the process outright, with no message
     // and a stdio child left running in its own process group.
-    let mut interrupt = Box::pin(tokio::signal::ctrl_c());
+    // Installed here, before any child is spawned (`ctrl_c()` would install its
+    // handler only when first polled, after the spawn).
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| Failure::new(format!("cannot watch Ctrl-C: {e}")))?;
+    let mut interrupt = Box::pin(async move { sigint.recv().await });
     let connection = connect(
         &target,
         client_options(&common, &ui),

@@ -38,7 +38,9 @@
 //! [`CloseReason::SessionClosed`]. Dropping the [`Receiver`] closes the stream
 //! too; later POSTs then fail (logged).
 //!
-//! Only `http://` URLs can be reached: the HTTP client is built without TLS.
+//! `http://` and `https://` URLs (rustls; certificates checked against the
+//! bundled Mozilla roots and the platform's store, which `SSL_CERT_FILE` or
+//! `SSL_CERT_DIR` replace when set).
 //! Redirects are followed only within the same origin (at most 10).
 //!
 //! Helpers for the Streamable HTTP client (`client.rs`), `pub(crate)`:
@@ -207,8 +209,8 @@ impl std::error::Error for SseClientError {
 /// long-lived; bound each request instead), redirects followed only within the
 /// origin of the first URL (at most 10).
 ///
-/// Errors: reqwest cannot build the client (no TLS backend is needed, so in
-/// practice only a broken system resolver configuration).
+/// Errors: reqwest cannot build the client (its TLS setup or the system's
+/// resolver configuration failed).
 pub(crate) fn http_client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
     let redirects = reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first().cloned();
