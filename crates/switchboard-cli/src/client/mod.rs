@@ -123,12 +123,17 @@ impl From<EraArg> for EraPolicy {
     }
 }
 
-/// `--timeout`: a non-negative, finite number of seconds.
+/// `--timeout`: a positive, finite number of seconds (0 would fail every request
+/// before it was sent, so it is refused here with a clear message).
 fn parse_seconds(s: &str) -> Result<Duration, String> {
     let secs: f64 = s
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a usable timeout"))
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d.is_zero() => Err(format!("{s:?}: the timeout must be more than 0 seconds")),
+        Ok(d) => Ok(d),
+        Err(_) => Err(format!("{s:?} is not a usable timeout")),
+    }
 }
 
 /// `switchboard tools ...`.
@@ -1050,7 +1055,9 @@ mod tests {
     #[test]
     fn timeouts_parse_as_seconds() {
         assert_eq!(parse_seconds("2.5").unwrap(), Duration::from_millis(2500));
-        assert_eq!(parse_seconds("0").unwrap(), Duration::ZERO);
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("0.0000000001").is_err(), "rounds to zero");
+        assert_eq!(parse_seconds("0.001").unwrap(), Duration::from_millis(1));
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
         assert!(parse_seconds("inf").is_err());
