@@ -1010,3 +1010,12 @@ fn the_client_over_https() {
         r.stderr
     );
 }
+
+/// `--header` with a stdio target is refused (it used to be ignored silently).
+#[test]
+fn a_header_for_a_stdio_target_is_refused() {
+    let r = against_example(&["ping", "--header", "Authorization: Bearer x"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--header"), "{}", r.stderr);
+}

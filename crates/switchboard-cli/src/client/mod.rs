@@ -530,6 +530,9 @@ async fn connect(
             }),
             _ = interrupt => Err(interrupted()),
         },
+        Target::Command(_) if !common.header.is_empty() => Err(Failure::new(
+            "--header applies to a URL target; a stdio server (-- CMD) has no HTTP headers",
+        )),
         Target::Command(command) => {
             let mut config = ChildConfig::new(&command[0], &command[0]).args(&command[1..]);
             config.shutdown.stdin_close_grace = CHILD_GRACE;
