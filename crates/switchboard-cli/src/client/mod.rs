@@ -381,11 +381,13 @@ impl Ui {
         self.bar.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Prints one line to stderr (above the bar, if one is drawn).
+    /// Prints one line to stderr (above the bar, if one is drawn), with terminal
+    /// controls made visible ([`render::printable`]): it carries a server's text.
     fn line(&self, line: &str) {
         if self.quiet {
             return;
         }
+        let line = render::printable(line);
         match &*self.bar() {
             Some(bar) => bar.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
@@ -397,7 +399,10 @@ impl Ui {
             return;
         }
         if !self.terminal {
-            eprintln!("{}", render::progress_line(progress, total, message));
+            eprintln!(
+                "{}",
+                render::printable(&render::progress_line(progress, total, message))
+            );
             return;
         }
         let mut slot = self.bar();
@@ -419,7 +424,8 @@ impl Ui {
             bar.tick();
         }
         let msg = match (message, total) {
-            (Some(m), _) => m.to_owned(),
+            // A message is one line of the bar: newlines too become visible.
+            (Some(m), _) => render::printable(m).replace('\n', "\\n").replace('\t', " "),
             (None, Some(t)) => format!("{progress}/{t}"),
             (None, None) => format!("{progress}"),
         };
@@ -568,6 +574,17 @@ fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
+}
+
+/// [`out`] for a server's text shown to a person (a tool result, resource text, a
+/// prompt): on a terminal its controls are made visible ([`render::printable`]);
+/// into a pipe or file it goes out exactly as received.
+fn out_text(text: &str) {
+    if std::io::stdout().is_terminal() {
+        out(&render::printable(text));
+    } else {
+        out(text);
+    }
 }
 
 fn to_raw(v: &impl serde::Serialize) -> Result<Option<Box<RawValue>>, Failure> {
@@ -739,7 +756,7 @@ async fn call_tool(
     if common.json {
         out(&format!("{}\n", raw.get()));
     } else {
-        out(&render::tool_result(&result));
+        out_text(&render::tool_result(&result));
     }
     if result.get("isError") == Some(&Value::Bool(true)) {
         let first = result
@@ -825,7 +842,7 @@ async fn act(
                     if !text.ends_with('\n') {
                         text.push('\n');
                     }
-                    out(&text);
+                    out_text(&text);
                 }
             }
         }
@@ -848,7 +865,7 @@ async fn act(
             if common.json {
                 out(&format!("{}\n", raw.get()));
             } else {
-                out(&render::prompt_result(&result));
+                out_text(&render::prompt_result(&result));
             }
         }
         Action::Ping => {
@@ -915,7 +932,7 @@ fn finish(outcome: Result<u8, Failure>) -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("switchboard: {}", f.message);
+            eprintln!("switchboard: {}", render::printable(&f.message));
             ExitCode::from(f.code)
         }
     }

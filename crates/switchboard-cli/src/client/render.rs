@@ -6,7 +6,35 @@
 //! This module must not know about connections, arguments or exit codes: it turns
 //! JSON into text.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
+
+/// `text` made safe to show on a terminal: every control character but newline
+/// and tab (C0, DEL and C1, which include ESC and CSI, the starts of terminal
+/// escape sequences) and every bidirectional formatting character (U+202A..U+202E,
+/// U+2066..U+2069, U+200E, U+200F, U+061C) is written as a visible `\u{..}` escape.
+/// A server's text (a tool description, a log message, a result) could
+/// otherwise recolour, move or hide what the user reads, e.g. conceal part of a
+/// tool description; the server is not trusted. Borrowed when nothing changes.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// A table: a header row and rows of cells, printed with columns padded to their
 /// widest cell (in characters) and separated by two spaces; the last column is not
@@ -31,7 +59,7 @@ impl Table {
         let mut cells: Vec<String> = cells
             .into_iter()
             .take(self.header.len())
-            .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+            .map(|c| printable(&c.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned())
             .collect();
         cells.resize(self.header.len(), String::new());
         self.rows.push(cells);
@@ -313,6 +341,25 @@ pub fn progress_line(progress: f64, total: Option<f64>, message: Option<&str>) -
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn terminal_controls_and_bidi_marks_become_visible() {
+        assert!(matches!(printable("plain text\n\ttab"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}[8mhidden\u{1b}[0m"),
+            "a\\u{1b}[8mhidden\\u{1b}[0m"
+        );
+        assert_eq!(printable("x\u{9b}2Jy\u{7f}"), "x\\u{9b}2Jy\\u{7f}");
+        assert_eq!(printable("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(printable("\r overwrite"), "\\u{d} overwrite");
+        // In a table the escape is what the width counts.
+        let mut t = Table::new(&["NAME", "DESCRIPTION"]);
+        t.row(vec!["t".into(), "safe\u{1b}]0;title\u{7}".into()]);
+        assert_eq!(
+            t.render(),
+            "NAME  DESCRIPTION\nt     safe\\u{1b}]0;title\\u{7}\n"
+        );
+    }
 
     #[test]
     fn tables_are_sized_to_their_content() {
