@@ -882,7 +882,7 @@ async fn act(
                 out(&format!("{}\n", raw.get()));
             } else {
                 let info = client.server_info();
-                out(&format!(
+                out_text(&format!(
                     "pong from {} {} (protocol {}) in {:.1} ms\n",
                     info.name,
                     info.version,
