@@ -362,11 +362,17 @@ mod tests {
         assert_eq!(excerpt(&long).chars().count(), EXCERPT_CHARS);
     }
 
-    #[tokio::test]
-    async fn the_client_role_answers_nothing_and_goes_on() {
+    /// A client-role transport over an in-memory pipe, with the peer's halves:
+    /// what we write (read it from the first) and what we read (write to the
+    /// second).
+    fn client_over_duplex() -> (
+        Transport,
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
         let (peer, ours) = duplex(4096);
         let (our_in, our_out) = split(ours);
-        let (mut peer_out, mut peer_in) = split(peer);
+        let (peer_out, peer_in) = split(peer);
         let t = connect(
             our_in,
             our_out,
@@ -376,6 +382,12 @@ mod tests {
             &TransportConfig::default(),
             Span::none(),
         );
+        (t, peer_out, peer_in)
+    }
+
+    #[tokio::test]
+    async fn the_client_role_answers_nothing_and_goes_on() {
+        let (t, mut peer_out, mut peer_in) = client_over_duplex();
         let (tx, mut rx) = t.split();
         peer_in
             .write_all(b"banner\n{\"jsonrpc\":\"1.0\",\"id\":1}\n[]\n")
@@ -543,18 +555,7 @@ mod tests {
     /// in keep the input's order.
     #[tokio::test]
     async fn a_line_skips_the_queue_only_when_nothing_is_before_it() {
-        let (peer, ours) = duplex(4096);
-        let (our_in, our_out) = split(ours);
-        let (_peer_out, mut peer_in) = split(peer);
-        let t = connect(
-            our_in,
-            our_out,
-            Role::Client {
-                peer: "p".to_owned(),
-            },
-            &TransportConfig::default(),
-            Span::none(),
-        );
+        let (t, _peer_out, mut peer_in) = client_over_duplex();
         let (_tx, mut rx) = t.split();
         let sink = Arc::new(Responses::default());
         assert!(

@@ -818,10 +818,7 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
         return;
     }
     let status = resp.status();
-    let content_type = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let content_type = super::guard::header_text(resp.headers(), CONTENT_TYPE.as_str())
         .unwrap_or("none")
         .to_owned();
     let body = read_limited(resp, inner.config.max_body_bytes).await;

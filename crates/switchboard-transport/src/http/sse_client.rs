@@ -383,10 +383,7 @@ async fn open(
             body: String::from_utf8_lossy(&body).into_owned(),
         });
     }
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let content_type = super::guard::header_text(response.headers(), CONTENT_TYPE.as_str())
         .unwrap_or("")
         .to_owned();
     let media = content_type.split(';').next().unwrap_or("").trim();
