@@ -109,8 +109,10 @@ pub async fn relay_from(
 /// -32600 saying what to send first. The relay goes on waiting for that.
 fn before_the_first(r: Request) -> Message {
     if r.method == "ping" {
-        let result = serde_json::value::RawValue::from_string("{}".to_owned()).expect("{} is JSON");
-        return Message::Response(Response { id: r.id, result });
+        return Message::Response(Response {
+            id: r.id,
+            result: crate::upstream::empty_object(),
+        });
     }
     warn!(method = %r.method, "a request before initialize: refused");
     Message::Error(ErrorResponse::new(
