@@ -95,6 +95,24 @@ impl Future for CatchUnwind {
     }
 }
 
+/// Runs `f`, user code called synchronously from the task that reads the
+/// transport: a panic in it is logged (error) and goes no further, so the session
+/// and every request pending on it go on.
+fn contain(what: &str, f: impl FnOnce()) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        tracing::error!(error = %panic_text(&*panic), "the {what} panicked; the session goes on");
+    }
+}
+
+/// The message of a panic's payload (`&str` or `String`), or "a panic".
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
 // ---------------------------------------------------------------------------
 // Cancellation
 // ---------------------------------------------------------------------------
@@ -947,7 +965,7 @@ impl Dispatch {
                 };
                 let cb = lock(&self.core.table).progress(&params.progress_token, Instant::now());
                 match cb {
-                    Some(cb) => cb(params),
+                    Some(cb) => contain("progress callback", || cb(params)),
                     None => {
                         tracing::debug!(token = %params.progress_token, "progress for no pending request; ignored")
                     }
@@ -980,7 +998,7 @@ impl Dispatch {
                     None => tracing::debug!(%id, "cancellation of no running request; ignored"),
                 }
             }
-            _ => self.handler.notification(n),
+            _ => contain("notification handler", || self.handler.notification(n)),
         }
     }
 
@@ -1048,7 +1066,14 @@ impl Dispatch {
             progress_token,
             peer: peer.clone(),
         };
-        let fut = self.handler.request(request, cx);
+        // The handler's synchronous part runs on the transport's reader task (or
+        // the driver's): a panic there is contained like one in its future.
+        let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handler.request(request, cx)
+        }))
+        .unwrap_or_else(|panic| -> HandlerFuture {
+            Box::pin(async move { std::panic::resume_unwind(panic) })
+        });
         let core = self.core.clone();
         let span = tracing::debug_span!(parent: &self.core.span, "incoming", %method, %id);
         let mut run = Box::pin(
@@ -1076,11 +1101,7 @@ impl Dispatch {
                     Ok(Ok(result)) => Message::Response(Response { id, result }),
                     Ok(Err(error)) => Message::Error(ErrorResponse::new(Some(id), error)),
                     Err(panic) => {
-                        let what = panic
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_owned())
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "a panic".to_owned());
+                        let what = panic_text(&*panic);
                         tracing::error!(error = %what, "handler panicked");
                         Message::Error(ErrorResponse::new(
                             Some(id),

@@ -190,6 +190,51 @@ async fn a_failing_tool_is_an_is_error_result() {
     assert_eq!(e.error_object().unwrap().code, -32602);
 }
 
+/// A tool handler that panics, in its synchronous part (before its future exists)
+/// or while its future runs, gets an internal error for that call only; the
+/// session and its other calls go on.
+#[tokio::test]
+async fn a_panicking_tool_gets_an_internal_error_and_the_session_goes_on() {
+    let server = echo_server::builder()
+        .tool(
+            serde_json::from_value(
+                json!({"name": "panics_at_once", "inputSchema": {"type": "object"}}),
+            )
+            .unwrap(),
+            |_args, _ctx| -> std::future::Ready<Result<CallToolResult, ToolError>> {
+                panic!("a bug before the future")
+            },
+        )
+        .tool(
+            serde_json::from_value(
+                json!({"name": "panics_later", "inputSchema": {"type": "object"}}),
+            )
+            .unwrap(),
+            |_args, _ctx| async move {
+                tokio::task::yield_now().await;
+                panic!("a bug inside the future")
+            },
+        )
+        .build()
+        .expect("the server builds");
+    let (client, _serving) = connect(&server, client_options()).await;
+    for name in ["panics_at_once", "panics_later", "panics_at_once"] {
+        let e = within(client.call_tool(name, json!({})))
+            .await
+            .expect_err("a panic is an error");
+        let object = e.error_object().unwrap_or_else(|| panic!("{name}: {e}"));
+        assert_eq!(object.code, -32603, "{name}");
+        assert_eq!(
+            object.message, "internal error: the handler failed",
+            "{name}"
+        );
+        let r = within(client.call_tool("echo", json!({"text": name})))
+            .await
+            .expect("the session goes on");
+        assert_eq!(first_text(&r), name);
+    }
+}
+
 #[tokio::test]
 async fn the_tool_asks_the_client_to_sample() {
     let (server, _probe) = server();

@@ -130,6 +130,42 @@ async fn the_client_talks_to_the_example_server_process() {
     );
 }
 
+/// A panic in a synchronous callback of the user (here a progress callback, run by
+/// the task that reads the child's stdout) is contained: the call it belongs to
+/// still gets its result and the session goes on.
+#[tokio::test]
+async fn a_panicking_progress_callback_does_not_end_the_session() {
+    let Some(path) = example_binary() else { return };
+    let ChildTransport {
+        sender,
+        receiver,
+        process,
+    } = spawn(
+        ChildConfig::new("echo_server", &path),
+        &TransportConfig::default(),
+    )
+    .expect("the example starts");
+    let options = ClientOptions::new(Implementation::new("e2e-stdio", "0.1.0"));
+    let client = within(Client::connect(Transport { sender, receiver }, options))
+        .await
+        .expect("connect");
+    let options = CallOptions::new().on_progress(|_| panic!("a bug in the progress callback"));
+    let r = within(client.call_tool_with(
+        "slow_progress",
+        json!({"steps": 3, "delay_ms": 10}),
+        options,
+    ))
+    .await
+    .expect("the call survives its callback's panic");
+    assert_eq!(first_text(&r), "done");
+    let r = within(client.call_tool("echo", json!({"text": "still here"})))
+        .await
+        .expect("the session goes on");
+    assert_eq!(first_text(&r), "still here");
+    drop(client);
+    within(process.shutdown()).await.expect("shutdown");
+}
+
 /// Reads the child's stdout on a thread; each line arrives on a channel, so every
 /// wait is bounded by `recv_timeout`.
 struct Lines(std::sync::mpsc::Receiver<String>);
