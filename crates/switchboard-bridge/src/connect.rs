@@ -32,7 +32,7 @@ use serde_json::Value;
 use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Message, Request, Response};
 use switchboard_protocol::types::meta;
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::http::client::{self as http_client, HttpClientConfig, TRANSPORT_ERROR};
+use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
 use switchboard_transport::http::sse_client::{self, SseClientConfig};
 use switchboard_transport::{stdio, Inbound, Receiver, Sender, TransportConfig};
 use tracing::{debug, info, warn};
@@ -91,6 +91,7 @@ pub async fn relay_from(
                 }
             }
             Some(Inbound::Message(other)) => debug!(?other, "ignored before the first request"),
+            Some(Inbound::Failed { id, .. }) => debug!(%id, "ignored before the first request"),
             Some(Inbound::Batch(_)) => warn!("a batch before initialize: ignored"),
             Some(Inbound::Closed { .. }) | None => return Ok(()),
         }
@@ -148,15 +149,11 @@ fn http_config(config: &ConnectConfig) -> HttpClientConfig {
     c
 }
 
-/// Whether an answer to `initialize` says "not this transport": the transport's
-/// own error for an HTTP 400/404/405 without a JSON-RPC body.
-fn wrong_transport(m: &Message) -> bool {
-    let Message::Error(e) = m else { return false };
-    if e.error.code != TRANSPORT_ERROR {
-        return false;
-    }
-    let status = e
-        .error
+/// Whether the transport's failure to get an answer to `initialize` says "not this
+/// transport": an HTTP 400/404/405 without a JSON-RPC body, or no HTTP answer at
+/// all.
+fn wrong_transport(failure: &ErrorObject) -> bool {
+    let status = failure
         .data
         .as_ref()
         .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
@@ -165,15 +162,16 @@ fn wrong_transport(m: &Message) -> bool {
     matches!(status, None | Some(400 | 404 | 405))
 }
 
-/// Sends `initialize` on `tx` and waits for its answer, forwarding anything else
-/// that arrives first to the host app.
+/// Sends `initialize` on `tx` and waits for its answer (`Ok(Err(_))`: the
+/// transport's failure to get one), forwarding anything else that arrives first to
+/// the host app.
 async fn first_answer(
     config: &ConnectConfig,
     tx: &Sender,
     rx: &mut Receiver,
     init: &Request,
     down_tx: &Sender,
-) -> Result<Message, String> {
+) -> Result<Result<Message, ErrorObject>, String> {
     tx.send(Message::Request(init.clone()))
         .await
         .map_err(|_| "the connection to the remote closed".to_owned())?;
@@ -182,10 +180,14 @@ async fn first_answer(
         loop {
             match rx.recv().await {
                 Some(Inbound::Message(m)) if m.id() == Some(&init.id) && m.method().is_none() => {
-                    return Ok(m)
+                    return Ok(Ok(m))
                 }
+                Some(Inbound::Failed { id, error }) if id == init.id => return Ok(Err(error)),
                 Some(Inbound::Message(m)) => {
                     let _ = down_tx.send(m).await;
+                }
+                Some(Inbound::Failed { id, error }) => {
+                    let _ = down_tx.send(Inbound::failure_response(id, error)).await;
                 }
                 Some(Inbound::Batch(_)) => {}
                 Some(Inbound::Closed { .. }) | None => {
@@ -206,8 +208,12 @@ async fn open_legacy(
     let (transport, handle) =
         http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
     let (tx, mut rx) = transport.split();
-    let answer = first_answer(config, &tx, &mut rx, &init, down_tx).await?;
-    if !wrong_transport(&answer) {
+    let answer = match first_answer(config, &tx, &mut rx, &init, down_tx).await? {
+        Ok(answer) => Some(answer),
+        Err(failure) if wrong_transport(&failure) => None,
+        Err(failure) => Some(Inbound::failure_response(init.id.clone(), failure)),
+    };
+    if let Some(answer) = answer {
         if let Message::Response(r) = &answer {
             let version = serde_json::from_str::<Value>(r.result.get())
                 .ok()
@@ -249,7 +255,9 @@ async fn open_legacy(
         }
     };
     let (tx, mut rx) = transport.split();
-    let answer = first_answer(config, &tx, &mut rx, &init, down_tx).await?;
+    let answer = first_answer(config, &tx, &mut rx, &init, down_tx)
+        .await?
+        .unwrap_or_else(|failure| Inbound::failure_response(init.id.clone(), failure));
     info!(url = %config.url, "connected over HTTP+SSE");
     let _ = down_tx.send(answer).await;
     Ok((tx, rx))
@@ -281,6 +289,8 @@ async fn relay(
                         return Err("the connection to the remote closed".to_owned());
                     }
                 }
+                // stdio reports no failed requests.
+                Some(Inbound::Failed { id, .. }) => debug!(%id, "a failure from the host app's side; ignored"),
                 Some(Inbound::Batch(items)) => {
                     for m in items.into_iter().flatten() {
                         let _ = up_tx.send(m).await;
@@ -294,6 +304,10 @@ async fn relay(
             event = up_rx.recv() => match event {
                 Some(Inbound::Message(m)) => {
                     let _ = down_tx.send(m).await;
+                }
+                // The host app gets an answer for a request the transport gave up on.
+                Some(Inbound::Failed { id, error }) => {
+                    let _ = down_tx.send(Inbound::failure_response(id, error)).await;
                 }
                 Some(Inbound::Batch(items)) => {
                     for m in items.into_iter().flatten() {

@@ -126,6 +126,16 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 }
                 break;
             }
+            // A server-side transport reports no failed requests; a client's
+            // failure, if one came, is an answer like any other.
+            Some(Inbound::Failed { id, error }) => {
+                on_message(
+                    &session,
+                    Inbound::failure_response(id, error),
+                    &mut broadcasts,
+                )
+                .await;
+            }
             Some(Inbound::Message(m)) => {
                 on_message(&session, m, &mut broadcasts).await;
                 if session.ending.load(Ordering::Relaxed) {

@@ -846,6 +846,7 @@ async fn exchange(
             .ok_or_else(|| "the child's output ended".to_owned())?;
         let message = match event {
             Inbound::Message(m) => m,
+            Inbound::Failed { id, error } => Inbound::failure_response(id, error),
             Inbound::Batch(_) => continue,
             Inbound::Closed { reason } => return Err(format!("before initializing: {reason}")),
         };
@@ -901,6 +902,9 @@ async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receive
     while let Some(event) = receiver.recv().await {
         match event {
             Inbound::Message(m) => dispatch(inner, m).await,
+            Inbound::Failed { id, error } => {
+                dispatch(inner, Inbound::failure_response(id, error)).await
+            }
             Inbound::Batch(items) => {
                 for m in items.into_iter().flatten() {
                     dispatch(inner, m).await;

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use switchboard_protocol::codec::{encode_batch_line, encode_line};
-use switchboard_protocol::jsonrpc::{Batching, DecodeError, Id, Message};
+use switchboard_protocol::jsonrpc::{
+    Batching, DecodeError, ErrorObject, ErrorResponse, Id, Message,
+};
 use tokio::sync::mpsc;
 
 use crate::stdio::child::ShutdownReport;
@@ -725,6 +727,11 @@ impl InboundWeak {
     }
 }
 
+/// The JSON-RPC error code of [`Inbound::Failed`]: -32000, in the
+/// implementation-defined range (JSON-RPC 2.0 §5.1; MCP 2026-07-28 gives
+/// -32000..-32019 no meaning). A relay answering for a failed request uses it.
+pub const TRANSPORT_ERROR: i64 = -32000;
+
 /// One inbound event.
 #[derive(Debug)]
 pub enum Inbound {
@@ -737,12 +744,38 @@ pub enum Inbound {
     /// (`DecodeError::to_response`, unless `wants_response` is false); on the
     /// client side they have been logged (warn) and may be ignored.
     Batch(Vec<Result<Message, DecodeError>>),
+    /// A request of ours that the transport gave up on (client-side HTTP
+    /// transports only): it could not be sent, or no JSON-RPC answer to it came
+    /// back (an HTTP error status without a JSON-RPC body, a connection that
+    /// failed, an SSE stream cut before the response and not resumed). No response
+    /// from the peer will come for it; the peer may or may not have received it.
+    ///
+    /// Distinct from a [`Message::Error`] so that a library can tell "the server
+    /// answered with an error" from "the transport failed", whatever code the
+    /// server uses. A relay that must answer in the peer's place sends `error` as
+    /// an error response to `id`: code [`TRANSPORT_ERROR`] (-32000), a message
+    /// naming the failure, and `data` `{"httpStatus": u16, "body": excerpt}` when
+    /// an HTTP status was received.
+    Failed {
+        /// The id of the request that failed.
+        id: Id,
+        /// The transport's description of the failure, in JSON-RPC form.
+        error: ErrorObject,
+    },
     /// The last event: no more input will come. After it, [`Receiver::recv`]
     /// returns `None`.
     Closed {
         /// Why.
         reason: CloseReason,
     },
+}
+
+impl Inbound {
+    /// For a relay, which answers in the peer's place: the error response that
+    /// stands for [`Inbound::Failed`] `{ id, error }` (JSON-RPC 2.0 §5, `id` kept).
+    pub fn failure_response(id: Id, error: ErrorObject) -> Message {
+        Message::Error(ErrorResponse::new(Some(id), error))
+    }
 }
 
 /// Why a transport's input ended ([`Inbound::Closed`]).

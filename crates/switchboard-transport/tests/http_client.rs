@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchboard_protocol::jsonrpc::{Id, Message, Notification, Request, Response};
+use switchboard_protocol::jsonrpc::{ErrorResponse, Id, Message, Notification, Request, Response};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self, HttpClientConfig, TRANSPORT_ERROR};
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
@@ -61,6 +61,18 @@ async fn next_answer(rx: &mut Receiver) -> Message {
         let m = next_message(rx).await;
         if matches!(m, Message::Response(_) | Message::Error(_)) {
             return m;
+        }
+    }
+}
+
+/// The next [`Inbound::Failed`] on `rx` (as the error response a relay would send
+/// for it), skipping notifications; panics on any answer from the server.
+async fn next_failure(rx: &mut Receiver) -> ErrorResponse {
+    loop {
+        match bounded(rx.recv()).await {
+            Some(Inbound::Failed { id, error }) => return ErrorResponse::new(Some(id), error),
+            Some(Inbound::Message(Message::Notification(_))) => continue,
+            other => panic!("expected the transport's failure, got {other:?}"),
         }
     }
 }
@@ -547,9 +559,7 @@ async fn a_stream_cut_without_an_event_id_fails_the_request_clearly() {
         tx.send(request(6, "tools/call", json!({"name": "x"})))
             .await
             .unwrap();
-        let Message::Error(e) = next_answer(&mut rx).await else {
-            panic!("an error response")
-        };
+        let e = next_failure(&mut rx).await;
         assert_eq!(e.id, Some(Id::from(6)));
         assert_eq!(e.error.code, TRANSPORT_ERROR);
         assert!(
@@ -584,9 +594,7 @@ async fn http_errors_become_error_responses_for_the_request() {
         tx.send(request(7, "tools/call", json!({"case": "500"})))
             .await
             .unwrap();
-        let Message::Error(e) = next_answer(&mut rx).await else {
-            panic!()
-        };
+        let e = next_failure(&mut rx).await;
         assert_eq!(e.id, Some(Id::from(7)));
         assert_eq!(e.error.code, TRANSPORT_ERROR);
         assert!(e.error.message.contains("500"), "{}", e.error.message);
@@ -602,8 +610,10 @@ async fn http_errors_become_error_responses_for_the_request() {
         tx.send(request(8, "tools/call", json!({"case": "400"})))
             .await
             .unwrap();
+        // The server's own error (in an HTTP error's body) is its answer, not a
+        // failure of the transport.
         let Message::Error(e) = next_answer(&mut rx).await else {
-            panic!()
+            panic!("the server's error response")
         };
         assert_eq!(e.id, Some(Id::from(8)));
         assert_eq!(e.error.code, -32602);
@@ -628,9 +638,7 @@ async fn a_reply_that_is_not_json_rpc_is_named_as_such() {
         .await;
         let (tx, mut rx, _h) = open(&url).await;
         tx.send(request(9, "tools/list", json!({}))).await.unwrap();
-        let Message::Error(e) = next_answer(&mut rx).await else {
-            panic!("an error response")
-        };
+        let e = next_failure(&mut rx).await;
         assert_eq!(e.id, Some(Id::from(9)));
         assert_eq!(e.error.code, TRANSPORT_ERROR);
         for part in [
@@ -671,9 +679,7 @@ async fn when_the_server_is_gone_every_pending_call_fails_fast() {
         let started = tokio::time::Instant::now();
         let mut ids = Vec::new();
         for _ in 20..24 {
-            let Message::Error(e) = next_answer(&mut rx).await else {
-                panic!("an error response")
-            };
+            let e = next_failure(&mut rx).await;
             assert_eq!(e.error.code, TRANSPORT_ERROR, "{}", e.error.message);
             ids.push(e.id.unwrap());
         }
@@ -702,9 +708,7 @@ async fn a_refused_connection_fails_each_request_with_its_id() {
         }
         let mut ids = Vec::new();
         for _ in 1..4 {
-            let Message::Error(e) = next_answer(&mut rx).await else {
-                panic!()
-            };
+            let e = next_failure(&mut rx).await;
             assert_eq!(e.error.code, TRANSPORT_ERROR);
             assert!(e.error.message.contains("HTTP POST"), "{}", e.error.message);
             ids.push(e.id.unwrap());

@@ -15,7 +15,7 @@ use switchboard_transport::http::server::{
     HttpServer, HttpServerConfig, HttpSession, SessionAcceptor, SessionKind,
 };
 use switchboard_transport::http::sse_client::{self, SseClientConfig, SseClientError};
-use switchboard_transport::{CloseReason, Inbound, Receiver, Transport};
+use switchboard_transport::{CloseReason, Inbound, Receiver, Transport, TRANSPORT_ERROR};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -778,13 +778,13 @@ async fn a_refused_post_of_a_request_yields_an_error_response() {
         let ping = Request::new(Id::from(5), "ping", &json!({})).unwrap();
         client.sender.send(Message::Request(ping)).await.unwrap();
         // Only the request gets an answer (the notification's failure is logged).
-        match next_message(&mut client).await {
-            Message::Error(e) => {
-                assert_eq!(e.id, Some(Id::from(5)));
-                assert_eq!(e.error.code, -32603);
-                assert!(e.error.message.contains("500"), "{}", e.error.message);
+        match client.receiver.recv().await {
+            Some(Inbound::Failed { id, error }) => {
+                assert_eq!(id, Id::from(5));
+                assert_eq!(error.code, TRANSPORT_ERROR);
+                assert!(error.message.contains("500"), "{}", error.message);
             }
-            other => panic!("{other:?}"),
+            other => panic!("expected the transport's failure, got {other:?}"),
         }
     })
     .await;

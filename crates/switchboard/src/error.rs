@@ -1,6 +1,7 @@
 //! The library's one error type, [`Error`], for everything a request or a session can
-//! end with: a timeout, a cancellation, a closed transport, the peer's JSON-RPC error,
-//! a local refusal by the lifecycle, a result that does not decode, a limit.
+//! end with: a timeout, a cancellation, a closed transport, a transport's failure to
+//! carry one request, the peer's JSON-RPC error, a local refusal by the lifecycle, a
+//! result that does not decode, a limit.
 //!
 //! Opaque on purpose (the shape of hyper's `Error`): the kind sits behind `is_*`
 //! methods, `Display` prints only this level, and the cause (a decode error, a
@@ -42,6 +43,9 @@ enum Kind {
     Closed(String),
     /// The peer answered with a JSON-RPC error.
     Protocol(ErrorObject),
+    /// The transport gave up on the request (no JSON-RPC answer came); its own
+    /// description of the failure.
+    Transport(ErrorObject),
     /// The lifecycle refused locally; nothing was sent.
     Lifecycle(LifecycleError),
     /// The result (or our params) did not (de)serialize.
@@ -75,6 +79,10 @@ impl Error {
 
     pub(crate) fn protocol(error: ErrorObject) -> Self {
         Error::new(Kind::Protocol(error))
+    }
+
+    pub(crate) fn transport(error: ErrorObject) -> Self {
+        Error::new(Kind::Transport(error))
     }
 
     pub(crate) fn lifecycle(error: LifecycleError) -> Self {
@@ -124,11 +132,26 @@ impl Error {
         matches!(self.inner.kind, Kind::Protocol(_))
     }
 
-    /// The peer's JSON-RPC error object (code, message, data), when
-    /// [`is_protocol`](Self::is_protocol).
+    /// The transport gave up on the request: it could not be sent, or no JSON-RPC
+    /// answer to it came back (an HTTP error status without a JSON-RPC body, a
+    /// connection that failed, an SSE stream cut before the response and not
+    /// resumed). The peer may or may not have received it. Not final: the next
+    /// request may go through. [`error_object`](Self::error_object) has the
+    /// transport's description: code -32000 (`TRANSPORT_ERROR` of
+    /// switchboard-transport), a message naming the failure, and `data`
+    /// `{"httpStatus": u16, "body": excerpt}` when an HTTP status was received.
+    /// A server's own error response, whatever its code, is
+    /// [`is_protocol`](Self::is_protocol) instead.
+    pub fn is_transport(&self) -> bool {
+        matches!(self.inner.kind, Kind::Transport(_))
+    }
+
+    /// The JSON-RPC error object (code, message, data): the peer's, when
+    /// [`is_protocol`](Self::is_protocol); the transport's description of its
+    /// failure, when [`is_transport`](Self::is_transport).
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match &self.inner.kind {
-            Kind::Protocol(e) => Some(e),
+            Kind::Protocol(e) | Kind::Transport(e) => Some(e),
             _ => None,
         }
     }
@@ -175,6 +198,7 @@ impl fmt::Display for Error {
             Kind::Cancelled(Some(r)) => write!(f, "cancelled: {r}"),
             Kind::Closed(r) => write!(f, "transport closed: {r}"),
             Kind::Protocol(e) => write!(f, "peer answered error {}: {}", e.code, e.message),
+            Kind::Transport(e) => write!(f, "transport failed: {}", e.message),
             Kind::Lifecycle(_) => f.write_str("refused locally, nothing sent"),
             Kind::Decode => f.write_str("result did not decode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),

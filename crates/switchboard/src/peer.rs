@@ -878,6 +878,7 @@ impl Driver {
                                 }
                             }
                         }
+                        Some(Inbound::Failed { id, error }) => self.dispatch.on_failed(&id, error),
                         Some(Inbound::Closed { reason }) => {
                             self.receiver.clear_direct();
                             self.dispatch.close(&reason.to_string());
@@ -950,6 +951,15 @@ impl Dispatch {
             },
             Message::Request(r) => self.on_request(r),
             Message::Notification(n) => self.on_notification(n),
+        }
+    }
+
+    /// The transport gave up on our request `id` ([`Inbound::Failed`]).
+    fn on_failed(&self, id: &Id, error: ErrorObject) {
+        let entry = lock(&self.core.table).take_response(id);
+        if let Some(entry) = entry {
+            let method = entry.method.clone();
+            entry.resolve(Err(Error::transport(error).with_method(&method)));
         }
     }
 

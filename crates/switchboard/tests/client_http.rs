@@ -400,6 +400,59 @@ async fn a_legacy_only_server_gets_initialize_and_the_origin_is_remembered() {
     .await;
 }
 
+/// A server's own error response is `is_protocol`, whatever its code (-32000
+/// here, the code the transport uses for its own failures); an HTTP error without
+/// a JSON-RPC body is `is_transport`, with the status in `data`; neither ends the
+/// session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_s_errors_and_the_transport_s_failures_are_told_apart() {
+    bounded(async {
+        let (url, _seen) = stub(|seen: &Seen| match seen.body["params"]["name"].as_str() {
+            Some("own_error") if seen.rpc() == "tools/call" => json_reply(
+                200,
+                json!({"jsonrpc": "2.0", "id": seen.body["id"].clone(),
+                       "error": {"code": -32000, "message": "quota exceeded"}}),
+            ),
+            Some("broken") if seen.rpc() == "tools/call" => Reply {
+                status: 500,
+                headers: vec![("content-type", "text/plain".into())],
+                body: "database is down".into(),
+            },
+            _ => legacy_only(seen),
+        })
+        .await;
+        let client = Client::connect_url(&url, options(), HttpClientConfig::new(""))
+            .await
+            .unwrap();
+
+        let e = client.call_tool("own_error", json!({})).await.unwrap_err();
+        assert!(e.is_protocol() && !e.is_transport(), "{e:?}");
+        assert_eq!(e.error_object().unwrap().code, -32000);
+        assert_eq!(
+            e.to_string(),
+            "tools/call: peer answered error -32000: quota exceeded"
+        );
+
+        let e = client.call_tool("broken", json!({})).await.unwrap_err();
+        assert!(e.is_transport() && !e.is_protocol(), "{e:?}");
+        assert!(!e.is_closed());
+        let object = e.error_object().expect("the transport's description");
+        assert_eq!(object.code, -32000);
+        let data: Value = serde_json::from_str(object.data.as_ref().unwrap().get()).unwrap();
+        assert_eq!(data["httpStatus"], 500);
+        let text = e.to_string();
+        assert!(text.starts_with("tools/call: transport failed: "), "{text}");
+        assert!(
+            text.contains("500") && text.contains("database is down"),
+            "{text}"
+        );
+
+        // Neither ended the session.
+        assert!(client.list_tools().await.unwrap().is_empty());
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_legacy_http_sse_endpoint_is_reached_last() {
     bounded(async {

@@ -12,8 +12,8 @@
 //!                               (SSE cut after an event id: GET + Last-Event-ID, bounded)
 //!              notification  -> POST, waits for 202 (keeps notifications in order)
 //!              response      -> POST, waits for 202
-//!              HTTP error    -> the body's JSON-RPC error for that id, else a
-//!                               synthetic error response (code TRANSPORT_ERROR)
+//!              HTTP error    -> the body's JSON-RPC error for that id, else
+//!                               Inbound::Failed (code TRANSPORT_ERROR)
 //!              404 + session -> re-initialize once (replay initialize + initialized),
 //!                               then re-send the failed message
 //! optional GET stream (standalone_stream) -> Receiver
@@ -31,9 +31,9 @@
 //! (legacy revisions) and then the named request's stream is no longer read; in
 //! 2026-07-28 it is not POSTed at all and closing the stream is the cancellation.
 //!
-//! **Never hangs.** Every request this transport accepts ends in a message on the
-//! [`Receiver`]: the server's response, or an error response naming what went wrong
-//! (connection refused, HTTP status and body excerpt, stream cut without an event
+//! **Never hangs.** Every request this transport accepts ends in an event on the
+//! [`Receiver`]: the server's response, or [`Inbound::Failed`] naming what went
+//! wrong (connection refused, HTTP status and body excerpt, stream cut without an event
 //! id, resumption failed, session lost). The only exception is a request cancelled
 //! through [`HttpClientHandle::cancel`] or `notifications/cancelled`: the library
 //! already gave up on it. The transport never closes on its own: while the server
@@ -54,9 +54,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::StatusCode;
 use serde_json::Value;
 use switchboard_protocol::codec::{SseItem, SseParser};
-use switchboard_protocol::jsonrpc::{
-    decode_frame, Batching, ErrorObject, ErrorResponse, Frame, Id, Message,
-};
+use switchboard_protocol::jsonrpc::{decode_frame, Batching, ErrorObject, Frame, Id, Message};
 use switchboard_protocol::version::Era;
 use switchboard_protocol::ProtocolVersion;
 use tokio::sync::mpsc;
@@ -66,13 +64,11 @@ use tracing::Instrument;
 use crate::config::TransportConfig;
 use crate::handle::{BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
 
-/// The JSON-RPC error code of the error responses this transport makes up when the
-/// server gave no JSON-RPC answer for a request (an HTTP error without a JSON-RPC
-/// body, a failed connection, a stream cut before the response): -32000, in the
-/// implementation-defined range (JSON-RPC 2.0 §5.1; MCP 2026-07-28 gives
-/// -32000..-32019 no meaning). The error's `data` is `{"httpStatus": u16}` (plus
-/// `"body"`, an excerpt) when an HTTP status was received, absent otherwise.
-pub const TRANSPORT_ERROR: i64 = -32000;
+/// The JSON-RPC error code of the failures this transport reports when the server
+/// gave no JSON-RPC answer for a request ([`Inbound::Failed`]): -32000. The
+/// error's `data` is `{"httpStatus": u16, "body": excerpt}` when an HTTP status was
+/// received, absent otherwise.
+pub use crate::handle::TRANSPORT_ERROR;
 
 /// The most bytes of an error body kept for the error message: 512.
 const BODY_EXCERPT: usize = 512;
@@ -415,7 +411,7 @@ impl Inner {
             .map_err(|e| format!("HTTP GET of {} failed: {}", self.url, error_chain(&e)))
     }
 
-    /// Fails each of `ids` with a synthetic error response.
+    /// Reports each of `ids` as failed in the transport ([`Inbound::Failed`]).
     async fn fail(&self, ids: &[Id], message: &str, status: Option<(u16, &str)>) {
         for id in ids {
             let mut error = ErrorObject::new(TRANSPORT_ERROR, message.to_owned());
@@ -423,10 +419,10 @@ impl Inner {
                 error = error.with_data(&serde_json::json!({"httpStatus": code, "body": body}));
             }
             tracing::debug!(%id, %message, "request failed in the transport");
-            self.deliver(Inbound::Message(Message::Error(ErrorResponse::new(
-                Some(id.clone()),
+            self.deliver(Inbound::Failed {
+                id: id.clone(),
                 error,
-            ))))
+            })
             .await;
         }
     }
@@ -757,8 +753,8 @@ fn take_session_id(inner: &Inner, headers: &HeaderMap) {
     }
 }
 
-/// A non-2xx answer to a POST: the body's JSON-RPC error for the request, else a
-/// synthetic error naming the status and an excerpt of the body.
+/// A non-2xx answer to a POST: the body's JSON-RPC error for the request, else
+/// [`Inbound::Failed`] naming the status and an excerpt of the body.
 async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
     let status = resp.status();
     lock(&inner.state).last_error_status = Some(status.as_u16());

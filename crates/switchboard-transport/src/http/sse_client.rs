@@ -26,9 +26,9 @@
 //! **A POST answered non-2xx** (or failing: connection refused, timeout
 //! [`SseClientConfig::post_timeout`]) is logged (warn); [`Sender::send`] has
 //! already returned `Ok` (it only queues). If the message was a request, the
-//! [`Receiver`] also yields an error response to it (code -32603, message naming
-//! the HTTP status, `data: {"httpStatus": N}` when there was one), so the caller's
-//! pending request fails at once instead of timing out.
+//! [`Receiver`] also yields [`Inbound::Failed`] for it (code [`TRANSPORT_ERROR`],
+//! message naming the HTTP status, `data: {"httpStatus": N}` when there was one), so
+//! the caller's pending request fails at once instead of timing out.
 //!
 //! **The end.** When the stream ends, the receiver yields [`Inbound::Closed`]
 //! with [`CloseReason::PeerClosed`] (the server closed it) or
@@ -64,14 +64,14 @@ use http::HeaderMap;
 use reqwest::Url;
 use switchboard_protocol::codec::sse::{SseItem, SseParser};
 use switchboard_protocol::codec::{Event, DEFAULT_MAX_FRAME_LEN};
-use switchboard_protocol::jsonrpc::{
-    code, decode_frame, Batching, ErrorObject, ErrorResponse, Frame, Message,
-};
+use switchboard_protocol::jsonrpc::{decode_frame, Batching, ErrorObject, Frame, Message};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info_span, warn, Instrument};
 
 use crate::config::TransportConfig;
-use crate::handle::{BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
+use crate::handle::{
+    BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport, TRANSPORT_ERROR,
+};
 
 /// The default wait for the `endpoint` event, connecting included: 10 s.
 pub const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -537,18 +537,23 @@ impl Writer {
         self.fail_request(&body, failure).await;
     }
 
-    /// If `body` was a request, yields an error response to it.
+    /// If `body` was a request, reports it as failed in the transport
+    /// ([`Inbound::Failed`], code [`TRANSPORT_ERROR`]).
     async fn fail_request(&self, body: &[u8], (text, status): (String, Option<u16>)) {
         let Ok(Message::Request(request)) = Message::decode(body) else {
             return;
         };
-        let mut error = ErrorObject::new(code::INTERNAL_ERROR, text);
+        let mut error = ErrorObject::new(TRANSPORT_ERROR, text);
         if let Some(status) = status {
             error = error.with_data(&std::collections::BTreeMap::from([("httpStatus", status)]));
         }
-        let answer = Message::Error(ErrorResponse::new(Some(request.id), error));
         if let Some(inbound) = self.inbound.upgrade() {
-            let _ = inbound.send(Inbound::Message(answer)).await;
+            let _ = inbound
+                .send(Inbound::Failed {
+                    id: request.id,
+                    error,
+                })
+                .await;
         }
     }
 }

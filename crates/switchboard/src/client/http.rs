@@ -100,7 +100,7 @@ fn start(config: &HttpClientConfig, options: &ClientOptions) -> Result<Started, 
 /// Whether a failed `initialize` POST calls for the HTTP+SSE fallback (§5.3: 400,
 /// 404 or 405; R2/R3 allowed any 4xx, which 400/404/405 covers in practice).
 fn wants_sse_fallback(handle: Option<&HttpClientHandle>, e: &Error) -> bool {
-    if !e.is_protocol() {
+    if !e.is_protocol() && !e.is_transport() {
         return false;
     }
     matches!(
@@ -123,9 +123,9 @@ impl Client {
     /// [`EraPolicy::Auto`]. The outcome is cached per origin ([`cached_era`]).
     ///
     /// Errors: [`Error::is_closed`] when the URL is not an absolute http(s) URL or
-    /// nothing answers; [`Error::is_protocol`] with the server's (or, for an HTTP
-    /// error without a JSON-RPC body, the transport's code -32000 with
-    /// `data.httpStatus`) error when every step failed; otherwise as
+    /// nothing answers; [`Error::is_protocol`] with the server's error, or
+    /// [`Error::is_transport`] for an HTTP error without a JSON-RPC body (code
+    /// -32000 with `data.httpStatus`), when every step failed; otherwise as
     /// [`Client::connect`].
     ///
     /// Panics outside a Tokio runtime.

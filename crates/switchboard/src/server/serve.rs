@@ -605,7 +605,7 @@ fn lifecycle_refusal(e: LifecycleError) -> ContextError {
 }
 
 fn peer_error(e: Error) -> ContextError {
-    if let Some(o) = e.error_object() {
+    if let Some(o) = e.error_object().filter(|_| e.is_protocol()) {
         ContextError::Client {
             code: o.code,
             message: o.message.clone(),
