@@ -560,7 +560,9 @@ impl Peer {
     /// progress token goes into its `_meta`).
     ///
     /// Errors: [`Error::is_protocol`] (the peer's error response),
-    /// [`Error::is_timeout`], [`Error::is_cancelled`], [`Error::is_closed`],
+    /// [`Error::is_transport`] (the transport gave up on this request, e.g. an HTTP
+    /// error without a JSON-RPC body), [`Error::is_timeout`],
+    /// [`Error::is_cancelled`], [`Error::is_closed`],
     /// [`Error::is_limit`] (too many pending requests), [`Error::is_decode`] (params
     /// that cannot take a progress token).
     ///
