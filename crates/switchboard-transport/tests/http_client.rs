@@ -657,6 +657,49 @@ async fn a_reply_that_is_not_json_rpc_is_named_as_such() {
     .await;
 }
 
+/// A reply bigger than `max_body_bytes` fails its request naming the limit, as
+/// JSON (it was "not a JSON-RPC message", the cut body's excerpt) and as an SSE
+/// event (it was "ended before the response", after resuming in vain).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_over_max_body_bytes_names_the_limit() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let (url, _seen, _task) = stub(session_script(inits, |seen| {
+            let big = result_for(&seen.body, json!({"text": "x".repeat(4096)}));
+            if seen.body["params"]["sse"] == true {
+                Reply::Sse(vec![
+                    "id: 1\ndata: \n\n".into(),
+                    format!("id: 2\nevent: message\ndata: {big}\n\n"),
+                ])
+            } else {
+                json_reply(200, big)
+            }
+        }))
+        .await;
+        let mut config = HttpClientConfig::new(&url);
+        config.max_body_bytes = 1024;
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        for (id, sse) in [(5, false), (6, true)] {
+            tx.send(request(id, "tools/call", json!({"name": "x", "sse": sse})))
+                .await
+                .unwrap();
+            let e = next_failure(&mut rx).await;
+            assert_eq!(e.id, Some(Id::from(id)));
+            assert_eq!(e.error.code, TRANSPORT_ERROR);
+            assert!(
+                e.error.message.contains("max_body_bytes (1024 bytes)"),
+                "{}",
+                e.error.message
+            );
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_server_is_gone_every_pending_call_fails_fast() {
     bounded(async {

@@ -330,7 +330,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn to_params<P: Serialize>(p: &P) -> Result<Option<Box<RawValue>>, Error> {
     serde_json::value::to_raw_value(p)
         .map(Some)
-        .map_err(Error::decode)
+        .map_err(Error::encode)
 }
 
 /// A client whose peer runs but whose era is not chosen yet.
@@ -930,7 +930,7 @@ impl Client {
             Value::Null => None,
             Value::Object(m) => Some(m),
             _ => {
-                return Err(Error::decode(serde::de::Error::custom(
+                return Err(Error::encode(serde::de::Error::custom(
                     "tool arguments must be a JSON object",
                 ))
                 .with_method("tools/call"))

@@ -48,8 +48,9 @@ enum Kind {
     Transport(ErrorObject),
     /// The lifecycle refused locally; nothing was sent.
     Lifecycle(LifecycleError),
-    /// The result (or our params) did not (de)serialize.
-    Decode,
+    /// The result did not decode (`false`), or our params did not encode or are
+    /// not acceptable (`true`).
+    Decode { params: bool },
     /// A configured limit was reached (pending requests, pages of a listing).
     Limit(String),
 }
@@ -92,7 +93,14 @@ impl Error {
     }
 
     pub(crate) fn decode(error: serde_json::Error) -> Self {
-        let mut e = Error::new(Kind::Decode);
+        let mut e = Error::new(Kind::Decode { params: false });
+        e.inner.source = Some(Arc::new(error));
+        e
+    }
+
+    /// Our params did not encode, or are not acceptable (nothing was sent).
+    pub(crate) fn encode(error: serde_json::Error) -> Self {
+        let mut e = Error::new(Kind::Decode { params: true });
         e.inner.source = Some(Arc::new(error));
         e
     }
@@ -173,7 +181,7 @@ impl Error {
 
     /// A result did not decode into the expected type, or params did not encode.
     pub fn is_decode(&self) -> bool {
-        matches!(self.inner.kind, Kind::Decode)
+        matches!(self.inner.kind, Kind::Decode { .. })
     }
 
     /// A configured limit was reached (too many pending requests, too many pages).
@@ -200,7 +208,8 @@ impl fmt::Display for Error {
             Kind::Protocol(e) => write!(f, "peer answered error {}: {}", e.code, e.message),
             Kind::Transport(e) => write!(f, "transport failed: {}", e.message),
             Kind::Lifecycle(_) => f.write_str("refused locally, nothing sent"),
-            Kind::Decode => f.write_str("result did not decode"),
+            Kind::Decode { params: false } => f.write_str("result did not decode"),
+            Kind::Decode { params: true } => f.write_str("params did not encode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),
         }
     }

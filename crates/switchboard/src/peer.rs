@@ -415,13 +415,13 @@ impl HandlerContext {
             return Ok(());
         };
         let mut p = ProgressNotificationParams::new(token.clone(), progress).ok_or_else(|| {
-            Error::decode(serde::de::Error::custom("progress is not a finite number"))
+            Error::encode(serde::de::Error::custom("progress is not a finite number"))
         })?;
         if let Some(t) = total {
             p = p.with_total(t);
         }
         p.message = message.map(str::to_owned);
-        let n = Notification::new(NOTIFICATION_PROGRESS, &p).map_err(Error::decode)?;
+        let n = Notification::new(NOTIFICATION_PROGRESS, &p).map_err(Error::encode)?;
         self.peer.notify_related(n, Some(self.id.clone())).await
     }
 }
@@ -560,7 +560,9 @@ impl Peer {
     /// progress token goes into its `_meta`).
     ///
     /// Errors: [`Error::is_protocol`] (the peer's error response),
-    /// [`Error::is_timeout`], [`Error::is_cancelled`], [`Error::is_closed`],
+    /// [`Error::is_transport`] (the transport gave up on this request, e.g. an HTTP
+    /// error without a JSON-RPC body), [`Error::is_timeout`],
+    /// [`Error::is_cancelled`], [`Error::is_closed`],
     /// [`Error::is_limit`] (too many pending requests), [`Error::is_decode`] (params
     /// that cannot take a progress token).
     ///
@@ -809,23 +811,23 @@ fn add_progress_token(
     };
     let mut map: Map<String, Value> = match &params {
         None => Map::new(),
-        Some(p) => serde_json::from_str(p.get()).map_err(Error::decode)?,
+        Some(p) => serde_json::from_str(p.get()).map_err(Error::encode)?,
     };
     let meta = map
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(meta) = meta else {
-        return Err(Error::decode(serde::de::Error::custom(
+        return Err(Error::encode(serde::de::Error::custom(
             "params._meta is not an object",
         )));
     };
     meta.insert(
         "progressToken".to_owned(),
-        serde_json::to_value(token).map_err(Error::decode)?,
+        serde_json::to_value(token).map_err(Error::encode)?,
     );
     serde_json::value::to_raw_value(&map)
         .map(Some)
-        .map_err(Error::decode)
+        .map_err(Error::encode)
 }
 
 // ---------------------------------------------------------------------------

@@ -98,12 +98,11 @@ async fn a_tool_error_is_a_result_and_a_jsonrpc_error_is_an_err() {
     let e = r2.unwrap_err();
     assert!(e.is_protocol());
     assert_eq!(e.error_object().unwrap().code, -32602);
-    // Arguments must be an object: refused before sending.
-    assert!(client
-        .call_tool("x", json!([1]))
-        .await
-        .unwrap_err()
-        .is_decode());
+    // Arguments must be an object: refused before sending, and said to be our
+    // params (it read "result did not decode").
+    let e = client.call_tool("x", json!([1])).await.unwrap_err();
+    assert!(e.is_decode());
+    assert_eq!(e.to_string(), "tools/call: params did not encode");
 }
 
 #[tokio::test]

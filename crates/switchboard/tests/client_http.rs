@@ -160,6 +160,31 @@ async fn close_returns_once_the_session_is_deleted() {
     .await;
 }
 
+/// The documented errors of `connect_url`: a URL that is not http(s) is
+/// `is_closed`; nothing listening (connection refused) is `is_transport` with
+/// code -32000 and no HTTP status (the docs said `is_closed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_url_errors_for_a_bad_url_and_a_refused_connection() {
+    bounded(async {
+        let e = Client::connect_url("ftp://127.0.0.1/mcp", options(), HttpClientConfig::new(""))
+            .await
+            .unwrap_err();
+        assert!(e.is_closed(), "{e}");
+        // A port nothing listens on: bind one, then free it.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        drop(listener);
+        let e = Client::connect_url(&url, options(), HttpClientConfig::new(""))
+            .await
+            .unwrap_err();
+        assert!(e.is_transport() && !e.is_closed(), "{e}");
+        let o = e.error_object().unwrap();
+        assert_eq!(o.code, -32000);
+        assert!(o.data.is_none(), "{:?}", o.data);
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_speaks_2026_07_28_to_our_dual_era_server() {
     bounded(async {

@@ -784,16 +784,23 @@ async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
         .await;
 }
 
-async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Vec<u8> {
+async fn read_limited(resp: reqwest::Response, limit: usize) -> Vec<u8> {
+    read_body(resp, limit).await.0
+}
+
+/// Reads a body, keeping at most `limit` bytes; also tells whether there was more
+/// (the body was cut at the limit).
+async fn read_body(mut resp: reqwest::Response, limit: usize) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     while let Ok(Some(chunk)) = resp.chunk().await {
         let room = limit.saturating_sub(out.len());
-        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if out.len() >= limit {
-            break;
+        if chunk.len() > room {
+            out.extend_from_slice(&chunk[..room]);
+            return (out, true);
         }
+        out.extend_from_slice(&chunk);
     }
-    out
+    (out, false)
 }
 
 fn is_sse(headers: &HeaderMap) -> bool {
@@ -817,7 +824,20 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
     let content_type = super::guard::header_text(resp.headers(), CONTENT_TYPE.as_str())
         .unwrap_or("none")
         .to_owned();
-    let body = read_limited(resp, inner.config.max_body_bytes).await;
+    let limit = inner.config.max_body_bytes;
+    let (body, cut) = read_body(resp, limit).await;
+    if cut {
+        // Cut at our limit: the JSON is incomplete, and saying so beats "not a
+        // JSON-RPC message".
+        if !ids.is_empty() {
+            let msg = format!(
+                "the server's reply (HTTP {status}, Content-Type {content_type}) from {} exceeds max_body_bytes ({limit} bytes); not read",
+                inner.url
+            );
+            inner.fail(&ids, &msg, None).await;
+        }
+        return;
+    }
     if body.iter().all(u8::is_ascii_whitespace) {
         if !ids.is_empty() {
             let msg = format!("the server answered a request with HTTP {status} and no response");
@@ -851,14 +871,16 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
     }
 }
 
-/// Feeds one SSE chunk; removes answered ids from `pending`. Returns whether an
-/// event was dispatched.
+/// Feeds one SSE chunk; removes answered ids from `pending`; sets `too_large` when
+/// an event over the parser's limit was dropped. Returns whether an event was
+/// dispatched.
 async fn feed_sse(
     inner: &Inner,
     parser: &mut SseParser,
     chunk: &[u8],
     pending: &mut Vec<Id>,
     batching: Batching,
+    too_large: &mut bool,
 ) -> bool {
     let items: Vec<_> = parser.feed(chunk).collect();
     let mut progressed = false;
@@ -874,7 +896,10 @@ async fn feed_sse(
                 }
             }
             Ok(SseItem::Comment(_)) => {}
-            Err(e) => tracing::warn!(error = %e, "SSE event dropped"),
+            Err(e) => {
+                *too_large = true;
+                tracing::warn!(error = %e, "SSE event dropped");
+            }
         }
     }
     progressed
@@ -891,10 +916,20 @@ async fn read_sse(
     let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
     let mut pending = ids;
     let mut attempts = 0u32;
+    let mut too_large = false;
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
-                if feed_sse(inner, &mut parser, &chunk, &mut pending, batching).await {
+                if feed_sse(
+                    inner,
+                    &mut parser,
+                    &chunk,
+                    &mut pending,
+                    batching,
+                    &mut too_large,
+                )
+                .await
+                {
                     attempts = 0;
                 }
                 if pending.is_empty() {
@@ -911,7 +946,13 @@ async fn read_sse(
         }
         // Resume (legacy revisions only; 2026-07-28 has no resumption).
         let last = parser.last_event_id().to_owned();
-        let mut why = if last.is_empty() {
+        let mut why = if too_large {
+            // Resuming would replay the same event from its predecessor's id.
+            format!(
+                "the SSE stream ended before the response, after an event over max_body_bytes ({} bytes) was dropped",
+                inner.config.max_body_bytes
+            )
+        } else if last.is_empty() {
             "the SSE stream ended before the response (no event id to resume from)".to_owned()
         } else if inner.modern() {
             "the SSE stream ended before the response (2026-07-28 has no resumption)".to_owned()
@@ -1047,7 +1088,16 @@ fn start_standalone(inner: &Arc<Inner>) {
                     Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
                         let batching = Batching::Refused;
                         while let Ok(Some(chunk)) = r.chunk().await {
-                            if feed_sse(&inner, &mut parser, &chunk, &mut none, batching).await {
+                            if feed_sse(
+                                &inner,
+                                &mut parser,
+                                &chunk,
+                                &mut none,
+                                batching,
+                                &mut false,
+                            )
+                            .await
+                            {
                                 failures = 0;
                             }
                         }

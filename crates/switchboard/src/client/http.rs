@@ -122,10 +122,11 @@ impl Client {
     /// probe, `Modern` never falls back; the default (`None`) is
     /// [`EraPolicy::Auto`]. The outcome is cached per origin ([`cached_era`]).
     ///
-    /// Errors: [`Error::is_closed`] when the URL is not an absolute http(s) URL or
-    /// nothing answers; [`Error::is_protocol`] with the server's error, or
-    /// [`Error::is_transport`] for an HTTP error without a JSON-RPC body (code
-    /// -32000 with `data.httpStatus`), when every step failed; otherwise as
+    /// Errors: [`Error::is_closed`] when the URL is not an absolute http(s) URL;
+    /// [`Error::is_transport`] when nothing answers (e.g. the connection is
+    /// refused: code -32000, no `data`); [`Error::is_protocol`] with the server's
+    /// error, or [`Error::is_transport`] for an HTTP error without a JSON-RPC body
+    /// (code -32000 with `data.httpStatus`), when every step failed; otherwise as
     /// [`Client::connect`].
     ///
     /// Panics outside a Tokio runtime.

@@ -155,10 +155,10 @@ pub(crate) fn request_params(
     retry: Option<&(InputResponses, Option<String>)>,
 ) -> Result<Box<RawValue>, Error> {
     let mut obj: Map<String, Value> = match params {
-        Some(p) => match serde_json::from_str::<Value>(p.get()).map_err(Error::decode)? {
+        Some(p) => match serde_json::from_str::<Value>(p.get()).map_err(Error::encode)? {
             Value::Object(m) => m,
             _ => {
-                return Err(Error::decode(serde::de::Error::custom(
+                return Err(Error::encode(serde::de::Error::custom(
                     "a 2026-07-28 request's params must be a JSON object",
                 )))
             }
@@ -179,13 +179,13 @@ pub(crate) fn request_params(
     if let Some((responses, state)) = retry {
         obj.insert(
             "inputResponses".into(),
-            serde_json::to_value(responses).map_err(Error::decode)?,
+            serde_json::to_value(responses).map_err(Error::encode)?,
         );
         if let Some(s) = state {
             obj.insert("requestState".into(), Value::String(s.clone()));
         }
     }
-    serde_json::value::to_raw_value(&obj).map_err(Error::decode)
+    serde_json::value::to_raw_value(&obj).map_err(Error::encode)
 }
 
 /// What a modern result is, by its `resultType` (missing: complete, as from a

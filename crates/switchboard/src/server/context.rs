@@ -324,11 +324,22 @@ impl ToolContext {
 
     /// Whether the client cancelled the request. A handler that sees `true` should
     /// stop; its result will not be sent ("Cancellation").
+    ///
+    /// When the handler gets to see it depends on how the request is served: in a
+    /// session ([`Server::serve`](super::Server::serve): stdio, a Streamable HTTP
+    /// session) the handler's future is dropped as soon as the cancellation
+    /// arrives (or the connection ends) and is not polled again, so cleanup
+    /// belongs in a `Drop` guard (which can read this flag); in a stateless
+    /// 2026-07-28 HTTP exchange it runs on for up to
+    /// [`CANCEL_GRACE`](super::CANCEL_GRACE) to notice.
     pub fn is_cancelled(&self) -> bool {
         self.inner.sink.is_cancelled()
     }
 
     /// Completes when the client cancels the request (for `tokio::select!`).
+    /// In a session the handler is dropped at that moment, so code after this
+    /// completes runs only in a stateless 2026-07-28 exchange (see
+    /// [`is_cancelled`](Self::is_cancelled)).
     pub async fn cancelled(&self) {
         self.inner.sink.cancelled().await
     }

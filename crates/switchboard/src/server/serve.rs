@@ -61,7 +61,12 @@
 //!   those handlers at their next await: **in-flight requests are not answered**.
 //!   Answers already queued are still written: the output closes once the session's
 //!   last [`Peer`] is gone (the one [`ServerSession::run`] holds is dropped when it
-//!   returns; drop any clone taken with [`ServerSession::peer`] too).
+//!   returns; drop any clone taken with [`ServerSession::peer`] too). They are
+//!   written by the transport's writer task *after* `run` returns, so a program
+//!   that returns from `main` or exits right then can lose them (even the
+//!   `initialize` answer of a client that wrote its requests and closed stdin): wait
+//!   for the writer to let go of the output first, as `examples/echo_server.rs`
+//!   does with its `Stdout` wrapper.
 //!
 //! This module must not know about bytes, framing, processes or sockets (the
 //! transport), about ids and deadlines (the peer), nor what a tool does (the
