@@ -207,16 +207,46 @@ impl Route {
     }
 }
 
-/// One queued output: the encoded line (compact JSON and `\n`) and its route.
+/// One queued output: the encoded line (compact JSON and `\n`) and its route; or
+/// a flush barrier ([`Sender::flush`]: an empty line and `barrier`), which the
+/// queue's reader answers once everything queued before it is written.
 #[derive(Debug)]
 pub(crate) struct Outbound {
     pub(crate) line: Vec<u8>,
     pub(crate) route: Route,
+    pub(crate) barrier: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Outbound {
     pub(crate) fn new(line: Vec<u8>, route: Route) -> Self {
-        Outbound { line, route }
+        Outbound {
+            line,
+            route,
+            barrier: None,
+        }
+    }
+
+    /// A flush barrier: `done` is answered when everything queued before it has
+    /// been written (or handed on, for transports that do not write lines).
+    fn barrier(done: tokio::sync::oneshot::Sender<()>) -> Self {
+        Outbound {
+            line: Vec::new(),
+            route: Route::Unrelated,
+            barrier: Some(done),
+        }
+    }
+
+    /// For a queue's reader that writes nothing itself (HTTP): answers a flush
+    /// barrier at once, since what was queued before it has been taken already;
+    /// `true` when this was one (nothing else to do with it).
+    pub(crate) fn pass_barrier(&mut self) -> bool {
+        match self.barrier.take() {
+            Some(done) => {
+                let _ = done.send(());
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -292,6 +322,28 @@ impl Sender {
                 SendErrorKind::Closed,
                 Outgoing::Message(message),
             )),
+        }
+    }
+
+    /// Waits until every message this transport had queued before the call has been
+    /// written to its output and flushed: for line transports (stdio, a child's
+    /// stdin, the in-memory pair) the bytes are in the pipe; HTTP transports, which
+    /// write nothing themselves, answer once what was queued before has been taken
+    /// from the queue. For a program about to exit: its runtime's shutdown would
+    /// otherwise cancel the writer task with messages still queued (e.g. the answers
+    /// a stdio server produced just before its input ended).
+    ///
+    /// Returns `false` when the output had closed first (what was still queued is
+    /// lost). It waits as long as the output does not take the bytes (a reader that
+    /// stopped reading): bound it with a timeout.
+    pub async fn flush(&self) -> bool {
+        let (done, written) = tokio::sync::oneshot::channel();
+        match &self.out {
+            Outlet::Queue(tx) => {
+                tx.send(Outbound::barrier(done)).await.is_ok() && written.await.is_ok()
+            }
+            // Routed onto its streams in the sending task already.
+            Outlet::Session(s) => !s.session.is_ended(),
         }
     }
 

@@ -189,28 +189,41 @@ const WRITE_BATCH: usize = 64 * 1024;
 
 /// Writes queued lines until every [`Sender`] is gone, then flushes and shuts the
 /// output down. Lines already queued are gathered into one write (up to
-/// [`WRITE_BATCH`] bytes); the output is flushed whenever the queue runs empty.
+/// [`WRITE_BATCH`] bytes); the output is flushed whenever the queue runs empty, and
+/// before a flush barrier ([`Sender::flush`]) is answered.
 async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Outbound>) {
-    // A line taken from the queue that did not fit in the previous write.
-    let mut held: Option<Vec<u8>> = None;
+    // An item taken from the queue that did not fit in the previous write (a line,
+    // or a barrier, which ends a batch).
+    let mut held: Option<Outbound> = None;
     loop {
-        let mut batch = match held.take() {
-            Some(line) => line,
+        let first = match held.take() {
+            Some(out) => out,
             None => match queue.recv().await {
-                Some(Outbound { line, .. }) => line,
+                Some(out) => out,
                 None => break,
             },
         };
+        if let Some(done) = first.barrier {
+            // Everything before it was written; flushed when the queue ran empty
+            // or here.
+            if let Err(e) = output.flush().await {
+                warn!(error = %e, "flush failed; the transport's output is closed");
+                return;
+            }
+            let _ = done.send(());
+            continue;
+        }
+        let mut batch = first.line;
         let mut lines = 1;
         while batch.len() < WRITE_BATCH {
-            let Ok(Outbound { line, .. }) = queue.try_recv() else {
+            let Ok(out) = queue.try_recv() else {
                 break;
             };
-            if batch.len() + line.len() > WRITE_BATCH {
-                held = Some(line);
+            if out.barrier.is_some() || batch.len() + out.line.len() > WRITE_BATCH {
+                held = Some(out);
                 break;
             }
-            batch.extend_from_slice(&line);
+            batch.extend_from_slice(&out.line);
             lines += 1;
         }
         trace!(bytes = batch.len(), lines, "writing");
@@ -383,6 +396,68 @@ mod tests {
             Span::none(),
         );
         (t, peer_out, peer_in)
+    }
+
+    /// `flush` returns once everything queued before it is in the output, and not
+    /// before: with a pipe of 64 bytes, it waits for the peer to read.
+    #[tokio::test]
+    async fn flush_waits_until_what_was_queued_is_written() {
+        let (peer, ours) = duplex(64);
+        let (our_in, our_out) = split(ours);
+        let (mut peer_out, _peer_in) = split(peer);
+        let t = connect(
+            our_in,
+            our_out,
+            Role::Client {
+                peer: "p".to_owned(),
+            },
+            &TransportConfig::default(),
+            Span::none(),
+        );
+        for id in 1..=4 {
+            t.sender.send(ping(id)).await.unwrap();
+        }
+        let flush = t.sender.flush();
+        tokio::pin!(flush);
+        // Four lines of about 45 bytes do not fit in the pipe: not written yet.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), flush.as_mut())
+                .await
+                .is_err(),
+            "flush returned before the lines were written"
+        );
+        let mut seen = Vec::new();
+        let reading = async {
+            let mut buf = [0u8; 256];
+            while seen.iter().filter(|b| **b == b'\n').count() < 4 {
+                let n = peer_out.read(&mut buf).await.unwrap();
+                seen.extend_from_slice(&buf[..n]);
+            }
+        };
+        let (flushed, ()) = tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::join!(flush, reading)
+        })
+        .await
+        .expect("flush returns once the peer has read");
+        assert!(flushed);
+        let lines: Vec<&[u8]> = seen
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(Message::decode(lines[3]).unwrap(), ping(4));
+        // Messages sent after a flush still go out.
+        t.sender.send(ping(5)).await.unwrap();
+        assert!(t.sender.flush().await);
+        // Once the output is gone, flush says so instead of waiting.
+        drop(peer_out);
+        drop(_peer_in);
+        let _ = t.sender.send(ping(6)).await;
+        assert!(
+            !tokio::time::timeout(Duration::from_secs(5), t.sender.flush())
+                .await
+                .expect("flush returns when the output is closed")
+        );
     }
 
     #[tokio::test]

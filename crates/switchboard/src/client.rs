@@ -639,7 +639,11 @@ impl Client {
     /// Streamable HTTP that includes the `DELETE` of the session (2025-03-26+
     /// "Session Management": a client that no longer needs a session SHOULD delete
     /// it), bounded by `HttpClientConfig::delete_timeout`; over stdio, our output is
-    /// closed and the call returns when the server closes its own.
+    /// closed and the call returns when the server closes its own. A server that
+    /// does not exit when its stdin closes keeps that waiting: for a child you
+    /// spawned, bound the call with a timeout, or call the transport's
+    /// `ChildProcess::shutdown` instead (it closes stdin, then escalates to SIGTERM
+    /// and SIGKILL, and reaps the child).
     ///
     /// Merely dropping the last [`Client`] does the same in the background, which a
     /// program about to exit (its runtime shut down) never lets finish: call this

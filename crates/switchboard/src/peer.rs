@@ -744,6 +744,13 @@ impl Peer {
         lock(&self.core().table).closed_reason().map(str::to_owned)
     }
 
+    /// Waits until every message queued on the transport before the call has been
+    /// written out (see switchboard-transport's `Sender::flush`); `false` when the
+    /// output had closed first. Unbounded: a reader that stopped reading holds it.
+    pub async fn flush(&self) -> bool {
+        self.shared.sender.flush().await
+    }
+
     /// Whether the transport has closed (every request now fails at once).
     pub fn is_closed(&self) -> bool {
         self.closed_reason().is_some() || self.shared.sender.is_closed()

@@ -51,6 +51,20 @@ fn example_binary() -> Option<PathBuf> {
     }
 }
 
+/// `<target>/<profile>/examples/<name>`, if it was built.
+fn example_named(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe
+        .parent()?
+        .parent()?
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    path.is_file().then_some(path).or_else(|| {
+        eprintln!("SKIPPED: example {name} not built (`cargo build -p switchboard --examples`)");
+        None
+    })
+}
+
 fn first_text(r: &CallToolResult) -> String {
     let v = serde_json::to_value(&r.content[0]).unwrap();
     v["text"].as_str().unwrap().to_owned()
@@ -181,6 +195,54 @@ fn write_line(stdin: &mut std::process::ChildStdin, line: &str) {
     stdin.write_all(line.as_bytes()).unwrap();
     stdin.write_all(b"\n").unwrap();
     stdin.flush().unwrap();
+}
+
+/// A client that writes its requests and closes stdin at once (a shell pipe)
+/// gets every answer the server produced, from a server whose `main` simply
+/// returns when `ServerSession::run` does (the `conformance_stdio` example): `run`
+/// writes out what is queued before it returns. Repeated, since without that the
+/// runtime's shutdown lost the answers in only some runs.
+#[test]
+fn answers_queued_when_stdin_ends_are_written_before_the_server_exits() {
+    let Some(path) = example_named("conformance_stdio") else {
+        return;
+    };
+    let input = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "test_simple_text", "arguments": {}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect::<String>();
+    for run in 0..20 {
+        let mut child = Command::new(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the example starts");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+        drop(stdin);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = rx
+            .recv_timeout(BOUND)
+            .expect("the server exits when stdin ends")
+            .unwrap();
+        assert!(out.status.success(), "run {run}: {:?}", out.status);
+        let ids: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!(1), json!(2)], "run {run}: answers lost");
+    }
 }
 
 #[test]

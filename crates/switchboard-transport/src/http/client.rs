@@ -563,7 +563,10 @@ fn modern_headers(
 // ---------------------------------------------------------------------------
 
 async fn run(inner: Arc<Inner>, mut out: mpsc::Receiver<Outbound>, batching: BatchingSwitch) {
-    while let Some(ob) = out.recv().await {
+    while let Some(mut ob) = out.recv().await {
+        if ob.pass_barrier() {
+            continue;
+        }
         let mut line = ob.line;
         while matches!(line.last(), Some(b'\n' | b'\r')) {
             line.pop();

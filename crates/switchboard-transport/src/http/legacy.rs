@@ -393,7 +393,10 @@ impl Pump {
                         debug!("every sender dropped; ending the session");
                         break Some(CloseReason::SessionClosed);
                     }
-                    Some(out) => {
+                    Some(mut out) => {
+                        if out.pass_barrier() {
+                            continue;
+                        }
                         touch(&self.activity);
                         let event = message_event(out.line);
                         tokio::select! {

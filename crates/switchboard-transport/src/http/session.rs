@@ -647,7 +647,9 @@ impl Session {
     /// queue are then taken together under the lock, so the events of a stream
     /// reach its connection in the order of their ids whichever tasks send them.
     pub(crate) async fn route(&self, out: Outbound) -> Result<(), ()> {
-        let Outbound { mut line, route } = out;
+        let Outbound {
+            mut line, route, ..
+        } = out;
         if line.last() == Some(&b'\n') {
             line.pop();
         }
@@ -701,7 +703,9 @@ impl Session {
     /// [`route`](Self::route) without waiting: `Err(true)` when the
     /// connection's queue is full, `Err(false)` once the session has ended.
     pub(crate) fn try_route(&self, out: Outbound) -> Result<(), bool> {
-        let Outbound { mut line, route } = out;
+        let Outbound {
+            mut line, route, ..
+        } = out;
         if line.last() == Some(&b'\n') {
             line.pop();
         }

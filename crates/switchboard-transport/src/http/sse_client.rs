@@ -491,7 +491,10 @@ struct Writer {
 
 impl Writer {
     async fn run(self, mut queue: mpsc::Receiver<Outbound>, stop: oneshot::Sender<()>) {
-        while let Some(out) = queue.recv().await {
+        while let Some(mut out) = queue.recv().await {
+            if out.pass_barrier() {
+                continue;
+            }
             let mut line = out.line;
             if line.last() == Some(&b'\n') {
                 line.pop();

@@ -158,7 +158,10 @@ enum Out {
     Dropped,
 }
 
-fn classify(out: Outbound) -> Out {
+fn classify(mut out: Outbound) -> Out {
+    if out.pass_barrier() {
+        return Out::Dropped;
+    }
     let line = trim(out.line);
     match Message::decode(&line) {
         Ok(Message::Response(_)) => Out::Response(line, None),

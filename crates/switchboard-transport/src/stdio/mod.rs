@@ -33,11 +33,11 @@ use crate::line::{connect_with_eof, Role};
 /// Caveat (Tokio's): stdin is read on a blocking thread. If the process wants to
 /// exit while stdin is still open, a read in progress can delay the runtime's
 /// shutdown; exit the process (or use `Runtime::shutdown_timeout`) rather than
-/// wait for it. But first let the writer task finish: it writes queued messages
-/// in the background and lets go of stdout only after its final flush, once every
-/// [`Sender`](crate::Sender) is dropped; exiting (or returning from `main`) before
-/// that loses them. To wait for it, use [`serve_on`] with a stdout wrapper that
-/// tells when it is dropped (the `switchboard` crate's `echo_server` example).
+/// wait for it. But first let the writer task write what is queued: it writes in
+/// the background, so exiting (or returning from `main`) with messages still
+/// queued loses them; [`Sender::flush`](crate::Sender::flush) waits until they
+/// are written (the `switchboard` crate's `ServerSession::run` does so before it
+/// returns).
 ///
 /// Panics if called outside a Tokio runtime.
 pub fn serve(config: &TransportConfig) -> Transport {

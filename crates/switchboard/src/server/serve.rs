@@ -59,14 +59,13 @@
 //!   cancellation token of every request still being handled (so
 //!   [`ToolContext::cancelled`](super::ToolContext::cancelled) completes) and aborts
 //!   those handlers at their next await: **in-flight requests are not answered**.
-//!   Answers already queued are still written: the output closes once the session's
-//!   last [`Peer`] is gone (the one [`ServerSession::run`] holds is dropped when it
-//!   returns; drop any clone taken with [`ServerSession::peer`] too). They are
-//!   written by the transport's writer task *after* `run` returns, so a program
-//!   that returns from `main` or exits right then can lose them (even the
-//!   `initialize` answer of a client that wrote its requests and closed stdin): wait
-//!   for the writer to let go of the output first, as `examples/echo_server.rs`
-//!   does with its `Stdout` wrapper.
+//!   Answers already queued are written before `run` returns ([`Peer::flush`],
+//!   bounded by [`FLUSH_BOUND`] for a client that stopped reading), so a program may
+//!   return from `main` or exit right after it (even a client that wrote its
+//!   requests and closed stdin at once gets its `initialize` answer). The output
+//!   itself closes once the session's last [`Peer`] is gone (the one `run` holds is
+//!   dropped when it returns; drop any clone taken with [`ServerSession::peer`]
+//!   too).
 //!
 //! This module must not know about bytes, framing, processes or sockets (the
 //! transport), about ids and deadlines (the peer), nor what a tool does (the
@@ -278,6 +277,10 @@ impl Server {
     }
 }
 
+/// How long [`ServerSession::run`] waits, once the input has closed, for the
+/// answers already queued to be written out: 5 s.
+pub const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl ServerSession {
     /// The session's peer, e.g. to send `notifications/resources/updated` (see
     /// [`Server::resource_updated`]) while it runs. A clone kept past
@@ -321,6 +324,19 @@ impl ServerSession {
             tokio::select! {
                 () = driver.run() => {}
                 () = announce => {}
+            }
+            // Answers already queued are written before `run` returns, so that
+            // the program may exit right after it (bounded: a client that stopped
+            // reading does not hold it).
+            match tokio::time::timeout(FLUSH_BOUND, peer.flush()).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!("the output closed before queued answers were written")
+                }
+                Err(_) => tracing::warn!(
+                    bound_ms = FLUSH_BOUND.as_millis() as u64,
+                    "queued answers not written within the bound; the client is not reading"
+                ),
             }
             drop(peer);
             let reason = lock(&shared.closed)
