@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchboard_protocol::codec::{FrameDecoder, LineDecoder, LineError};
-use switchboard_protocol::jsonrpc::Batching;
+use switchboard_protocol::codec::{FrameDecoder, LineDecoder, LineError, PEEK_BYTES};
+use switchboard_protocol::jsonrpc::{peek, peek_tail, Batching};
 
 /// Cuts `data` into chunks of 0 to 31 bytes, driven by `seed`.
 fn chunks(data: &[u8], seed: u16) -> Vec<&[u8]> {
@@ -32,11 +32,18 @@ fn reference(data: &[u8], max: usize) -> Vec<Result<String, LineError>> {
     let mut out = Vec::new();
     let mut parts: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
     let last = parts.pop().unwrap_or(&[]);
-    let mut push = |line: &[u8]| {
+    // `raw`: the line as received (a `\r` before its `\n` included), whose ends a
+    // line too long is peeked at; `line`: without that `\r`.
+    let mut push = |raw: &[u8], line: &[u8]| {
         if line.len() > max {
+            let mut peeked = peek(&raw[..raw.len().min(PEEK_BYTES)]);
+            if peeked.id.is_none() {
+                peeked.id = peek_tail(&raw[raw.len().saturating_sub(PEEK_BYTES)..]);
+            }
             out.push(Err(LineError::LineTooLong {
                 limit: max,
                 len: line.len(),
+                peeked,
             }));
         } else if !line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
             out.push(
@@ -47,10 +54,10 @@ fn reference(data: &[u8], max: usize) -> Vec<Result<String, LineError>> {
         }
     };
     for part in parts {
-        push(part.strip_suffix(b"\r").unwrap_or(part));
+        push(part, part.strip_suffix(b"\r").unwrap_or(part));
     }
     // End of input: an unterminated last line counts, with its `\r` if any.
-    push(last);
+    push(last, last);
     out
 }
 

@@ -10,7 +10,7 @@ use std::io;
 use std::sync::Arc;
 
 use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
-use switchboard_protocol::jsonrpc::{decode_frame, Frame, Message};
+use switchboard_protocol::jsonrpc::{decode_frame, ErrorObject, Frame, Message};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -317,17 +317,31 @@ impl ReaderTask {
                 }
                 Inbound::Batch(items)
             }
-            Err((e, text)) => {
-                self.bad_line(e, text.as_deref()).await;
-                return Ok(());
-            }
+            Err((e, text)) => return self.bad_line(e, text.as_deref()).await,
         };
         // Straight to the receiver's direct sink when it has one and nothing is
         // queued before this message (one reader: never concurrently).
         self.events.deliver(event).await.map_err(|_| Gone)
     }
 
-    async fn bad_line(&mut self, e: LineError, text: Option<&str>) {
+    async fn bad_line(&mut self, e: LineError, text: Option<&str>) -> Result<(), Gone> {
+        // The answer to one of our requests, too long to read: that request fails
+        // now, rather than wait for its timeout.
+        if let LineError::LineTooLong { peeked, .. } = &e {
+            if let Some(id) = peeked.answer_to() {
+                warn!(%id, error = %e, "an answer too long to read; its request fails");
+                let error = ErrorObject::new(
+                    crate::handle::TRANSPORT_ERROR,
+                    format!("the answer could not be read: {e} (the transport's line limit)"),
+                );
+                let id = id.clone();
+                return self
+                    .events
+                    .deliver(Inbound::Failed { id, error })
+                    .await
+                    .map_err(|_| Gone);
+            }
+        }
         match &self.role {
             Role::Client { peer } => {
                 let line = text.map(excerpt).unwrap_or_default();
@@ -354,6 +368,7 @@ impl ReaderTask {
                 }
             }
         }
+        Ok(())
     }
 }
 

@@ -121,13 +121,24 @@ async fn an_oversized_line_is_a_parse_error_and_the_stream_goes_on() {
         "a".repeat(10_000)
     );
     peer.write(long.as_bytes()).await;
+    // Its id was seen in its first bytes: the answer carries it, so the client's
+    // request fails at once.
     let answer = peer.read().await;
     assert_eq!(answer["error"]["code"], -32700);
-    assert_eq!(answer["id"], Value::Null);
+    assert_eq!(answer["id"], 2);
     assert!(answer["error"]["message"]
         .as_str()
         .unwrap()
         .contains("limit of 64 bytes"));
+    // An id at neither end (nor after the long member as the last one): null.
+    let hidden = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{{\"x\":\"{}\"}},\"id\":3,\"z\":1}}\n",
+        "a".repeat(10_000)
+    );
+    peer.write(hidden.as_bytes()).await;
+    let answer = peer.read().await;
+    assert_eq!(answer["error"]["code"], -32700);
+    assert_eq!(answer["id"], Value::Null);
     peer.write(PING).await;
     assert_eq!(next_message(&mut rx).await.method(), Some("ping"));
 }

@@ -18,7 +18,7 @@ use switchboard::server::{ServeOptions, Server, ToolError};
 use switchboard::{CallOptions, Client, ClientOptions};
 use switchboard_protocol::jsonrpc::{Batching, Message, Request};
 use switchboard_protocol::types::{
-    CallToolResult, CreateMessageResult, Implementation, ProgressNotificationParams,
+    CallToolResult, CreateMessageResult, Implementation, ProgressNotificationParams, TextContent,
 };
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion::{self, *};
@@ -233,6 +233,56 @@ async fn a_panicking_tool_gets_an_internal_error_and_the_session_goes_on() {
             .expect("the session goes on");
         assert_eq!(first_text(&r), name);
     }
+}
+
+/// A message longer than the line limit is dropped unread, but what its ends show
+/// is used: an answer too long fails its call at once (`is_transport`, naming the
+/// limit) instead of leaving it to its timeout; a request too long is answered
+/// with an error carrying its id. The session goes on in both cases.
+#[tokio::test]
+async fn a_message_over_the_line_limit_fails_its_call_at_once() {
+    let server = echo_server::builder()
+        .tool(
+            serde_json::from_value(json!({"name": "big", "inputSchema": {"type": "object"}}))
+                .unwrap(),
+            |_args, _ctx| async move {
+                Ok(CallToolResult {
+                    content: vec![TextContent::new("x".repeat(10_000)).into()],
+                    ..Default::default()
+                })
+            },
+        )
+        .build()
+        .expect("the server builds");
+    let mut config = TransportConfig::default();
+    config.max_line_len = 4096;
+    let (client_end, server_end) = memory::pair(&config);
+    let serving = tokio::spawn(server.serve(server_end, ServeOptions::default()).run());
+    let client = within(Client::connect(client_end, client_options()))
+        .await
+        .expect("the client connects");
+
+    let e = within(client.call_tool("big", json!({})))
+        .await
+        .expect_err("the answer is over the limit");
+    assert!(e.is_transport(), "{e:?}");
+    assert!(
+        e.to_string().contains("exceeds the limit of 4096 bytes"),
+        "{e}"
+    );
+
+    let e = within(client.call_tool("echo", json!({"text": "y".repeat(10_000)})))
+        .await
+        .expect_err("the request is over the server's limit");
+    assert!(e.is_protocol(), "{e:?}");
+    assert_eq!(e.error_object().unwrap().code, -32700);
+
+    let r = within(client.call_tool("echo", json!({"text": "small"})))
+        .await
+        .expect("the session goes on");
+    assert_eq!(first_text(&r), "small");
+    drop(client);
+    within(serving).await.unwrap();
 }
 
 #[tokio::test]

@@ -17,8 +17,8 @@ use std::fmt;
 
 use super::DEFAULT_MAX_FRAME_LEN;
 use crate::jsonrpc::{
-    code, decode_frame, encode_batch, Batching, DecodeError, ErrorObject, ErrorResponse, Frame,
-    Message,
+    code, decode_frame, encode_batch, peek, peek_tail, Batching, DecodeError, ErrorObject,
+    ErrorResponse, Frame, Message, Peeked,
 };
 
 /// Why a line gave no message. Each error is about one line only: the decoder has
@@ -32,6 +32,10 @@ pub enum LineError {
         limit: usize,
         /// The length of the dropped line in bytes, without its `\n` or `\r\n`.
         len: usize,
+        /// What its first and last [`PEEK_BYTES`] bytes showed (its `id`, and
+        /// whether it was a request or an answer), so that the request it carried
+        /// can be answered, or the request it answered failed, at once.
+        peeked: Peeked,
     },
     /// The line was not valid UTF-8 (JSON text must be; RFC 8259 §8.1).
     InvalidUtf8 {
@@ -54,19 +58,26 @@ impl LineError {
     }
 
     /// Whether to answer at all: always, except for a broken notification
-    /// ([`DecodeError::wants_response`]).
+    /// ([`DecodeError::wants_response`]) and a line too long whose first bytes show
+    /// an answer (a response is never answered, JSON-RPC 2.0 §5).
     pub fn wants_response(&self) -> bool {
         match self {
             LineError::Decode(e) => e.wants_response(),
+            LineError::LineTooLong { peeked, .. } => peeked.answer_to().is_none(),
             _ => true,
         }
     }
 
     /// The error response to send back. Its id is `null` unless a decoding error
-    /// could read the request's id.
+    /// could read the request's id, or the ends of a line too long showed it
+    /// ([`Peeked::request_id`]).
     pub fn to_response(&self) -> ErrorResponse {
         match self {
             LineError::Decode(e) => e.to_response(),
+            LineError::LineTooLong { peeked, .. } => ErrorResponse::new(
+                peeked.request_id().cloned(),
+                ErrorObject::new(self.code(), self.to_string()),
+            ),
             other => ErrorResponse::new(None, ErrorObject::new(other.code(), other.to_string())),
         }
     }
@@ -75,7 +86,7 @@ impl LineError {
 impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LineError::LineTooLong { limit, len } => write!(
+            LineError::LineTooLong { limit, len, .. } => write!(
                 f,
                 "message of {len} bytes exceeds the limit of {limit} bytes; dropped"
             ),
@@ -132,7 +143,42 @@ pub struct LineDecoder {
     discarding: Option<usize>,
     /// While discarding: whether the last dropped byte was `\r`.
     last_cr: bool,
+    /// While discarding: the line's first and (so far) last [`PEEK_BYTES`] bytes.
+    head: Vec<u8>,
+    tail: Vec<u8>,
     out: VecDeque<Result<String, LineError>>,
+}
+
+/// How many bytes of each end of a line too long to read are kept to find its
+/// `id` ([`LineError::LineTooLong`]'s `peeked`): 1 KiB.
+pub const PEEK_BYTES: usize = 1024;
+
+/// Appends to `head` what of `more` fits in [`PEEK_BYTES`].
+fn keep_head(head: &mut Vec<u8>, more: &[u8]) {
+    let room = PEEK_BYTES.saturating_sub(head.len());
+    head.extend_from_slice(&more[..room.min(more.len())]);
+}
+
+/// Keeps the last [`PEEK_BYTES`] of `tail` followed by `more`.
+fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
+    if more.len() >= PEEK_BYTES {
+        tail.clear();
+        tail.extend_from_slice(&more[more.len() - PEEK_BYTES..]);
+    } else {
+        tail.extend_from_slice(more);
+        if tail.len() > PEEK_BYTES {
+            tail.drain(..tail.len() - PEEK_BYTES);
+        }
+    }
+}
+
+/// What the ends of a line too long to read show.
+fn peek_ends(head: &[u8], tail: &[u8]) -> Peeked {
+    let mut peeked = peek(head);
+    if peeked.id.is_none() {
+        peeked.id = peek_tail(tail);
+    }
+    peeked
 }
 
 impl Default for LineDecoder {
@@ -160,6 +206,8 @@ impl LineDecoder {
             buf: Vec::new(),
             discarding: None,
             last_cr: false,
+            head: Vec::new(),
+            tail: Vec::new(),
             out: VecDeque::new(),
         }
     }
@@ -196,6 +244,8 @@ impl LineDecoder {
                     None => {
                         self.discarding = Some(seen + rest.len());
                         self.last_cr = rest.last() == Some(&b'\r');
+                        keep_head(&mut self.head, rest);
+                        keep_tail(&mut self.tail, rest);
                         return;
                     }
                     Some(i) => {
@@ -207,9 +257,15 @@ impl LineDecoder {
                         let len = seen + i - usize::from(ends_cr);
                         self.discarding = None;
                         self.last_cr = false;
+                        keep_head(&mut self.head, &rest[..i]);
+                        keep_tail(&mut self.tail, &rest[..i]);
+                        let peeked = peek_ends(&self.head, &self.tail);
+                        self.head.clear();
+                        self.tail.clear();
                         self.out.push_back(Err(LineError::LineTooLong {
                             limit: self.max,
                             len,
+                            peeked,
                         }));
                         rest = &rest[i + 1..];
                     }
@@ -223,7 +279,13 @@ impl LineDecoder {
                     if total > self.max.saturating_add(1) {
                         self.discarding = Some(total);
                         self.last_cr = rest.last() == Some(&b'\r');
-                        self.buf = Vec::new();
+                        let line = std::mem::take(&mut self.buf);
+                        self.head.clear();
+                        self.head
+                            .extend(line.iter().chain(rest).take(PEEK_BYTES).copied());
+                        self.tail.clear();
+                        keep_tail(&mut self.tail, &line);
+                        keep_tail(&mut self.tail, rest);
                     } else {
                         self.buf.extend_from_slice(rest);
                     }
@@ -247,10 +309,15 @@ impl LineDecoder {
         };
         let len = total - usize::from(ends_cr);
         if len > self.max {
-            self.buf = Vec::new();
+            let line = std::mem::take(&mut self.buf);
+            let head: Vec<u8> = line.iter().chain(tail).take(PEEK_BYTES).copied().collect();
+            let mut end = Vec::new();
+            keep_tail(&mut end, &line);
+            keep_tail(&mut end, tail);
             self.out.push_back(Err(LineError::LineTooLong {
                 limit: self.max,
                 len,
+                peeked: peek_ends(&head, &end),
             }));
             return;
         }
@@ -287,17 +354,24 @@ impl LineDecoder {
     /// every remaining line. The decoder is empty and reusable afterwards.
     pub fn finish(&mut self) -> impl Iterator<Item = Result<String, LineError>> + '_ {
         if let Some(seen) = self.discarding.take() {
+            let peeked = peek_ends(&self.head, &self.tail);
+            self.head.clear();
+            self.tail.clear();
             self.out.push_back(Err(LineError::LineTooLong {
                 limit: self.max,
                 len: seen,
+                peeked,
             }));
         } else if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             let len = line.len();
             if len > self.max {
+                let mut end = Vec::new();
+                keep_tail(&mut end, &line);
                 self.out.push_back(Err(LineError::LineTooLong {
                     limit: self.max,
                     len,
+                    peeked: peek_ends(&line[..len.min(PEEK_BYTES)], &end),
                 }));
             } else {
                 self.end_line_owned(line);
@@ -482,7 +556,74 @@ mod tests {
     }
 
     fn too_long(limit: usize, len: usize) -> Item {
-        Err(LineError::LineTooLong { limit, len })
+        Err(LineError::LineTooLong {
+            limit,
+            len,
+            peeked: Peeked::default(),
+        })
+    }
+
+    /// A line too long to read still shows its id at either end, in every
+    /// chunking: an answer is failed, not answered; a request is answered with
+    /// its id.
+    #[test]
+    fn a_line_too_long_keeps_what_its_ends_show() {
+        use crate::jsonrpc::Id;
+        let big = "x".repeat(5000);
+        let answer_first = format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"t":"{big}"}}}}"#);
+        let answer_last = format!(r#"{{"result":{{"t":"{big}"}},"jsonrpc":"2.0","id":"q-1"}}"#);
+        let request_last = format!(r#"{{"method":"tools/call","params":{{"t":"{big}"}},"id":4}}"#);
+        let request_first =
+            format!(r#"{{"id":"s\"3", "method":"tools/call","params":{{"t":"{big}"}}}}"#);
+        let unknown = format!(r#"{{"t":"{big}"}}"#);
+        for (chunk, limit) in [1, 7, 100, 4096, 100_000]
+            .into_iter()
+            .flat_map(|c| [(c, 10), (c, 1000)])
+        {
+            let mut dec = LineDecoder::with_max_line_len(limit);
+            let input = format!(
+                "{answer_first}\n{answer_last}\r\n{request_last}\n{request_first}\n{unknown}"
+            );
+            let mut got = Vec::new();
+            for c in input.as_bytes().chunks(chunk) {
+                got.extend(dec.feed(c));
+            }
+            got.extend(dec.finish());
+            let peeked: Vec<Peeked> = got
+                .into_iter()
+                .map(|item| match item {
+                    Err(LineError::LineTooLong { peeked, .. }) => peeked,
+                    other => panic!("chunk {chunk}: {other:?}"),
+                })
+                .collect();
+            assert_eq!(peeked.len(), 5, "chunk {chunk}");
+            assert_eq!(peeked[0].answer_to(), Some(&Id::from(9)), "chunk {chunk}");
+            assert_eq!(
+                peeked[1].answer_to(),
+                Some(&Id::from("q-1")),
+                "chunk {chunk}"
+            );
+            assert_eq!(peeked[2].request_id(), Some(&Id::from(4)), "chunk {chunk}");
+            assert_eq!(
+                peeked[3].request_id(),
+                Some(&Id::from("s\"3")),
+                "chunk {chunk}"
+            );
+            assert_eq!(peeked[4], Peeked::default(), "chunk {chunk}");
+        }
+        let e = LineError::LineTooLong {
+            limit: 1,
+            len: 2,
+            peeked: peek(br#"{"id":4,"method":"x","params":"#),
+        };
+        assert!(e.wants_response());
+        assert_eq!(e.to_response().id, Some(Id::from(4)));
+        let e = LineError::LineTooLong {
+            limit: 1,
+            len: 2,
+            peeked: peek(br#"{"id":4,"result":"#),
+        };
+        assert!(!e.wants_response(), "a response is never answered");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 pub mod line;
 pub mod sse;
 
-pub use line::{encode_batch_line, encode_line, FrameDecoder, LineDecoder, LineError};
+pub use line::{encode_batch_line, encode_line, FrameDecoder, LineDecoder, LineError, PEEK_BYTES};
 pub use sse::{encode_comment, Event, SseEncodeError, SseError, SseItem, SseParser};
 
 /// The default maximum size of one frame (a stdio line, or one SSE event):

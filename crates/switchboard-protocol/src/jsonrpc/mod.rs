@@ -6,6 +6,7 @@
 pub mod code;
 mod id;
 mod message;
+mod peek;
 mod scan;
 
 pub(crate) use message::raw_opt_eq;
@@ -15,3 +16,4 @@ pub use message::{
     decode_frame, encode_batch, Batching, DecodeError, DecodeErrorKind, ErrorObject, ErrorResponse,
     Frame, Message, MessageRef, Notification, Request, Response, JSONRPC_VERSION,
 };
+pub use peek::{peek, peek_tail, Peeked};
