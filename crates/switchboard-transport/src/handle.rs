@@ -796,11 +796,13 @@ pub enum Inbound {
     /// (`DecodeError::to_response`, unless `wants_response` is false); on the
     /// client side they have been logged (warn) and may be ignored.
     Batch(Vec<Result<Message, DecodeError>>),
-    /// A request of ours that the transport gave up on (client-side HTTP
-    /// transports only): it could not be sent, or no JSON-RPC answer to it came
-    /// back (an HTTP error status without a JSON-RPC body, a connection that
-    /// failed, an SSE stream cut before the response and not resumed). No response
-    /// from the peer will come for it; the peer may or may not have received it.
+    /// A request of ours that the transport gave up on. Over HTTP (client side):
+    /// it could not be sent, or no JSON-RPC answer to it came back (an HTTP error
+    /// status without a JSON-RPC body, a connection that failed, an SSE stream cut
+    /// before the response and not resumed). Over a line transport (stdio, either
+    /// side): its answer was longer than the line limit and was dropped unread
+    /// (its id read from the line's ends). No response from the peer will come for
+    /// it; over HTTP the peer may or may not have received it.
     ///
     /// Distinct from a [`Message::Error`] so that a library can tell "the server
     /// answered with an error" from "the transport failed", whatever code the

@@ -143,7 +143,9 @@ impl Error {
     /// The transport gave up on the request: it could not be sent, or no JSON-RPC
     /// answer to it came back (an HTTP error status without a JSON-RPC body, a
     /// connection that failed, an SSE stream cut before the response and not
-    /// resumed). The peer may or may not have received it. Not final: the next
+    /// resumed), or its answer was longer than a line transport's limit (stdio,
+    /// `TransportConfig::max_line_len`) and was dropped unread. Over HTTP the peer
+    /// may or may not have received it. Not final: the next
     /// request may go through. [`error_object`](Self::error_object) has the
     /// transport's description: code -32000 (`TRANSPORT_ERROR` of
     /// switchboard-transport), a message naming the failure, and `data`
