@@ -289,8 +289,13 @@ async fn relay(
                         return Err("the connection to the remote closed".to_owned());
                     }
                 }
-                // stdio reports no failed requests.
-                Some(Inbound::Failed { id, .. }) => debug!(%id, "a failure from the host app's side; ignored"),
+                // The host app's answer to a remote request was too long to read:
+                // the remote gets an error for it, not silence.
+                Some(Inbound::Failed { id, error }) => {
+                    if up_tx.send(Inbound::failure_response(id, error)).await.is_err() {
+                        return Err("the connection to the remote closed".to_owned());
+                    }
+                }
                 Some(Inbound::Batch(items)) => {
                     for m in items.into_iter().flatten() {
                         let _ = up_tx.send(m).await;

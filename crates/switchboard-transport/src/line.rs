@@ -10,7 +10,7 @@ use std::io;
 use std::sync::Arc;
 
 use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
-use switchboard_protocol::jsonrpc::{decode_frame, ErrorObject, Frame, Message};
+use switchboard_protocol::jsonrpc::{decode_frame, ErrorObject, ErrorResponse, Frame, Message};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -34,16 +34,21 @@ const READ_CHUNK: usize = 64 * 1024;
 pub enum Role {
     /// We are the server, reading what a client wrote (e.g. our own stdin). A bad
     /// line is answered on our output with the spec's error response
-    /// (`LineError::to_response`): -32700 with `id: null` for malformed JSON, a
-    /// line over the limit or non-UTF-8; -32600 with the request's id when it could
-    /// be read (`null` otherwise). A broken notification (a `method` and no `id`)
-    /// gets no answer (`LineError::wants_response`). The stream goes on with the
-    /// next line. Each bad line is also logged (warn).
+    /// (`LineError::to_response`): -32700 with `id: null` for malformed JSON or
+    /// non-UTF-8; -32700 for a line over the limit, with the request's id when the
+    /// line's ends show it (`null` otherwise); -32600 with the request's id when it
+    /// could be read (`null` otherwise). A broken notification (a `method` and no
+    /// `id`) gets no answer (`LineError::wants_response`), nor does an answer over
+    /// the limit whose id is seen: its request fails instead ([`Inbound::Failed`]),
+    /// in both roles. The stream goes on with the next line. Each bad line is also
+    /// logged (warn).
     Server,
     /// We are the client, reading what a server wrote (e.g. a child's stdout). A
     /// bad line (a banner, a stray print, an invalid envelope) is the server's
     /// fault: it is logged (warn, with `peer`) and skipped; nothing is sent back and
-    /// the session goes on.
+    /// the session goes on. Except a request of the server's over the line limit
+    /// whose id its ends show: it is answered with -32700 and that id, so the
+    /// server does not wait for its timeout.
     Client {
         /// The peer's name, for the logs (e.g. the child's configured name).
         peer: String,
@@ -342,7 +347,18 @@ impl ReaderTask {
                     .map_err(|_| Gone);
             }
         }
+        let server_request_too_long = matches!(
+            &e,
+            LineError::LineTooLong { peeked, .. } if peeked.request_id().is_some()
+        );
         match &self.role {
+            // A request of the server's too long to read, whose id is known: it
+            // gets its error like a client's would, so the server need not wait
+            // for its timeout.
+            Role::Client { peer } if server_request_too_long => {
+                warn!(peer = %peer, error = %e, "the server's request is too long to read; answering with an error");
+                self.answer(e.to_response()).await;
+            }
             Role::Client { peer } => {
                 let line = text.map(excerpt).unwrap_or_default();
                 warn!(peer = %peer, error = %e, line, "the server wrote a line that is not a valid JSON-RPC message; skipped");
@@ -353,22 +369,28 @@ impl ReaderTask {
             Role::Server => {
                 let answer = e.to_response();
                 warn!(code = answer.error.code, error = %e, "bad input; answering with an error");
-                let line = encode_line(&Message::Error(answer));
-                match self.replies.upgrade() {
-                    Some(tx) => {
-                        if tx
-                            .send(Outbound::new(line, Route::Unrelated))
-                            .await
-                            .is_err()
-                        {
-                            debug!("output closed; the error answer was not sent");
-                        }
-                    }
-                    None => debug!("no sender left; the error answer was not sent"),
-                }
+                self.answer(answer).await;
             }
         }
         Ok(())
+    }
+
+    /// Writes an error response on our output (it does not go through the
+    /// library).
+    async fn answer(&self, answer: ErrorResponse) {
+        let line = encode_line(&Message::Error(answer));
+        match self.replies.upgrade() {
+            Some(tx) => {
+                if tx
+                    .send(Outbound::new(line, Route::Unrelated))
+                    .await
+                    .is_err()
+                {
+                    debug!("output closed; the error answer was not sent");
+                }
+            }
+            None => debug!("no sender left; the error answer was not sent"),
+        }
     }
 }
 
@@ -376,7 +398,7 @@ impl ReaderTask {
 mod tests {
     use super::*;
     use std::time::Duration;
-    use switchboard_protocol::jsonrpc::Request;
+    use switchboard_protocol::jsonrpc::{Id, Request};
     use tokio::io::{duplex, split, AsyncReadExt, AsyncWriteExt};
 
     fn ping(id: i64) -> Message {
@@ -411,6 +433,55 @@ mod tests {
             Span::none(),
         );
         (t, peer_out, peer_in)
+    }
+
+    /// In the client role, a request of the server's over the line limit is
+    /// answered with its id; an answer over the limit fails our request
+    /// ([`Inbound::Failed`]); the session goes on.
+    #[tokio::test]
+    async fn lines_over_the_limit_in_the_client_role() {
+        let (peer, ours) = duplex(4096);
+        let (our_in, our_out) = split(ours);
+        let (mut peer_out, mut peer_in) = split(peer);
+        let config = TransportConfig {
+            max_line_len: 64,
+            ..TransportConfig::default()
+        };
+        let mut t = connect(
+            our_in,
+            our_out,
+            Role::Client {
+                peer: "p".to_owned(),
+            },
+            &config,
+            Span::none(),
+        );
+        let big = "a".repeat(200);
+        let lines = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"sampling/createMessage\",\"params\":{{\"x\":\"{big}\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{\"x\":\"{big}\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":10,\"result\":{{}}}}\n"
+        );
+        peer_in.write_all(lines.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(5), peer_out.read(&mut buf))
+            .await
+            .expect("the server's request is answered")
+            .unwrap();
+        let answer: serde_json::Value = serde_json::from_slice(&buf[..n]).unwrap();
+        assert_eq!(answer["id"], 4);
+        assert_eq!(answer["error"]["code"], -32700);
+        match tokio::time::timeout(Duration::from_secs(5), t.receiver.recv()).await {
+            Ok(Some(Inbound::Failed { id, error })) => {
+                assert_eq!(id, Id::from(9));
+                assert_eq!(error.code, crate::TRANSPORT_ERROR);
+            }
+            other => panic!("expected the failure of request 9, got {other:?}"),
+        }
+        match tokio::time::timeout(Duration::from_secs(5), t.receiver.recv()).await {
+            Ok(Some(Inbound::Message(Message::Response(r)))) => assert_eq!(r.id, Id::from(10)),
+            other => panic!("expected the response to 10, got {other:?}"),
+        }
     }
 
     /// `flush` returns once everything queued before it is in the output, and not

@@ -929,6 +929,17 @@ impl Dispatch {
         let (Some(message), Some(shared)) = (message, self.shared.upgrade()) else {
             return;
         };
+        // Queued at once when there is room, so that it is ahead of anything
+        // queued later (a flush barrier included); a task waits for room only
+        // when the queue is full.
+        let message = match shared.sender.try_send(message) {
+            Ok(()) => return,
+            Err(e) if e.is_full() => match e.into_inner() {
+                switchboard_transport::Outgoing::Message(m) => m,
+                switchboard_transport::Outgoing::Batch(_) => return,
+            },
+            Err(_) => return,
+        };
         let sender = shared.sender.clone();
         drop(shared);
         tokio::spawn(async move {
@@ -1157,7 +1168,7 @@ impl Dispatch {
             t.cancel_with(format!("transport closed: {reason}"));
         }
         tracing::info!(%reason, failed, handlers_cancelled = running.len(), "transport closed");
-        self.handler.closed(reason);
+        contain("close handler", || self.handler.closed(reason));
     }
 }
 

@@ -58,8 +58,10 @@ impl LineError {
     }
 
     /// Whether to answer at all: always, except for a broken notification
-    /// ([`DecodeError::wants_response`]) and a line too long whose first bytes show
-    /// an answer (a response is never answered, JSON-RPC 2.0 §5).
+    /// ([`DecodeError::wants_response`]) and a line too long whose ends show an
+    /// answer and its id ([`Peeked::answer_to`]: a response is never answered,
+    /// JSON-RPC 2.0 §5; its request is failed instead). An answer whose id is not
+    /// seen is answered with `id: null`, as any unreadable line.
     pub fn wants_response(&self) -> bool {
         match self {
             LineError::Decode(e) => e.wants_response(),
