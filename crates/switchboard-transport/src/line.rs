@@ -420,7 +420,19 @@ mod tests {
         tokio::io::ReadHalf<tokio::io::DuplexStream>,
         tokio::io::WriteHalf<tokio::io::DuplexStream>,
     ) {
-        let (peer, ours) = duplex(4096);
+        client_over_pipe(4096, &TransportConfig::default())
+    }
+
+    /// [`client_over_duplex`] with a pipe of `buffer` bytes and `config`.
+    fn client_over_pipe(
+        buffer: usize,
+        config: &TransportConfig,
+    ) -> (
+        Transport,
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
+        let (peer, ours) = duplex(buffer);
         let (our_in, our_out) = split(ours);
         let (peer_out, peer_in) = split(peer);
         let t = connect(
@@ -429,7 +441,7 @@ mod tests {
             Role::Client {
                 peer: "p".to_owned(),
             },
-            &TransportConfig::default(),
+            config,
             Span::none(),
         );
         (t, peer_out, peer_in)
@@ -440,22 +452,11 @@ mod tests {
     /// ([`Inbound::Failed`]); the session goes on.
     #[tokio::test]
     async fn lines_over_the_limit_in_the_client_role() {
-        let (peer, ours) = duplex(4096);
-        let (our_in, our_out) = split(ours);
-        let (mut peer_out, mut peer_in) = split(peer);
         let config = TransportConfig {
             max_line_len: 64,
             ..TransportConfig::default()
         };
-        let mut t = connect(
-            our_in,
-            our_out,
-            Role::Client {
-                peer: "p".to_owned(),
-            },
-            &config,
-            Span::none(),
-        );
+        let (mut t, mut peer_out, mut peer_in) = client_over_pipe(4096, &config);
         let big = "a".repeat(200);
         let lines = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"sampling/createMessage\",\"params\":{{\"x\":\"{big}\"}}}}\n\
@@ -488,18 +489,7 @@ mod tests {
     /// before: with a pipe of 64 bytes, it waits for the peer to read.
     #[tokio::test]
     async fn flush_waits_until_what_was_queued_is_written() {
-        let (peer, ours) = duplex(64);
-        let (our_in, our_out) = split(ours);
-        let (mut peer_out, _peer_in) = split(peer);
-        let t = connect(
-            our_in,
-            our_out,
-            Role::Client {
-                peer: "p".to_owned(),
-            },
-            &TransportConfig::default(),
-            Span::none(),
-        );
+        let (t, mut peer_out, _peer_in) = client_over_pipe(64, &TransportConfig::default());
         for id in 1..=4 {
             t.sender.send(ping(id)).await.unwrap();
         }

@@ -34,21 +34,7 @@ async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
 
 /// `<target>/<profile>/examples/echo_server`, if it was built.
 fn example_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let profile_dir = exe.parent()?.parent()?;
-    let path = profile_dir
-        .join("examples")
-        .join(format!("echo_server{}", std::env::consts::EXE_SUFFIX));
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; `cargo test` without target filters builds it \
-             (or run `cargo build -p switchboard --example echo_server`)",
-            path.display()
-        );
-        None
-    }
+    example_named("echo_server")
 }
 
 /// `<target>/<profile>/examples/<name>`, if it was built.
@@ -59,10 +45,35 @@ fn example_named(name: &str) -> Option<PathBuf> {
         .parent()?
         .join("examples")
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    path.is_file().then_some(path).or_else(|| {
-        eprintln!("SKIPPED: example {name} not built (`cargo build -p switchboard --examples`)");
-        None
-    })
+    if path.is_file() {
+        return Some(path);
+    }
+    eprintln!(
+        "SKIPPED: {} not found; `cargo test` without target filters builds it \
+         (or run `cargo build -p switchboard --example {name}`)",
+        path.display()
+    );
+    None
+}
+
+/// The example server as a child, and a client connected to it with `options`.
+async fn connect_to_example(
+    path: &std::path::Path,
+    options: ClientOptions,
+) -> (Client, switchboard_transport::stdio::ChildProcess) {
+    let ChildTransport {
+        sender,
+        receiver,
+        process,
+    } = spawn(
+        ChildConfig::new("echo_server", path),
+        &TransportConfig::default(),
+    )
+    .expect("the example starts");
+    let client = within(Client::connect(Transport { sender, receiver }, options))
+        .await
+        .expect("connect");
+    (client, process)
 }
 
 fn first_text(r: &CallToolResult) -> String {
@@ -73,15 +84,6 @@ fn first_text(r: &CallToolResult) -> String {
 #[tokio::test]
 async fn the_client_talks_to_the_example_server_process() {
     let Some(path) = example_binary() else { return };
-    let ChildTransport {
-        sender,
-        receiver,
-        process,
-    } = spawn(
-        ChildConfig::new("echo_server", &path),
-        &TransportConfig::default(),
-    )
-    .expect("the example starts");
     let options = ClientOptions::new(Implementation::new("e2e-stdio", "0.1.0")).with_sampling(
         |_params, _cx| async {
             let answer: CreateMessageResult = serde_json::from_value(json!({
@@ -93,9 +95,7 @@ async fn the_client_talks_to_the_example_server_process() {
             Ok(answer)
         },
     );
-    let client = within(Client::connect(Transport { sender, receiver }, options))
-        .await
-        .expect("connect");
+    let (client, process) = connect_to_example(&path, options).await;
     assert_eq!(client.server_info().name, "echo-server");
 
     let tools = within(client.list_tools()).await.unwrap();
@@ -150,19 +150,8 @@ async fn the_client_talks_to_the_example_server_process() {
 #[tokio::test]
 async fn a_panicking_progress_callback_does_not_end_the_session() {
     let Some(path) = example_binary() else { return };
-    let ChildTransport {
-        sender,
-        receiver,
-        process,
-    } = spawn(
-        ChildConfig::new("echo_server", &path),
-        &TransportConfig::default(),
-    )
-    .expect("the example starts");
     let options = ClientOptions::new(Implementation::new("e2e-stdio", "0.1.0"));
-    let client = within(Client::connect(Transport { sender, receiver }, options))
-        .await
-        .expect("connect");
+    let (client, process) = connect_to_example(&path, options).await;
     let options = CallOptions::new().on_progress(|_| panic!("a bug in the progress callback"));
     let r = within(client.call_tool_with(
         "slow_progress",
