@@ -384,13 +384,8 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = runtime.block_on(async {
-        let outcome = connect_stdio(config).await;
-        // Every sender is gone now; give the stdout writer a moment to write what
-        // is queued (e.g. the error answer to the host app's initialize).
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        outcome
-    });
+    // connect_stdio writes out what is queued for the host app before it returns.
+    let outcome = runtime.block_on(connect_stdio(config));
     // The stdin reader sits in a blocking read: do not wait for it.
     runtime.shutdown_background();
     match outcome {
