@@ -75,24 +75,35 @@ pub type ProgressCallback = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync
 /// JSON-RPC error to answer with.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ErrorObject>> + Send>>;
 
-/// A handler's future with its panics caught: a panic while polling it becomes
-/// `Err` (the payload) instead of unwinding through the task that runs it.
-struct CatchUnwind(HandlerFuture);
+/// A future with its panics caught: a panic while polling it becomes `Err` (the
+/// payload) instead of unwinding through the task that runs it. Used for request
+/// handlers, in a session (here) and in a stateless 2026-07-28 exchange.
+pub(crate) struct CatchUnwind<F>(pub(crate) F);
 
-impl Future for CatchUnwind {
-    type Output = Result<Result<Box<RawValue>, ErrorObject>, Box<dyn std::any::Any + Send>>;
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
 
     fn poll(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         let fut = &mut self.0;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Pin::new(&mut *fut).poll(cx)
+        })) {
             Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
             Ok(std::task::Poll::Ready(r)) => std::task::Poll::Ready(Ok(r)),
             Err(panic) => std::task::Poll::Ready(Err(panic)),
         }
     }
+}
+
+/// The error answer to a request whose handler panicked (-32603, "internal
+/// error: the handler failed", the same in a session and in a stateless
+/// exchange); the panic's message is logged (error), never sent to the peer.
+pub(crate) fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    tracing::error!(error = %panic_text(panic), "handler panicked");
+    ErrorObject::new(code::INTERNAL_ERROR, "internal error: the handler failed")
 }
 
 /// Runs `f`, user code called synchronously from the task that reads the
@@ -1131,15 +1142,7 @@ impl Dispatch {
                     Ok(Ok(result)) => Message::Response(Response { id, result }),
                     Ok(Err(error)) => Message::Error(ErrorResponse::new(Some(id), error)),
                     Err(panic) => {
-                        let what = panic_text(&*panic);
-                        tracing::error!(error = %what, "handler panicked");
-                        Message::Error(ErrorResponse::new(
-                            Some(id),
-                            ErrorObject::new(
-                                code::INTERNAL_ERROR,
-                                "internal error: the handler failed",
-                            ),
-                        ))
+                        Message::Error(ErrorResponse::new(Some(id), handler_panicked(&*panic)))
                     }
                 };
                 if peer.shared.sender.send(message).await.is_err() {

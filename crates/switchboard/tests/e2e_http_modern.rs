@@ -803,3 +803,65 @@ async fn a_handler_closes_its_stream_and_the_client_resumes() {
         "Reconnection test completed (stream closed: false)"
     );
 }
+
+/// A tool that panics is answered the same way in a stateless 2026-07-28 exchange
+/// as in a session: -32603 "internal error: the handler failed" with the request's
+/// id (not a `null`-id error for a request that "ended without a response"), and
+/// the server goes on answering both.
+#[tokio::test]
+async fn a_panicking_tool_gets_the_same_answer_in_every_era() {
+    let panics: switchboard_protocol::types::Tool =
+        serde_json::from_value(json!({"name": "panics", "inputSchema": {"type": "object"}}))
+            .unwrap();
+    let server = fixture::with_2026_fixtures(fixture::builder())
+        .tool(panics, |_, _ctx: ToolContext| async move {
+            tokio::task::yield_now().await;
+            panic!("a bug in the tool")
+        })
+        .build()
+        .unwrap();
+    let http = start(server).await;
+    let want = json!({"code": -32603, "message": "internal error: the handler failed"});
+    for id in [7, 8] {
+        let r = call(
+            &http,
+            id,
+            "tools/call",
+            tool_call("panics", json!({}), json!({})),
+        )
+        .await;
+        let last = r.last();
+        assert_eq!(last["id"], id, "{last}");
+        assert_eq!(last["error"], want, "{last}");
+        let r = call(
+            &http,
+            id + 10,
+            "tools/call",
+            tool_call("test_simple_text", json!({}), json!({})),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.last()["id"],
+            id + 10,
+            "the server goes on: {:?}",
+            r.messages
+        );
+        assert!(r.last().get("result").is_some(), "{:?}", r.messages);
+    }
+    let c = client();
+    let sid = legacy_session(&c, &http, json!({})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "panics", "arguments": {}}});
+    let r = bounded(legacy_post(&c, &http, body, Some(&sid)).send())
+        .await
+        .unwrap();
+    let text = bounded(r.text()).await.unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let answer: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(answer["error"], want, "{answer}");
+}

@@ -58,7 +58,7 @@ use super::changes::{self, Change};
 use super::context::{BoxFuture, ContextError, ContextSink};
 use super::mrtr::{self, Round};
 use super::{Server, SessionState};
-use crate::peer::CancelToken;
+use crate::peer::{handler_panicked, CancelToken, CatchUnwind};
 
 /// How long a cancelled handler may run on after the client closed its stream, to
 /// notice [`ToolContext::cancelled`](super::ToolContext::cancelled): 5 seconds.
@@ -398,7 +398,11 @@ pub(crate) async fn serve(
     };
     tokio::pin!(run);
     tokio::select! {
-        outcome = &mut run => answer(&sender, id, outcome).await,
+        // A panicking handler is answered as in a session, and logged.
+        outcome = CatchUnwind(run.as_mut()) => {
+            let outcome = outcome.unwrap_or_else(|panic| Err(handler_panicked(&*panic)));
+            answer(&sender, id, outcome).await
+        }
         _ = closed(&mut receiver) => {
             tracing::debug!(method = %request.method, "the client closed the stream; cancelling");
             cancel.cancel_with("the client closed the stream");
