@@ -700,6 +700,51 @@ async fn a_reply_over_max_body_bytes_names_the_limit() {
     .await;
 }
 
+/// An SSE event over `max_body_bytes` is dropped, but a later event with an id
+/// moves the last event id past it: when the stream is then cut, it is resumed
+/// from that later id (which does not replay the dropped event) and the response
+/// arrives. Resuming is refused only while no later id has come (the test above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_big_event_does_not_stop_a_later_resumption() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let (url, _seen, _task) = stub(session_script(inits, |seen| {
+            let note = |n: u32| {
+                json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "x".repeat(n as usize)}})
+            };
+            if seen.method == "GET" {
+                assert_eq!(seen.header("last-event-id"), Some("3"));
+                let resp = json!({"jsonrpc": "2.0", "id": 7, "result": {"resumed": true}});
+                return Reply::Sse(vec![format!("id: 4\ndata: {resp}\n\n")]);
+            }
+            Reply::Sse(vec![
+                "retry: 30\nid: 1\ndata: \n\n".into(),
+                format!("id: 2\ndata: {}\n\n", note(4096)),
+                format!("id: 3\ndata: {}\n\n", note(8)),
+            ])
+        }))
+        .await;
+        let mut config = HttpClientConfig::new(&url);
+        config.max_body_bytes = 1024;
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(request(7, "tools/call", json!({"name": "x"})))
+            .await
+            .unwrap();
+        let m = next_answer(&mut rx).await;
+        let Message::Response(r) = m else {
+            panic!("the resumed stream delivers the response: {m:?}")
+        };
+        assert_eq!(r.id, Id::from(7));
+        assert_eq!(r.result.get(), r#"{"resumed":true}"#);
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_server_is_gone_every_pending_call_fails_fast() {
     bounded(async {

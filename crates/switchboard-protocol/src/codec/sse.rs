@@ -225,13 +225,18 @@ pub enum SseError {
     EventTooLarge {
         /// The limit in bytes ([`SseParser::max_event_len`]).
         limit: usize,
+        /// The last event id when the event was dropped (its own `id`, if it had
+        /// one, is dropped with it). A reconnection with this `Last-Event-ID`
+        /// would have the event sent again; once a later event moves
+        /// [`SseParser::last_event_id`] past it, one would not.
+        after: String,
     },
 }
 
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SseError::EventTooLarge { limit } => write!(
+            SseError::EventTooLarge { limit, .. } => write!(
                 f,
                 "SSE event exceeds the limit of {limit} bytes; discarded up to the next empty line"
             ),
@@ -495,8 +500,10 @@ impl SseParser {
     /// The current event is too large: report it, drop it, and skip to the next
     /// empty line. `mid_line`: the overflow happened inside a line.
     fn overflow(&mut self, mid_line: bool) {
-        self.out
-            .push_back(Err(SseError::EventTooLarge { limit: self.max }));
+        self.out.push_back(Err(SseError::EventTooLarge {
+            limit: self.max,
+            after: self.last_event_id.clone(),
+        }));
         self.reset_block();
         self.id_buffer.clone_from(&self.last_event_id);
         self.line = Vec::new();
@@ -684,7 +691,14 @@ mod tests {
     }
 
     fn too_large(limit: usize) -> Item {
-        Err(SseError::EventTooLarge { limit })
+        too_large_after(limit, "")
+    }
+
+    fn too_large_after(limit: usize, after: &str) -> Item {
+        Err(SseError::EventTooLarge {
+            limit,
+            after: after.to_owned(),
+        })
     }
 
     struct Case {
@@ -897,6 +911,17 @@ mod tests {
                 vec![too_large(16), msg("ok")],
             )
             .max(16),
+            case(
+                "the dropped event's place: after the last id, its own id dropped",
+                b"id: 3\ndata: a\n\nid: 4\n\nid: 9\ndata: 0123456789abcdef\n\ndata: ok\n\n",
+                vec![
+                    ev("message", "a", Some("3"), None),
+                    too_large_after(16, "4"),
+                    msg("ok"),
+                ],
+            )
+            .max(16)
+            .id("4"),
             case(
                 "many lines add up",
                 b"data: 012345\ndata: 6789ab\n\r\ndata: ok\r\n\r\n",

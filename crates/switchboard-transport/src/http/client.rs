@@ -53,7 +53,7 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::StatusCode;
 use serde_json::Value;
-use switchboard_protocol::codec::{SseItem, SseParser};
+use switchboard_protocol::codec::{SseError, SseItem, SseParser};
 use switchboard_protocol::jsonrpc::{decode_frame, Batching, ErrorObject, Frame, Id, Message};
 use switchboard_protocol::version::Era;
 use switchboard_protocol::ProtocolVersion;
@@ -874,16 +874,16 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
     }
 }
 
-/// Feeds one SSE chunk; removes answered ids from `pending`; sets `too_large` when
-/// an event over the parser's limit was dropped. Returns whether an event was
-/// dispatched.
+/// Feeds one SSE chunk; removes answered ids from `pending`; sets `dropped_after`
+/// to the last event id before an event over the parser's limit that was dropped.
+/// Returns whether an event was dispatched.
 async fn feed_sse(
     inner: &Inner,
     parser: &mut SseParser,
     chunk: &[u8],
     pending: &mut Vec<Id>,
     batching: Batching,
-    too_large: &mut bool,
+    dropped_after: &mut Option<String>,
 ) -> bool {
     let items: Vec<_> = parser.feed(chunk).collect();
     let mut progressed = false;
@@ -900,8 +900,9 @@ async fn feed_sse(
             }
             Ok(SseItem::Comment(_)) => {}
             Err(e) => {
-                *too_large = true;
                 tracing::warn!(error = %e, "SSE event dropped");
+                let SseError::EventTooLarge { after, .. } = e;
+                *dropped_after = Some(after);
             }
         }
     }
@@ -919,7 +920,8 @@ async fn read_sse(
     let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
     let mut pending = ids;
     let mut attempts = 0u32;
-    let mut too_large = false;
+    // The last event id before the latest event dropped as over max_body_bytes.
+    let mut dropped_after: Option<String> = None;
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
@@ -929,7 +931,7 @@ async fn read_sse(
                     &chunk,
                     &mut pending,
                     batching,
-                    &mut too_large,
+                    &mut dropped_after,
                 )
                 .await
                 {
@@ -949,8 +951,9 @@ async fn read_sse(
         }
         // Resume (legacy revisions only; 2026-07-28 has no resumption).
         let last = parser.last_event_id().to_owned();
-        let mut why = if too_large {
-            // Resuming would replay the same event from its predecessor's id.
+        let mut why = if dropped_after.as_deref() == Some(last.as_str()) {
+            // Resuming from here would replay the same event (no later event
+            // moved the last event id past it).
             format!(
                 "the SSE stream ended before the response, after an event over max_body_bytes ({} bytes) was dropped",
                 inner.config.max_body_bytes
@@ -1091,15 +1094,8 @@ fn start_standalone(inner: &Arc<Inner>) {
                     Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
                         let batching = Batching::Refused;
                         while let Ok(Some(chunk)) = r.chunk().await {
-                            if feed_sse(
-                                &inner,
-                                &mut parser,
-                                &chunk,
-                                &mut none,
-                                batching,
-                                &mut false,
-                            )
-                            .await
+                            if feed_sse(&inner, &mut parser, &chunk, &mut none, batching, &mut None)
+                                .await
                             {
                                 failures = 0;
                             }
