@@ -488,6 +488,83 @@ async fn a_body_over_the_limit_gets_413() {
     .await
 }
 
+/// A body far over the limit (more than the sockets buffer) still gets its 413,
+/// not a reset connection that the client sees as "broken pipe": the server reads
+/// and discards the rest of the body (bounded) before it answers. Both with a
+/// declared Content-Length and with a chunked body, and the session goes on.
+/// POSTs `body` with `Transfer-Encoding: chunked` (64 KiB chunks) over a raw
+/// socket; the status of the reply. An error when the server resets the
+/// connection before the whole body is written or the reply read.
+async fn chunked_post(url: &str, sid: &str, body: &[u8]) -> std::io::Result<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut s = tokio::net::TcpStream::connect(&authority).await?;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).await?;
+    for chunk in body.chunks(64 << 10) {
+        s.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .await?;
+        s.write_all(chunk).await?;
+        s.write_all(b"\r\n").await?;
+    }
+    s.write_all(b"0\r\n\r\n").await?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !reply.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&reply);
+    text.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))
+}
+
+#[tokio::test]
+async fn a_body_far_over_the_limit_gets_413_not_a_reset() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.max_body_bytes = 1024;
+        let (server, _closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let big = json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
+            "params": {"pad": "x".repeat(8 << 20)}})
+        .to_string();
+        for round in 0..3 {
+            let resp = post(&c, &url, Some(&sid), big.clone())
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("round {round}, declared length: {e:?}"));
+            assert_eq!(resp.status(), 413);
+            let body = resp.text().await.unwrap();
+            assert!(body.contains("1024"), "names the limit: {body}");
+            let status = chunked_post(&url, &sid, big.as_bytes())
+                .await
+                .unwrap_or_else(|e| panic!("round {round}, chunked: {e:?}"));
+            assert_eq!(status, 413);
+        }
+        let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
+        let resp = post(&c, &url, Some(&sid), ping).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "the session goes on");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn bad_json_gets_400_with_a_parse_error() {
     bounded(async {

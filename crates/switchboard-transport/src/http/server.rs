@@ -83,7 +83,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -770,7 +770,8 @@ fn request_ids(frame: &Frame) -> Vec<Id> {
 }
 
 /// A POST's JSON body: `Content-Type` must be `application/json` (else 415), and
-/// the body at most `max` bytes, by its declared length and as read (else 413);
+/// the body at most `max` bytes, by its declared length and as read (else 413,
+/// sent once the rest of the body is read and thrown away, see [`DRAIN_BYTES`]);
 /// a body that cannot be read is 400. The answer for a refused body comes back as
 /// the `Err` (a JSON-RPC error without id). Shared by the Streamable HTTP and the
 /// legacy HTTP+SSE endpoints.
@@ -793,22 +794,69 @@ pub(crate) async fn read_json_body(
             format!("the body exceeds {max} bytes"),
         ))
     };
+    let mut body = body;
     let declared =
         guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
+        drain(&mut body).await;
         return Err(too_large());
     }
-    match Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Err(e) => {
-            debug!(error = %e, "reading the body failed");
-            Err(Box::new(rpc_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                "could not read the body",
-            )))
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_trailers) => continue,
+            },
+            Err(e) => {
+                debug!(error = %e, "reading the body failed");
+                return Err(Box::new(rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    code::INVALID_REQUEST,
+                    "could not read the body",
+                )));
+            }
+        };
+        len += data.len();
+        if len > max {
+            drain(&mut body).await;
+            return Err(too_large());
         }
+        chunks.push(data);
+    }
+    Ok(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => Bytes::from(chunks.concat()),
+    })
+}
+
+/// At most this much of a body over the limit is read and thrown away before the
+/// 413 is sent, for at most [`DRAIN_TIME`]. A server that answers while the client
+/// is still writing closes the connection with unread bytes, which resets it: the
+/// client then sees "broken pipe" or "connection reset" instead of the 413.
+/// Past either bound the 413 is sent anyway.
+const DRAIN_BYTES: usize = 32 << 20;
+
+/// See [`DRAIN_BYTES`].
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// Reads and discards what is left of `body`, within [`DRAIN_BYTES`] and
+/// [`DRAIN_TIME`]; a read error ends it.
+async fn drain(body: &mut Incoming) {
+    let read = async {
+        let mut left = DRAIN_BYTES;
+        while let Some(Ok(frame)) = body.frame().await {
+            let n = frame.data_ref().map_or(0, Bytes::len);
+            if n >= left {
+                return;
+            }
+            left -= n;
+        }
+    };
+    if tokio::time::timeout(DRAIN_TIME, read).await.is_err() {
+        debug!("the rest of a body over the limit did not come in time");
     }
 }
 
