@@ -457,7 +457,7 @@ impl Started {
         let (session, initialized) = {
             let mut lc = lock(&lifecycle);
             lc.recv_response(&Response { id, result })
-                .map_err(|e| Error::lifecycle(e).with_method("initialize"))?;
+                .map_err(|e| Error::refused_answer(e).with_method("initialize"))?;
             let session = lc
                 .session()
                 .cloned()
@@ -559,7 +559,7 @@ impl Started {
                 }
             }
         }
-        Err(Error::lifecycle(LifecycleError::Config(
+        Err(Error::refused_answer(LifecycleError::Config(
             "the server rejected every 2026-07-28 revision we offered",
         ))
         .with_method(SERVER_DISCOVER))
