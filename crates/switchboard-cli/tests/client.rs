@@ -211,6 +211,20 @@ fn a_dead_command_exits_2_with_one_line() {
     assert!(r.stderr.contains("/nonexistent/mcp-server"), "{}", r.stderr);
 }
 
+/// A command that echoes its input (`cat`) sends our `initialize` back; the
+/// client refused it and took its own refusal, echoed, as the server's answer:
+/// "peer answered error -32600: \"initialize\" is not allowed before
+/// initialization completes", which blamed a handshake rule. The error must
+/// say what happened.
+#[test]
+fn a_command_that_echoes_its_input_is_named_as_such() {
+    let r = run(&["ping", "--timeout", "5", "--", "cat"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("echo"), "{}", r.stderr);
+    assert!(!r.stderr.contains("not allowed before"), "{}", r.stderr);
+}
+
 #[test]
 fn a_hanging_server_times_out_with_exit_2() {
     let r = run(&["ping", "--timeout", "1", "--", "sleep", "30"]);
