@@ -264,7 +264,18 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
-    let example = args.command.is_empty();
+    // A sample call for the banner: one the example server has and the
+    // allowlist (if any) lets through, so that the line pastes and works.
+    let allows = |t: &str| args.allow_tools.is_empty() || args.allow_tools.iter().any(|a| a == t);
+    let sample_call = if !args.command.is_empty() {
+        None
+    } else if allows("progress") {
+        Some("progress --arg seconds=2")
+    } else if allows("echo") {
+        Some("echo --arg text=hello")
+    } else {
+        None
+    };
     let command_text = if args.command.is_empty() {
         "the built-in example server".to_owned()
     } else {
@@ -321,8 +332,8 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             .unwrap_or_else(|| "switchboard".to_owned());
         lines.push("try it (in another terminal):".to_owned());
         lines.push(format!("  {me} tools list {url}"));
-        if example {
-            lines.push(format!("  {me} tools call {url} progress --arg seconds=2"));
+        if let Some(call) = sample_call {
+            lines.push(format!("  {me} tools call {url} {call}"));
         }
         println!("{}", lines.join("\n"));
         wait_for_signal().await;
