@@ -203,6 +203,20 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
             args.path, args.sse_path, args.message_path
         ));
     }
+    // `/healthz` and `/readyz` answer every GET with the probe: an endpoint there
+    // would lose its GETs (the SSE stream, or the session's GET stream).
+    let mut endpoints = vec![("--path", &args.path)];
+    if !args.no_sse {
+        endpoints.push(("--sse-path", &args.sse_path));
+        endpoints.push(("--message-path", &args.message_path));
+    }
+    for (flag, path) in endpoints {
+        if path == "/healthz" || path == "/readyz" {
+            return Err(format!(
+                "{flag} {path}: that path is the bridge's health probe"
+            ));
+        }
+    }
     if let Some(bad) = args.allow_tools.iter().find(|t| t.trim().is_empty()) {
         return Err(format!("--allow-tool needs a tool name, got {bad:?}"));
     }
@@ -460,10 +474,16 @@ mod tests {
             &["--allow-tool", ""],
             &["--max-in-flight", "0"],
             &["--threads", "0"],
+            // The probes' paths: a GET there answers the probe, never MCP.
+            &["--path", "/healthz"],
+            &["--path", "/readyz"],
+            &["--sse-path", "/readyz"],
+            &["--message-path", "/healthz"],
         ] {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }
         assert!(check_args(&args(&["--path", "/sse", "--no-sse"])).is_ok());
+        assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
     }
 
     #[test]
