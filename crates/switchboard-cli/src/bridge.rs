@@ -296,6 +296,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         args.command.join(" ")
     };
     let threads = args.threads;
+    let listen = args.listen;
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -321,7 +322,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("switchboard: cannot listen: {e}");
+                eprintln!("switchboard: cannot listen on {listen}: {e}");
                 return ExitCode::from(2);
             }
         };

@@ -955,3 +955,23 @@ async fn the_banner_suggests_only_calls_the_allowlist_permits() {
         );
     }
 }
+
+/// A port already in use fails at once with exit 2 and one line that names the
+/// address (it said only "cannot listen: Address already in use").
+#[test]
+fn a_busy_port_is_named_in_the_error() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let out = std::process::Command::new(BIN)
+        .args(["bridge", "--listen", &addr])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("switchboard: "))
+        .unwrap_or_default();
+    assert!(line.contains(&addr), "{stderr}");
+}
