@@ -731,7 +731,12 @@ async fn initialize(
         // a timeout means legacy).
         match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver)).await {
             Ok(Ok(info)) => return Ok(info),
-            Ok(Err(why)) => debug!(why, "server/discover refused; trying initialize"),
+            // The child is gone (it exited, or closed its end): `initialize`
+            // would only fail on the closed pipe and hide why (the exit status).
+            Ok(Err(Discover::Gone(why))) => return Err(why),
+            Ok(Err(Discover::Refused(why))) => {
+                debug!(why, "server/discover refused; trying initialize")
+            }
             Err(_) => debug!("no answer to server/discover; trying initialize"),
         }
     }
@@ -768,7 +773,23 @@ async fn initialize(
     // Perhaps a server of 2026-07-28 only: ask what it is.
     discover(inner, sender, receiver)
         .await
-        .map_err(|why| format!("{refusal}; {why}"))
+        .map_err(|why| format!("{refusal}; {}", why.text()))
+}
+
+/// Why [`discover`] did not give an [`InitInfo`].
+enum Discover {
+    /// The child is gone: [`exchange`] failed (its reason, e.g. the exit status).
+    Gone(String),
+    /// The child answered, but not as a 2026-07-28 server.
+    Refused(String),
+}
+
+impl Discover {
+    fn text(self) -> String {
+        match self {
+            Discover::Gone(why) | Discover::Refused(why) => why,
+        }
+    }
 }
 
 /// Asks `server/discover` (2026-07-28, "Lifecycle → Discovery"); `Ok` when the
@@ -777,7 +798,8 @@ async fn discover(
     inner: &Arc<Inner>,
     sender: &Sender,
     receiver: &mut switchboard_transport::Receiver,
-) -> Result<InitInfo, String> {
+) -> Result<InitInfo, Discover> {
+    let refused = Discover::Refused;
     let init: Map<String, Value> =
         serde_json::from_str(inner.config.init_params.get()).unwrap_or_default();
     let discover = serde_json::json!({ "_meta": {
@@ -785,21 +807,24 @@ async fn discover(
         meta::CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or_else(|| serde_json::json!({})),
         meta::CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or_else(|| serde_json::json!({"name": "switchboard-bridge", "version": "0"})),
     }});
-    let request =
-        Request::new(Id::from(1u64), "server/discover", &discover).map_err(|e| e.to_string())?;
-    match exchange(sender, receiver, request).await? {
+    let request = Request::new(Id::from(1u64), "server/discover", &discover)
+        .map_err(|e| refused(e.to_string()))?;
+    match exchange(sender, receiver, request)
+        .await
+        .map_err(Discover::Gone)?
+    {
         Message::Response(r) => {
             let d: DiscoverResult = serde_json::from_str(r.result.get())
-                .map_err(|e| format!("invalid server/discover result: {e}"))?;
+                .map_err(|e| refused(format!("invalid server/discover result: {e}")))?;
             if !d
                 .supported_versions
                 .iter()
                 .any(|v| v == ProtocolVersion::V2026_07_28.as_str())
             {
-                return Err(format!(
+                return Err(refused(format!(
                     "server/discover names no revision we speak: {:?}",
                     d.supported_versions
-                ));
+                )));
             }
             let server_info = d
                 .server_info()
@@ -812,20 +837,23 @@ async fn discover(
             if let Some(text) = &d.instructions {
                 synthesized["instructions"] = Value::String(text.clone());
             }
-            let raw = serde_json::value::to_raw_value(&synthesized).map_err(|e| e.to_string())?;
+            let raw = serde_json::value::to_raw_value(&synthesized)
+                .map_err(|e| refused(e.to_string()))?;
             let result: InitializeResult =
-                serde_json::from_value(synthesized).map_err(|e| e.to_string())?;
+                serde_json::from_value(synthesized).map_err(|e| refused(e.to_string()))?;
             Ok(InitInfo {
                 raw,
                 result,
                 modern: true,
             })
         }
-        Message::Error(e) => Err(format!(
+        Message::Error(e) => Err(refused(format!(
             "server/discover failed: {} ({})",
             e.error.message, e.error.code
+        ))),
+        _ => Err(refused(
+            "an unexpected answer to server/discover".to_owned(),
         )),
-        _ => Err("an unexpected answer to server/discover".to_owned()),
     }
 }
 

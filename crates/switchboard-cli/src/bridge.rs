@@ -203,6 +203,20 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
             args.path, args.sse_path, args.message_path
         ));
     }
+    // `/healthz` and `/readyz` answer every GET with the probe: an endpoint there
+    // would lose its GETs (the SSE stream, or the session's GET stream).
+    let mut endpoints = vec![("--path", &args.path)];
+    if !args.no_sse {
+        endpoints.push(("--sse-path", &args.sse_path));
+        endpoints.push(("--message-path", &args.message_path));
+    }
+    for (flag, path) in endpoints {
+        if path == "/healthz" || path == "/readyz" {
+            return Err(format!(
+                "{flag} {path}: that path is the bridge's health probe"
+            ));
+        }
+    }
     if let Some(bad) = args.allow_tools.iter().find(|t| t.trim().is_empty()) {
         return Err(format!("--allow-tool needs a tool name, got {bad:?}"));
     }
@@ -264,13 +278,25 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
-    let example = args.command.is_empty();
+    // A sample call for the banner: one the example server has and the
+    // allowlist (if any) lets through, so that the line pastes and works.
+    let allows = |t: &str| args.allow_tools.is_empty() || args.allow_tools.iter().any(|a| a == t);
+    let sample_call = if !args.command.is_empty() {
+        None
+    } else if allows("progress") {
+        Some("progress --arg seconds=2")
+    } else if allows("echo") {
+        Some("echo --arg text=hello")
+    } else {
+        None
+    };
     let command_text = if args.command.is_empty() {
         "the built-in example server".to_owned()
     } else {
         args.command.join(" ")
     };
     let threads = args.threads;
+    let listen = args.listen;
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -296,7 +322,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("switchboard: cannot listen: {e}");
+                eprintln!("switchboard: cannot listen on {listen}: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -321,8 +347,8 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             .unwrap_or_else(|| "switchboard".to_owned());
         lines.push("try it (in another terminal):".to_owned());
         lines.push(format!("  {me} tools list {url}"));
-        if example {
-            lines.push(format!("  {me} tools call {url} progress --arg seconds=2"));
+        if let Some(call) = sample_call {
+            lines.push(format!("  {me} tools call {url} {call}"));
         }
         println!("{}", lines.join("\n"));
         wait_for_signal().await;
@@ -449,10 +475,16 @@ mod tests {
             &["--allow-tool", ""],
             &["--max-in-flight", "0"],
             &["--threads", "0"],
+            // The probes' paths: a GET there answers the probe, never MCP.
+            &["--path", "/healthz"],
+            &["--path", "/readyz"],
+            &["--sse-path", "/readyz"],
+            &["--message-path", "/healthz"],
         ] {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }
         assert!(check_args(&args(&["--path", "/sse", "--no-sse"])).is_ok());
+        assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
     }
 
     #[test]

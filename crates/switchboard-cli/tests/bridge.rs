@@ -911,3 +911,67 @@ async fn priming_events_carry_the_configured_retry() {
         );
     }
 }
+
+/// The banner's lines up to the last client command (read with a bound), then
+/// the bridge is stopped.
+async fn banner(args: &[&str]) -> String {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["bridge", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut text = String::new();
+    // The banner is printed at once; a short quiet spell ends it.
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(std::time::Duration::from_secs(2), lines.next_line()).await
+    {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let _ = child.kill().await;
+    text
+}
+
+/// The banner's sample `tools call` names a tool the client may call: with an
+/// `--allow-tool` list without `progress`, it printed a command that could only
+/// fail ("unknown tool").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_banner_suggests_only_calls_the_allowlist_permits() {
+    let text = banner(&[]).await;
+    assert!(text.contains(" tools list http://"), "{text}");
+    assert!(text.contains(" tools call http://"), "{text}");
+    let text = banner(&["--allow-tool", "echo"]).await;
+    assert!(text.contains(" tools list http://"), "{text}");
+    for line in text.lines().filter(|l| l.contains(" tools call ")) {
+        assert!(
+            line.contains(" echo"),
+            "a call the allowlist refuses: {line}"
+        );
+    }
+}
+
+/// A port already in use fails at once with exit 2 and one line that names the
+/// address (it said only "cannot listen: Address already in use").
+#[test]
+fn a_busy_port_is_named_in_the_error() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let out = std::process::Command::new(BIN)
+        .args(["bridge", "--listen", &addr])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("switchboard: "))
+        .unwrap_or_default();
+    assert!(line.contains(&addr), "{stderr}");
+}

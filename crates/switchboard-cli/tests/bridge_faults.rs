@@ -702,3 +702,41 @@ async fn a_command_that_cannot_start_fails_requests_at_once() {
         bridge.terminate();
     }
 }
+
+/// A child that exits at once is reported by its exit status (on `/readyz` and
+/// in a 2026-07-28 client's error). Per session, the shared child is first asked
+/// `server/discover`; the child's exit then ended that probe, and the
+/// `initialize` tried after it failed with "the child closed its stdin" (or "the
+/// child's output ended"), which named neither the exit nor its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
+    let bridge = BridgeProc::start(&[], &["sh", "-c", "exit 3"]).await;
+    let c = client();
+    let readyz = format!("{}/readyz", bridge.base);
+    let deadline = Instant::now() + WAIT;
+    let body = loop {
+        let r = c.get(&readyz).send().await.unwrap();
+        assert_eq!(r.status(), 503, "never ready");
+        let body = r.text().await.unwrap();
+        if !body.contains("starting") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "down in time: {body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(body.contains("exit status: 3"), "{body}");
+    let discover = json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let reply = post(&c, &bridge.url, &headers, &discover).await;
+    let message = reply.response(&json!(1))["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("exit status: 3"), "{}", reply.body);
+    bridge.terminate();
+}

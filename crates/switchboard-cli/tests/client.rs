@@ -211,6 +211,20 @@ fn a_dead_command_exits_2_with_one_line() {
     assert!(r.stderr.contains("/nonexistent/mcp-server"), "{}", r.stderr);
 }
 
+/// A command that echoes its input (`cat`) sends our `initialize` back; the
+/// client refused it and took its own refusal, echoed, as the server's answer:
+/// "peer answered error -32600: \"initialize\" is not allowed before
+/// initialization completes", which blamed a handshake rule. The error must
+/// say what happened.
+#[test]
+fn a_command_that_echoes_its_input_is_named_as_such() {
+    let r = run(&["ping", "--timeout", "5", "--", "cat"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("echo"), "{}", r.stderr);
+    assert!(!r.stderr.contains("not allowed before"), "{}", r.stderr);
+}
+
 #[test]
 fn a_hanging_server_times_out_with_exit_2() {
     let r = run(&["ping", "--timeout", "1", "--", "sleep", "30"]);
@@ -804,8 +818,37 @@ fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
 /// does not reach it) is shut down, not left running.
 #[test]
 fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
+    let (code, stderr, still_running) = signal_while_connecting("INT");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+}
+
+/// SIGTERM (`timeout`, a CI runner, systemd) and SIGHUP (the terminal closed)
+/// end the command as Ctrl-C does. They killed the process outright (exit 143 or
+/// 129, no message), leaving a stdio server that does not exit on stdin EOF
+/// running in its own process group.
+#[test]
+fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
+    for (signal, name) in [("TERM", "SIGTERM"), ("HUP", "SIGHUP")] {
+        let (code, stderr, still_running) = signal_while_connecting(signal);
+        assert_eq!(code, Some(2), "{signal}: {stderr}");
+        assert_eq!(stderr, format!("switchboard: terminated by {name}\n"));
+        assert!(
+            !still_running,
+            "{signal}: the stdio server was left running"
+        );
+    }
+}
+
+/// Starts `ping -- sh -c '...; exec sleep 300'` (a server that ignores stdin EOF
+/// and never answers), sends SIG`signal` to the client once the server runs, and
+/// returns the client's exit code, its stderr and whether the server was still
+/// running after the client exited (it is then ended here).
+fn signal_while_connecting(signal: &str) -> (Option<i32>, String, bool) {
     use std::process::{Command, Stdio};
-    let dir = std::env::temp_dir().join(format!("sb-ctrl-c-connect-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("sb-signal-{signal}-connect-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
@@ -833,10 +876,10 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    // Give the client time to send initialize, then interrupt it.
+    // Give the client time to send initialize, then signal it.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
+        .args([&format!("-{signal}"), &pid.to_string()])
         .status();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -844,9 +887,9 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
     });
     let out = rx
         .recv_timeout(common::BOUND)
-        .expect("exits after SIGINT")
+        .expect("exits after the signal")
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let alive = || {
         Command::new("kill")
             .args(["-0", &server_pid.to_string()])
@@ -860,9 +903,7 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
         let _ = Command::new("kill").arg(server_pid.to_string()).status();
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(2), "{:?} {stderr}", out.status);
-    assert_eq!(stderr, "switchboard: interrupted\n");
-    assert!(!still_running, "the stdio server was left running");
+    (out.status.code(), stderr, still_running)
 }
 
 /// `--timeout` bounds the 2026-07-28 probe too: against a URL that accepts

@@ -457,7 +457,7 @@ impl Started {
         let (session, initialized) = {
             let mut lc = lock(&lifecycle);
             lc.recv_response(&Response { id, result })
-                .map_err(|e| Error::lifecycle(e).with_method("initialize"))?;
+                .map_err(|e| Error::refused_answer(e).with_method("initialize"))?;
             let session = lc
                 .session()
                 .cloned()
@@ -559,7 +559,7 @@ impl Started {
                 }
             }
         }
-        Err(Error::lifecycle(LifecycleError::Config(
+        Err(Error::refused_answer(LifecycleError::Config(
             "the server rejected every 2026-07-28 revision we offered",
         ))
         .with_method(SERVER_DISCOVER))
@@ -1236,6 +1236,17 @@ fn dispatch_server_request(
 
 impl Handler for ClientHandler {
     fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture {
+        if request.method == "initialize" {
+            // A client's request in every revision: a "server" that sends it is
+            // echoing its input (`cat`), and will echo this answer back as the
+            // answer to our own `initialize`, so it must say what happened.
+            tracing::warn!("the server sent `initialize`: is it echoing its input?");
+            let e = ErrorObject::new(
+                code::INVALID_REQUEST,
+                "the server sent our \"initialize\" back: a server never sends it (is the command echoing its input rather than speaking MCP?)",
+            );
+            return Box::pin(async move { Err(e) });
+        }
         if self.modern.load(Ordering::Acquire) {
             // 2026-07-28 servers never send requests (MRTR replaces them).
             let e = method_not_found(&request.method);

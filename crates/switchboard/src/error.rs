@@ -46,8 +46,10 @@ enum Kind {
     /// The transport gave up on the request (no JSON-RPC answer came); its own
     /// description of the failure.
     Transport(ErrorObject),
-    /// The lifecycle refused locally; nothing was sent.
-    Lifecycle(LifecycleError),
+    /// The lifecycle refused: our own request, locally (nothing was sent;
+    /// `answer: false`), or the peer's answer to it (`answer: true`, e.g. an
+    /// `initialize` result that does not decode or names a version we cannot speak).
+    Lifecycle { error: LifecycleError, answer: bool },
     /// The result did not decode (`false`), or our params did not encode or are
     /// not acceptable (`true`).
     Decode { params: bool },
@@ -87,7 +89,20 @@ impl Error {
     }
 
     pub(crate) fn lifecycle(error: LifecycleError) -> Self {
-        let mut e = Error::new(Kind::Lifecycle(error.clone()));
+        let mut e = Error::new(Kind::Lifecycle {
+            error: error.clone(),
+            answer: false,
+        });
+        e.inner.source = Some(Arc::new(error));
+        e
+    }
+
+    /// The lifecycle refused the peer's answer to our request (which was sent).
+    pub(crate) fn refused_answer(error: LifecycleError) -> Self {
+        let mut e = Error::new(Kind::Lifecycle {
+            error: error.clone(),
+            answer: true,
+        });
         e.inner.source = Some(Arc::new(error));
         e
     }
@@ -167,16 +182,17 @@ impl Error {
     }
 
     /// The request was refused locally by a lifecycle or capability rule (e.g. the
-    /// server did not declare the capability the method needs, or the handshake's
-    /// version was not acceptable); nothing was sent for it.
+    /// server did not declare the capability the method needs; nothing was sent
+    /// for it), or the handshake's answer was (its version was not acceptable, or
+    /// it did not decode; the request was sent, and `Display` says so).
     pub fn is_local_refusal(&self) -> bool {
-        matches!(self.inner.kind, Kind::Lifecycle(_))
+        matches!(self.inner.kind, Kind::Lifecycle { .. })
     }
 
     /// The lifecycle rule that refused, when [`is_local_refusal`](Self::is_local_refusal).
     pub fn lifecycle_error(&self) -> Option<&LifecycleError> {
         match &self.inner.kind {
-            Kind::Lifecycle(e) => Some(e),
+            Kind::Lifecycle { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -209,7 +225,8 @@ impl fmt::Display for Error {
             Kind::Closed(r) => write!(f, "transport closed: {r}"),
             Kind::Protocol(e) => write!(f, "peer answered error {}: {}", e.code, e.message),
             Kind::Transport(e) => write!(f, "transport failed: {}", e.message),
-            Kind::Lifecycle(_) => f.write_str("refused locally, nothing sent"),
+            Kind::Lifecycle { answer: false, .. } => f.write_str("refused locally, nothing sent"),
+            Kind::Lifecycle { answer: true, .. } => f.write_str("refused the server's answer"),
             Kind::Decode { params: false } => f.write_str("result did not decode"),
             Kind::Decode { params: true } => f.write_str("params did not encode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),

@@ -88,9 +88,35 @@ async fn an_unsupported_answer_is_refused_and_the_client_disconnects() {
         let e = client.unwrap_err();
         assert!(e.is_local_refusal(), "{answer}: {e:?}");
         assert_eq!(e.lifecycle_error().unwrap().code(), -32602);
+        // `initialize` was sent: the message must not say otherwise.
+        assert!(!e.to_string().contains("nothing sent"), "{e}");
+        assert!(e.to_string().contains("answer"), "{e}");
         // No notifications/initialized; our side is closed.
         script.expect_closed().await;
     }
+}
+
+/// An `initialize` result that does not decode is the server's fault: the error
+/// says its answer was refused, not "refused locally, nothing sent" (the request
+/// went out).
+#[tokio::test]
+async fn an_unreadable_initialize_result_is_reported_as_the_servers_answer() {
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script.respond(&init.id, json!({})).await;
+    };
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+    let e = client.unwrap_err();
+    assert!(e.is_local_refusal(), "{e:?}");
+    let text = e.to_string();
+    assert!(!text.contains("nothing sent"), "{text}");
+    assert!(
+        text.starts_with("initialize: refused the server's answer"),
+        "{text}"
+    );
+    script.expect_closed().await;
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@
 //! Exit status ([`EXIT_OK`], [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`]): 0 on success, 1
 //! when the tool returned `isError: true`, 2 on a protocol or transport error (the
 //! server cannot be started or reached, it answered a JSON-RPC error, it timed out,
-//! an unknown tool, bad arguments, Ctrl-C).
+//! an unknown tool, bad arguments, Ctrl-C, SIGTERM or SIGHUP).
 //!
 //! **Sampling and elicitation.** This client declares neither capability (nor
 //! `roots`): it has no model and, in non-interactive use, no human to ask. A
@@ -519,14 +519,15 @@ async fn connect_target(
         .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
 }
 
-/// Connects to `target`; `interrupt` completing (Ctrl-C) abandons the handshake
-/// with [`interrupted`], after a stdio child has been shut down in the spec's order
+/// Connects to `target`; `interrupt` completing (Ctrl-C, SIGTERM, SIGHUP: see
+/// [`signals`]) abandons the handshake with its message, after a stdio child has
+/// been shut down in the spec's order
 /// (never left running).
 async fn connect(
     target: &Target,
     options: ClientOptions,
     common: &CommonArgs,
-    interrupt: &mut (impl std::future::Future + Unpin),
+    interrupt: &mut (impl std::future::Future<Output = &'static str> + Unpin),
 ) -> Result<Connection, Failure> {
     match target {
         Target::Url(url) => tokio::select! {
@@ -534,7 +535,7 @@ async fn connect(
                 client: client?,
                 child: None,
             }),
-            _ = interrupt => Err(interrupted()),
+            why = interrupt => Err(Failure::new(why)),
         },
         Target::Command(_) if !common.header.is_empty() => Err(Failure::new(
             "--header applies to a URL target; a stdio server (-- CMD) has no HTTP headers",
@@ -553,7 +554,7 @@ async fn connect(
                 r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
                     Failure::new(format!("cannot connect to {target}: {}", one_line(&e)))
                 }),
-                _ = interrupt => Err(interrupted()),
+                why = interrupt => Err(Failure::new(why)),
             };
             match handshake {
                 Ok(client) => Ok(Connection {
@@ -895,23 +896,37 @@ async fn act(
     Ok(EXIT_OK)
 }
 
-/// The failure of a command stopped by Ctrl-C.
-fn interrupted() -> Failure {
-    Failure::new("interrupted")
+/// Completes, with the failure's message, on the first Ctrl-C (`interrupted`),
+/// SIGTERM or SIGHUP (`terminated by SIG...`): each ends the command the same
+/// way (the request in flight cancelled, a stdio child shut down, exit 2), where
+/// the default action killed the process and left the child running.
+fn signals() -> Result<impl std::future::Future<Output = &'static str>, Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let watch = |kind: SignalKind| {
+        signal(kind).map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
+    };
+    let mut int = watch(SignalKind::interrupt())?;
+    let mut term = watch(SignalKind::terminate())?;
+    let mut hup = watch(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => "interrupted",
+            _ = term.recv() => "terminated by SIGTERM",
+            _ = hup.recv() => "terminated by SIGHUP",
+        }
+    })
 }
 
-/// Connects, acts, disconnects; Ctrl-C cancels the request in flight (the library
-/// sends `notifications/cancelled`) and fails the command.
+/// Connects, acts, disconnects; Ctrl-C (or SIGTERM, SIGHUP) cancels the request
+/// in flight (the library sends `notifications/cancelled`) and fails the command.
 async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u8, Failure> {
     let ui = Ui::new(common.quiet);
-    // One Ctrl-C handler for the whole command, the handshake included: without
-    // it a Ctrl-C while connecting killed the process outright, with no message
-    // and a stdio child left running in its own process group.
+    // One signal handler for the whole command, the handshake included: without
+    // it a Ctrl-C (SIGTERM, SIGHUP) while connecting killed the process outright,
+    // with no message and a stdio child left running in its own process group.
     // Installed here, before any child is spawned (`ctrl_c()` would install its
     // handler only when first polled, after the spawn).
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| Failure::new(format!("cannot watch Ctrl-C: {e}")))?;
-    let mut interrupt = Box::pin(async move { sigint.recv().await });
+    let mut interrupt = Box::pin(signals()?);
     let connection = connect(
         &target,
         client_options(&common, &ui),
@@ -921,7 +936,7 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
     .await?;
     let outcome = tokio::select! {
         r = act(&connection.client, &common, &ui, action) => r,
-        _ = &mut interrupt => Err(interrupted()),
+        why = &mut interrupt => Err(Failure::new(why)),
     };
     ui.finish();
     connection.close().await;
