@@ -10,8 +10,10 @@
 //! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP.
 //!
 //! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
-//! protocol or transport error or bad command-line input (clap's usage errors are
-//! 2 as well); each failure with one line `switchboard: ...` on stderr.
+//! protocol or transport error or bad command-line input; each failure with one
+//! line `switchboard: ...` on stderr. The exception: a flag or subcommand that
+//! does not parse gets clap's usage error (`error: ...`, then the usage and a
+//! `--help` hint, a few lines), also with status 2.
 //!
 //! Diagnostics go to stderr through `tracing`, filtered by `RUST_LOG` when set
 //! (`target=level,...` directives, e.g. `switchboard=debug`), else by `-v`

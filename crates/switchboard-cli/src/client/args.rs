@@ -7,7 +7,9 @@
 //! them; `anyOf`/`oneOf` members' types count too; a `const`/`enum` of strings alone
 //! counts as `string`):
 //! - `string` (alone): the text as is, even if it looks like a number;
-//! - `integer`: a whole number (`i64`/`u64`), else an error;
+//! - `integer`: a whole number (`i64`/`u64`), or a number whose fractional part
+//!   is zero (`3.0`, `1e3`, which JSON Schema 2020-12 counts as integers, sent as
+//!   written), else an error;
 //! - `number`: any finite JSON number, else an error;
 //! - `boolean`: `true` or `false`, else an error;
 //! - `null`: `null`;
@@ -65,7 +67,13 @@ fn parse_as(ty: &str, text: &str) -> Option<Value> {
             .parse::<i64>()
             .map(Value::from)
             .or_else(|_| text.parse::<u64>().map(Value::from))
-            .ok(),
+            .ok()
+            .or_else(|| match serde_json::from_str::<Value>(text) {
+                Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+                    Some(Value::Number(n))
+                }
+                _ => None,
+            }),
         "number" => match serde_json::from_str::<Value>(text) {
             Ok(v @ Value::Number(_)) => Some(v),
             _ => None,
@@ -231,6 +239,10 @@ mod tests {
         assert_eq!(one("undeclared=[1]").unwrap(), json!([1]));
         assert_eq!(one("s=a=b").unwrap(), json!("a=b"), "split at the first =");
         assert_eq!(one("s=").unwrap(), json!(""));
+        // JSON Schema 2020-12: a number with a zero fractional part is an integer.
+        assert_eq!(one("n=3.0").unwrap(), json!(3.0));
+        assert_eq!(one("n=1e3").unwrap(), json!(1000.0));
+        assert_eq!(one("n=-0.0").unwrap(), json!(-0.0));
     }
 
     #[test]

@@ -306,8 +306,14 @@ impl std::fmt::Display for Target {
     }
 }
 
+/// Whether `s` starts with `http://` or `https://`, in any case (a URL's scheme
+/// is case-insensitive, RFC 3986 §3.1).
 fn is_url(s: &str) -> bool {
-    s.starts_with("http://") || s.starts_with("https://")
+    let starts = |prefix: &str| {
+        s.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    };
+    starts("http://") || starts("https://")
 }
 
 /// Splits the positional operands into the target and the `wanted` operands after
@@ -1062,6 +1068,13 @@ mod tests {
         let (t, rest) =
             resolve_target(strings(&["http://h/mcp", "echo"]), vec![], &["NAME"]).unwrap();
         assert_eq!(t, Target::Url("http://h/mcp".into()));
+        let (t, _) =
+            resolve_target(strings(&["HTTPS://h/mcp", "echo"]), vec![], &["NAME"]).unwrap();
+        assert_eq!(
+            t,
+            Target::Url("HTTPS://h/mcp".into()),
+            "the scheme in any case"
+        );
         assert_eq!(rest, ["echo"]);
         let (t, rest) =
             resolve_target(strings(&["echo"]), strings(&["srv", "-x"]), &["NAME"]).unwrap();
