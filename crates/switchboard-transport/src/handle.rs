@@ -832,6 +832,10 @@ impl Inbound {
     }
 }
 
+/// How much of a child's last stderr line [`CloseReason::ChildExited`] keeps:
+/// 300 characters (the rest is cut, marked with `…`).
+pub const STDERR_TAIL_CHARS: usize = 300;
+
 /// Why a transport's input ended ([`Inbound::Closed`]).
 ///
 /// The library should fail every request still awaiting a response when it sees
@@ -847,8 +851,11 @@ pub enum CloseReason {
     PeerClosed,
     /// Reading the input (or waiting for a child) failed.
     Io(Arc<io::Error>),
-    /// A child process exited on its own, with this status.
-    ChildExited(ExitStatus),
+    /// A child process exited on its own: its status, and the last non-empty line
+    /// it wrote to stderr, if any (at most [`STDERR_TAIL_CHARS`] characters), which
+    /// usually says why (a missing argument, a path that does not exist).
+    /// Displayed as "child exited (exit status: 1); its last stderr line: ...".
+    ChildExited(ExitStatus, Option<Arc<str>>),
     /// A child process closed its stdout but did not exit within
     /// [`crate::stdio::STDOUT_EOF_EXIT_WAIT`]; it can no longer answer. It keeps running
     /// until [`crate::stdio::ChildProcess::shutdown`] or the handle is dropped.
@@ -874,7 +881,10 @@ impl fmt::Display for CloseReason {
             CloseReason::StdinClosed => f.write_str("stdin closed"),
             CloseReason::PeerClosed => f.write_str("peer closed the connection"),
             CloseReason::Io(e) => write!(f, "I/O error: {e}"),
-            CloseReason::ChildExited(status) => write!(f, "child exited ({status})"),
+            CloseReason::ChildExited(status, None) => write!(f, "child exited ({status})"),
+            CloseReason::ChildExited(status, Some(line)) => {
+                write!(f, "child exited ({status}); its last stderr line: {line}")
+            }
             CloseReason::ChildStdoutClosed => {
                 f.write_str("child closed its stdout but is still running")
             }

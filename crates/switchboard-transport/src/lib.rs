@@ -78,6 +78,6 @@ pub mod stdio;
 pub use config::{TransportConfig, DEFAULT_CHANNEL_CAPACITY};
 pub use handle::{
     CloseReason, DirectSink, Inbound, Outgoing, Receiver, SendError, Sender, Transport,
-    TRANSPORT_ERROR,
+    STDERR_TAIL_CHARS, TRANSPORT_ERROR,
 };
 pub use line::{connect, Role};

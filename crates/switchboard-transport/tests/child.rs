@@ -211,7 +211,7 @@ async fn a_child_that_exits_reports_its_status_promptly() {
     let mut rx = child.receiver;
     match next(&mut rx).await {
         Inbound::Closed {
-            reason: CloseReason::ChildExited(status),
+            reason: CloseReason::ChildExited(status, _),
         } => {
             assert_eq!(status.code(), Some(3))
         }
@@ -225,6 +225,48 @@ async fn a_child_that_exits_reports_its_status_promptly() {
     assert_reaped(pid);
 }
 
+/// A child that exits says why on stderr: the close reason carries its last
+/// non-empty stderr line (what a user needs to see, e.g. a bad argument), and
+/// none when it wrote nothing there.
+#[tokio::test]
+async fn a_child_that_exits_reports_its_last_stderr_line() {
+    let child = stdio::spawn(
+        sh(
+            "complainer",
+            "echo 'starting' >&2; echo 'error: no such repository: /nope' >&2; echo >&2; exit 1",
+        ),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let mut rx = child.receiver;
+    match next(&mut rx).await {
+        Inbound::Closed { reason } => {
+            let CloseReason::ChildExited(status, tail) = &reason else {
+                panic!("expected ChildExited, got {reason:?}")
+            };
+            assert_eq!(status.code(), Some(1));
+            assert_eq!(tail.as_deref(), Some("error: no such repository: /nope"));
+            assert_eq!(
+                reason.to_string(),
+                "child exited (exit status: 1); its last stderr line: error: no such repository: /nope"
+            );
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    let _ = within("shutdown", child.process.shutdown()).await;
+    let child = stdio::spawn(sh("silent", "exit 4"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ChildExited(status, tail),
+        } => {
+            assert_eq!((status.code(), tail), (Some(4), None));
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    let _ = within("shutdown", child.process.shutdown()).await;
+}
+
 #[tokio::test]
 async fn a_child_that_dies_mid_session_closes_the_receiver() {
     let child = stdio::spawn(sh("reader", "read x; exit 7"), &TransportConfig::default()).unwrap();
@@ -235,7 +277,7 @@ async fn a_child_that_dies_mid_session_closes_the_receiver() {
     match next(&mut rx).await {
         Inbound::Closed { reason } => {
             assert!(
-                matches!(reason, CloseReason::ChildExited(s) if s.code() == Some(7)),
+                matches!(reason, CloseReason::ChildExited(s, _) if s.code() == Some(7)),
                 "{reason}"
             );
             assert!(reason.to_string().contains('7'), "{reason}");
@@ -267,7 +309,7 @@ async fn output_written_just_before_exit_arrives_before_closed() {
     );
     assert!(matches!(
         next(&mut rx).await,
-        Inbound::Closed { reason: CloseReason::ChildExited(s) } if s.success()
+        Inbound::Closed { reason: CloseReason::ChildExited(s, _) } if s.success()
     ));
     within("shutdown", child.process.shutdown()).await.unwrap();
 }
@@ -318,7 +360,7 @@ async fn dropping_every_sender_closes_the_childs_stdin() {
     drop(child.sender);
     assert!(matches!(
         next(&mut rx).await,
-        Inbound::Closed { reason: CloseReason::ChildExited(s) } if s.success()
+        Inbound::Closed { reason: CloseReason::ChildExited(s, _) } if s.success()
     ));
     let report = within("shutdown", child.process.shutdown()).await.unwrap();
     assert_eq!(report.step, ShutdownStep::AlreadyExited);

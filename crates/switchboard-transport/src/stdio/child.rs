@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -19,7 +19,7 @@ use tokio::time::timeout;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::config::TransportConfig;
-use crate::handle::{CloseReason, Inbound, Receiver, Sender};
+use crate::handle::{CloseReason, Inbound, Receiver, Sender, STDERR_TAIL_CHARS};
 use crate::line::{start, ReadEnd, Role, Started};
 
 /// Default [`ShutdownConfig::stdin_close_grace`]: 5 seconds.
@@ -342,9 +342,15 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         transport,
         span.clone(),
     );
+    let stderr_tail = Arc::new(Mutex::new(None));
     let stderr_task = tokio::spawn(
-        log_stderr(stderr, config.name.clone(), config.stderr_max_line_len)
-            .instrument(span.clone()),
+        log_stderr(
+            stderr,
+            config.name.clone(),
+            config.stderr_max_line_len,
+            stderr_tail.clone(),
+        )
+        .instrument(span.clone()),
     );
     let (control_tx, control_rx) = oneshot::channel();
     let supervisor = Supervisor {
@@ -354,6 +360,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         reader: Some(reader),
         writer: Some(writer),
         stderr: Some(stderr_task),
+        stderr_tail,
         events: Some(events),
     };
     tokio::spawn(supervisor.run(control_rx).instrument(span));
@@ -368,12 +375,28 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     })
 }
 
-/// Logs each stderr line of the child until end of file.
-async fn log_stderr<R: AsyncRead + Unpin>(mut stderr: R, name: String, max: usize) {
+/// Logs each stderr line of the child until end of file, and keeps the last
+/// non-empty one in `tail` (cut to [`STDERR_TAIL_CHARS`] characters).
+async fn log_stderr<R: AsyncRead + Unpin>(
+    mut stderr: R,
+    name: String,
+    max: usize,
+    tail: Arc<Mutex<Option<Arc<str>>>>,
+) {
     let mut lines = LineDecoder::with_max_line_len(max);
     let mut buf = vec![0u8; 8 * 1024];
     let log = |line: Result<String, _>| match line {
-        Ok(text) => info!(child = %name, "stderr: {text}"),
+        Ok(text) => {
+            info!(child = %name, "stderr: {text}");
+            let text = text.trim();
+            if !text.is_empty() {
+                let cut = match text.char_indices().nth(STDERR_TAIL_CHARS) {
+                    Some((end, _)) => format!("{}…", &text[..end]),
+                    None => text.to_owned(),
+                };
+                *tail.lock().unwrap_or_else(|e| e.into_inner()) = Some(cut.into());
+            }
+        }
         Err(e) => info!(child = %name, "stderr line dropped: {e}"),
     };
     loop {
@@ -428,6 +451,8 @@ struct Supervisor {
     reader: Option<JoinHandle<ReadEnd>>,
     writer: Option<JoinHandle<()>>,
     stderr: Option<JoinHandle<()>>,
+    /// The child's last non-empty stderr line, kept by the stderr task.
+    stderr_tail: Arc<Mutex<Option<Arc<str>>>>,
     /// `None` once [`Inbound::Closed`] was sent: dropping it lets the
     /// [`Receiver`] end.
     events: Option<crate::handle::InboundTx>,
@@ -465,7 +490,19 @@ impl Supervisor {
                 let reason = match &status {
                     Ok(status) => {
                         info!(%status, "the child exited");
-                        CloseReason::ChildExited(*status)
+                        // Its last words on stderr are in the pipe already; read
+                        // them (bounded: a grandchild may hold stderr open).
+                        if let Some(handle) = self.stderr.as_mut() {
+                            if timeout(EXIT_DRAIN, handle).await.is_ok() {
+                                self.stderr = None;
+                            }
+                        }
+                        let tail = self
+                            .stderr_tail
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone();
+                        CloseReason::ChildExited(*status, tail)
                     }
                     Err(e) => {
                         warn!(error = %e, "waiting for the child failed");
@@ -610,7 +647,15 @@ mod tests {
         assert!(killed.to_string().starts_with("killed with SIGKILL"));
         let closed = CloseReason::ShutDown(killed);
         assert!(closed.to_string().contains("SIGKILL"), "{closed}");
-        let exited = CloseReason::ChildExited(ExitStatus::from_raw(3 << 8));
+        let exited = CloseReason::ChildExited(ExitStatus::from_raw(3 << 8), None);
         assert!(exited.to_string().contains('3'), "{exited}");
+        let exited = CloseReason::ChildExited(
+            ExitStatus::from_raw(1 << 8),
+            Some("fatal: no such repository".into()),
+        );
+        assert_eq!(
+            exited.to_string(),
+            "child exited (exit status: 1); its last stderr line: fatal: no such repository"
+        );
     }
 }
