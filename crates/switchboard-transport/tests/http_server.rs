@@ -488,14 +488,12 @@ async fn a_body_over_the_limit_gets_413() {
     .await
 }
 
-/// A body far over the limit (more than the sockets buffer) still gets its 413,
-/// not a reset connection that the client sees as "broken pipe": the server reads
-/// and discards the rest of the body (bounded) before it answers. Both with a
-/// declared Content-Length and with a chunked body, and the session goes on.
-/// POSTs `body` with `Transfer-Encoding: chunked` (64 KiB chunks) over a raw
-/// socket; the status of the reply. An error when the server resets the
-/// connection before the whole body is written or the reply read.
-async fn chunked_post(url: &str, sid: &str, body: &[u8]) -> std::io::Result<u16> {
+/// The status of the reply to a POST of `head` (request line and headers, each
+/// line ending in CRLF, without the empty line) and then `body` as it is, over a
+/// raw socket; the whole body is written before the reply is read unless
+/// `wait_first`, which reads the reply first (a client waiting for `100 Continue`).
+/// An error when the server resets the connection first.
+async fn raw_post(url: &str, head: String, body: &[u8], wait_first: bool) -> std::io::Result<u16> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = url
         .trim_start_matches("http://")
@@ -504,19 +502,11 @@ async fn chunked_post(url: &str, sid: &str, body: &[u8]) -> std::io::Result<u16>
         .unwrap()
         .to_owned();
     let mut s = tokio::net::TcpStream::connect(&authority).await?;
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
-         MCP-Protocol-Version: 2025-11-25\r\nTransfer-Encoding: chunked\r\n\r\n"
-    );
-    s.write_all(head.as_bytes()).await?;
-    for chunk in body.chunks(64 << 10) {
-        s.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
-            .await?;
-        s.write_all(chunk).await?;
-        s.write_all(b"\r\n").await?;
+    s.write_all(format!("{head}Host: {authority}\r\n\r\n").as_bytes())
+        .await?;
+    if !wait_first {
+        s.write_all(body).await?;
     }
-    s.write_all(b"0\r\n\r\n").await?;
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
     while !reply.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -533,6 +523,24 @@ async fn chunked_post(url: &str, sid: &str, body: &[u8]) -> std::io::Result<u16>
         .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))
 }
 
+/// `body` in `Transfer-Encoding: chunked` form, 64 KiB chunks.
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in body.chunks(64 << 10) {
+        out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// A body far over the limit (more than the sockets buffer) still gets its 413,
+/// not a reset connection that the client sees as "broken pipe": the server reads
+/// and discards the rest of the body (bounded) before it answers. Both with a
+/// declared Content-Length and with a chunked body, and the session goes on. A
+/// client that waits for `100 Continue` gets the 413 at once instead (nothing is
+/// read, so it is not told to send the body).
 #[tokio::test]
 async fn a_body_far_over_the_limit_gets_413_not_a_reset() {
     bounded(async {
@@ -553,10 +561,27 @@ async fn a_body_far_over_the_limit_gets_413_not_a_reset() {
             assert_eq!(resp.status(), 413);
             let body = resp.text().await.unwrap();
             assert!(body.contains("1024"), "names the limit: {body}");
-            let status = chunked_post(&url, &sid, big.as_bytes())
-                .await
-                .unwrap_or_else(|e| panic!("round {round}, chunked: {e:?}"));
+            let head = |extra: &str| {
+                format!(
+                    "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+                     Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+                     MCP-Protocol-Version: 2025-11-25\r\n{extra}"
+                )
+            };
+            let status = raw_post(
+                &url,
+                head("Transfer-Encoding: chunked\r\n"),
+                &chunked(big.as_bytes()),
+                false,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("round {round}, chunked: {e:?}"));
             assert_eq!(status, 413);
+            let expect = format!("Content-Length: {}\r\nExpect: 100-continue\r\n", big.len());
+            let status = raw_post(&url, head(&expect), big.as_bytes(), true)
+                .await
+                .unwrap_or_else(|e| panic!("round {round}, 100-continue: {e:?}"));
+            assert_eq!(status, 413, "the 413 first, not 100 Continue");
         }
         let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
         let resp = post(&c, &url, Some(&sid), ping).send().await.unwrap();

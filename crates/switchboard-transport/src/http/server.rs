@@ -797,8 +797,16 @@ pub(crate) async fn read_json_body(
     let mut body = body;
     let declared =
         guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        drain(&mut body).await;
+    if let Some(n) = declared.filter(|&n| n > max as u64) {
+        // Not read at all when the client waits for `100 Continue` before sending
+        // it (reading would tell it to go on), nor when it is too big to be read
+        // within the bound anyway (the connection is reset either way).
+        let expects_continue = headers
+            .get(http::header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if !expects_continue && n <= max.saturating_add(DRAIN_BYTES) as u64 {
+            drain(&mut body).await;
+        }
         return Err(too_large());
     }
     let mut chunks: Vec<Bytes> = Vec::new();
@@ -836,7 +844,10 @@ pub(crate) async fn read_json_body(
 /// 413 is sent, for at most [`DRAIN_TIME`]. A server that answers while the client
 /// is still writing closes the connection with unread bytes, which resets it: the
 /// client then sees "broken pipe" or "connection reset" instead of the 413.
-/// Past either bound the 413 is sent anyway.
+/// Past either bound the 413 is sent anyway. A body whose declared length is over
+/// the limit is not read at all when the request asks for `Expect: 100-continue`
+/// (the client sends nothing before it is told to, RFC 9110 §10.1.1) or when that
+/// length is over the limit plus this bound.
 const DRAIN_BYTES: usize = 32 << 20;
 
 /// See [`DRAIN_BYTES`].
