@@ -818,7 +818,7 @@ fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
 /// does not reach it) is shut down, not left running.
 #[test]
 fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
-    let (code, stderr, still_running) = signal_while_connecting("INT");
+    let (code, stderr, still_running) = signal_while_connecting(&["INT"], None);
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
@@ -831,7 +831,7 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
 #[test]
 fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
     for (signal, name) in [("TERM", "SIGTERM"), ("HUP", "SIGHUP")] {
-        let (code, stderr, still_running) = signal_while_connecting(signal);
+        let (code, stderr, still_running) = signal_while_connecting(&[signal], None);
         assert_eq!(code, Some(2), "{signal}: {stderr}");
         assert_eq!(stderr, format!("switchboard: terminated by {name}\n"));
         assert!(
@@ -841,11 +841,24 @@ fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
     }
 }
 
+/// A signal the client inherits as ignored (`nohup`, `trap '' HUP`) stays
+/// ignored: SIGHUP then does not end the command; SIGTERM still does.
+#[test]
+fn an_inherited_ignored_signal_stays_ignored() {
+    let (code, stderr, still_running) = signal_while_connecting(&["HUP", "TERM"], Some("HUP"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "switchboard: terminated by SIGTERM\n");
+    assert!(!still_running, "the stdio server was left running");
+}
+
 /// Starts `ping -- sh -c '...; exec sleep 300'` (a server that ignores stdin EOF
-/// and never answers), sends SIG`signal` to the client once the server runs, and
-/// returns the client's exit code, its stderr and whether the server was still
-/// running after the client exited (it is then ended here).
-fn signal_while_connecting(signal: &str) -> (Option<i32>, String, bool) {
+/// and never answers), with SIG`ignored` ignored when given (as `trap '' SIG`
+/// before `exec` leaves it), sends each of `signals` to the client once the
+/// server runs (300 ms apart), and returns the client's exit code, its stderr
+/// and whether the server was still running after the client exited (it is
+/// then ended here). Panics if the client exits before the last signal.
+fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i32>, String, bool) {
+    let signal = signals.join("-");
     use std::process::{Command, Stdio};
     let dir =
         std::env::temp_dir().join(format!("sb-signal-{signal}-connect-{}", std::process::id()));
@@ -853,7 +866,16 @@ fn signal_while_connecting(signal: &str) -> (Option<i32>, String, bool) {
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
     let script = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
-    let child = Command::new(exe())
+    let exe = exe();
+    let mut command = match ignored {
+        Some(sig) => {
+            let mut c = Command::new("sh");
+            c.args(["-c", &format!("trap '' {sig}; exec \"$0\" \"$@\""), exe]);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let mut child = command
         .args(["ping", "--", "sh", "-c", &script])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
@@ -877,10 +899,18 @@ fn signal_while_connecting(signal: &str) -> (Option<i32>, String, bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // Give the client time to send initialize, then signal it.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let _ = Command::new("kill")
-        .args([&format!("-{signal}"), &pid.to_string()])
-        .status();
+    for (i, signal) in signals.iter().enumerate() {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if i > 0 {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the client exited before SIG{signal}"
+            );
+        }
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status();
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());

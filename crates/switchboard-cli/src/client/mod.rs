@@ -905,22 +905,48 @@ async fn act(
 /// Completes, with the failure's message, on the first Ctrl-C (`interrupted`),
 /// SIGTERM or SIGHUP (`terminated by SIG...`): each ends the command the same
 /// way (the request in flight cancelled, a stdio child shut down, exit 2), where
-/// the default action killed the process and left the child running.
+/// the default action killed the process and left the child running. A signal
+/// that this process inherited as ignored (`nohup`, `trap '' HUP`, a background
+/// job of a non-interactive shell for SIGINT) stays ignored: it is not watched.
 fn signals() -> Result<impl std::future::Future<Output = &'static str>, Failure> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let watch = |kind: SignalKind| {
-        signal(kind).map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let watch = |kind: SignalKind| -> Result<Option<Signal>, Failure> {
+        if ignored(kind.as_raw_value()) {
+            return Ok(None);
+        }
+        signal(kind)
+            .map(Some)
+            .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
     };
     let mut int = watch(SignalKind::interrupt())?;
     let mut term = watch(SignalKind::terminate())?;
     let mut hup = watch(SignalKind::hangup())?;
+    async fn next(s: &mut Option<Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
     Ok(async move {
         tokio::select! {
-            _ = int.recv() => "interrupted",
-            _ = term.recv() => "terminated by SIGTERM",
-            _ = hup.recv() => "terminated by SIGHUP",
+            () = next(&mut int) => "interrupted",
+            () = next(&mut term) => "terminated by SIGTERM",
+            () = next(&mut hup) => "terminated by SIGHUP",
         }
     })
+}
+
+/// Whether signal `signo`'s disposition is "ignore" (`SIG_IGN`), as inherited
+/// from the parent.
+fn ignored(signo: i32) -> bool {
+    // SAFETY: a query only (no new action is set); `old` is a valid, zeroed
+    // `sigaction` for the kernel to fill in.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signo, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// Connects, acts, disconnects; Ctrl-C (or SIGTERM, SIGHUP) cancels the request
@@ -941,6 +967,8 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
     )
     .await?;
     let outcome = tokio::select! {
+        // A result that is ready counts, even if a signal came at the same time.
+        biased;
         r = act(&connection.client, &common, &ui, action) => r,
         why = &mut interrupt => Err(Failure::new(why)),
     };
