@@ -873,7 +873,7 @@ fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i
             c.args(["-c", &format!("trap '' {sig}; exec \"$0\" \"$@\""), exe]);
             c
         }
-        None => Command::new(&exe),
+        None => Command::new(exe),
     };
     let mut child = command
         .args(["ping", "--", "sh", "-c", &script])

@@ -7,9 +7,10 @@
 //! them; `anyOf`/`oneOf` members' types count too; a `const`/`enum` of strings alone
 //! counts as `string`):
 //! - `string` (alone): the text as is, even if it looks like a number;
-//! - `integer`: a whole number (`i64`/`u64`), or a number whose fractional part
-//!   is zero (`3.0`, `1e3`, which JSON Schema 2020-12 counts as integers, sent as
-//!   written), else an error;
+//! - `integer`: a whole number (`i64`/`u64`), or a number written with a
+//!   fraction or an exponent that denotes one exactly (`3.0`, `1e3`: JSON Schema
+//!   2020-12 counts them as integers), sent as the integer (`3`, `1000`); else an
+//!   error (`4.5`, or `1e300`, past any `i64`/`u64`);
 //! - `number`: any finite JSON number, else an error;
 //! - `boolean`: `true` or `false`, else an error;
 //! - `null`: `null`;
@@ -60,6 +61,54 @@ fn declared_types(schema: &Value) -> Vec<String> {
     types
 }
 
+/// The integer that the JSON number `text` denotes exactly (`3.0`, `1e3`,
+/// `-2.50e1`), read from its decimal digits (no rounding through a double), or
+/// `None` when it has a fractional part, is not a JSON number, or does not fit an
+/// `i64`/`u64`.
+fn whole_number(text: &str) -> Option<Value> {
+    if !matches!(serde_json::from_str::<Value>(text), Ok(Value::Number(_))) {
+        return None;
+    }
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    // Where the decimal point falls in `digits` once the exponent is applied.
+    let point = int.len() as i64 + exponent;
+    let whole = if point <= 0 {
+        String::new()
+    } else if point as usize >= digits.len() {
+        if point > 40 {
+            // Past any u64, unless it is zero.
+            return digits.bytes().all(|b| b == b'0').then(|| Value::from(0));
+        }
+        format!("{digits:0<width$}", width = point as usize)
+    } else {
+        digits[..point as usize].to_owned()
+    };
+    let fraction = &digits[whole.len().min(digits.len())..];
+    if point <= 0 && !digits.bytes().all(|b| b == b'0')
+        || point > 0 && fraction.bytes().any(|b| b != b'0')
+    {
+        return None;
+    }
+    let whole = whole.trim_start_matches('0');
+    if whole.is_empty() {
+        return Some(Value::from(0));
+    }
+    if negative {
+        format!("-{whole}").parse::<i64>().ok().map(Value::from)
+    } else {
+        whole.parse::<u64>().ok().map(Value::from)
+    }
+}
+
 /// Parses `text` as JSON of the declared type `ty`, or `None` when it does not fit.
 fn parse_as(ty: &str, text: &str) -> Option<Value> {
     match ty {
@@ -68,12 +117,7 @@ fn parse_as(ty: &str, text: &str) -> Option<Value> {
             .map(Value::from)
             .or_else(|_| text.parse::<u64>().map(Value::from))
             .ok()
-            .or_else(|| match serde_json::from_str::<Value>(text) {
-                Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                    Some(Value::Number(n))
-                }
-                _ => None,
-            }),
+            .or_else(|| whole_number(text)),
         "number" => match serde_json::from_str::<Value>(text) {
             Ok(v @ Value::Number(_)) => Some(v),
             _ => None,
@@ -218,6 +262,13 @@ mod tests {
         assert_eq!(one("n=42").unwrap(), json!(42));
         assert_eq!(one("n=-7").unwrap(), json!(-7));
         assert_eq!(one("n=18446744073709551615").unwrap(), json!(u64::MAX));
+        assert_eq!(one("n=-2.50e1").unwrap(), json!(-25));
+        assert_eq!(one("n=1200e-2").unwrap(), json!(12));
+        assert_eq!(one("n=0.0e5").unwrap(), json!(0));
+        assert_eq!(
+            one("n=9007199254740993.0").unwrap(),
+            json!(9_007_199_254_740_993u64)
+        );
         assert_eq!(one("x=2.5").unwrap(), json!(2.5));
         assert_eq!(one("x=3").unwrap(), json!(3));
         assert_eq!(one("flag=true").unwrap(), json!(true));
@@ -240,15 +291,29 @@ mod tests {
         assert_eq!(one("s=a=b").unwrap(), json!("a=b"), "split at the first =");
         assert_eq!(one("s=").unwrap(), json!(""));
         // JSON Schema 2020-12: a number with a zero fractional part is an integer.
-        assert_eq!(one("n=3.0").unwrap(), json!(3.0));
-        assert_eq!(one("n=1e3").unwrap(), json!(1000.0));
-        assert_eq!(one("n=-0.0").unwrap(), json!(-0.0));
+        assert_eq!(one("n=3.0").unwrap(), json!(3));
+        assert_eq!(one("n=1e3").unwrap(), json!(1000));
+        assert_eq!(one("n=-0.0").unwrap(), json!(0));
+        assert_eq!(one("n=18446744073709551615").unwrap(), json!(u64::MAX));
+        assert_eq!(one("n=-2.50e1").unwrap(), json!(-25));
+        assert_eq!(one("n=1200e-2").unwrap(), json!(12));
+        assert_eq!(one("n=0.0e5").unwrap(), json!(0));
+        assert_eq!(
+            one("n=9007199254740993.0").unwrap(),
+            json!(9_007_199_254_740_993u64)
+        );
     }
 
     #[test]
     fn values_that_do_not_fit_are_refused_with_the_key() {
         for (pair, expected) in [
             ("n=4.5", "expected integer"),
+            ("n=18446744073709551616", "expected integer"),
+            ("n=4503599627370496.5", "expected integer"),
+            ("n=1e300", "expected integer"),
+            ("n=1234e-2", "expected integer"),
+            ("n=0.5e0", "expected integer"),
+            ("n=3.", "expected integer"),
             ("n=abc", "expected integer"),
             ("x=NaN", "expected number"),
             ("flag=yes", "expected boolean"),
