@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::timeout;
+use tokio::time::{timeout, timeout_at, Instant};
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::config::TransportConfig;
@@ -32,11 +32,12 @@ pub const DEFAULT_SIGTERM_GRACE: Duration = Duration::from_secs(5);
 pub const DEFAULT_STDERR_MAX_LINE_LEN: usize = 64 * 1024;
 
 /// How long, once a child has exited, the transport waits for the rest of its
-/// stdout before reporting [`Inbound::Closed`]: 250 ms.
+/// stdout (and, to report its last stderr line, for its stderr) before reporting
+/// [`Inbound::Closed`]: 250 ms in all.
 ///
-/// The child's stdout normally reaches end of file when it exits; the window only
-/// matters when a grandchild inherited it and keeps it open. Output after the
-/// window is dropped.
+/// The child's stdout and stderr normally reach end of file when it exits; the
+/// window only matters when a grandchild inherited them and keeps them open.
+/// Stdout after the window is dropped; stderr goes on being logged.
 pub const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
 /// How long, once a child has closed its stdout, the transport waits for it to
@@ -487,13 +488,16 @@ impl Supervisor {
         };
         match event {
             Event::Exited(status) => {
+                let window = Instant::now() + EXIT_DRAIN;
                 let reason = match &status {
                     Ok(status) => {
                         info!(%status, "the child exited");
                         // Its last words on stderr are in the pipe already; read
-                        // them (bounded: a grandchild may hold stderr open).
+                        // them (bounded: a grandchild may hold stderr open). The
+                        // stdout reader runs meanwhile; `finish` waits for it
+                        // within the same window.
                         if let Some(handle) = self.stderr.as_mut() {
-                            if timeout(EXIT_DRAIN, handle).await.is_ok() {
+                            if timeout_at(window, handle).await.is_ok() {
                                 self.stderr = None;
                             }
                         }
@@ -509,7 +513,7 @@ impl Supervisor {
                         CloseReason::Io(Arc::new(io::Error::new(e.kind(), e.to_string())))
                     }
                 };
-                self.finish(reason).await;
+                self.finish(reason, window).await;
                 let reply = control.await.ok();
                 let report = status.map(|status| ShutdownReport {
                     status,
@@ -525,12 +529,14 @@ impl Supervisor {
                 match &report {
                     Ok(report) => {
                         info!(%report, "the child was shut down");
-                        self.finish(CloseReason::ShutDown(*report)).await;
+                        self.finish(CloseReason::ShutDown(*report), Instant::now() + EXIT_DRAIN)
+                            .await;
                     }
                     Err(e) => {
                         warn!(error = %e, "shutting the child down failed");
                         let e = io::Error::new(e.kind(), e.to_string());
-                        self.finish(CloseReason::Io(Arc::new(e))).await;
+                        self.finish(CloseReason::Io(Arc::new(e)), Instant::now() + EXIT_DRAIN)
+                            .await;
                     }
                 }
                 self.end(reply, report).await;
@@ -545,9 +551,14 @@ impl Supervisor {
         }
     }
 
-    /// After the exit: drains stdout, closes stdin, then reports `Closed`.
-    async fn finish(&mut self, reason: CloseReason) {
-        drain(&mut self.reader, EXIT_DRAIN).await;
+    /// After the exit: drains stdout until `window` ends, closes stdin, then
+    /// reports `Closed`.
+    async fn finish(&mut self, reason: CloseReason, window: Instant) {
+        drain(
+            &mut self.reader,
+            window.saturating_duration_since(Instant::now()),
+        )
+        .await;
         stop(&mut self.writer).await;
         self.close(reason).await;
     }
