@@ -46,7 +46,7 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
-use switchboard_transport::{DirectSink, Inbound, Outgoing, Sender, TransportConfig};
+use switchboard_transport::{CloseReason, DirectSink, Inbound, Outgoing, Sender, TransportConfig};
 use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tracing::{debug, info, warn, Instrument};
 
@@ -776,6 +776,20 @@ async fn initialize(
         .map_err(|why| format!("{refusal}; {}", why.text()))
 }
 
+/// Why the child's transport closed, as the bridge tells it to HTTP clients
+/// (errors of the calls it fails, `/readyz`): without the child's last stderr
+/// line, which may hold what no remote client should read (a token in a URL, a
+/// path). That line is logged here (warn), for the operator.
+fn shown(reason: &CloseReason) -> String {
+    match reason {
+        CloseReason::ChildExited(status, Some(_)) => {
+            warn!(%reason, "the upstream server exited");
+            CloseReason::ChildExited(*status, None).to_string()
+        }
+        _ => reason.to_string(),
+    }
+}
+
 /// Why [`discover`] did not give an [`InitInfo`].
 enum Discover {
     /// The child is gone: [`exchange`] failed (its reason, e.g. the exit status).
@@ -878,7 +892,9 @@ async fn exchange(
             Inbound::Message(m) => m,
             Inbound::Failed { id, error } => Inbound::failure_response(id, error),
             Inbound::Batch(_) => continue,
-            Inbound::Closed { reason } => return Err(format!("before initializing: {reason}")),
+            Inbound::Closed { reason } => {
+                return Err(format!("before initializing: {}", shown(&reason)))
+            }
         };
         match message {
             Message::Response(ref r) if r.id == id => return Ok(message),
@@ -940,7 +956,7 @@ async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receive
                     dispatch(inner, m).await;
                 }
             }
-            Inbound::Closed { reason } => return reason.to_string(),
+            Inbound::Closed { reason } => return shown(&reason),
         }
     }
     "the child's output ended".to_owned()

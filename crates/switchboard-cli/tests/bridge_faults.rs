@@ -707,10 +707,16 @@ async fn a_command_that_cannot_start_fails_requests_at_once() {
 /// in a 2026-07-28 client's error). Per session, the shared child is first asked
 /// `server/discover`; the child's exit then ended that probe, and the
 /// `initialize` tried after it failed with "the child closed its stdin" (or "the
-/// child's output ended"), which named neither the exit nor its status.
+/// child's output ended"), which named neither the exit nor its status. What the
+/// child wrote to stderr (here a made-up secret) reaches the bridge's log, never
+/// its HTTP clients.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
-    let bridge = BridgeProc::start(&[], &["sh", "-c", "exit 3"]).await;
+    let bridge = BridgeProc::start(
+        &[],
+        &["sh", "-c", "echo 'cannot reach db://admin:hunter2@db' >&2; exit 3"],
+    )
+    .await;
     let c = client();
     let readyz = format!("{}/readyz", bridge.base);
     let deadline = Instant::now() + WAIT;
@@ -738,5 +744,8 @@ async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
         .unwrap_or_default()
         .to_owned();
     assert!(message.contains("exit status: 3"), "{}", reply.body);
+    for text in [&body, &reply.body] {
+        assert!(!text.contains("hunter2"), "the child's stderr leaked: {text}");
+    }
     bridge.terminate();
 }
