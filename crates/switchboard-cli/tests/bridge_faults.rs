@@ -714,7 +714,11 @@ async fn a_command_that_cannot_start_fails_requests_at_once() {
 async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
     let bridge = BridgeProc::start(
         &[],
-        &["sh", "-c", "echo 'cannot reach db://admin:hunter2@db' >&2; exit 3"],
+        &[
+            "sh",
+            "-c",
+            "echo 'cannot reach db://admin:hunter2@db' >&2; exit 3",
+        ],
     )
     .await;
     let c = client();
@@ -745,7 +749,10 @@ async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
         .to_owned();
     assert!(message.contains("exit status: 3"), "{}", reply.body);
     for text in [&body, &reply.body] {
-        assert!(!text.contains("hunter2"), "the child's stderr leaked: {text}");
+        assert!(
+            !text.contains("hunter2"),
+            "the child's stderr leaked: {text}"
+        );
     }
     bridge.terminate();
 }

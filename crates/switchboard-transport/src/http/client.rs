@@ -971,6 +971,12 @@ async fn read_sse(
                 why = format!(
                     "the SSE stream ended before the response; {attempts} resumption attempts failed"
                 );
+                if dropped_after.is_some() {
+                    why.push_str(&format!(
+                        " (an event over max_body_bytes, {} bytes, was dropped on the way)",
+                        inner.config.max_body_bytes
+                    ));
+                }
                 break;
             }
             attempts += 1;

@@ -406,7 +406,10 @@ pub(crate) async fn serve(
         _ = closed(&mut receiver) => {
             tracing::debug!(method = %request.method, "the client closed the stream; cancelling");
             cancel.cancel_with("the client closed the stream");
-            let _ = tokio::time::timeout(CANCEL_GRACE, run).await;
+            // It runs on for the grace period; a panic then is caught too.
+            if let Ok(Err(panic)) = tokio::time::timeout(CANCEL_GRACE, CatchUnwind(run.as_mut())).await {
+                let _ = handler_panicked(&*panic);
+            }
         }
     }
 }
