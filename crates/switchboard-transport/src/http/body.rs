@@ -13,16 +13,11 @@ use tokio::sync::mpsc;
 
 use super::session::ConnGuard;
 
-/// One chunk of a streamed body, as it travels through the stream's channel:
-/// boxed, because a channel allocates its blocks of 32 slots up front (the first
-/// with every reply stream), and 32 boxes take a quarter of the room of 32 `Bytes`.
-pub(crate) type Chunk = Box<Bytes>;
-
 /// A response body: `prefix` chunks first, then whatever arrives on `rx` until it
 /// closes.
 pub(crate) struct Body {
     prefix: VecDeque<Bytes>,
-    rx: Option<mpsc::Receiver<Chunk>>,
+    rx: Option<mpsc::Receiver<Bytes>>,
     _guard: Option<ConnGuard>,
 }
 
@@ -50,7 +45,7 @@ impl Body {
     /// the stream ended).
     pub(crate) fn stream(
         prefix: VecDeque<Bytes>,
-        rx: Option<mpsc::Receiver<Chunk>>,
+        rx: Option<mpsc::Receiver<Bytes>>,
         guard: ConnGuard,
     ) -> Self {
         Body {
@@ -63,7 +58,7 @@ impl Body {
     /// A streamed body of no session (a stateless 2026-07-28 exchange): `prefix`,
     /// then the chunks of `rx` (if any) until every sender is gone. Dropping the body
     /// (the connection closed) closes `rx`, which the feeding task notices.
-    pub(crate) fn stream_owned(prefix: VecDeque<Bytes>, rx: Option<mpsc::Receiver<Chunk>>) -> Self {
+    pub(crate) fn stream_owned(prefix: VecDeque<Bytes>, rx: Option<mpsc::Receiver<Bytes>>) -> Self {
         Body {
             prefix,
             rx,
@@ -86,7 +81,7 @@ impl http_body::Body for Body {
         match self.rx.as_mut() {
             None => Poll::Ready(None),
             Some(rx) => match rx.poll_recv(cx) {
-                Poll::Ready(Some(chunk)) => Poll::Ready(Some(Ok(Frame::data(*chunk)))),
+                Poll::Ready(Some(chunk)) => Poll::Ready(Some(Ok(Frame::data(chunk)))),
                 Poll::Ready(None) => {
                     self.rx = None;
                     Poll::Ready(None)

@@ -91,7 +91,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
 
-use super::body::{Body, Chunk};
+use super::body::Body;
 use super::server::{mint_session_id, HttpServerConfig, HttpSession, SessionKind};
 use super::session::{Limits, Registry, Session};
 use crate::handle::{CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
@@ -308,7 +308,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     debug!(session = %id, "new legacy HTTP+SSE session");
 
     let activity: Activity = Arc::new(Mutex::new(Instant::now()));
-    let (body_tx, body_rx) = mpsc::channel::<Chunk>(ctx.limits.capacity);
+    let (body_tx, body_rx) = mpsc::channel::<Bytes>(ctx.limits.capacity);
     let span = tracing::info_span!("http_session", session = %session.id);
     tokio::spawn(forward_inbound(inner_receiver, in_tx, activity.clone()).instrument(span.clone()));
     let pump = Pump {
@@ -362,7 +362,7 @@ struct Pump {
     /// last one ends it); closed once the session has ended.
     inner: Sender,
     queue: mpsc::Receiver<Outbound>,
-    body: mpsc::Sender<Chunk>,
+    body: mpsc::Sender<Bytes>,
     keep_alive: Option<Duration>,
     idle: Option<Duration>,
     activity: Activity,
@@ -400,7 +400,7 @@ impl Pump {
                         touch(&self.activity);
                         let event = message_event(out.line);
                         tokio::select! {
-                            sent = self.body.send(Box::new(event)) => if sent.is_err() {
+                            sent = self.body.send(event) => if sent.is_err() {
                                 debug!("the client closed the SSE stream");
                                 break Some(CloseReason::PeerClosed);
                             },
@@ -411,7 +411,7 @@ impl Pump {
                 },
                 () = sleep_until(next_ping) => {
                     // A full queue means the client is behind anyway: skip.
-                    let _ = self.body.try_send(Box::new(comment.clone()));
+                    let _ = self.body.try_send(comment.clone());
                     next_ping = self.keep_alive.map(|d| Instant::now() + d);
                 }
                 () = sleep_until(idle_at) => {

@@ -100,7 +100,7 @@ use tokio::sync::{mpsc, watch};
 use super::clock::Clock;
 use tracing::{debug, info_span, warn, Instrument};
 
-use super::body::{Body, Chunk};
+use super::body::Body;
 use super::guard;
 use super::session::{first_duplicate, Limits, Registry, Session, StreamError};
 use super::stateless;
@@ -1129,7 +1129,7 @@ async fn answer(
     if json {
         let mut items = Vec::new();
         while let Some(item) = rx.recv().await {
-            items.push(*item);
+            items.push(item);
         }
         drop(guard);
         if items.is_empty() {
@@ -1177,7 +1177,7 @@ async fn answer(
     // already queued behind it (nothing has been written yet either way).
     let rx = match rx.recv().await {
         Some(event) => {
-            prefix.push_back(*event);
+            prefix.push_back(event);
             take_ready(&mut prefix, rx)
         }
         None => None,
@@ -1202,10 +1202,10 @@ async fn answer(
 /// POST made the runtime write its wake-up `eventfd` on nearly every call.
 async fn first_events(
     prefix: &mut std::collections::VecDeque<Bytes>,
-    mut rx: mpsc::Receiver<Chunk>,
+    mut rx: mpsc::Receiver<Bytes>,
     clock: &Arc<Clock>,
     wait: Duration,
-) -> Option<mpsc::Receiver<Chunk>> {
+) -> Option<mpsc::Receiver<Bytes>> {
     if wait.is_zero() {
         return Some(rx);
     }
@@ -1224,7 +1224,7 @@ async fn first_events(
         None => Some(rx),
         Some(None) => None,
         Some(Some(event)) => {
-            prefix.push_back(*event);
+            prefix.push_back(event);
             take_ready(prefix, rx)
         }
     }
@@ -1234,11 +1234,11 @@ async fn first_events(
 /// back unless the stream ended.
 fn take_ready(
     prefix: &mut std::collections::VecDeque<Bytes>,
-    mut rx: mpsc::Receiver<Chunk>,
-) -> Option<mpsc::Receiver<Chunk>> {
+    mut rx: mpsc::Receiver<Bytes>,
+) -> Option<mpsc::Receiver<Bytes>> {
     loop {
         match rx.try_recv() {
-            Ok(event) => prefix.push_back(*event),
+            Ok(event) => prefix.push_back(event),
             Err(mpsc::error::TryRecvError::Empty) => return Some(rx),
             Err(mpsc::error::TryRecvError::Disconnected) => return None,
         }

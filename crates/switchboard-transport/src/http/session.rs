@@ -23,7 +23,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::body::Chunk;
 use super::guard;
 use crate::config::TransportConfig;
 use crate::handle::{
@@ -135,7 +134,7 @@ struct Stream {
     /// Requests of this POST still without a response.
     pending: usize,
     /// The connection currently reading this stream: (generation, queue).
-    live: Option<(u64, mpsc::Sender<Chunk>)>,
+    live: Option<(u64, mpsc::Sender<Bytes>)>,
     /// The last events, for replay: (seq, encoded event).
     buffer: VecDeque<(u64, Bytes)>,
     next_seq: u64,
@@ -231,7 +230,7 @@ pub(crate) enum StreamError {
 /// one, and event ids are unique within a session).
 pub(crate) struct Opened {
     pub(crate) prefix: VecDeque<Bytes>,
-    pub(crate) rx: Option<mpsc::Receiver<Chunk>>,
+    pub(crate) rx: Option<mpsc::Receiver<Bytes>>,
     pub(crate) priming: Option<u64>,
 }
 
@@ -335,7 +334,7 @@ impl Session {
         }
     }
 
-    fn new_live(&self, st: &mut State, stream: u64) -> mpsc::Receiver<Chunk> {
+    fn new_live(&self, st: &mut State, stream: u64) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(self.limits.capacity);
         st.next_gen += 1;
         let generation = st.next_gen;
@@ -412,7 +411,7 @@ impl Session {
         orphans: usize,
         json: bool,
         primed: bool,
-    ) -> Result<(u64, mpsc::Receiver<Chunk>), StreamError> {
+    ) -> Result<(u64, mpsc::Receiver<Bytes>), StreamError> {
         let mut st = self.lock();
         if st.ended {
             return Err(StreamError::Ended);
@@ -795,7 +794,7 @@ impl Session {
         };
         let delivered = match room {
             Room::Reserved(_, permit) => {
-                permit.send(Box::new(item));
+                permit.send(item);
                 true
             }
             Room::Gone(_) => {
@@ -825,7 +824,7 @@ enum Room {
     /// The connection of this generation is gone.
     Gone(u64),
     /// Room reserved on the queue of the connection of this generation.
-    Reserved(u64, mpsc::OwnedPermit<Chunk>),
+    Reserved(u64, mpsc::OwnedPermit<Bytes>),
 }
 
 impl Room {

@@ -58,7 +58,7 @@ use switchboard_protocol::ProtocolVersion;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tracing::{debug, warn};
 
-use super::body::{Body, Chunk};
+use super::body::Body;
 use super::server::{HttpSession, SessionKind};
 use crate::config::TransportConfig;
 use crate::handle::{BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
@@ -291,7 +291,7 @@ pub(crate) async fn exchange(
             json_reply(status, line)
         }
         Some(Out::Notification(line)) => {
-            let (body_tx, body_rx) = mpsc::channel::<Chunk>(config.capacity());
+            let (body_tx, body_rx) = mpsc::channel::<Bytes>(config.capacity());
             let first = sse_event(&line);
             tokio::spawn(async move {
                 forward(out_rx, body_tx, in_tx, stopping, told).await;
@@ -322,7 +322,7 @@ pub(crate) async fn exchange(
 /// exchange's receiver with the matching reason.
 async fn forward(
     mut out_rx: mpsc::Receiver<Outbound>,
-    body_tx: mpsc::Sender<Chunk>,
+    body_tx: mpsc::Sender<Bytes>,
     in_tx: crate::handle::InboundTx,
     mut stopping: watch::Receiver<bool>,
     mut told: bool,
@@ -342,7 +342,7 @@ async fn forward(
                     Out::Notification(line) => (line, false),
                     Out::Response(line, _) => (line, true),
                 };
-                if body_tx.send(Box::new(sse_event(&line))).await.is_err() {
+                if body_tx.send(sse_event(&line)).await.is_err() {
                     break CloseReason::PeerClosed;
                 }
                 if last {
@@ -351,7 +351,7 @@ async fn forward(
             }
             () = body_tx.closed() => break CloseReason::PeerClosed,
             () = tokio::time::sleep(KEEP_ALIVE) => {
-                if body_tx.send(Box::new(Bytes::from_static(b":\n\n"))).await.is_err() {
+                if body_tx.send(Bytes::from_static(b":\n\n")).await.is_err() {
                     break CloseReason::PeerClosed;
                 }
             }
