@@ -62,7 +62,7 @@ impl ConnectConfig {
 
 /// Serves our stdin/stdout as an MCP server that relays to `config.url` until
 /// either side ends. Before it returns, what is queued for the host app is
-/// written to stdout, waiting at most [`FLUSH_BOUND`].
+/// written to stdout, waiting at most [`CONNECT_FLUSH_BOUND`].
 ///
 /// Errors (as text for the command line): the URL or a header is invalid, the
 /// remote cannot be reached in any era, or it went away during the relay.
@@ -74,13 +74,13 @@ pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
     // What is queued for the host app (an answer to its last request, the error
     // answer to its `initialize`) is written before the process ends; bounded, as
     // a host app that stopped reading would hold it forever.
-    let _ = tokio::time::timeout(FLUSH_BOUND, out.flush()).await;
+    let _ = tokio::time::timeout(CONNECT_FLUSH_BOUND, out.flush()).await;
     outcome
 }
 
 /// How long [`connect_stdio`] waits, once the relay has ended, for what is queued
 /// for the host app to be written to stdout.
-pub const FLUSH_BOUND: Duration = Duration::from_secs(5);
+pub const CONNECT_FLUSH_BOUND: Duration = Duration::from_secs(5);
 
 /// [`connect_stdio`] over any downstream transport halves (tests use a pipe).
 pub async fn relay_from(
