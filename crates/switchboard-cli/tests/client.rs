@@ -1090,3 +1090,39 @@ fn a_header_for_a_stdio_target_is_refused() {
     assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("--header"), "{}", r.stderr);
 }
+
+/// A stdio server that writes something else than JSON-RPC on stdout (a banner,
+/// logs) and never answers: the one-line error says so, quoting the latest such
+/// line, instead of a bare timeout (the lines are skipped, logged only with -v).
+/// A server that answers despite a banner is not blamed for it.
+#[test]
+fn a_server_writing_no_json_rpc_is_named_in_the_timeout() {
+    let r = run(&[
+        "ping",
+        "--timeout",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo 'Starting...'; echo 'Server ready on stdio'; exec sleep 300",
+    ]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("timed out"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "2 lines on stdout that are not JSON-RPC (the latest: \"Server ready on stdio\")"
+        ),
+        "{}",
+        r.stderr
+    );
+    let banner = format!(
+        "echo 'hello from the server'; exec {} example-server",
+        exe()
+    );
+    let r = run(&[
+        "tools", "call", "echo", "--arg", "text=hi", "--", "sh", "-c", &banner,
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stderr.contains("JSON-RPC"), "{}", r.stderr);
+}

@@ -7,6 +7,7 @@
 //! [`AsyncRead`]/[`AsyncWrite`] pair.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
@@ -70,6 +71,8 @@ pub(crate) enum ReadEnd {
 /// themselves (the child process).
 pub(crate) struct Started {
     pub(crate) transport: Transport,
+    /// The lines the reader skipped in the client role (see [`Skipped`]).
+    pub(crate) skipped: Arc<Skipped>,
     pub(crate) reader: JoinHandle<ReadEnd>,
     pub(crate) writer: JoinHandle<()>,
     pub(crate) events: crate::handle::InboundTx,
@@ -127,6 +130,7 @@ where
         reader,
         writer: _,
         events,
+        ..
     } = started;
     tokio::spawn(
         async move {
@@ -161,8 +165,10 @@ where
     let (in_tx, in_rx, gate) = crate::handle::inbound_channel_gated(config.capacity());
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
+    let skipped = Arc::new(Skipped::default());
     let reader = ReaderTask {
         role,
+        skipped: skipped.clone(),
         events: in_tx.clone(),
         replies: out_tx.downgrade(),
         batching: batching.clone(),
@@ -179,9 +185,33 @@ where
             },
             receiver: Receiver::gated(in_rx, batching, gate),
         },
+        skipped,
         reader,
         writer,
         events: in_tx,
+    }
+}
+
+/// What the reader skipped in the client role: lines of the server's that are
+/// not valid JSON-RPC messages (a banner, a stray print). Kept so that a caller
+/// whose request times out can be told why the server may not be answering.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped {
+    count: AtomicU64,
+    /// The latest, cut to [`EXCERPT_CHARS`] characters.
+    last: std::sync::Mutex<Option<String>>,
+}
+
+impl Skipped {
+    fn record(&self, line: &str) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(line.to_owned());
+    }
+
+    /// How many lines were skipped, and the latest (cut).
+    pub(crate) fn get(&self) -> (u64, Option<String>) {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        (self.count.load(Ordering::Relaxed), last)
     }
 }
 
@@ -250,6 +280,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Recei
 
 struct ReaderTask {
     role: Role,
+    skipped: Arc<Skipped>,
     events: crate::handle::InboundTx,
     /// For answering bad lines (server role) without keeping the writer alive.
     replies: mpsc::WeakSender<Outbound>,
@@ -362,6 +393,11 @@ impl ReaderTask {
             Role::Client { peer } => {
                 let line = text.map(excerpt).unwrap_or_default();
                 warn!(peer = %peer, error = %e, line, "the server wrote a line that is not a valid JSON-RPC message; skipped");
+                if line.is_empty() {
+                    self.skipped.record(&e.to_string());
+                } else {
+                    self.skipped.record(line);
+                }
             }
             Role::Server if !e.wants_response() => {
                 warn!(error = %e, "invalid notification; not answered (JSON-RPC 2.0 §4.1)");

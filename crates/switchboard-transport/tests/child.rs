@@ -267,6 +267,24 @@ async fn a_child_that_exits_reports_its_last_stderr_line() {
     let _ = within("shutdown", child.process.shutdown()).await;
 }
 
+/// Lines of the child's stdout that are not JSON-RPC are skipped, counted and the
+/// latest kept (cut), for a caller to explain a timeout.
+#[tokio::test]
+async fn skipped_lines_are_counted() {
+    let long = "x".repeat(500);
+    let child = stdio::spawn(
+        sh("chatty", &format!("echo hello; echo '{long}'; exit 0")),
+        &TransportConfig::default(),
+    )
+    .unwrap();
+    let mut rx = child.receiver;
+    assert!(matches!(next(&mut rx).await, Inbound::Closed { .. }));
+    let (count, last) = child.process.skipped_lines();
+    assert_eq!(count, 2);
+    assert_eq!(last.as_deref(), Some("x".repeat(200).as_str()));
+    let _ = within("shutdown", child.process.shutdown()).await;
+}
+
 #[tokio::test]
 async fn a_child_that_dies_mid_session_closes_the_receiver() {
     let child = stdio::spawn(sh("reader", "read x; exit 7"), &TransportConfig::default()).unwrap();

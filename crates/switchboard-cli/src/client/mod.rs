@@ -568,6 +568,7 @@ async fn connect(
                     child: Some(process),
                 }),
                 Err(failure) => {
+                    let failure = with_skipped(failure, &process);
                     let _ = process.shutdown().await;
                     Err(failure)
                 }
@@ -973,8 +974,33 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
         why = &mut interrupt => Err(Failure::new(why)),
     };
     ui.finish();
+    let outcome = match (outcome, &connection.child) {
+        (Err(failure), Some(child)) => Err(with_skipped(failure, child)),
+        (outcome, _) => outcome,
+    };
     connection.close().await;
     outcome
+}
+
+/// `failure`, telling also of the lines of a stdio server's stdout that were
+/// skipped as not JSON-RPC (a server that prints a banner or logs to stdout
+/// rather than stderr), which otherwise only a timeout would show; the latest is
+/// quoted. Unchanged when there were none, and for a tool's own error
+/// (`isError`, exit 1).
+fn with_skipped(failure: Failure, child: &ChildProcess) -> Failure {
+    let (count, last) = child.skipped_lines();
+    if count == 0 || failure.code != EXIT_FAILURE {
+        return failure;
+    }
+    let lines = if count == 1 { "line" } else { "lines" };
+    let last = last.unwrap_or_default();
+    Failure {
+        message: format!(
+            "{}; the server wrote {count} {lines} on stdout that are not JSON-RPC (the latest: {last:?})",
+            failure.message
+        ),
+        ..failure
+    }
 }
 
 fn finish(outcome: Result<u8, Failure>) -> ExitCode {

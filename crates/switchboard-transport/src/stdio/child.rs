@@ -20,7 +20,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::config::TransportConfig;
 use crate::handle::{CloseReason, Inbound, Receiver, Sender, STDERR_TAIL_CHARS};
-use crate::line::{start, ReadEnd, Role, Started};
+use crate::line::{start, ReadEnd, Role, Skipped, Started};
 
 /// Default [`ShutdownConfig::stdin_close_grace`]: 5 seconds.
 pub const DEFAULT_STDIN_CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -220,10 +220,20 @@ type ShutdownReply = oneshot::Sender<io::Result<ShutdownReport>>;
 pub struct ChildProcess {
     name: String,
     pid: u32,
+    skipped: Arc<Skipped>,
     control: Option<oneshot::Sender<ShutdownReply>>,
 }
 
 impl ChildProcess {
+    /// The lines of the child's stdout skipped so far because they are not valid
+    /// JSON-RPC messages (a banner, a stray print; each is logged, warn, as it
+    /// comes), and the latest of them, cut to 200 characters. A caller whose
+    /// request timed out can tell its user that the server writes something
+    /// else than MCP.
+    pub fn skipped_lines(&self) -> (u64, Option<String>) {
+        self.skipped.get()
+    }
+
     /// The child's configured name.
     pub fn name(&self) -> &str {
         &self.name
@@ -331,6 +341,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
 
     let Started {
         transport,
+        skipped,
         reader,
         writer,
         events,
@@ -371,6 +382,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         process: ChildProcess {
             name: config.name,
             pid,
+            skipped,
             control: Some(control_tx),
         },
     })
