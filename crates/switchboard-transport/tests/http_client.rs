@@ -65,6 +65,29 @@ async fn next_answer(rx: &mut Receiver) -> Message {
     }
 }
 
+/// A client of `url` with `max_body_bytes` set to `max`, initialized (2025-11-25).
+async fn open_with_max_body(url: &str, max: usize) -> (switchboard_transport::Sender, Receiver) {
+    let mut config = HttpClientConfig::new(url);
+    config.max_body_bytes = max;
+    let (transport, handle) = client::connect(config).unwrap();
+    let (tx, mut rx) = transport.split();
+    tx.send(initialize(1)).await.unwrap();
+    assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+    handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+    (tx, rx)
+}
+
+/// The next answer on `rx` is the response to `id` that a resumed stream
+/// delivered (`{"resumed":true}`).
+async fn assert_resumed(rx: &mut Receiver, id: u64) {
+    let m = next_answer(rx).await;
+    let Message::Response(r) = m else {
+        panic!("the resumed stream delivers the response: {m:?}")
+    };
+    assert_eq!(r.id, Id::from(id));
+    assert_eq!(r.result.get(), r#"{"resumed":true}"#);
+}
+
 /// The next [`Inbound::Failed`] on `rx` (as the error response a relay would send
 /// for it), skipping notifications; panics on any answer from the server.
 async fn next_failure(rx: &mut Receiver) -> ErrorResponse {
@@ -528,12 +551,7 @@ async fn an_sse_reply_cut_after_an_event_id_is_resumed_with_last_event_id() {
         tx.send(request(5, "tools/call", json!({"name": "x"})))
             .await
             .unwrap();
-        let m = next_answer(&mut rx).await;
-        let Message::Response(r) = m else {
-            panic!("the resumed stream delivers the response: {m:?}")
-        };
-        assert_eq!(r.id, Id::from(5));
-        assert_eq!(r.result.get(), r#"{"resumed":true}"#);
+        assert_resumed(&mut rx, 5).await;
         let mut get = None;
         while let Ok(s) = seen.try_recv() {
             if s.method == "GET" {
@@ -676,13 +694,7 @@ async fn a_reply_over_max_body_bytes_names_the_limit() {
             }
         }))
         .await;
-        let mut config = HttpClientConfig::new(&url);
-        config.max_body_bytes = 1024;
-        let (transport, handle) = client::connect(config).unwrap();
-        let (tx, mut rx) = transport.split();
-        tx.send(initialize(1)).await.unwrap();
-        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
-        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        let (tx, mut rx) = open_with_max_body(&url, 1024).await;
         for (id, sse) in [(5, false), (6, true)] {
             tx.send(request(id, "tools/call", json!({"name": "x", "sse": sse})))
                 .await
@@ -725,22 +737,11 @@ async fn a_dropped_big_event_does_not_stop_a_later_resumption() {
             ])
         }))
         .await;
-        let mut config = HttpClientConfig::new(&url);
-        config.max_body_bytes = 1024;
-        let (transport, handle) = client::connect(config).unwrap();
-        let (tx, mut rx) = transport.split();
-        tx.send(initialize(1)).await.unwrap();
-        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
-        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        let (tx, mut rx) = open_with_max_body(&url, 1024).await;
         tx.send(request(7, "tools/call", json!({"name": "x"})))
             .await
             .unwrap();
-        let m = next_answer(&mut rx).await;
-        let Message::Response(r) = m else {
-            panic!("the resumed stream delivers the response: {m:?}")
-        };
-        assert_eq!(r.id, Id::from(7));
-        assert_eq!(r.result.get(), r#"{"resumed":true}"#);
+        assert_resumed(&mut rx, 7).await;
     })
     .await;
 }

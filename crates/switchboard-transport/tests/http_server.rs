@@ -470,18 +470,28 @@ async fn header_checks_406_403_400() {
     .await
 }
 
+/// A server whose `max_body_bytes` is `max`, a client and an open session on it.
+async fn limited_session(max: usize) -> (HttpServer, reqwest::Client, String) {
+    let mut config = HttpServerConfig::default();
+    config.max_body_bytes = max;
+    let (server, _closed) = start(config).await;
+    let c = client();
+    let sid = open_session(&c, &server.url()).await;
+    (server, c, sid)
+}
+
+/// A `ping` whose params hold `pad` bytes of padding.
+fn padded_ping(pad: usize) -> String {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "x".repeat(pad)}})
+        .to_string()
+}
+
 #[tokio::test]
 async fn a_body_over_the_limit_gets_413() {
     bounded(async {
-        let mut config = HttpServerConfig::default();
-        config.max_body_bytes = 1024;
-        let (server, _closed) = start(config).await;
+        let (server, c, sid) = limited_session(1024).await;
         let url = server.url();
-        let c = client();
-        let sid = open_session(&c, &url).await;
-        let big = json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
-            "params": {"pad": "x".repeat(4096)}})
-        .to_string();
+        let big = padded_ping(4096);
         let resp = post(&c, &url, Some(&sid), big).send().await.unwrap();
         assert_eq!(resp.status(), 413);
     })
@@ -544,15 +554,9 @@ fn chunked(body: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn a_body_far_over_the_limit_gets_413_not_a_reset() {
     bounded(async {
-        let mut config = HttpServerConfig::default();
-        config.max_body_bytes = 1024;
-        let (server, _closed) = start(config).await;
+        let (server, c, sid) = limited_session(1024).await;
         let url = server.url();
-        let c = client();
-        let sid = open_session(&c, &url).await;
-        let big = json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
-            "params": {"pad": "x".repeat(8 << 20)}})
-        .to_string();
+        let big = padded_ping(8 << 20);
         for round in 0..3 {
             let resp = post(&c, &url, Some(&sid), big.clone())
                 .send()
