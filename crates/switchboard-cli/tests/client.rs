@@ -818,7 +818,7 @@ fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
 /// does not reach it) is shut down, not left running.
 #[test]
 fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
-    let (code, stderr, still_running) = signal_while_connecting(&["INT"], None);
+    let (code, stderr, still_running, _) = signal_while_connecting(&["INT"], None, false);
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
@@ -831,7 +831,7 @@ fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
 #[test]
 fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
     for (signal, name) in [("TERM", "SIGTERM"), ("HUP", "SIGHUP")] {
-        let (code, stderr, still_running) = signal_while_connecting(&[signal], None);
+        let (code, stderr, still_running, _) = signal_while_connecting(&[signal], None, false);
         assert_eq!(code, Some(2), "{signal}: {stderr}");
         assert_eq!(stderr, format!("switchboard: terminated by {name}\n"));
         assert!(
@@ -845,19 +845,42 @@ fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
 /// ignored: SIGHUP then does not end the command; SIGTERM still does.
 #[test]
 fn an_inherited_ignored_signal_stays_ignored() {
-    let (code, stderr, still_running) = signal_while_connecting(&["HUP", "TERM"], Some("HUP"));
+    let (code, stderr, still_running, _) =
+        signal_while_connecting(&["HUP", "TERM"], Some("HUP"), false);
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr, "switchboard: terminated by SIGTERM\n");
     assert!(!still_running, "the stdio server was left running");
 }
 
+/// A second Ctrl-C while the client shuts down a stdio server that ignores both
+/// the end of its stdin and SIGTERM kills the server at once, where the spec's
+/// order alone takes two graces of 2 s: a user pressing Ctrl-C again wants out.
+#[test]
+fn a_second_ctrl_c_kills_a_server_that_ignores_its_shutdown() {
+    let (code, stderr, still_running, after_last) =
+        signal_while_connecting(&["INT", "INT"], None, true);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+    assert!(
+        after_last < std::time::Duration::from_millis(1500),
+        "the client took {after_last:?} to exit after the second Ctrl-C"
+    );
+}
+
 /// Starts `ping -- sh -c '...; exec sleep 300'` (a server that ignores stdin EOF
-/// and never answers), with SIG`ignored` ignored when given (as `trap '' SIG`
-/// before `exec` leaves it), sends each of `signals` to the client once the
-/// server runs (300 ms apart), and returns the client's exit code, its stderr
-/// and whether the server was still running after the client exited (it is
-/// then ended here). Panics if the client exits before the last signal.
-fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i32>, String, bool) {
+/// and never answers; `stubborn`: SIGTERM too), with SIG`ignored` ignored in the
+/// client when given (as `trap '' SIG` before `exec` leaves it), sends each of
+/// `signals` to the client once the server runs (300 ms apart), and returns the
+/// client's exit code, its stderr, whether the server was still running after
+/// the client exited (it is then ended here), and how long the client took to
+/// exit after the last signal. Panics if the client exits before the last
+/// signal.
+fn signal_while_connecting(
+    signals: &[&str],
+    ignored: Option<&str>,
+    stubborn: bool,
+) -> (Option<i32>, String, bool, std::time::Duration) {
     let signal = signals.join("-");
     use std::process::{Command, Stdio};
     let dir =
@@ -865,7 +888,11 @@ fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
-    let script = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let script = format!(
+        "{}echo $$ > '{}'; exec sleep 300",
+        if stubborn { "trap '' TERM; " } else { "" },
+        pid_file.display()
+    );
     let exe = exe();
     let mut command = match ignored {
         Some(sig) => {
@@ -899,6 +926,7 @@ fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // Give the client time to send initialize, then signal it.
+    let mut last = std::time::Instant::now();
     for (i, signal) in signals.iter().enumerate() {
         std::thread::sleep(std::time::Duration::from_millis(300));
         if i > 0 {
@@ -907,18 +935,20 @@ fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i
                 "the client exited before SIG{signal}"
             );
         }
+        last = std::time::Instant::now();
         let _ = Command::new("kill")
             .args([&format!("-{signal}"), &pid.to_string()])
             .status();
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
+        let out = child.wait_with_output();
+        let _ = tx.send((out, last.elapsed()));
     });
-    let out = rx
+    let (out, after_last) = rx
         .recv_timeout(common::BOUND)
-        .expect("exits after the signal")
-        .unwrap();
+        .expect("exits after the signal");
+    let out = out.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let alive = || {
         Command::new("kill")
@@ -933,7 +963,7 @@ fn signal_while_connecting(signals: &[&str], ignored: Option<&str>) -> (Option<i
         let _ = Command::new("kill").arg(server_pid.to_string()).status();
     }
     let _ = std::fs::remove_dir_all(&dir);
-    (out.status.code(), stderr, still_running)
+    (out.status.code(), stderr, still_running, after_last)
 }
 
 /// `--timeout` bounds the 2026-07-28 probe too: against a URL that accepts

@@ -205,6 +205,59 @@ async fn a_child_that_ignores_sigterm_is_killed_and_reaped() {
     assert_reaped(pid);
 }
 
+/// A kill switch cuts the spec's shutdown order short: a child that ignores
+/// both stdin's end and SIGTERM, with graces of a minute each, is killed and
+/// reaped at once when asked, the shutdown reporting SIGKILL.
+#[tokio::test]
+async fn the_kill_switch_cuts_a_shutdown_short() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut config = sh("stubborn", "trap '' TERM; while :; do sleep 0.1; done");
+    config.shutdown.stdin_close_grace = Duration::from_secs(60);
+    config.shutdown.sigterm_grace = Duration::from_secs(60);
+    let child = stdio::spawn(config, &TransportConfig::default()).unwrap();
+    let pid = child.process.pid();
+    let switch = child.process.kill_switch();
+    let shutdown = tokio::spawn(child.process.shutdown());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !shutdown.is_finished(),
+        "the child should still be in its grace"
+    );
+    let asked = std::time::Instant::now();
+    switch.kill();
+    let report = within("shutdown", shutdown).await.unwrap().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(report.step, ShutdownStep::Sigkill);
+    assert_eq!(report.status.signal(), Some(9));
+    assert_reaped(pid);
+    // Once reaped, the switch does nothing.
+    switch.kill();
+}
+
+/// Before any shutdown, the kill switch kills the child, whose end is reported
+/// like any exit (killed by signal 9); the later shutdown finds it exited.
+#[tokio::test]
+async fn the_kill_switch_kills_a_running_child() {
+    use std::os::unix::process::ExitStatusExt;
+    let child = stdio::spawn(sh("sleeper", "exec sleep 60"), &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    child.process.kill_switch().kill();
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ChildExited(status, _),
+        } => assert_eq!(status.signal(), Some(9)),
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    let pid = child.process.pid();
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::AlreadyExited);
+    assert_reaped(pid);
+}
+
 #[tokio::test]
 async fn a_child_that_exits_reports_its_status_promptly() {
     let child = stdio::spawn(sh("quitter", "exit 3"), &TransportConfig::default()).unwrap();

@@ -23,6 +23,12 @@
 //! server cannot be started or reached, it answered a JSON-RPC error, it timed out,
 //! an unknown tool, bad arguments, Ctrl-C, SIGTERM or SIGHUP).
 //!
+//! **Signals.** Ctrl-C, SIGTERM or SIGHUP cancels the request in flight
+//! (`notifications/cancelled`) and closes: a stdio server is shut down in the
+//! spec's order (at most [`CHILD_GRACE`] per step), an HTTP session deleted (at
+//! most [`CLOSE_BOUND`]). A second signal while closing kills the stdio server at
+//! once (SIGKILL to its process group) or abandons the `DELETE`.
+//!
 //! **Sampling and elicitation.** This client declares neither capability (nor
 //! `roots`): it has no model and, in non-interactive use, no human to ask. A
 //! conforming server therefore never sends `sampling/createMessage` or
@@ -458,25 +464,44 @@ struct Connection {
 impl Connection {
     /// Disconnects: a URL's session is ended (its `DELETE` sent, at most
     /// [`CLOSE_BOUND`]), or the client is dropped (closing the child's stdin) and
-    /// the child is shut down in the spec's order and reaped.
-    async fn close(self) {
+    /// the child is shut down in the spec's order and reaped. A signal meanwhile
+    /// cuts it short: the `DELETE` is abandoned, the child killed at once.
+    async fn close(self, signals: &mut Signals) {
         let Connection { client, child } = self;
-        if child.is_none() {
-            if tokio::time::timeout(CLOSE_BOUND, client.close())
-                .await
-                .is_err()
-            {
-                tracing::debug!("the session did not close in time");
+        let Some(child) = child else {
+            tokio::select! {
+                closed = tokio::time::timeout(CLOSE_BOUND, client.close()) => {
+                    if closed.is_err() {
+                        tracing::debug!("the session did not close in time");
+                    }
+                }
+                why = signals.next() => tracing::debug!("{why} again: the session is not deleted"),
             }
             return;
-        }
+        };
         drop(client);
-        if let Some(child) = child {
-            match child.shutdown().await {
-                Ok(report) => tracing::debug!(%report, "server process ended"),
-                Err(e) => tracing::warn!(error = %e, "server process shutdown failed"),
-            }
+        shut_down(child, signals).await;
+    }
+}
+
+/// Shuts a stdio server down in the spec's order and reaps it; a signal
+/// meanwhile (the user's second Ctrl-C) kills it at once instead of waiting out
+/// its graces.
+async fn shut_down(child: ChildProcess, signals: &mut Signals) {
+    let switch = child.kill_switch();
+    let shutdown = child.shutdown();
+    tokio::pin!(shutdown);
+    let report = tokio::select! {
+        report = &mut shutdown => report,
+        why = signals.next() => {
+            tracing::debug!("{why} again: killing the server process");
+            switch.kill();
+            shutdown.await
         }
+    };
+    match report {
+        Ok(report) => tracing::debug!(%report, "server process ended"),
+        Err(e) => tracing::warn!(error = %e, "server process shutdown failed"),
     }
 }
 
@@ -525,15 +550,14 @@ async fn connect_target(
         .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
 }
 
-/// Connects to `target`; `interrupt` completing (Ctrl-C, SIGTERM, SIGHUP: see
-/// [`signals`]) abandons the handshake with its message, after a stdio child has
-/// been shut down in the spec's order
-/// (never left running).
+/// Connects to `target`; a signal (Ctrl-C, SIGTERM, SIGHUP: see [`Signals`])
+/// abandons the handshake with its message, after a stdio child has been shut
+/// down in the spec's order (never left running; a second signal kills it).
 async fn connect(
     target: &Target,
     options: ClientOptions,
     common: &CommonArgs,
-    interrupt: &mut (impl std::future::Future<Output = &'static str> + Unpin),
+    signals: &mut Signals,
 ) -> Result<Connection, Failure> {
     match target {
         Target::Url(url) => tokio::select! {
@@ -541,7 +565,7 @@ async fn connect(
                 client: client?,
                 child: None,
             }),
-            why = interrupt => Err(Failure::new(why)),
+            why = signals.next() => Err(Failure::new(why)),
         },
         Target::Command(_) if !common.header.is_empty() => Err(Failure::new(
             "--header applies to a URL target; a stdio server (-- CMD) has no HTTP headers",
@@ -560,7 +584,7 @@ async fn connect(
                 r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
                     Failure::new(format!("cannot connect to {target}: {}", one_line(&e)))
                 }),
-                why = interrupt => Err(Failure::new(why)),
+                why = signals.next() => Err(Failure::new(why)),
             };
             match handshake {
                 Ok(client) => Ok(Connection {
@@ -569,7 +593,7 @@ async fn connect(
                 }),
                 Err(failure) => {
                     let failure = with_skipped(failure, &process);
-                    let _ = process.shutdown().await;
+                    shut_down(process, signals).await;
                     Err(failure)
                 }
             }
@@ -903,40 +927,56 @@ async fn act(
     Ok(EXIT_OK)
 }
 
-/// Completes, with the failure's message, on the first Ctrl-C (`interrupted`),
-/// SIGTERM or SIGHUP (`terminated by SIG...`): each ends the command the same
-/// way (the request in flight cancelled, a stdio child shut down, exit 2), where
-/// the default action killed the process and left the child running. A signal
-/// that this process inherited as ignored (`nohup`, `trap '' HUP`, a background
-/// job of a non-interactive shell for SIGINT) stays ignored: it is not watched.
-fn signals() -> Result<impl std::future::Future<Output = &'static str>, Failure> {
-    use tokio::signal::unix::{signal, Signal, SignalKind};
-    let watch = |kind: SignalKind| -> Result<Option<Signal>, Failure> {
-        if ignored(kind.as_raw_value()) {
-            return Ok(None);
-        }
-        signal(kind)
-            .map(Some)
-            .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
-    };
-    let mut int = watch(SignalKind::interrupt())?;
-    let mut term = watch(SignalKind::terminate())?;
-    let mut hup = watch(SignalKind::hangup())?;
-    async fn next(s: &mut Option<Signal>) {
-        match s {
-            Some(s) => {
-                s.recv().await;
+/// The signals that end a command: Ctrl-C (`interrupted`), SIGTERM and SIGHUP
+/// (`terminated by SIG...`). Each ends it the same way (the request in flight
+/// cancelled, a stdio child shut down, exit 2), where the default action killed
+/// the process and left the child running; a second one while the command is
+/// closing cuts that short (a stdio child is killed at once, an HTTP session's
+/// `DELETE` is not waited for). A signal that this process inherited as ignored
+/// (`nohup`, `trap '' HUP`, a background job of a non-interactive shell for
+/// SIGINT) stays ignored: it is not watched.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers. Errors: the runtime cannot watch signals.
+    fn watch() -> Result<Signals, Failure> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let watch = |kind: SignalKind| {
+            if ignored(kind.as_raw_value()) {
+                return Ok(None);
             }
-            None => std::future::pending().await,
+            signal(kind)
+                .map(Some)
+                .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
+        };
+        Ok(Signals {
+            int: watch(SignalKind::interrupt())?,
+            term: watch(SignalKind::terminate())?,
+            hup: watch(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next signal, as the failure's message. Cancel safe (a signal that
+    /// arrives while no one waits is kept for the next call).
+    async fn next(&mut self) -> &'static str {
+        async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.int) => "interrupted",
+            () = one(&mut self.term) => "terminated by SIGTERM",
+            () = one(&mut self.hup) => "terminated by SIGHUP",
         }
     }
-    Ok(async move {
-        tokio::select! {
-            () = next(&mut int) => "interrupted",
-            () = next(&mut term) => "terminated by SIGTERM",
-            () = next(&mut hup) => "terminated by SIGHUP",
-        }
-    })
 }
 
 /// Whether signal `signo`'s disposition is "ignore" (`SIG_IGN`), as inherited
@@ -959,26 +999,20 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
     // with no message and a stdio child left running in its own process group.
     // Installed here, before any child is spawned (`ctrl_c()` would install its
     // handler only when first polled, after the spawn).
-    let mut interrupt = Box::pin(signals()?);
-    let connection = connect(
-        &target,
-        client_options(&common, &ui),
-        &common,
-        &mut interrupt,
-    )
-    .await?;
+    let mut signals = Signals::watch()?;
+    let connection = connect(&target, client_options(&common, &ui), &common, &mut signals).await?;
     let outcome = tokio::select! {
         // A result that is ready counts, even if a signal came at the same time.
         biased;
         r = act(&connection.client, &common, &ui, action) => r,
-        why = &mut interrupt => Err(Failure::new(why)),
+        why = signals.next() => Err(Failure::new(why)),
     };
     ui.finish();
     let outcome = match (outcome, &connection.child) {
         (Err(failure), Some(child)) => Err(with_skipped(failure, child)),
         (outcome, _) => outcome,
     };
-    connection.close().await;
+    connection.close(&mut signals).await;
     outcome
 }
 

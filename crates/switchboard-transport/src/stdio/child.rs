@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use switchboard_protocol::codec::LineDecoder;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::{timeout, timeout_at, Instant};
 use tracing::{debug, info, info_span, warn, Instrument};
@@ -222,6 +222,30 @@ pub struct ChildProcess {
     pid: u32,
     skipped: Arc<Skipped>,
     control: Option<oneshot::Sender<ShutdownReply>>,
+    hurry: Arc<Notify>,
+}
+
+/// Kills a child at once, skipping the graces of the spec's shutdown order: a
+/// program whose user asks a second time to quit (Ctrl-C again while the child
+/// is being shut down) has waited long enough. From
+/// [`ChildProcess::kill_switch`]; cloneable, usable after the [`ChildProcess`]
+/// was moved into [`shutdown`](ChildProcess::shutdown).
+#[derive(Debug, Clone)]
+pub struct KillSwitch {
+    hurry: Arc<Notify>,
+}
+
+impl KillSwitch {
+    /// Has the child's supervisor send SIGKILL to the child's process group now.
+    /// During a [`shutdown`](ChildProcess::shutdown) the grace being waited out
+    /// ends at once and the report says [`ShutdownStep::Sigkill`]; before one,
+    /// the child dies and the [`Receiver`] gets [`Inbound::Closed`] with
+    /// [`CloseReason::ChildExited`] (killed by signal 9), as for any exit. The
+    /// child is still reaped by its supervisor. Once it has been reaped this does
+    /// nothing (no signal goes to a pid that may have been reused).
+    pub fn kill(&self) {
+        self.hurry.notify_one();
+    }
 }
 
 impl ChildProcess {
@@ -232,6 +256,14 @@ impl ChildProcess {
     /// else than MCP.
     pub fn skipped_lines(&self) -> (u64, Option<String>) {
         self.skipped.get()
+    }
+
+    /// A handle that kills the child at once ([`KillSwitch::kill`]), for a caller
+    /// that must be able to cut a [`shutdown`](Self::shutdown) short.
+    pub fn kill_switch(&self) -> KillSwitch {
+        KillSwitch {
+            hurry: self.hurry.clone(),
+        }
     }
 
     /// The child's configured name.
@@ -254,6 +286,8 @@ impl ChildProcess {
     ///    sends fail) and wait up to [`ShutdownConfig::stdin_close_grace`];
     /// 3. send SIGTERM and wait up to [`ShutdownConfig::sigterm_grace`];
     /// 4. send SIGKILL and wait for it to exit.
+    ///
+    /// A [`KillSwitch::kill`] during steps 2 and 3 skips to step 4.
     ///
     /// Then the rest of its stdout is read for up to [`EXIT_DRAIN`] (its stderr for
     /// up to 1 s more, after `Closed`), the
@@ -365,9 +399,12 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         .instrument(span.clone()),
     );
     let (control_tx, control_rx) = oneshot::channel();
+    let hurry = Arc::new(Notify::new());
     let supervisor = Supervisor {
         child,
         pid,
+        hurry: hurry.clone(),
+        hurried: false,
         shutdown: config.shutdown.clone(),
         reader: Some(reader),
         writer: Some(writer),
@@ -384,6 +421,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
             pid,
             skipped,
             control: Some(control_tx),
+            hurry,
         },
     })
 }
@@ -460,6 +498,10 @@ async fn stop<T>(task: &mut Option<JoinHandle<T>>) {
 struct Supervisor {
     child: Child,
     pid: u32,
+    /// [`KillSwitch::kill`]: SIGKILL now.
+    hurry: Arc<Notify>,
+    /// A kill was asked for during the shutdown sequence.
+    hurried: bool,
     shutdown: ShutdownConfig,
     reader: Option<JoinHandle<ReadEnd>>,
     writer: Option<JoinHandle<()>>,
@@ -482,6 +524,12 @@ impl Supervisor {
             tokio::select! {
                 status = self.child.wait() => break Event::Exited(status),
                 request = &mut control => break Event::Shutdown(request.ok()),
+                () = self.hurry.notified() => {
+                    // Not reaped yet (this task is the only reaper): the pid is
+                    // still the child's. Its exit is then reported as any other.
+                    info!("killing the child at once (SIGKILL), as asked");
+                    self.kill_now();
+                }
                 end = join(&mut self.reader) => {
                     if matches!(end, Some(ReadEnd::ReceiverGone)) {
                         debug!("the receiver was dropped; the child's stdout is no longer read");
@@ -594,29 +642,54 @@ impl Supervisor {
         let grace = self.shutdown.stdin_close_grace;
         debug!(?grace, "closing the child's stdin");
         stop(&mut self.writer).await;
-        if let Ok(status) = timeout(grace, self.child.wait()).await {
+        if let Some(status) = self.wait_within(grace).await {
             return Self::report(status?, ShutdownStep::StdinClosed);
         }
         // Not reaped yet (we are its only reaper), so the pid is still this child.
         if let Some(status) = self.child.try_wait()? {
             return Self::report(status, ShutdownStep::StdinClosed);
         }
-        let grace = self.shutdown.sigterm_grace;
-        debug!(?grace, "sending SIGTERM");
-        self.signal(Signal::SIGTERM);
-        if let Ok(status) = timeout(grace, self.child.wait()).await {
-            return Self::report(status?, ShutdownStep::Sigterm);
-        }
-        if let Some(status) = self.child.try_wait()? {
-            return Self::report(status, ShutdownStep::Sigterm);
+        if !self.hurried {
+            let grace = self.shutdown.sigterm_grace;
+            debug!(?grace, "sending SIGTERM");
+            self.signal(Signal::SIGTERM);
+            if let Some(status) = self.wait_within(grace).await {
+                return Self::report(status?, ShutdownStep::Sigterm);
+            }
+            if let Some(status) = self.child.try_wait()? {
+                return Self::report(status, ShutdownStep::Sigterm);
+            }
         }
         debug!("sending SIGKILL");
+        self.kill_now();
+        let status = self.child.wait().await?;
+        Self::report(status, ShutdownStep::Sigkill)
+    }
+
+    /// The child's exit within `grace`; `None` when the grace ran out or a
+    /// [`KillSwitch::kill`] cut it short (then `hurried` is set).
+    async fn wait_within(&mut self, grace: Duration) -> Option<io::Result<ExitStatus>> {
+        if self.hurried {
+            return None;
+        }
+        let hurry = self.hurry.clone();
+        tokio::select! {
+            waited = timeout(grace, self.child.wait()) => waited.ok(),
+            () = hurry.notified() => {
+                info!("killing the child at once (SIGKILL), as asked");
+                self.hurried = true;
+                None
+            }
+        }
+    }
+
+    /// SIGKILL to the child's process group and to the child itself. Only
+    /// before the child is reaped (the caller's duty).
+    fn kill_now(&mut self) {
         self.signal(Signal::SIGKILL);
         if let Err(e) = self.child.start_kill() {
             debug!(error = %e, "SIGKILL failed");
         }
-        let status = self.child.wait().await?;
-        Self::report(status, ShutdownStep::Sigkill)
     }
 
     /// Signals the child's process group (the child and what it started), or the

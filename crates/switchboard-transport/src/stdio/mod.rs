@@ -6,7 +6,8 @@
 //!   pipe pair, for tests and sockets).
 //! - Client side: [`spawn`] starts a server as a child process and returns a
 //!   [`ChildTransport`]; its [`ChildProcess`] handle shuts it down in the spec's
-//!   order (close stdin, SIGTERM, SIGKILL; §3 "Lifecycle", shutdown).
+//!   order (close stdin, SIGTERM, SIGKILL; §3 "Lifecycle", shutdown), and its
+//!   [`KillSwitch`] cuts that order short.
 
 pub(crate) mod child;
 
@@ -14,9 +15,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::info_span;
 
 pub use child::{
-    spawn, ChildConfig, ChildProcess, ChildTransport, ShutdownConfig, ShutdownReport, ShutdownStep,
-    DEFAULT_SIGTERM_GRACE, DEFAULT_STDERR_MAX_LINE_LEN, DEFAULT_STDIN_CLOSE_GRACE, EXIT_DRAIN,
-    STDOUT_EOF_EXIT_WAIT,
+    spawn, ChildConfig, ChildProcess, ChildTransport, KillSwitch, ShutdownConfig, ShutdownReport,
+    ShutdownStep, DEFAULT_SIGTERM_GRACE, DEFAULT_STDERR_MAX_LINE_LEN, DEFAULT_STDIN_CLOSE_GRACE,
+    EXIT_DRAIN, STDOUT_EOF_EXIT_WAIT,
 };
 
 use crate::config::TransportConfig;
