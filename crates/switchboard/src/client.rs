@@ -1,6 +1,6 @@
 //! The MCP client: [`Client::connect`] opens a session over any transport (the
 //! legacy handshake by default, see "Eras" below), [`Client::connect_url`] over
-//! HTTP whatever the server's era; then it offers typed calls for every client→server method and answers the server's
+//! HTTP whatever the server's era, [`Client::spawn`] with a stdio server it starts; then it offers typed calls for every client→server method and answers the server's
 //! requests (sampling, elicitation, roots) with the handlers set in [`ClientOptions`].
 //!
 //! ```text
@@ -51,10 +51,14 @@
 //! it (cancellation: `notifications/cancelled` on stdio, closing the stream over
 //! HTTP).
 //!
-//! This module must not know about bytes, framing or processes (the transport) nor
-//! about ids, deadlines and routing (the peer).
+//! [`Client::spawn`] (submodule `stdio`) starts a stdio server and keeps its
+//! transport handle, so that [`Client::close`] ends it in the spec's order.
+//!
+//! This module must not know about bytes, framing or how processes are run (the
+//! transport) nor about ids, deadlines and routing (the peer).
 
 mod modern;
+mod stdio;
 
 pub mod http;
 
@@ -308,6 +312,8 @@ pub struct Client {
     listens: Arc<Mutex<HashMap<String, (u64, CancelToken)>>>,
     /// Becomes `true` when the peer's driver has ended (the transport closed).
     ended: tokio::sync::watch::Receiver<bool>,
+    /// The server child started by [`Client::spawn`], shut down by `close`.
+    child: Option<stdio::OwnedChild>,
 }
 
 /// Tells listen streams apart (a later subscribe to the same URI replaces one).
@@ -417,6 +423,7 @@ impl Started {
             max_list_pages: self.options.max_list_pages,
             listens: Arc::new(Mutex::new(HashMap::new())),
             ended: self.ended,
+            child: None,
         }
     }
 
@@ -638,23 +645,33 @@ impl Client {
     /// the call returns once the peer's driver has seen the transport end. Over
     /// Streamable HTTP that includes the `DELETE` of the session (2025-03-26+
     /// "Session Management": a client that no longer needs a session SHOULD delete
-    /// it), bounded by `HttpClientConfig::delete_timeout`; over stdio, our output is
-    /// closed and the call returns when the server closes its own. A server that
-    /// does not exit when its stdin closes keeps that waiting: for a child you
-    /// spawned, bound the call with a timeout, or call the transport's
-    /// `ChildProcess::shutdown` instead (it closes stdin, then escalates to SIGTERM
-    /// and SIGKILL, and reaps the child).
+    /// it), bounded by `HttpClientConfig::delete_timeout`.
+    ///
+    /// Over stdio with a server started by [`Client::spawn`], the server is shut
+    /// down in the spec's order (its stdin closed, then SIGTERM, then SIGKILL, each
+    /// after its grace) and reaped before the call returns, whatever it does and
+    /// whatever other clones of this client remain (their requests then fail as
+    /// closed). Over any other stdio transport our output is closed and the call
+    /// returns when the server closes its own: a server that does not exit when
+    /// its stdin closes keeps that waiting, so for a child you spawned yourself
+    /// bound the call with a timeout, or call the transport's
+    /// `ChildProcess::shutdown` instead.
     ///
     /// Merely dropping the last [`Client`] does the same in the background, which a
     /// program about to exit (its runtime shut down) never lets finish: call this
-    /// instead. Other clones keep the session open: the call then waits until they
-    /// are dropped too, so bound it with a timeout if clones may linger.
+    /// instead. Other clones keep the session open (except a spawned server's):
+    /// the call then waits until they are dropped too, so bound it with a timeout
+    /// if clones may linger.
     pub async fn close(self) {
         for (_, (_, cancel)) in lock(&self.listens).drain() {
             cancel.cancel();
         }
         let mut ended = self.ended.clone();
+        let child = self.child.as_ref().and_then(|c| lock(c).take());
         drop(self);
+        if let Some(child) = child {
+            stdio::shut_down(child).await;
+        }
         let _ = ended.wait_for(|done| *done).await;
     }
 

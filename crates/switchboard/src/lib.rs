@@ -11,8 +11,9 @@
 //! - `server`: the server side (tools, resources, prompts, completions, logging;
 //!   capabilities derived from what was registered).
 //!
-//! This crate must not know about bytes, framing, sockets or processes (that is
-//! `switchboard-transport`) nor about bridging or gateways.
+//! This crate must not know about bytes, framing, sockets or how processes are run
+//! (that is `switchboard-transport`; `Client::spawn` only holds its child handle)
+//! nor about bridging or gateways.
 #![deny(missing_docs)]
 
 pub mod client;
