@@ -21,7 +21,8 @@
 //! - any other notification goes to [`Handler::notification`];
 //! - [`Inbound::Closed`] fails every pending request at once with an error naming the
 //!   reason (a request of ours made from then on fails at once the same way: no
-//!   answer can arrive any more). When the input closed while the output is still
+//!   answer can arrive any more) and completes [`HandlerContext::input_closed`].
+//!   When the input closed while the output is still
 //!   usable ([`CloseReason::StdinClosed`], [`CloseReason::PeerClosed`]: our stdin
 //!   reached end of file, or the other end of a pipe or in-memory pair closed its
 //!   writer) and [`PeerConfig::drain_on_close`] is not zero, the requests already
@@ -419,6 +420,16 @@ impl HandlerContext {
         &self.cancel
     }
 
+    /// Completes once the transport's input has closed (at once if it already
+    /// has): the peer will send nothing more, neither `notifications/cancelled`
+    /// nor an answer to a request of ours. For a handler that would otherwise
+    /// wait on the peer forever (a `subscriptions/listen` stream): it should
+    /// finish now, as its answer can still be written within
+    /// [`PeerConfig::drain_on_close`]. Cancel safe.
+    pub async fn input_closed(&self) {
+        self.peer.core().input_closed.cancelled().await
+    }
+
     /// The request's `params._meta.progressToken`, if it asked for progress.
     pub fn progress_token(&self) -> Option<&ProgressToken> {
         self.progress_token.as_ref()
@@ -521,6 +532,9 @@ struct Core {
     active: AtomicUsize,
     /// Notified (every waiter) when `active` drops to zero.
     settled: Notify,
+    /// Fired when the transport's input closes, before the drain
+    /// ([`HandlerContext::input_closed`]).
+    input_closed: CancelToken,
     config: PeerConfig,
     span: tracing::Span,
 }
@@ -596,6 +610,7 @@ pub fn connect(
         handlers: Arc::new(Semaphore::new(config.max_concurrent_handlers)),
         active: AtomicUsize::new(0),
         settled: Notify::new(),
+        input_closed: CancelToken::new(),
         config,
         span,
     });
@@ -1231,6 +1246,7 @@ impl Dispatch {
             CloseReason::to_string,
         );
         let failed = lock(&self.core.table).fail_all(&text);
+        self.core.input_closed.cancel_with(text.clone());
         self.drain(reason).await;
         let running: Vec<CancelToken> = lock(&self.core.incoming)
             .drain()

@@ -316,3 +316,25 @@ async fn an_http_session_ending_cancels_at_once() {
     hung.abort();
     drop(http);
 }
+
+/// A `subscriptions/listen` (2026-07-28) over stdio runs until the client
+/// cancels it or the connection ends: at stdin's end it ends at once with its
+/// final result, rather than holding the server for the whole grace.
+#[tokio::test]
+async fn a_listen_ends_with_its_final_result_when_stdin_ends() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let p = piped(&server(tx), ServeOptions::default());
+    let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}},
+                   "notifications": {"toolsListChanged": true}}});
+    let (out, closed_at, _) = p.write_close_and_read(&[listen]).await;
+    let took = closed_at.elapsed();
+    let done = answer(&out, 7).expect("the listen's final result");
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}

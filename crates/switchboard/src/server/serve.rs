@@ -44,7 +44,8 @@
 //!   the same way as HTTP): acknowledged first with the honoured filter, then each
 //!   announced change it asked for, tagged with the subscription id, until the
 //!   client cancels it (`notifications/cancelled`; a cancelled request is not
-//!   answered) or the connection ends.
+//!   answered) or the connection's input ends (then it answers its final result
+//!   `{resultType: "complete"}` at once, written if the output is still usable).
 //! - **Announcements.** While a session runs it forwards the server's
 //!   [`Announcer`](super::Announcer) changes as legacy notifications
 //!   (`notifications/*/list_changed`, `notifications/resources/updated` for
@@ -425,6 +426,8 @@ async fn listen_over_peer(
                 }
             }
             () = cx.cancellation().cancelled() => break,
+            // The client will send nothing more: the final result, now.
+            () = cx.input_closed() => break,
         }
     }
     raw(&super::exchange::listen_done(&server, &subscription))
