@@ -212,7 +212,7 @@ async fn no_grace_cancels_at_once() {
     };
     let p = piped(&server(tx), options);
     let mut messages = handshake(json!({}));
-    messages.push(call(1, "slow", json!({"ms": 2000})));
+    messages.push(call(1, "slow", json!({"ms": 5000})));
     messages.push(call(2, "hang", json!({})));
     let (out, closed_at, _) = p.write_close_and_read(&messages).await;
     assert!(
@@ -220,7 +220,8 @@ async fn no_grace_cancels_at_once() {
         "{out:?}"
     );
     assert_eq!(within(cancelled.recv()).await, Some(()));
-    assert!(closed_at.elapsed() < Duration::from_millis(1500));
+    // Well before the slow call could have finished: it was not waited for.
+    assert!(closed_at.elapsed() < Duration::from_secs(3));
 }
 
 /// A tool that asks the client for sampling after the input closed gets an

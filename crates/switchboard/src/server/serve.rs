@@ -315,8 +315,9 @@ impl Server {
     }
 }
 
-/// How long [`ServerSession::run`] waits, once the input has closed, for the
-/// answers already queued to be written out: 5 s.
+/// How long [`ServerSession::run`] waits, once the input has closed and the
+/// grace of [`ServeOptions::drain_on_close`] is over, for the answers already
+/// queued to be written out: 5 s.
 pub const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl ServerSession {
