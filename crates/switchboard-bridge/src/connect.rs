@@ -402,50 +402,54 @@ impl Relay {
             grace_ms = self.drain.as_millis() as u64,
             "the host app closed stdin; relaying the answers still owed"
         );
-        let grace = tokio::time::sleep(self.drain);
-        tokio::pin!(grace);
+        let grace = self.drain;
         let out = self.down_tx.clone();
-        while !self.unanswered.is_empty() {
-            tokio::select! {
-                () = &mut grace => {
-                    warn!(
-                        unanswered = self.unanswered.len(),
-                        "the host app's requests still unanswered when the grace ended"
-                    );
-                    return Ok(());
-                }
-                () = out.closed() => {
-                    debug!("stdout closed while answers were owed");
-                    return Ok(());
-                }
-                event = up_rx.recv() => match event {
-                    Some(Inbound::Message(Message::Request(r))) => {
-                        let refusal = ErrorResponse::new(
-                            Some(r.id),
-                            ErrorObject::new(
-                                code::INTERNAL_ERROR,
-                                format!("{}: the client closed its input; no answer can come", r.method),
-                            ),
-                        );
-                        let _ = self.up_tx.send(Message::Error(refusal)).await;
+        // The whole wait is bounded, writes to a host app that stopped reading
+        // included.
+        let relayed = tokio::time::timeout(grace, async {
+            while !self.unanswered.is_empty() {
+                tokio::select! {
+                    () = out.closed() => {
+                        debug!("stdout closed while answers were owed");
+                        return Ok(());
                     }
-                    Some(Inbound::Message(m)) => self.down(m).await,
-                    Some(Inbound::Failed { id, error }) => {
-                        self.down(Inbound::failure_response(id, error)).await;
-                    }
-                    Some(Inbound::Batch(items)) => {
-                        for m in items.into_iter().flatten() {
-                            self.down(m).await;
+                    event = up_rx.recv() => match event {
+                        Some(Inbound::Message(Message::Request(r))) => {
+                            let refusal = ErrorResponse::new(
+                                Some(r.id),
+                                ErrorObject::new(
+                                    code::INTERNAL_ERROR,
+                                    format!("{}: the client closed its input; no answer can come", r.method),
+                                ),
+                            );
+                            let _ = self.up_tx.send(Message::Error(refusal)).await;
                         }
-                    }
-                    Some(Inbound::Closed { reason }) => {
-                        return Err(format!("the remote went away before answering: {reason}"))
-                    }
-                    None => return Err("the remote went away before answering".to_owned()),
-                },
+                        Some(Inbound::Message(m)) => self.down(m).await,
+                        Some(Inbound::Failed { id, error }) => {
+                            self.down(Inbound::failure_response(id, error)).await;
+                        }
+                        Some(Inbound::Batch(items)) => {
+                            for m in items.into_iter().flatten() {
+                                self.down(m).await;
+                            }
+                        }
+                        Some(Inbound::Closed { reason }) => {
+                            return Err(format!("the remote went away before answering: {reason}"))
+                        }
+                        None => return Err("the remote went away before answering".to_owned()),
+                    },
+                }
             }
-        }
-        debug!("every request forwarded was answered");
-        Ok(())
+            debug!("every request forwarded was answered");
+            Ok(())
+        })
+        .await;
+        relayed.unwrap_or_else(|_| {
+            warn!(
+                unanswered = self.unanswered.len(),
+                "the host app's requests still unanswered when the grace ended"
+            );
+            Ok(())
+        })
     }
 }
