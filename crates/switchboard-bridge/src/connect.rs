@@ -14,22 +14,34 @@
 //!   any other request: answered here (`ping`: `{}`, else -32600); wait on
 //! then every message both ways, unchanged (one downstream client: ids need no
 //! remapping); the remote going away ends the relay with an error, the host app
-//! closing stdin ends it cleanly (the remote session is deleted).
+//! closing stdin ends it cleanly:
+//!   the host app's requests already forwarded and not yet answered are waited
+//!   for (at most `drain_on_close`, 10 s by default), their answers (and the
+//!   remote's notifications meanwhile) written to stdout; a request of the
+//!   remote's then gets an error at once (no one can answer it); then the remote
+//!   session is deleted and stdout flushed (at most CONNECT_FLUSH_BOUND)
 //! ```
 //!
 //! Spec sources: MCP 2025-11-25 "Transports → Streamable HTTP → Backwards
-//! compatibility" (the SSE fallback), 2026-07-28 "Transports" and REVISIONS.md §6.
+//! compatibility" (the SSE fallback), 2026-07-28 "Transports" and REVISIONS.md §6;
+//! the end of stdin: 2025-11-25 "Lifecycle → Shutdown" and "Transports → stdio"
+//! (a client shuts a stdio server down by closing its input; the answers it is
+//! owed still go out).
 //! A legacy host app in front of a remote that speaks only 2026-07-28 gets the
 //! remote's own error for `initialize` (era translation in that direction is the
 //! gateway's job).
 //!
-//! This module must not know what the messages mean beyond the first one.
+//! This module must not know what the messages mean beyond the first one (and,
+//! for the end of stdin, which ids of the host app's requests are unanswered).
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Message, Request, Response};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
+};
 use switchboard_protocol::types::meta;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
@@ -47,7 +59,17 @@ pub struct ConnectConfig {
     pub headers: Vec<(String, String)>,
     /// How long the remote has to answer the first message. Default 30 s.
     pub first_answer_timeout: Duration,
+    /// Once the host app has closed stdin, how long the answers to its requests
+    /// already forwarded to the remote are still waited for and written to
+    /// stdout; the relay then ends (the requests still unanswered get none).
+    /// Zero: the relay ends at once. Default [`CONNECT_DRAIN_ON_CLOSE`] (10 s).
+    /// Spec: MCP 2025-11-25 "Lifecycle → Shutdown", "Transports → stdio".
+    pub drain_on_close: Duration,
 }
+
+/// The default of [`ConnectConfig::drain_on_close`]: 10 s (as the library
+/// server's `DRAIN_ON_CLOSE`).
+pub const CONNECT_DRAIN_ON_CLOSE: Duration = Duration::from_secs(10);
 
 impl ConnectConfig {
     /// The defaults, for `url`.
@@ -56,13 +78,16 @@ impl ConnectConfig {
             url: url.into(),
             headers: Vec::new(),
             first_answer_timeout: Duration::from_secs(30),
+            drain_on_close: CONNECT_DRAIN_ON_CLOSE,
         }
     }
 }
 
 /// Serves our stdin/stdout as an MCP server that relays to `config.url` until
-/// either side ends. Before it returns, what is queued for the host app is
-/// written to stdout, waiting at most [`CONNECT_FLUSH_BOUND`].
+/// either side ends. When the host app closes stdin, the answers to its requests
+/// already forwarded are relayed first (at most
+/// [`ConnectConfig::drain_on_close`]). Before it returns, what is queued for the
+/// host app is written to stdout, waiting at most [`CONNECT_FLUSH_BOUND`].
 ///
 /// Errors (as text for the command line): the URL or a header is invalid, the
 /// remote cannot be reached in any era, or it went away during the relay.
@@ -107,12 +132,21 @@ pub async fn relay_from(
             Some(Inbound::Closed { .. }) | None => return Ok(()),
         }
     };
+    // A 2026-07-28 first request is forwarded, not answered, before the relay.
+    let mut unanswered = HashSet::new();
     let (up_tx, up_rx) = if first.method == "initialize" {
         open_legacy(&config, first, &down_tx).await?
     } else {
+        unanswered.insert(first.id.clone());
         open_modern(&config, first).await?
     };
-    relay(down_tx, down_rx, up_tx, up_rx).await
+    let ends = Relay {
+        down_tx,
+        up_tx,
+        unanswered,
+        drain: config.drain_on_close,
+    };
+    ends.run(down_rx, up_rx).await
 }
 
 /// The answer to a request that comes before the host app has chosen an era
@@ -286,53 +320,136 @@ async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, 
     Ok((tx, rx))
 }
 
-async fn relay(
+/// The relay's two senders and the ids of the host app's requests forwarded to
+/// the remote and not answered yet.
+struct Relay {
     down_tx: Sender,
-    mut down_rx: Receiver,
     up_tx: Sender,
-    mut up_rx: Receiver,
-) -> Result<(), String> {
-    loop {
-        tokio::select! {
-            event = down_rx.recv() => match event {
-                Some(Inbound::Message(m)) => {
-                    if up_tx.send(m).await.is_err() {
-                        return Err("the connection to the remote closed".to_owned());
-                    }
-                }
-                // The host app's answer to a remote request was too long to read:
-                // the remote gets an error for it, not silence.
-                Some(Inbound::Failed { id, error }) => {
-                    if up_tx.send(Inbound::failure_response(id, error)).await.is_err() {
-                        return Err("the connection to the remote closed".to_owned());
-                    }
-                }
-                Some(Inbound::Batch(items)) => {
-                    for m in items.into_iter().flatten() {
-                        let _ = up_tx.send(m).await;
-                    }
-                }
-                Some(Inbound::Closed { .. }) | None => {
-                    debug!("the host app closed stdin");
-                    return Ok(());
-                }
-            },
-            event = up_rx.recv() => match event {
-                Some(Inbound::Message(m)) => {
-                    let _ = down_tx.send(m).await;
-                }
-                // The host app gets an answer for a request the transport gave up on.
-                Some(Inbound::Failed { id, error }) => {
-                    let _ = down_tx.send(Inbound::failure_response(id, error)).await;
-                }
-                Some(Inbound::Batch(items)) => {
-                    for m in items.into_iter().flatten() {
-                        let _ = down_tx.send(m).await;
-                    }
-                }
-                Some(Inbound::Closed { reason }) => return Err(format!("the remote went away: {reason}")),
-                None => return Err("the remote went away".to_owned()),
-            },
+    unanswered: HashSet<Id>,
+    drain: Duration,
+}
+
+impl Relay {
+    /// Forwards one message of the host app's to the remote, noting a request's id.
+    async fn up(&mut self, m: Message) -> Result<(), String> {
+        if let Message::Request(r) = &m {
+            self.unanswered.insert(r.id.clone());
         }
+        self.up_tx
+            .send(m)
+            .await
+            .map_err(|_| "the connection to the remote closed".to_owned())
+    }
+
+    /// Forwards one message of the remote's to the host app, striking an answer's
+    /// id off.
+    async fn down(&mut self, m: Message) {
+        if m.method().is_none() {
+            if let Some(id) = m.id() {
+                self.unanswered.remove(id);
+            }
+        }
+        let _ = self.down_tx.send(m).await;
+    }
+
+    async fn run(mut self, mut down_rx: Receiver, mut up_rx: Receiver) -> Result<(), String> {
+        loop {
+            tokio::select! {
+                event = down_rx.recv() => match event {
+                    Some(Inbound::Message(m)) => self.up(m).await?,
+                    // The host app's answer to a remote request was too long to read:
+                    // the remote gets an error for it, not silence.
+                    Some(Inbound::Failed { id, error }) => {
+                        self.up(Inbound::failure_response(id, error)).await?;
+                    }
+                    Some(Inbound::Batch(items)) => {
+                        for m in items.into_iter().flatten() {
+                            let _ = self.up(m).await;
+                        }
+                    }
+                    Some(Inbound::Closed { .. }) | None => {
+                        debug!("the host app closed stdin");
+                        return self.drain(up_rx).await;
+                    }
+                },
+                event = up_rx.recv() => match event {
+                    Some(Inbound::Message(m)) => self.down(m).await,
+                    // The host app gets an answer for a request the transport gave up on.
+                    Some(Inbound::Failed { id, error }) => {
+                        self.down(Inbound::failure_response(id, error)).await;
+                    }
+                    Some(Inbound::Batch(items)) => {
+                        for m in items.into_iter().flatten() {
+                            self.down(m).await;
+                        }
+                    }
+                    Some(Inbound::Closed { reason }) => return Err(format!("the remote went away: {reason}")),
+                    None => return Err("the remote went away".to_owned()),
+                },
+            }
+        }
+    }
+
+    /// The host app closed stdin: relays the remote's messages until every request
+    /// forwarded is answered, the grace ends or stdout closes. A request of the
+    /// remote's is refused at once (the host app can no longer answer it).
+    async fn drain(mut self, mut up_rx: Receiver) -> Result<(), String> {
+        if self.unanswered.is_empty() || self.drain.is_zero() {
+            return Ok(());
+        }
+        info!(
+            waiting = self.unanswered.len(),
+            grace_ms = self.drain.as_millis() as u64,
+            "the host app closed stdin; relaying the answers still owed"
+        );
+        let grace = self.drain;
+        let out = self.down_tx.clone();
+        // The whole wait is bounded, writes to a host app that stopped reading
+        // included.
+        let relayed = tokio::time::timeout(grace, async {
+            while !self.unanswered.is_empty() {
+                tokio::select! {
+                    () = out.closed() => {
+                        debug!("stdout closed while answers were owed");
+                        return Ok(());
+                    }
+                    event = up_rx.recv() => match event {
+                        Some(Inbound::Message(Message::Request(r))) => {
+                            let refusal = ErrorResponse::new(
+                                Some(r.id),
+                                ErrorObject::new(
+                                    code::INTERNAL_ERROR,
+                                    format!("{}: the client closed its input; no answer can come", r.method),
+                                ),
+                            );
+                            let _ = self.up_tx.send(Message::Error(refusal)).await;
+                        }
+                        Some(Inbound::Message(m)) => self.down(m).await,
+                        Some(Inbound::Failed { id, error }) => {
+                            self.down(Inbound::failure_response(id, error)).await;
+                        }
+                        Some(Inbound::Batch(items)) => {
+                            for m in items.into_iter().flatten() {
+                                self.down(m).await;
+                            }
+                        }
+                        Some(Inbound::Closed { reason }) => {
+                            return Err(format!("the remote went away before answering: {reason}"))
+                        }
+                        None => return Err("the remote went away before answering".to_owned()),
+                    },
+                }
+            }
+            debug!("every request forwarded was answered");
+            Ok(())
+        })
+        .await;
+        relayed.unwrap_or_else(|_| {
+            warn!(
+                unanswered = self.unanswered.len(),
+                "the host app's requests still unanswered when the grace ended"
+            );
+            Ok(())
+        })
     }
 }

@@ -39,7 +39,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 pub use allow::Allowlist;
-pub use connect::{connect_stdio, relay_from, ConnectConfig, CONNECT_FLUSH_BOUND};
+pub use connect::{
+    connect_stdio, relay_from, ConnectConfig, CONNECT_DRAIN_ON_CLOSE, CONNECT_FLUSH_BOUND,
+};
 use serde_json::json;
 use serde_json::value::RawValue;
 use switchboard_protocol::jsonrpc::{Id, Message, Request};

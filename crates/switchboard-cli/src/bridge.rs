@@ -385,9 +385,11 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
-/// Runs `switchboard connect` until the host app closes stdin (exit 0) or the
-/// remote cannot be reached or goes away (exit 2, one line on stderr). Stdout
-/// carries only JSON-RPC; diagnostics go to stderr.
+/// Runs `switchboard connect` until the host app closes stdin (exit 0, once the
+/// answers to its requests already forwarded are written, within
+/// `ConnectConfig::drain_on_close`) or the remote cannot be reached or goes away
+/// (exit 2, one line on stderr). Stdout carries only JSON-RPC; diagnostics go to
+/// stderr.
 pub fn run_connect(args: ConnectArgs) -> ExitCode {
     init_tracing_at(tracing::Level::WARN);
     let mut config = ConnectConfig::new(args.url);

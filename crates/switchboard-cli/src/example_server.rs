@@ -488,8 +488,9 @@ fn example(modern_only: bool) -> Server {
 }
 
 /// Runs `switchboard example-server` (see the module documentation). Returns when
-/// stdin closes (stdio) or on Ctrl-C / SIGTERM (HTTP). Errors: the address cannot be
-/// bound.
+/// stdin closes (stdio; once the calls still in flight are answered, for at most
+/// the library's `DRAIN_ON_CLOSE`, 10 s) or on Ctrl-C / SIGTERM (HTTP). Errors:
+/// the address cannot be bound.
 pub async fn run(args: ExampleServerArgs) -> std::io::Result<()> {
     let server = example(args.modern_only);
     match args.http {

@@ -563,6 +563,80 @@ async fn connect_answers_requests_before_initialize_and_goes_on() {
     );
 }
 
+impl Connect {
+    /// Closes stdin (the host app is done) and reads stdout to its end; returns
+    /// every message and the exit status.
+    async fn close_and_collect(self) -> (Vec<Value>, std::process::ExitStatus) {
+        let Connect {
+            mut child,
+            stdin,
+            mut lines,
+        } = self;
+        drop(stdin);
+        let mut out = Vec::new();
+        tokio::time::timeout(WAIT, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                out.push(serde_json::from_str::<Value>(&line).expect("only JSON-RPC on stdout"));
+            }
+        })
+        .await
+        .expect("stdout ends in time");
+        let status = tokio::time::timeout(WAIT, child.wait())
+            .await
+            .expect("connect exits in time")
+            .unwrap();
+        (out, status)
+    }
+}
+
+/// The host app writes its requests, a slow call among them, and closes stdin at
+/// once: the answer to the call, forwarded before stdin ended, is written to
+/// stdout before `connect` exits (0); it used to be dropped. Legacy (initialize
+/// first) and 2026-07-28 (the slow call is the first request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_relays_the_answers_owed_when_the_host_app_closes_stdin() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let slow = json!({"name":"progress","arguments":{"seconds":0.6,"steps":2}});
+    let mut host = Connect::start(&bridge.url);
+    host.send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}),
+    )
+    .await;
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    host.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":slow}))
+        .await;
+    let (out, status) = host.close_and_collect().await;
+    assert!(status.success(), "{status}");
+    let answer = |id: Value| {
+        out.iter()
+            .find(|m| m["id"] == id && m.get("method").is_none())
+    };
+    assert!(answer(json!(0)).is_some(), "{out:?}");
+    let call = answer(json!(1)).expect("the slow call's answer");
+    assert!(
+        first_text(&call["result"]).starts_with("done: 2 steps"),
+        "{call}"
+    );
+
+    let mut host = Connect::start(&bridge.url);
+    let mut params = slow.clone();
+    params["_meta"] = modern_meta(json!({}));
+    host.send(json!({"jsonrpc":"2.0","id":"m1","method":"tools/call","params":params}))
+        .await;
+    let (out, status) = host.close_and_collect().await;
+    assert!(status.success(), "{status}");
+    let call = out
+        .iter()
+        .find(|m| m["id"] == "m1" && m.get("method").is_none())
+        .expect("the 2026-07-28 call's answer");
+    assert!(
+        first_text(&call["result"]).starts_with("done: 2 steps"),
+        "{call}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_to_nothing_fails_with_one_line() {
     let out = tokio::process::Command::new(BIN)

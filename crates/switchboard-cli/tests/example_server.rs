@@ -321,3 +321,99 @@ fn the_python_sdk_client_lists_tools_and_follows_progress() {
     );
     assert!(stdout.contains("python interop ok"), "{stdout}");
 }
+
+/// Writes `input` to a fresh `switchboard example-server` and closes its stdin at
+/// once (a shell pipe); returns every stdout line, the exit status and how long
+/// the server took to exit after its stdin closed.
+fn pipe_and_close(input: &[Value]) -> (Vec<Value>, std::process::ExitStatus, Duration) {
+    let mut child = Command::new(exe())
+        .arg("example-server")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let text: String = input.iter().map(|m| format!("{m}\n")).collect();
+    stdin.write_all(text.as_bytes()).unwrap();
+    drop(stdin);
+    let closed_at = std::time::Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(BOUND)
+        .expect("exits after end of stdin")
+        .unwrap();
+    let took = closed_at.elapsed();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    (lines, out.status, took)
+}
+
+fn pipe_handshake(capabilities: Value) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":capabilities,
+            "clientInfo":{"name":"pipe","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    ]
+}
+
+fn answer_to(lines: &[Value], id: i64) -> Option<&Value> {
+    lines
+        .iter()
+        .find(|m| m["id"] == id && m.get("method").is_none())
+}
+
+/// `printf '%s\n' "$initialize" "$initialized" "$slow_call" | switchboard
+/// example-server`: the slow call (progress over 0.6 s) is answered before the
+/// server exits (0), soon after; a `sample` call made in the same pipe (the
+/// client declares sampling but can no longer answer) gets an error answer at
+/// once instead of waiting for the request's 60 s timeout.
+#[test]
+fn calls_in_flight_when_stdin_ends_are_answered() {
+    let mut input = pipe_handshake(json!({"sampling": {}}));
+    input.push(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"progress","arguments":{"seconds":0.6,"steps":2}}}));
+    input.push(json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+        "params":{"name":"sample","arguments":{"prompt":"hi"}}}));
+    let (lines, status, took) = pipe_and_close(&input);
+    assert!(status.success(), "{status}");
+    assert!(answer_to(&lines, 1).is_some(), "{lines:?}");
+    let slow = answer_to(&lines, 2).expect("the slow call is answered");
+    assert_eq!(
+        slow["result"]["content"][0]["text"], "done: 2 steps in 0.6 s",
+        "{slow}"
+    );
+    let sample = answer_to(&lines, 3).expect("the sampling call is answered");
+    let failed = sample["result"]["isError"] == true || sample.get("error").is_some();
+    assert!(failed, "{sample}");
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after stdin closed"
+    );
+}
+
+/// A call slower than the grace (10 s by default) is cancelled when the grace
+/// ends and not answered; the server still exits (0) within the grace and a bound.
+#[test]
+fn a_call_slower_than_the_grace_is_not_answered() {
+    let mut input = pipe_handshake(json!({}));
+    input.push(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"progress","arguments":{"seconds":60,"steps":2}}}));
+    let (lines, status, took) = pipe_and_close(&input);
+    assert!(status.success(), "{status}");
+    assert!(answer_to(&lines, 1).is_some(), "{lines:?}");
+    assert!(answer_to(&lines, 2).is_none(), "{lines:?}");
+    let grace = switchboard::server::DRAIN_ON_CLOSE;
+    assert!(took >= grace, "exited {took:?} after stdin closed");
+    assert!(
+        took < grace + Duration::from_secs(5),
+        "exited {took:?} after stdin closed"
+    );
+}

@@ -397,6 +397,9 @@ impl Started {
             max_timeout: options.max_timeout,
             max_pending: options.max_pending,
             max_concurrent_handlers: options.max_concurrent_handlers,
+            // A server that closed our input has normally ended: the client's
+            // handlers (sampling, elicitation, roots) are cancelled at once.
+            drain_on_close: Duration::ZERO,
         };
         let (peer, driver) = peer::connect(transport, config, handler.clone());
         let (ended_tx, ended) = tokio::sync::watch::channel(false);

@@ -20,7 +20,19 @@
 //!   blocks its thread holds up its session either way: use `spawn_blocking`;
 //! - any other notification goes to [`Handler::notification`];
 //! - [`Inbound::Closed`] fails every pending request at once with an error naming the
-//!   reason, cancels every running handler, and ends the driver.
+//!   reason (a request of ours made from then on fails at once the same way: no
+//!   answer can arrive any more) and completes [`HandlerContext::input_closed`].
+//!   When the input closed while the output is still
+//!   usable ([`CloseReason::StdinClosed`], [`CloseReason::PeerClosed`]: our stdin
+//!   reached end of file, or the other end of a pipe or in-memory pair closed its
+//!   writer) and [`PeerConfig::drain_on_close`] is not zero, the requests already
+//!   being handled go on and their answers are sent, for at most that grace (MCP
+//!   2025-11-25 "Lifecycle → Shutdown": over stdio the client ends the connection
+//!   by closing the server's input, and "Transports → stdio"). Then every handler
+//!   still running is cancelled (its token fired, its future dropped at its next
+//!   await, no response sent), [`Handler::closed`] is called and the driver ends.
+//!   Any other close (an HTTP session deleted, expired or closed, a child gone, a
+//!   read error), or an output already closed, cancels at once.
 //!
 //! A request of ours ends one of four ways: its response, its deadline (the driver
 //! fails it and sends `notifications/cancelled`, 2025-03-26+ "Timeouts"), its
@@ -44,7 +56,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -59,7 +71,7 @@ use switchboard_protocol::types::{
     CancelledNotificationParams, Meta, ProgressNotificationParams, ProgressToken,
     NOTIFICATION_CANCELLED, NOTIFICATION_PROGRESS,
 };
-use switchboard_transport::{DirectSink, Inbound, Receiver, Sender, Transport};
+use switchboard_transport::{CloseReason, DirectSink, Inbound, Receiver, Sender, Transport};
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -305,6 +317,19 @@ pub struct PeerConfig {
     /// `notifications/cancelled` arrives (its handler is then being dropped).
     /// Default 64.
     pub max_concurrent_handlers: usize,
+    /// The grace, once the transport's input has closed with its output still
+    /// usable, during which the requests already being handled go on and their
+    /// answers are sent (see the module docs). It applies only to
+    /// [`CloseReason::StdinClosed`] and [`CloseReason::PeerClosed`] while the
+    /// [`Sender`] is not closed, and ends early when every such request is
+    /// answered or the output closes; when it ends, the handlers still running
+    /// are cancelled and not answered. [`Driver::run`] returns after it. A request
+    /// of ours made during it fails at once with [`Error::is_closed`]. Zero: no
+    /// grace, every handler is cancelled at once. Default zero (what a client
+    /// wants: a server that closed our input has normally ended); the server's
+    /// sessions take theirs from `ServeOptions::drain_on_close` (10 s).
+    /// Spec: MCP 2025-11-25 "Lifecycle → Shutdown" and "Transports → stdio".
+    pub drain_on_close: Duration,
 }
 
 impl Default for PeerConfig {
@@ -315,6 +340,7 @@ impl Default for PeerConfig {
             max_timeout: Duration::from_secs(600),
             max_pending: 1024,
             max_concurrent_handlers: 64,
+            drain_on_close: Duration::ZERO,
         }
     }
 }
@@ -328,8 +354,9 @@ impl Default for PeerConfig {
 /// with incoming notifications.
 pub trait Handler: Send + Sync + 'static {
     /// Answers one request. Runs in a task of its own; the future is dropped (and no
-    /// response sent) when the peer cancels the request or the transport closes.
-    /// A panic is answered -32603.
+    /// response sent) when the peer cancels the request, or when the transport
+    /// closes and the grace of [`PeerConfig::drain_on_close`] (if it applies) has
+    /// ended without an answer. A panic is answered -32603.
     fn request(&self, request: Request, cx: HandlerContext) -> HandlerFuture;
 
     /// One incoming notification (not `notifications/progress` or
@@ -339,7 +366,9 @@ pub trait Handler: Send + Sync + 'static {
         tracing::debug!(method = %notification.method, "notification dropped (no handler)");
     }
 
-    /// The transport closed for `reason`; called once, on the driver task.
+    /// The transport closed for `reason`; called once, on the driver task, after
+    /// the grace of [`PeerConfig::drain_on_close`] (when it applies) and after the
+    /// handlers still running were cancelled.
     fn closed(&self, reason: &str) {
         let _ = reason;
     }
@@ -384,10 +413,21 @@ impl HandlerContext {
         &self.method
     }
 
-    /// Fired when the peer sends `notifications/cancelled` for this request or the
-    /// transport closes.
+    /// Fired when the peer sends `notifications/cancelled` for this request, or
+    /// when the transport closes and the grace of [`PeerConfig::drain_on_close`]
+    /// (if it applies) ends before this request is answered.
     pub fn cancellation(&self) -> &CancelToken {
         &self.cancel
+    }
+
+    /// Completes once the transport's input has closed (at once if it already
+    /// has): the peer will send nothing more, neither `notifications/cancelled`
+    /// nor an answer to a request of ours. For a handler that would otherwise
+    /// wait on the peer forever (a `subscriptions/listen` stream): it should
+    /// finish now, as its answer can still be written within
+    /// [`PeerConfig::drain_on_close`]. Cancel safe.
+    pub async fn input_closed(&self) {
+        self.peer.core().input_closed.cancelled().await
     }
 
     /// The request's `params._meta.progressToken`, if it asked for progress.
@@ -459,6 +499,24 @@ struct Running {
     slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
+/// Counts one handler in [`Core::active`] from its start until it is dropped.
+struct Active(Arc<Core>);
+
+impl Active {
+    fn new(core: Arc<Core>) -> Self {
+        core.active.fetch_add(1, Ordering::AcqRel);
+        Active(core)
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        if self.0.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.settled.notify_waiters();
+        }
+    }
+}
+
 /// State the handle and the driver share.
 struct Core {
     table: Mutex<PendingTable>,
@@ -469,6 +527,14 @@ struct Core {
     /// Wakes the driver to recompute the next deadline after an insert.
     wake: Notify,
     handlers: Arc<Semaphore>,
+    /// Handlers whose future has not ended yet (their answer, if any, is queued
+    /// on the transport when they end): what the drain waits for.
+    active: AtomicUsize,
+    /// Notified (every waiter) when `active` drops to zero.
+    settled: Notify,
+    /// Fired when the transport's input closes, before the drain
+    /// ([`HandlerContext::input_closed`]).
+    input_closed: CancelToken,
     config: PeerConfig,
     span: tracing::Span,
 }
@@ -542,6 +608,9 @@ pub fn connect(
         incoming: Mutex::new(HashMap::new()),
         wake: Notify::new(),
         handlers: Arc::new(Semaphore::new(config.max_concurrent_handlers)),
+        active: AtomicUsize::new(0),
+        settled: Notify::new(),
+        input_closed: CancelToken::new(),
         config,
         span,
     });
@@ -861,7 +930,9 @@ struct MetaPeek {
 
 impl Driver {
     /// Runs until the transport closes: routes every inbound message, times requests
-    /// out, and at the end fails whatever is still pending. Cancel safe only in the
+    /// out, and at the end fails whatever is still pending, lets the requests being
+    /// handled finish within [`PeerConfig::drain_on_close`] when it applies (see the
+    /// module docs) and cancels the rest; returns after that. Cancel safe only in the
     /// sense that dropping it stops routing (pending requests then wait for their own
     /// cancellation).
     pub async fn run(mut self) {
@@ -901,12 +972,12 @@ impl Driver {
                         Some(Inbound::Failed { id, error }) => self.dispatch.on_failed(&id, error),
                         Some(Inbound::Closed { reason }) => {
                             self.receiver.clear_direct();
-                            self.dispatch.close(&reason.to_string());
+                            self.dispatch.close(Some(&reason)).await;
                             break;
                         }
                         None => {
                             self.receiver.clear_direct();
-                            self.dispatch.close("the transport ended without a reason");
+                            self.dispatch.close(None).await;
                             break;
                         }
                     },
@@ -1117,8 +1188,12 @@ impl Dispatch {
         });
         let core = self.core.clone();
         let span = tracing::debug_span!(parent: &self.core.span, "incoming", %method, %id);
+        let active = Active::new(core.clone());
         let mut run = Box::pin(
             async move {
+                // Counts this handler until its answer is queued (or it is
+                // dropped): the drain at the input's end waits for it.
+                let _active = active;
                 // The handler runs here, a panic in it is caught at each poll, and
                 // cancellation drops it. Cancellation is polled first: a handler
                 // that finishes because it saw the cancellation itself sends
@@ -1161,17 +1236,78 @@ impl Dispatch {
         }
     }
 
-    fn close(&self, reason: &str) {
-        let failed = lock(&self.core.table).fail_all(reason);
+    /// The transport's input closed (`None`: it ended without a reason): fails
+    /// our pending requests (and closes the table to new ones), drains the
+    /// requests being handled when that applies, cancels the rest, then tells the
+    /// handler.
+    async fn close(&self, reason: Option<&CloseReason>) {
+        let text = reason.map_or_else(
+            || "the transport ended without a reason".to_owned(),
+            CloseReason::to_string,
+        );
+        let failed = lock(&self.core.table).fail_all(&text);
+        self.core.input_closed.cancel_with(text.clone());
+        self.drain(reason).await;
         let running: Vec<CancelToken> = lock(&self.core.incoming)
             .drain()
             .map(|(_, r)| r.cancel)
             .collect();
         for t in &running {
-            t.cancel_with(format!("transport closed: {reason}"));
+            t.cancel_with(format!("transport closed: {text}"));
         }
-        tracing::info!(%reason, failed, handlers_cancelled = running.len(), "transport closed");
-        contain("close handler", || self.handler.closed(reason));
+        tracing::info!(reason = %text, failed, handlers_cancelled = running.len(), "transport closed");
+        contain("close handler", || self.handler.closed(&text));
+    }
+
+    /// Waits, at most [`PeerConfig::drain_on_close`], until every handler has
+    /// ended (its answer queued) or the output closes; returns at once when the
+    /// grace is zero, the reason is not a closed input with a usable output, or
+    /// nothing is being handled.
+    async fn drain(&self, reason: Option<&CloseReason>) {
+        let grace = self.core.config.drain_on_close;
+        let input_only = matches!(
+            reason,
+            Some(CloseReason::StdinClosed | CloseReason::PeerClosed)
+        );
+        if grace.is_zero() || !input_only {
+            return;
+        }
+        // A clone for the wait only: the handlers hold the handle while they run.
+        let Some(sender) = self.shared.upgrade().map(|s| s.sender.clone()) else {
+            return;
+        };
+        if sender.is_closed() {
+            return;
+        }
+        let running = self.core.active.load(Ordering::Acquire);
+        if running == 0 {
+            return;
+        }
+        tracing::info!(
+            running,
+            grace_ms = grace.as_millis() as u64,
+            "input closed; answering the requests being handled"
+        );
+        let settled = async {
+            loop {
+                let notified = self.core.settled.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.core.active.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::select! {
+            () = settled => tracing::debug!("every request being handled was answered"),
+            () = tokio::time::sleep(grace) => tracing::info!(
+                left = self.core.active.load(Ordering::Acquire),
+                grace_ms = grace.as_millis() as u64,
+                "the grace after the input closed ended; cancelling the rest"
+            ),
+            () = sender.closed() => tracing::debug!("the output closed during the grace"),
+        }
     }
 }
 

@@ -356,8 +356,12 @@ struct Raw {
 }
 
 fn raw_session(server: &Server) -> Raw {
+    raw_session_with(server, ServeOptions::default())
+}
+
+fn raw_session_with(server: &Server, options: ServeOptions) -> Raw {
     let (client_end, server_end) = memory::pair(&TransportConfig::default());
-    let serving = tokio::spawn(server.serve(server_end, ServeOptions::default()).run());
+    let serving = tokio::spawn(server.serve(server_end, options).run());
     let (tx, rx) = client_end.split();
     Raw { tx, rx, serving }
 }
@@ -499,22 +503,40 @@ async fn a_modern_request_is_served_without_a_session() {
     assert_eq!(raw.recv().await["error"]["code"], -32022);
 }
 
+/// The client closing its writer ends the server's input while its output stays
+/// usable: the call still running goes on for `drain_on_close`, then is
+/// cancelled (not answered) and `run` returns.
 #[tokio::test]
-async fn closing_the_transport_ends_serve_and_cancels_what_runs() {
+async fn closing_the_input_ends_serve_and_cancels_what_runs_after_the_grace() {
     let (server, mut probe) = server();
-    let mut raw = raw_session(&server);
+    let grace = Duration::from_millis(300);
+    let options = ServeOptions {
+        drain_on_close: grace,
+        ..ServeOptions::default()
+    };
+    let mut raw = raw_session_with(&server, options);
     raw.initialize("2025-11-25").await;
     raw.request(5, "tools/call", json!({"name": "wait_for_cancel"}))
         .await;
     within(probe.started.recv())
         .await
         .expect("the tool started");
-    let Raw { tx, rx, serving } = raw;
+    let Raw {
+        tx,
+        mut rx,
+        serving,
+    } = raw;
     drop(tx);
+    let closed_at = std::time::Instant::now();
     let reason = within(serving).await.unwrap();
+    assert!(closed_at.elapsed() >= grace, "{:?}", closed_at.elapsed());
     assert_eq!(reason, "peer closed the connection");
     assert_eq!(within(probe.dropped.recv()).await, Some(true));
-    drop(rx);
+    // Nothing answers the cancelled call: the output ends.
+    match within(rx.recv()).await {
+        Some(Inbound::Closed { .. }) | None => {}
+        other => panic!("expected the end, got {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -257,6 +257,9 @@ impl InputLoop {
             max_timeout: options.max_timeout,
             max_pending: options.max_pending,
             max_concurrent_handlers: options.max_concurrent_handlers,
+            // A server that closed our input has normally ended: the client's
+            // handlers (sampling, elicitation, roots) are cancelled at once.
+            drain_on_close: std::time::Duration::ZERO,
         };
         let (asker, d1) = peer::connect(a, config.clone(), Arc::new(Refuse));
         let (answerer, d2) = peer::connect(

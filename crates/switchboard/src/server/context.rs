@@ -328,7 +328,9 @@ impl ToolContext {
     /// When the handler gets to see it depends on how the request is served: in a
     /// session ([`Server::serve`](super::Server::serve): stdio, a Streamable HTTP
     /// session) the handler's future is dropped as soon as the cancellation
-    /// arrives (or the connection ends) and is not polled again, so cleanup
+    /// arrives (or the connection ends: at once for an HTTP session, after
+    /// [`ServeOptions::drain_on_close`](super::ServeOptions::drain_on_close) when
+    /// only a stdio server's input ended) and is not polled again, so cleanup
     /// belongs in a `Drop` guard (which can read this flag); in a stateless
     /// 2026-07-28 HTTP exchange it runs on for up to
     /// [`CANCEL_GRACE`](super::CANCEL_GRACE) to notice.

@@ -77,7 +77,7 @@ pub use exchange::CANCEL_GRACE;
 pub use mrtr::STATE_TTL;
 pub use prompts::PromptArguments;
 pub use resources::{ResourceRequest, UriTemplate, UriTemplateError};
-pub use serve::{ServeOptions, ServerSession, FLUSH_BOUND};
+pub use serve::{ServeOptions, ServerSession, DRAIN_ON_CLOSE, FLUSH_BOUND};
 pub use tools::{Arguments, ToolError};
 
 use completion::{CompletionHandler, CompletionKey};

@@ -44,7 +44,8 @@
 //!   the same way as HTTP): acknowledged first with the honoured filter, then each
 //!   announced change it asked for, tagged with the subscription id, until the
 //!   client cancels it (`notifications/cancelled`; a cancelled request is not
-//!   answered) or the connection ends.
+//!   answered) or the connection's input ends (then it answers its final result
+//!   `{resultType: "complete"}` at once, written if the output is still usable).
 //! - **Announcements.** While a session runs it forwards the server's
 //!   [`Announcer`](super::Announcer) changes as legacy notifications
 //!   (`notifications/*/list_changed`, `notifications/resources/updated` for
@@ -53,19 +54,33 @@
 //!   before the `initialize` result is sent. The items of an inbound batch are served
 //!   one by one and each answer goes out as its own message (the peer's current
 //!   behaviour), not as one response array.
-//! - **End of the connection.** [`ServerSession::run`] returns when the transport's
-//!   input closes (stdin end of file, the peer hanging up, a read error). At that
-//!   moment the peer fails every server→client request still waiting, fires the
-//!   cancellation token of every request still being handled (so
-//!   [`ToolContext::cancelled`](super::ToolContext::cancelled) completes) and aborts
-//!   those handlers at their next await: **in-flight requests are not answered**.
+//! - **End of the connection.** [`ServerSession::run`] returns once the transport's
+//!   input has closed (stdin end of file, the peer hanging up, a read error, the
+//!   HTTP session ending) and what follows is done. At that moment the peer fails
+//!   every server→client request still waiting, and any made from then on
+//!   (sampling, elicitation, roots) fails at once with
+//!   [`ContextError::Closed`](super::ContextError::Closed): no answer can arrive
+//!   any more; the handler decides what to answer then. When only the input closed
+//!   and the output is still usable (stdin at end of file while stdout is open, as
+//!   in `printf '%s\n' "$init" "$initialized" "$call" | server`; the other end of
+//!   an in-memory pair or pipe closing its writer), **the requests already being
+//!   handled go on and are answered**, for at most
+//!   [`ServeOptions::drain_on_close`] (default [`DRAIN_ON_CLOSE`], 10 s; MCP
+//!   2025-11-25 "Lifecycle → Shutdown": over stdio the client shuts down by
+//!   closing the server's input, and "Transports → stdio"); progress and log
+//!   notifications still go out meanwhile. When that grace ends, or at once for
+//!   any other close (an HTTP session deleted, expired or closed: the session is
+//!   gone; [`Server::serve_http`] never drains), the peer fires the cancellation
+//!   token of every request still being handled (so
+//!   [`ToolContext::cancelled`](super::ToolContext::cancelled) completes) and
+//!   aborts those handlers at their next await: those are **not answered**.
 //!   Answers already queued are written before `run` returns ([`Peer::flush`],
 //!   bounded by [`FLUSH_BOUND`] for a client that stopped reading), so a program may
-//!   return from `main` or exit right after it (even a client that wrote its
-//!   requests and closed stdin at once gets its `initialize` answer). The output
-//!   itself closes once the session's last [`Peer`] is gone (the one `run` holds is
-//!   dropped when it returns; drop any clone taken with [`ServerSession::peer`]
-//!   too).
+//!   return from `main` or exit right after it (a client that wrote its requests
+//!   and closed stdin at once gets every answer produced within the grace). The
+//!   output itself closes once the session's last [`Peer`] is gone (the one `run`
+//!   holds is dropped when it returns; drop any clone taken with
+//!   [`ServerSession::peer`] too).
 //!
 //! This module must not know about bytes, framing, processes or sockets (the
 //! transport), about ids and deadlines (the peer), nor what a tool does (the
@@ -113,7 +128,21 @@ pub struct ServeOptions {
     /// The most client requests handled at once; one more is answered -32603 at once.
     /// Default 64.
     pub max_concurrent_handlers: usize,
+    /// How long the requests already being handled may go on, and be answered,
+    /// once the client has closed the connection's input while its output is
+    /// still usable (stdin at end of file over stdio); the rest are then
+    /// cancelled and not answered, and [`ServerSession::run`] returns after it.
+    /// Zero: cancelled at once (no answer). Never applies to an HTTP session,
+    /// whose end means the session is gone. Default [`DRAIN_ON_CLOSE`] (10 s).
+    /// See the module docs, "End of the connection", and
+    /// [`PeerConfig::drain_on_close`]. Spec: MCP 2025-11-25 "Lifecycle →
+    /// Shutdown", "Transports → stdio".
+    pub drain_on_close: Duration,
 }
+
+/// The default of [`ServeOptions::drain_on_close`]: 10 s, in which the requests
+/// being handled when stdin reached end of file are still answered.
+pub const DRAIN_ON_CLOSE: Duration = Duration::from_secs(10);
 
 impl Default for ServeOptions {
     fn default() -> Self {
@@ -124,6 +153,7 @@ impl Default for ServeOptions {
             max_timeout: peer.max_timeout,
             max_pending: peer.max_pending,
             max_concurrent_handlers: peer.max_concurrent_handlers,
+            drain_on_close: DRAIN_ON_CLOSE,
         }
     }
 }
@@ -189,6 +219,7 @@ impl Server {
             max_timeout: options.max_timeout,
             max_pending: options.max_pending,
             max_concurrent_handlers: options.max_concurrent_handlers,
+            drain_on_close: options.drain_on_close,
         };
         let (peer, driver) = peer::connect(transport, config, handler);
         ServerSession {
@@ -212,7 +243,9 @@ impl Server {
     /// bounded by the HTTP server's
     /// [`max_sessions`](switchboard_transport::http::server::HttpServerConfig::max_sessions)
     /// (an `initialize` beyond gets 503), and a session's task ends when its
-    /// transport closes (DELETE, idle expiry, the server shutting down).
+    /// transport closes (DELETE, idle expiry, the server shutting down): the
+    /// session is gone then, so [`ServeOptions::drain_on_close`] does not apply
+    /// (its requests still being handled are cancelled at once).
     ///
     /// The future completes once the acceptor ends (the
     /// [`HttpServer`](switchboard_transport::http::server::HttpServer) was dropped or
@@ -235,6 +268,11 @@ impl Server {
         options: ServeOptions,
     ) -> impl Future<Output = ()> + Send + 'static {
         let server = self.clone();
+        // A session's end means it is gone: nothing could carry a late answer.
+        let options = ServeOptions {
+            drain_on_close: Duration::ZERO,
+            ..options
+        };
         async move {
             let mut sessions = tokio::task::JoinSet::new();
             let (stopping, stopped) = tokio::sync::watch::channel(false);
@@ -277,8 +315,9 @@ impl Server {
     }
 }
 
-/// How long [`ServerSession::run`] waits, once the input has closed, for the
-/// answers already queued to be written out: 5 s.
+/// How long [`ServerSession::run`] waits, once the input has closed and the
+/// grace of [`ServeOptions::drain_on_close`] is over, for the answers already
+/// queued to be written out: 5 s.
 pub const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl ServerSession {
@@ -301,9 +340,14 @@ impl ServerSession {
 
     /// Serves until the transport's input closes; returns the reason it closed.
     ///
-    /// What happens to requests still in flight then: see the module documentation
-    /// (they are cancelled and not answered). Cancel safety: dropping the future
-    /// stops reading; requests in flight keep running until they finish.
+    /// What happens to requests still being handled then: see the module
+    /// documentation, "End of the connection" (answered within
+    /// [`ServeOptions::drain_on_close`] when only the input closed, cancelled and
+    /// not answered otherwise). Returns only after that grace and after what is
+    /// queued was written (at most [`FLUSH_BOUND`] more), so at most
+    /// `drain_on_close + FLUSH_BOUND` after the input closed. Cancel safety:
+    /// dropping the future stops reading; requests in flight keep running until
+    /// they finish.
     pub async fn run(self) -> String {
         let ServerSession {
             peer,
@@ -383,6 +427,8 @@ async fn listen_over_peer(
                 }
             }
             () = cx.cancellation().cancelled() => break,
+            // The client will send nothing more: the final result, now.
+            () = cx.input_closed() => break,
         }
     }
     raw(&super::exchange::listen_done(&server, &subscription))
