@@ -16,10 +16,12 @@
 //! remapping); the remote going away ends the relay with an error, the host app
 //! closing stdin ends it cleanly:
 //!   the host app's requests already forwarded and not yet answered are waited
-//!   for (at most `drain_on_close`, 10 s by default), their answers (and the
-//!   remote's notifications meanwhile) written to stdout; a request of the
+//!   for (at most `drain_on_close`, 10 s by default; not one it cancelled, nor a
+//!   `subscriptions/listen`, which never ends on its own), their answers (and
+//!   the remote's notifications meanwhile) written to stdout; a request of the
 //!   remote's then gets an error at once (no one can answer it); then the remote
-//!   session is deleted and stdout flushed (at most CONNECT_FLUSH_BOUND)
+//!   session is deleted (waited for, at most SESSION_END_BOUND, 3 s) and stdout
+//!   flushed (at most CONNECT_FLUSH_BOUND)
 //! ```
 //!
 //! Spec sources: MCP 2025-11-25 "Transports → Streamable HTTP → Backwards
@@ -42,7 +44,9 @@ use serde_json::Value;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
 };
-use switchboard_protocol::types::meta;
+use switchboard_protocol::types::{
+    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SUBSCRIPTIONS_LISTEN,
+};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
 use switchboard_transport::http::sse_client::{self, SseClientConfig};
@@ -61,7 +65,8 @@ pub struct ConnectConfig {
     pub first_answer_timeout: Duration,
     /// Once the host app has closed stdin, how long the answers to its requests
     /// already forwarded to the remote are still waited for and written to
-    /// stdout; the relay then ends (the requests still unanswered get none).
+    /// stdout (not for a request it cancelled, nor a `subscriptions/listen`);
+    /// the relay then ends (the requests still unanswered get none).
     /// Zero: the relay ends at once. Default [`CONNECT_DRAIN_ON_CLOSE`] (10 s).
     /// Spec: MCP 2025-11-25 "Lifecycle → Shutdown", "Transports → stdio".
     pub drain_on_close: Duration,
@@ -137,7 +142,9 @@ pub async fn relay_from(
     let (up_tx, up_rx) = if first.method == "initialize" {
         open_legacy(&config, first, &down_tx).await?
     } else {
-        unanswered.insert(first.id.clone());
+        if owed(&first) {
+            unanswered.insert(first.id.clone());
+        }
         open_modern(&config, first).await?
     };
     let ends = Relay {
@@ -171,6 +178,12 @@ fn before_the_first(r: Request) -> Message {
             ),
         ),
     ))
+}
+
+/// Whether the host app is owed an answer to `r` when it closes stdin: not for
+/// a `subscriptions/listen`, which never ends on its own (a client closes it).
+fn owed(r: &Request) -> bool {
+    r.method != SUBSCRIPTIONS_LISTEN
 }
 
 fn is_modern(r: &Request) -> bool {
@@ -320,6 +333,34 @@ async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, 
     Ok((tx, rx))
 }
 
+/// How long the end of the relay waits for the remote session to be ended (its
+/// `DELETE` sent and answered: the HTTP client's own bound is 2 s) before the
+/// process may exit, which would abandon it.
+const SESSION_END_BOUND: Duration = Duration::from_secs(3);
+
+/// Ends the remote session: drops our last sender (the transport then deletes
+/// the session) and waits, at most [`SESSION_END_BOUND`], until the transport
+/// says it is closed.
+async fn end_session(up_tx: Sender, mut up_rx: Receiver) {
+    drop(up_tx);
+    let closed = tokio::time::timeout(SESSION_END_BOUND, async {
+        loop {
+            match up_rx.recv().await {
+                Some(Inbound::Closed { reason }) => {
+                    debug!(%reason, "the remote session ended");
+                    return;
+                }
+                None => return,
+                Some(_) => {}
+            }
+        }
+    })
+    .await;
+    if closed.is_err() {
+        debug!("the remote session did not end in time");
+    }
+}
+
 /// The relay's two senders and the ids of the host app's requests forwarded to
 /// the remote and not answered yet.
 struct Relay {
@@ -332,8 +373,22 @@ struct Relay {
 impl Relay {
     /// Forwards one message of the host app's to the remote, noting a request's id.
     async fn up(&mut self, m: Message) -> Result<(), String> {
-        if let Message::Request(r) = &m {
-            self.unanswered.insert(r.id.clone());
+        match &m {
+            Message::Request(r) if owed(r) => {
+                self.unanswered.insert(r.id.clone());
+            }
+            // A cancelled request is not answered (MCP "Cancellation"): not owed.
+            Message::Notification(n) if n.method == NOTIFICATION_CANCELLED => {
+                let cancelled = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
+                    .and_then(|p| p.request_id);
+                if let Some(id) = cancelled {
+                    self.unanswered.remove(&id);
+                }
+            }
+            _ => {}
         }
         self.up_tx
             .send(m)
@@ -369,7 +424,10 @@ impl Relay {
                     }
                     Some(Inbound::Closed { .. }) | None => {
                         debug!("the host app closed stdin");
-                        return self.drain(up_rx).await;
+                        let outcome = self.drain(&mut up_rx).await;
+                        // Then the remote session is deleted, before we exit.
+                        end_session(self.up_tx, up_rx).await;
+                        return outcome;
                     }
                 },
                 event = up_rx.recv() => match event {
@@ -393,7 +451,7 @@ impl Relay {
     /// The host app closed stdin: relays the remote's messages until every request
     /// forwarded is answered, the grace ends or stdout closes. A request of the
     /// remote's is refused at once (the host app can no longer answer it).
-    async fn drain(mut self, mut up_rx: Receiver) -> Result<(), String> {
+    async fn drain(&mut self, up_rx: &mut Receiver) -> Result<(), String> {
         if self.unanswered.is_empty() || self.drain.is_zero() {
             return Ok(());
         }

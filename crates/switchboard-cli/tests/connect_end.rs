@@ -1,0 +1,161 @@
+//! `switchboard connect URL` when the host app closes stdin: what it still waits
+//! for, and that the remote session is deleted before it exits.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{exe, run_with};
+use serde_json::{json, Value};
+
+/// The example server over HTTP with its stderr kept, to see how sessions end.
+struct Remote {
+    url: String,
+    log: Arc<Mutex<String>>,
+    child: std::process::Child,
+}
+
+impl Remote {
+    fn start() -> Remote {
+        let mut child = Command::new(exe())
+            .args(["example-server", "--http", "127.0.0.1:0"])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the HTTP example server");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { return };
+                if let Some(url) = line.trim().strip_prefix("listening on ") {
+                    let _ = tx.send(url.to_owned());
+                }
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the remote's URL");
+        Remote { url, log, child }
+    }
+
+    /// How many sessions ended by the client's `DELETE`.
+    fn deleted(&self) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .matches("session ended reason=the client deleted the HTTP session")
+            .count()
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines(ms: &[Value]) -> Vec<u8> {
+    ms.iter()
+        .map(|m| format!("{m}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn init() -> [Value; 2] {
+    [
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    ]
+}
+
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities":{}})
+}
+
+/// README: "the answers to the requests it already sent are still written to
+/// stdout (for up to 10 s) before the remote session is deleted". The session
+/// is deleted every time, not only when the background `DELETE` happens to win
+/// the race with the process's exit.
+#[test]
+fn connect_deletes_the_remote_session_when_the_host_app_closes_stdin() {
+    let remote = Remote::start();
+    for round in 1..=5 {
+        let run = run_with(&["connect", &remote.url], Some(&lines(&init())));
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while remote.deleted() < round && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            remote.deleted(),
+            round,
+            "round {round}: the remote session was not deleted; remote's log:\n{}",
+            remote.log.lock().unwrap()
+        );
+    }
+}
+
+/// A request the host app cancelled is not answered (MCP "Cancellation": the
+/// receiver should not respond), so it is not owed: closing stdin right after
+/// does not hold `connect` for the whole 10 s grace.
+#[test]
+fn a_cancelled_request_does_not_hold_the_end_of_stdin() {
+    let remote = Remote::start();
+    let [i, n] = init();
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"progress","arguments":{"seconds":30}}});
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":1,"reason":"the user gave up"}});
+    let run = run_with(
+        &["connect", &remote.url],
+        Some(&lines(&[i, n, call, cancel])),
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.elapsed < Duration::from_secs(5), "{run:?}");
+
+    // 2026-07-28: the cancelled call is the first request.
+    let mut params = json!({"name":"progress","arguments":{"seconds":30}});
+    params["_meta"] = modern_meta();
+    let call = json!({"jsonrpc":"2.0","id":"m","method":"tools/call","params":params});
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":"m"}});
+    let run = run_with(&["connect", &remote.url], Some(&lines(&[call, cancel])));
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.elapsed < Duration::from_secs(5), "{run:?}");
+}
+
+/// A 2026-07-28 host app keeps a `subscriptions/listen` open for the whole
+/// session; it never ends on its own, so it must not hold the end of stdin for
+/// the whole grace (the library's own stdio server ends a listen at once there,
+/// 7f8e7ec). The other calls in flight are still answered.
+#[test]
+fn an_open_listen_does_not_hold_the_end_of_stdin() {
+    let remote = Remote::start();
+    let listen = json!({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen",
+        "params":{"_meta":modern_meta(),"notifications":{"toolsListChanged":true}}});
+    let mut params = json!({"name":"progress","arguments":{"seconds":0.5}});
+    params["_meta"] = modern_meta();
+    let call = json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":params});
+    let run = run_with(&["connect", &remote.url], Some(&lines(&[listen, call])));
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let answered = run.stdout.lines().any(|l| {
+        let m: Value = serde_json::from_str(l).expect("only JSON-RPC on stdout");
+        m["id"] == "c" && m.get("result").is_some()
+    });
+    assert!(answered, "{run:?}");
+    assert!(run.elapsed < Duration::from_secs(5), "{run:?}");
+}
