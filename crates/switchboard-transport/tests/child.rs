@@ -523,3 +523,63 @@ async fn shutdown_reaches_the_childs_own_children() {
     }
     let _ = std::fs::remove_file(&pidfile);
 }
+
+/// Whether `pid` is gone: no such process, or a zombie (killed; its reaper,
+/// init here, may be slow).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+/// A handle dropped just before the runtime shuts down (a program leaving
+/// `main`): the background shutdown is cut off, and the whole process group is
+/// killed, not only the child. A wrapper (`sh`) whose real server ignores stdin
+/// EOF and SIGTERM used to leave that server running.
+#[test]
+fn a_runtime_ending_mid_shutdown_kills_the_whole_group() {
+    let dir = std::env::temp_dir().join(format!("sb-group-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("server.pid");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (wrapper, server) = runtime.block_on(async {
+        let script = format!(
+            "trap '' TERM; sleep 300 & echo $! > '{}'; wait",
+            pid_file.display()
+        );
+        let child = stdio::spawn(sh("wrapper", &script), &TransportConfig::default()).unwrap();
+        let server = loop {
+            if let Some(p) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+            {
+                break p;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let wrapper = child.process.pid();
+        // Dropped: its shutdown starts in the background (5 s of stdin grace).
+        drop(child);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (wrapper, server)
+    });
+    assert!(!gone(server), "the server should still be in its grace");
+    drop(runtime);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !(gone(wrapper) && gone(server)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: wrapper {wrapper} gone {}, server {server} gone {}",
+            gone(wrapper),
+            gone(server)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

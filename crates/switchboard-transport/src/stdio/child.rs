@@ -205,8 +205,8 @@ type ShutdownReply = oneshot::Sender<io::Result<ShutdownReport>>;
 ///
 /// **Dropping** it starts the same shutdown as [`shutdown`](Self::shutdown) in
 /// the background, on the runtime: close stdin, wait, SIGTERM, wait, SIGKILL,
-/// reap. If the runtime itself shuts down before that is done, the process is
-/// killed (SIGKILL; Tokio's `kill_on_drop`) and Tokio reaps it on a best-effort
+/// reap. If the runtime itself shuts down before that is done, the child's
+/// process group is killed (SIGKILL) and Tokio reaps the child on a best-effort
 /// basis. Either way the child does not outlive us running. The child runs in a
 /// process group of its own, and the signals go to that group: a server started
 /// through a wrapper (`sh -c`, `npx`, `uvx`) is stopped with the wrapper; once
@@ -511,6 +511,20 @@ struct Supervisor {
     /// `None` once [`Inbound::Closed`] was sent: dropping it lets the
     /// [`Receiver`] end.
     events: Option<crate::handle::InboundTx>,
+}
+
+impl Drop for Supervisor {
+    /// The task is dropped before it reaped the child: the runtime is shutting
+    /// down in the middle (a handle dropped, or a shutdown begun, just before the
+    /// program ended). Tokio's `kill_on_drop` kills the child alone; a server
+    /// behind a wrapper (`sh -c`, `npx`) would leave its real process running, so
+    /// the whole group gets SIGKILL. Not reaped yet, so the pid (and group id) is
+    /// still the child's.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal(Signal::SIGKILL);
+        }
+    }
 }
 
 enum Event {
