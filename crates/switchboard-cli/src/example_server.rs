@@ -34,10 +34,8 @@
 //! features with the library and hands it a transport.
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
@@ -55,7 +53,6 @@ use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
 use switchboard_transport::{stdio, TransportConfig};
-use tokio::io::AsyncWrite;
 
 /// The `serverInfo.name` of the example server.
 pub const SERVER_NAME: &str = "switchboard-example";
@@ -489,8 +486,9 @@ fn example(modern_only: bool) -> Server {
 
 /// Runs `switchboard example-server` (see the module documentation). Returns when
 /// stdin closes (stdio; once the calls still in flight are answered, for at most
-/// the library's `DRAIN_ON_CLOSE`, 10 s) or on Ctrl-C / SIGTERM (HTTP). Errors:
-/// the address cannot be bound.
+/// the library's `DRAIN_ON_CLOSE`, 10 s, and their answers written, for at most
+/// its `FLUSH_BOUND`, 5 s more when the client stopped reading) or on Ctrl-C /
+/// SIGTERM (HTTP). Errors: the address cannot be bound.
 pub async fn run(args: ExampleServerArgs) -> std::io::Result<()> {
     let server = example(args.modern_only);
     match args.http {
@@ -499,41 +497,12 @@ pub async fn run(args: ExampleServerArgs) -> std::io::Result<()> {
     }
 }
 
-/// Our stdout, which tells `done` when the transport's writer lets go of it (after
-/// its final flush), so the process can wait for queued answers before it exits.
-struct Stdout {
-    inner: tokio::io::Stdout,
-    _done: tokio::sync::oneshot::Sender<()>,
-}
-
-impl AsyncWrite for Stdout {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
 async fn serve_stdio(server: Server) -> std::io::Result<()> {
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-    let stdout = Stdout {
-        inner: tokio::io::stdout(),
-        _done: done_tx,
-    };
-    let transport = stdio::serve_on(tokio::io::stdin(), stdout, &TransportConfig::default());
+    // The transport watches stdout once stdin has ended: a client that died
+    // mid-call ends the drain at once. `run` writes what is queued before it
+    // returns (bounded by the library's FLUSH_BOUND).
+    let transport = stdio::serve(&TransportConfig::default());
     let reason = server.serve(transport, ServeOptions::default()).run().await;
-    // Answers already queued are written before the writer lets go of stdout.
-    let _ = tokio::time::timeout(Duration::from_secs(5), done_rx).await;
     tracing::info!(%reason, "exiting");
     Ok(())
 }

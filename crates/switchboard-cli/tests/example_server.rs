@@ -417,3 +417,47 @@ fn a_call_slower_than_the_grace_is_not_answered() {
         "exited {took:?} after stdin closed"
     );
 }
+
+/// A client killed in the middle of a call closes both pipes: the server sees
+/// stdin end, then its stdout's reader gone, and exits at once instead of
+/// running the call (and its side effects) for the whole 10 s grace to answer
+/// no one.
+#[test]
+fn a_client_that_dies_mid_call_does_not_hold_the_server() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(exe())
+        .arg("example-server")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut input = pipe_handshake(json!({}));
+    input.push(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"progress","arguments":{"seconds":30,"steps":2}}}));
+    let text: String = input.iter().map(|m| format!("{m}\n")).collect();
+    stdin.write_all(text.as_bytes()).unwrap();
+    // The initialize answer: the server runs and has read the call.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    std::thread::sleep(Duration::from_millis(200));
+    // The client dies: both its ends close.
+    drop(stdin);
+    drop(stdout);
+    let died = std::time::Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(BOUND).expect("exits").unwrap();
+    let took = died.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(3),
+        "exited {took:?} after its client died (the grace is 10 s)"
+    );
+}

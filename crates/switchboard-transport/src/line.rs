@@ -108,10 +108,30 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    connect_with_eof(input, output, role, config, span, CloseReason::PeerClosed)
+    connect_with_eof(
+        input,
+        output,
+        role,
+        config,
+        span,
+        CloseReason::PeerClosed,
+        None,
+    )
 }
 
-/// [`connect`], with the reason to report at end of input.
+/// Tells whether the reader of a transport's output is gone (a pipe whose read
+/// end was closed, a socket the peer shut), which an idle writer cannot see until
+/// its next write fails. Checked every [`HANGUP_CHECK`] once the input has ended:
+/// a client killed mid-call closes both ends, and the server, waiting for its
+/// handlers to answer, would otherwise wait out its whole grace.
+pub(crate) type HangupCheck = fn() -> bool;
+
+/// How often a [`HangupCheck`] runs once the input has ended: 100 ms.
+pub(crate) const HANGUP_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// [`connect`], with the reason to report at end of input, and a check for a
+/// gone reader of `output` that runs once the input has ended (when it says
+/// gone, the writer ends: [`Sender::closed`] completes, sends fail).
 pub(crate) fn connect_with_eof<R, W>(
     input: R,
     output: W,
@@ -119,12 +139,15 @@ pub(crate) fn connect_with_eof<R, W>(
     config: &TransportConfig,
     span: Span,
     eof: CloseReason,
+    hangup: Option<HangupCheck>,
 ) -> Transport
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let started = start(input, output, role, config, span.clone());
+    let (input_ended, ended) = tokio::sync::watch::channel(false);
+    let watch = hangup.map(|check| Hangup { check, ended });
+    let started = start_watched(input, output, role, config, span.clone(), watch);
     let Started {
         transport,
         reader,
@@ -134,7 +157,9 @@ where
     } = started;
     tokio::spawn(
         async move {
-            let reason = match reader.await {
+            let end = reader.await;
+            let _ = input_ended.send(true);
+            let reason = match end {
                 Ok(ReadEnd::Eof) => eof,
                 Ok(ReadEnd::Failed(e)) => CloseReason::Io(Arc::new(e)),
                 Ok(ReadEnd::ReceiverGone) => return,
@@ -161,6 +186,23 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    start_watched(input, output, role, config, span, None)
+}
+
+/// [`start`], the writer also ending when `hangup` says the output's reader is
+/// gone.
+fn start_watched<R, W>(
+    input: R,
+    output: W,
+    role: Role,
+    config: &TransportConfig,
+    span: Span,
+    hangup: Option<Hangup>,
+) -> Started
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(config.capacity());
     let (in_tx, in_rx, gate) = crate::handle::inbound_channel_gated(config.capacity());
     let batching = BatchingSwitch::new(config.batching);
@@ -175,7 +217,7 @@ where
         decoder,
     };
     let reader = tokio::spawn(reader.run(input).instrument(span.clone()));
-    let writer = tokio::spawn(write_loop(output, out_rx).instrument(span));
+    let writer = tokio::spawn(write_loop(output, out_rx, hangup).instrument(span));
     Started {
         transport: Transport {
             sender: Sender {
@@ -222,18 +264,63 @@ impl Skipped {
 /// alone, uncopied.
 const WRITE_BATCH: usize = 64 * 1024;
 
-/// Writes queued lines until every [`Sender`] is gone, then flushes and shuts the
-/// output down. Lines already queued are gathered into one write (up to
-/// [`WRITE_BATCH`] bytes); the output is flushed whenever the queue runs empty, and
-/// before a flush barrier ([`Sender::flush`]) is answered.
-async fn write_loop<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::Receiver<Outbound>) {
+/// A [`HangupCheck`] and whether the input has ended (when the checks start).
+struct Hangup {
+    check: HangupCheck,
+    ended: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Hangup {
+    /// Completes when the input has ended and then the check says gone.
+    async fn gone(&mut self) {
+        if self.ended.wait_for(|ended| *ended).await.is_err() {
+            // The input's task is gone without saying: never.
+            return std::future::pending().await;
+        }
+        loop {
+            if (self.check)() {
+                return;
+            }
+            tokio::time::sleep(HANGUP_CHECK).await;
+        }
+    }
+}
+
+/// The next queued item, or `None` when every [`Sender`] is gone or the output's
+/// reader is (see [`HangupCheck`]).
+async fn next_queued(
+    queue: &mut mpsc::Receiver<Outbound>,
+    hangup: &mut Option<Hangup>,
+) -> Option<Outbound> {
+    let Some(watch) = hangup.as_mut() else {
+        return queue.recv().await;
+    };
+    tokio::select! {
+        out = queue.recv() => out,
+        () = watch.gone() => {
+            warn!("the reader of the transport's output is gone; closing the output");
+            None
+        }
+    }
+}
+
+/// Writes queued lines until every [`Sender`] is gone (or the output's reader,
+/// when `hangup` watches for that), then flushes and shuts the output down. Lines
+/// already queued are gathered into one write (up to [`WRITE_BATCH`] bytes); the
+/// output is flushed whenever the queue runs empty, and before a flush barrier
+/// ([`Sender::flush`]) is answered.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut queue: mpsc::Receiver<Outbound>,
+    mut hangup: Option<Hangup>,
+) {
     // An item taken from the queue that did not fit in the previous write (a line,
     // or a barrier, which ends a batch).
     let mut held: Option<Outbound> = None;
     loop {
         let first = match held.take() {
             Some(out) => out,
-            None => match queue.recv().await {
+            None => match next_queued(&mut queue, &mut hangup).await {
                 Some(out) => out,
                 None => break,
             },
@@ -694,7 +781,7 @@ mod tests {
         }
         drop(tx);
         let recorder = Recorder::default();
-        write_loop(recorder.clone(), rx).await;
+        write_loop(recorder.clone(), rx, None).await;
         let written = recorder.bytes.lock().unwrap().clone();
         assert!(
             written == expected,

@@ -25,7 +25,12 @@ use crate::handle::{CloseReason, Transport};
 use crate::line::{connect_with_eof, Role};
 
 /// Serves over the process's own stdin and stdout ([`tokio::io::stdin`],
-/// [`tokio::io::stdout`]), as [`serve_on`] does.
+/// [`tokio::io::stdout`]), as [`serve_on`] does; in addition, once stdin has
+/// ended, stdout is checked every 100 ms for a reader that is gone (a pipe whose
+/// read end was closed, a socket the client shut: `poll` reports `POLLERR` or
+/// `POLLHUP`): a client killed in the middle of a call closes both, and the
+/// output then closes too ([`Sender::closed`](crate::Sender::closed) completes),
+/// so the library stops waiting to answer no one.
 ///
 /// stdout belongs to the protocol: this crate writes nothing else there and
 /// installs no logger (its logs go through `tracing`; the binary decides where
@@ -42,7 +47,30 @@ use crate::line::{connect_with_eof, Role};
 ///
 /// Panics if called outside a Tokio runtime.
 pub fn serve(config: &TransportConfig) -> Transport {
-    serve_on(tokio::io::stdin(), tokio::io::stdout(), config)
+    let span = info_span!("stdio_server", name = "stdio", pid = std::process::id());
+    connect_with_eof(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        Role::Server,
+        config,
+        span,
+        CloseReason::StdinClosed,
+        Some(stdout_hung_up),
+    )
+}
+
+/// Whether our stdout's reader is gone: `poll(2)` on fd 1, without waiting,
+/// reports `POLLERR` (a pipe whose read end is closed) or `POLLHUP` (a socket
+/// or terminal hung up). A file never does.
+fn stdout_hung_up() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
 }
 
 /// Serves over `input` (what the client writes: our stdin) and `output` (what
@@ -74,5 +102,6 @@ where
         config,
         span,
         CloseReason::StdinClosed,
+        None,
     )
 }
