@@ -430,21 +430,52 @@ impl Relay {
                         return outcome;
                     }
                 },
-                event = up_rx.recv() => match event {
-                    Some(Inbound::Message(m)) => self.down(m).await,
-                    // The host app gets an answer for a request the transport gave up on.
-                    Some(Inbound::Failed { id, error }) => {
-                        self.down(Inbound::failure_response(id, error)).await;
-                    }
-                    Some(Inbound::Batch(items)) => {
-                        for m in items.into_iter().flatten() {
-                            self.down(m).await;
-                        }
-                    }
-                    Some(Inbound::Closed { reason }) => return Err(format!("the remote went away: {reason}")),
-                    None => return Err("the remote went away".to_owned()),
-                },
+                event = up_rx.recv() => self.on_remote(event, false).await?,
             }
+        }
+    }
+
+    /// One event of the remote's: its messages go to the host app (once the host
+    /// app has closed stdin, `draining`, a request of the remote's is refused at
+    /// once instead: no answer can come); the host app gets an answer for a
+    /// request the transport gave up on; the remote's end is an error.
+    async fn on_remote(&mut self, event: Option<Inbound>, draining: bool) -> Result<(), String> {
+        let when = if draining { " before answering" } else { "" };
+        match event {
+            Some(Inbound::Message(m)) => self.for_host(m, draining).await,
+            Some(Inbound::Failed { id, error }) => {
+                self.down(Inbound::failure_response(id, error)).await;
+            }
+            Some(Inbound::Batch(items)) => {
+                for m in items.into_iter().flatten() {
+                    self.for_host(m, draining).await;
+                }
+            }
+            Some(Inbound::Closed { reason }) => {
+                return Err(format!("the remote went away{when}: {reason}"))
+            }
+            None => return Err(format!("the remote went away{when}")),
+        }
+        Ok(())
+    }
+
+    /// A message of the remote's for the host app (see [`Self::on_remote`]).
+    async fn for_host(&mut self, m: Message, draining: bool) {
+        match m {
+            Message::Request(r) if draining => {
+                let refusal = ErrorResponse::new(
+                    Some(r.id),
+                    ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        format!(
+                            "{}: the client closed its input; no answer can come",
+                            r.method
+                        ),
+                    ),
+                );
+                let _ = self.up_tx.send(Message::Error(refusal)).await;
+            }
+            m => self.down(m).await,
         }
     }
 
@@ -471,31 +502,7 @@ impl Relay {
                         debug!("stdout closed while answers were owed");
                         return Ok(());
                     }
-                    event = up_rx.recv() => match event {
-                        Some(Inbound::Message(Message::Request(r))) => {
-                            let refusal = ErrorResponse::new(
-                                Some(r.id),
-                                ErrorObject::new(
-                                    code::INTERNAL_ERROR,
-                                    format!("{}: the client closed its input; no answer can come", r.method),
-                                ),
-                            );
-                            let _ = self.up_tx.send(Message::Error(refusal)).await;
-                        }
-                        Some(Inbound::Message(m)) => self.down(m).await,
-                        Some(Inbound::Failed { id, error }) => {
-                            self.down(Inbound::failure_response(id, error)).await;
-                        }
-                        Some(Inbound::Batch(items)) => {
-                            for m in items.into_iter().flatten() {
-                                self.down(m).await;
-                            }
-                        }
-                        Some(Inbound::Closed { reason }) => {
-                            return Err(format!("the remote went away before answering: {reason}"))
-                        }
-                        None => return Err("the remote went away before answering".to_owned()),
-                    },
+                    event = up_rx.recv() => self.on_remote(event, true).await?,
                 }
             }
             debug!("every request forwarded was answered");

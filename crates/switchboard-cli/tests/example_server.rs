@@ -126,16 +126,21 @@ async fn subscriptions_and_completions_over_stdio() {
     assert!(report.status.success(), "{report}");
 }
 
-#[test]
-fn stdout_carries_only_json_rpc() {
-    let mut child = Command::new(exe())
+/// `switchboard example-server` with stdin and stdout piped, stderr dropped.
+fn spawn_piped() -> std::process::Child {
+    Command::new(exe())
         .arg("example-server")
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn");
+        .expect("spawn")
+}
+
+#[test]
+fn stdout_carries_only_json_rpc() {
+    let mut child = spawn_piped();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
@@ -326,14 +331,7 @@ fn the_python_sdk_client_lists_tools_and_follows_progress() {
 /// once (a shell pipe); returns every stdout line, the exit status and how long
 /// the server took to exit after its stdin closed.
 fn pipe_and_close(input: &[Value]) -> (Vec<Value>, std::process::ExitStatus, Duration) {
-    let mut child = Command::new(exe())
-        .arg("example-server")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_piped();
     let mut stdin = child.stdin.take().unwrap();
     let text: String = input.iter().map(|m| format!("{m}\n")).collect();
     stdin.write_all(text.as_bytes()).unwrap();
@@ -425,14 +423,7 @@ fn a_call_slower_than_the_grace_is_not_answered() {
 #[test]
 fn a_client_that_dies_mid_call_does_not_hold_the_server() {
     use std::io::{BufRead, BufReader};
-    let mut child = Command::new(exe())
-        .arg("example-server")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_piped();
     let mut stdin = child.stdin.take().unwrap();
     let mut input = pipe_handshake(json!({}));
     input.push(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
