@@ -30,6 +30,8 @@ struct Inner {
     kind: Kind,
     method: Option<String>,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    /// What else the caller knows that may explain it, shown after the kind.
+    note: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +66,7 @@ impl Error {
                 kind,
                 method: None,
                 source: None,
+                note: None,
             }),
         }
     }
@@ -127,6 +130,12 @@ impl Error {
     /// Names the method the error belongs to (shown in `Display`).
     pub(crate) fn with_method(mut self, method: &str) -> Self {
         self.inner.method = Some(method.to_owned());
+        self
+    }
+
+    /// Adds what may explain the failure (`Display` shows it after `; `).
+    pub(crate) fn with_note(mut self, note: String) -> Self {
+        self.inner.note = Some(note);
         self
     }
 
@@ -230,6 +239,10 @@ impl fmt::Display for Error {
             Kind::Decode { params: false } => f.write_str("result did not decode"),
             Kind::Decode { params: true } => f.write_str("params did not encode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),
+        }?;
+        match &self.inner.note {
+            Some(note) => write!(f, "; {note}"),
+            None => Ok(()),
         }
     }
 }

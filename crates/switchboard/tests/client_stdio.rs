@@ -185,3 +185,20 @@ async fn spawning_a_missing_command_fails_with_its_name() {
     assert!(err.is_closed(), "{err}");
     assert!(err.to_string().contains("/nonexistent/mcp-server"), "{err}");
 }
+
+/// A "server" that prints a banner on stdout and exits: `Client::spawn`'s error
+/// names the line it skipped, which the exit status alone does not explain.
+#[tokio::test]
+async fn a_spawn_failure_names_the_lines_that_are_not_json_rpc() {
+    let config = ChildConfig::new("banner", "sh")
+        .arg("-c")
+        .arg("echo 'Server ready on stdio'; read x; exit 3");
+    let err = within(Client::spawn(config, options())).await.unwrap_err();
+    let text = err.to_string();
+    assert!(err.is_closed(), "{text}");
+    assert!(
+        text.contains("1 line on stdout that is not JSON-RPC")
+            && text.contains("Server ready on stdio"),
+        "{text}"
+    );
+}

@@ -35,8 +35,9 @@ impl Client {
     /// Errors: [`Error::is_closed`] when the command cannot be started (the
     /// message names the child, the command and the OS error) or when the child
     /// exits before the handshake ends (with its exit status and its last stderr
-    /// line); otherwise as [`Client::connect`]. The child is shut down before an
-    /// error is returned.
+    /// line); otherwise as [`Client::connect`]. When the child wrote lines on
+    /// stdout that are not JSON-RPC (skipped), the error's text ends with how
+    /// many and the latest. The child is shut down before an error is returned.
     ///
     /// Panics outside a Tokio runtime.
     pub async fn spawn(config: ChildConfig, options: ClientOptions) -> Result<Client, Error> {
@@ -52,6 +53,17 @@ impl Client {
                 Ok(client)
             }
             Err(e) => {
+                // A server that prints to stdout what is not MCP (a banner, logs)
+                // fails in ways its exit status does not explain.
+                let e = match process.skipped_lines() {
+                    (0, _) => e,
+                    (n, last) => e.with_note(format!(
+                        "the server wrote {n} line{} on stdout that {} not JSON-RPC (the latest: {:?})",
+                        if n == 1 { "" } else { "s" },
+                        if n == 1 { "is" } else { "are" },
+                        last.unwrap_or_default()
+                    )),
+                };
                 let _ = process.shutdown().await;
                 Err(e)
             }
