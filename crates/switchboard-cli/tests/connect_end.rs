@@ -3,68 +3,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{exe, run_with};
+use common::{run_with, HttpExample};
 use serde_json::{json, Value};
 
-/// The example server over HTTP with its stderr kept, to see how sessions end.
-struct Remote {
-    url: String,
-    log: Arc<Mutex<String>>,
-    child: std::process::Child,
-}
-
-impl Remote {
-    fn start() -> Remote {
-        let mut child = Command::new(exe())
-            .args(["example-server", "--http", "127.0.0.1:0"])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn the HTTP example server");
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            for line in stderr.lines() {
-                let Ok(line) = line else { return };
-                if let Some(url) = line.trim().strip_prefix("listening on ") {
-                    let _ = tx.send(url.to_owned());
-                }
-                let mut log = kept.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let url = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the remote's URL");
-        Remote { url, log, child }
-    }
-
-    /// How many sessions ended by the client's `DELETE`.
-    fn deleted(&self) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .matches("session ended reason=the client deleted the HTTP session")
-            .count()
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The remote's log line for a session its client deleted.
+const DELETED: &str = "session ended reason=the client deleted the HTTP session";
 
 fn lines(ms: &[Value]) -> Vec<u8> {
     ms.iter()
@@ -92,19 +37,19 @@ fn modern_meta() -> Value {
 /// the race with the process's exit.
 #[test]
 fn connect_deletes_the_remote_session_when_the_host_app_closes_stdin() {
-    let remote = Remote::start();
+    let remote = HttpExample::start();
     for round in 1..=5 {
         let run = run_with(&["connect", &remote.url], Some(&lines(&init())));
         assert_eq!(run.code, Some(0), "{run:?}");
         let deadline = Instant::now() + Duration::from_secs(3);
-        while remote.deleted() < round && Instant::now() < deadline {
+        while remote.logged(DELETED) < round && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         assert_eq!(
-            remote.deleted(),
+            remote.logged(DELETED),
             round,
             "round {round}: the remote session was not deleted; remote's log:\n{}",
-            remote.log.lock().unwrap()
+            remote.log()
         );
     }
 }
@@ -114,7 +59,7 @@ fn connect_deletes_the_remote_session_when_the_host_app_closes_stdin() {
 /// does not hold `connect` for the whole 10 s grace.
 #[test]
 fn a_cancelled_request_does_not_hold_the_end_of_stdin() {
-    let remote = Remote::start();
+    let remote = HttpExample::start();
     let [i, n] = init();
     let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name":"progress","arguments":{"seconds":30}}});
@@ -144,7 +89,7 @@ fn a_cancelled_request_does_not_hold_the_end_of_stdin() {
 /// 7f8e7ec). The other calls in flight are still answered.
 #[test]
 fn an_open_listen_does_not_hold_the_end_of_stdin() {
-    let remote = Remote::start();
+    let remote = HttpExample::start();
     let listen = json!({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen",
         "params":{"_meta":modern_meta(),"notifications":{"toolsListChanged":true}}});
     let mut params = json!({"name":"progress","arguments":{"seconds":0.5}});

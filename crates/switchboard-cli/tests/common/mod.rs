@@ -97,13 +97,15 @@ pub fn against_example(args: &[&str]) -> Run {
 pub struct HttpExample {
     /// The URL it printed on stderr.
     pub url: String,
+    /// Every line it wrote on stderr so far (its log at the default level).
+    log: std::sync::Arc<std::sync::Mutex<String>>,
     child: std::process::Child,
 }
 
 impl HttpExample {
     /// Starts it and waits (bounded) for the `listening on URL` line on stderr.
     pub fn start() -> HttpExample {
-        use std::io::{BufRead, BufReader, Read};
+        use std::io::{BufRead, BufReader};
         let mut child = Command::new(exe())
             .args(["example-server", "--http", "127.0.0.1:0"])
             .env_remove("RUST_LOG")
@@ -112,24 +114,21 @@ impl HttpExample {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn the HTTP example server");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+        let stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let (tx, rx) = std::sync::mpsc::channel();
+        let kept = log.clone();
+        // Reads to the end, so the server never blocks on a full pipe.
         std::thread::spawn(move || {
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match stderr.read_line(&mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
+            for line in stderr.lines() {
+                let Ok(line) = line else { return };
                 if let Some(url) = line.trim().strip_prefix("listening on ") {
                     let _ = tx.send(url.to_owned());
-                    break;
                 }
+                let mut log = kept.lock().unwrap_or_else(|e| e.into_inner());
+                log.push_str(&line);
+                log.push('\n');
             }
-            // Keep draining so the server never blocks on a full pipe.
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
         });
         let url = match rx.recv_timeout(BOUND) {
             Ok(url) => url,
@@ -138,7 +137,21 @@ impl HttpExample {
                 panic!("the HTTP example server printed no URL within {BOUND:?}");
             }
         };
-        HttpExample { url, child }
+        HttpExample { url, log, child }
+    }
+
+    /// Its stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many times `text` occurs in its stderr so far.
+    pub fn logged(&self, text: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .matches(text)
+            .count()
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
