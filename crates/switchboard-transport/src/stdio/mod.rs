@@ -22,7 +22,7 @@ pub use child::{
 
 use crate::config::TransportConfig;
 use crate::handle::{CloseReason, Transport};
-use crate::line::{connect_with_eof, Role};
+use crate::line::{connect_with_eof, HangupCheck, Role};
 
 /// Serves over the process's own stdin and stdout ([`tokio::io::stdin`],
 /// [`tokio::io::stdout`]), as [`serve_on`] does; in addition, once stdin has
@@ -47,14 +47,10 @@ use crate::line::{connect_with_eof, Role};
 ///
 /// Panics if called outside a Tokio runtime.
 pub fn serve(config: &TransportConfig) -> Transport {
-    let span = info_span!("stdio_server", name = "stdio", pid = std::process::id());
-    connect_with_eof(
+    serve_watched(
         tokio::io::stdin(),
         tokio::io::stdout(),
-        Role::Server,
         config,
-        span,
-        CloseReason::StdinClosed,
         Some(stdout_hung_up),
     )
 }
@@ -94,6 +90,20 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_watched(input, output, config, None)
+}
+
+/// [`serve_on`], with a check for a gone reader of `output` once `input` ended.
+fn serve_watched<R, W>(
+    input: R,
+    output: W,
+    config: &TransportConfig,
+    hangup: Option<HangupCheck>,
+) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let span = info_span!("stdio_server", name = "stdio", pid = std::process::id());
     connect_with_eof(
         input,
@@ -102,6 +112,6 @@ where
         config,
         span,
         CloseReason::StdinClosed,
-        None,
+        hangup,
     )
 }
