@@ -510,7 +510,7 @@ fn client_feature(c: ClientCapability) -> Requirement {
 
 /// The few `params` members the capability rules look at. Anything malformed reads
 /// as absent: validating params is the typed layer's job.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 struct Peek {
     #[serde(default)]
     mode: Option<Value>,
@@ -521,9 +521,48 @@ struct Peek {
 }
 
 fn peek(params: Option<&RawValue>) -> Peek {
-    params
-        .and_then(|p| serde_json::from_str::<Peek>(p.get()).ok())
-        .unwrap_or_default()
+    let Some(p) = params else {
+        return Peek::default();
+    };
+    match members(p, ["mode", "task", "tools"]) {
+        // Only the members present are decoded (`null` reads as absent, as it
+        // does for serde's `Option`): the rest of `params`, a tool call's
+        // arguments say, is scanned and never built.
+        Ok(Some([mode, task, tools])) => {
+            let decode = |text: Option<&str>| {
+                text.and_then(|t| serde_json::from_str::<Option<Value>>(t).ok().flatten())
+            };
+            Peek {
+                mode: decode(mode),
+                task: decode(task),
+                tools: decode(tools),
+            }
+        }
+        Ok(None) => serde_json::from_str::<Peek>(p.get()).unwrap_or_default(),
+        Err(_) => Peek::default(),
+    }
+}
+
+/// The raw text of the top-level members of `params` named `keys` (`None` for
+/// each one absent), found by scanning `params` without building anything.
+/// `Ok(None)` when a key is written with an escape or one of `keys` appears
+/// twice: serde's reading of such params is the authority, so the caller
+/// decodes them with serde instead. `Err` when `params` is not an object.
+fn members<'a, const N: usize>(
+    params: &'a RawValue,
+    keys: [&str; N],
+) -> Result<Option<[Option<&'a str>; N]>, ()> {
+    let mut found = [None; N];
+    let mut unsure = false;
+    crate::jsonrpc::object_members(params.get(), |key, escaped, value| {
+        unsure |= escaped;
+        if let Some(i) = keys.iter().position(|k| *k == key) {
+            unsure |= found[i].is_some();
+            found[i] = Some(value);
+        }
+    })
+    .map_err(|_| ())?;
+    Ok((!unsure).then_some(found))
 }
 
 /// The capabilities a message needs, for a message travelling `direction` under
@@ -1453,14 +1492,23 @@ fn request_meta(params: Option<&RawValue>) -> Result<Option<Map<String, Value>>,
     let Some(p) = params else {
         return Ok(None);
     };
-    if !p.get().trim_start().starts_with('{') {
-        return Err(LifecycleError::InvalidParams(
-            "params must be an object".into(),
-        ));
-    }
-    let peek: MetaPeek = serde_json::from_str(p.get())
-        .map_err(|e| LifecycleError::InvalidParams(format!("params: {e}")))?;
-    match peek.meta {
+    let meta = match members(p, ["_meta"]) {
+        Err(()) => {
+            return Err(LifecycleError::InvalidParams(
+                "params must be an object".into(),
+            ))
+        }
+        // Only `_meta` is decoded, not the rest of `params`.
+        Ok(Some([None])) => None,
+        Ok(Some([Some(text)])) => serde_json::from_str::<Option<Value>>(text)
+            .map_err(|e| LifecycleError::InvalidParams(format!("params._meta: {e}")))?,
+        Ok(None) => {
+            serde_json::from_str::<MetaPeek>(p.get())
+                .map_err(|e| LifecycleError::InvalidParams(format!("params: {e}")))?
+                .meta
+        }
+    };
+    match meta {
         None => Ok(None),
         Some(Value::Object(m)) => Ok(Some(m)),
         Some(_) => Err(LifecycleError::InvalidParams(
@@ -1766,6 +1814,64 @@ mod tests {
 
     fn raw(v: Value) -> Box<RawValue> {
         serde_json::value::to_raw_value(&v).unwrap()
+    }
+
+    /// The scanning `peek` and `request_meta` read params exactly as decoding
+    /// them whole with serde does (the way both worked before they scanned):
+    /// escaped and repeated keys, `null` members, non-objects, nesting. One
+    /// difference, on purpose: `peek` reads an array as having no members, where
+    /// serde would fill the struct from it by position.
+    #[test]
+    fn scanned_params_read_as_serde_reads_them() {
+        fn meta_by_serde(p: &RawValue) -> Result<Option<Map<String, Value>>, String> {
+            if !p.get().trim_start().starts_with('{') {
+                return Err("not an object".into());
+            }
+            let peek: MetaPeek = serde_json::from_str(p.get()).map_err(|e| e.to_string())?;
+            match peek.meta {
+                None => Ok(None),
+                Some(Value::Object(m)) => Ok(Some(m)),
+                Some(_) => Err("not an object".into()),
+            }
+        }
+        let samples = [
+            r#"{}"#,
+            r#" { "task" : {"ttl": 5} , "name": "x" } "#,
+            r#"{"task": null}"#,
+            r#"{"task": 1, "task": 2}"#,
+            r#"{"\u0074ask": {}}"#,
+            r#"{"mode": "url", "tools": [1, {"task": 2}]}"#,
+            r#"{"mode": "\u0075rl"}"#,
+            r#"{"arguments": {"task": 1, "_meta": {}}, "name": "echo"}"#,
+            r#"{"_meta": {"progressToken": 7}, "name": "echo"}"#,
+            r#"{"_meta": null}"#,
+            r#"{"_meta": 5}"#,
+            r#"{"_meta": {}, "_meta": {}}"#,
+            r#"{"\u005fmeta": {"a": 1}}"#,
+            r#"[1, 2]"#,
+            r#""text""#,
+            r#"7"#,
+            r#"null"#,
+        ];
+        for text in samples {
+            let p: Box<RawValue> = serde_json::from_str(text).unwrap();
+            // serde would also read a struct from an array, by position; params
+            // that are not an object read as having none of these members.
+            let by_serde = if text.trim_start().starts_with('{') {
+                serde_json::from_str::<Peek>(p.get()).unwrap_or_default()
+            } else {
+                Peek::default()
+            };
+            assert_eq!(peek(Some(&p)), by_serde, "peek of {text}");
+            let scanned = request_meta(Some(&p)).map_err(|_| ());
+            assert_eq!(
+                scanned,
+                meta_by_serde(&p).map_err(|_| ()),
+                "_meta of {text}"
+            );
+        }
+        assert_eq!(peek(None), Peek::default());
+        assert_eq!(request_meta(None).unwrap(), None);
     }
 
     fn req(id: i64, method: &str, params: Option<Value>) -> Request {

@@ -10,6 +10,7 @@ mod peek;
 mod scan;
 
 pub(crate) use message::raw_opt_eq;
+pub(crate) use scan::object_members;
 
 pub use id::{Id, IdError, IntId};
 pub use message::{

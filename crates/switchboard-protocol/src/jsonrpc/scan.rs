@@ -313,6 +313,32 @@ pub(crate) fn scan_top(b: &[u8]) -> Result<(&str, TopLevel<'_>), SyntaxError> {
     Ok((text, top))
 }
 
+/// Calls `member` with each member of the object that `text` holds (already
+/// UTF-8, e.g. a `RawValue`'s text): the key's raw text (inside the quotes,
+/// escapes not resolved), whether it has an escape, and the value's text.
+/// Nothing is built. Errors: `text` is not exactly one JSON object (surrounding
+/// whitespace allowed).
+pub(crate) fn object_members<'a>(
+    text: &'a str,
+    mut member: impl FnMut(&'a str, bool, &'a str),
+) -> Result<(), SyntaxError> {
+    let b = text.as_bytes();
+    let mut s = Scanner { b, i: 0 };
+    s.skip_ws();
+    if s.peek() != Some(b'{') {
+        return err(s.i, "expected an object");
+    }
+    s.object(1, |key, key_has_escape, value| {
+        member(&text[key], key_has_escape, &text[value]);
+        Ok(())
+    })?;
+    s.skip_ws();
+    if s.i != b.len() {
+        return err(s.i, "trailing characters");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
