@@ -824,7 +824,7 @@ async fn read_reply(inner: &Arc<Inner>, resp: reqwest::Response, ids: Vec<Id>, b
         return;
     }
     let status = resp.status();
-    let content_type = super::guard::header_text(resp.headers(), CONTENT_TYPE.as_str())
+    let content_type = super::guard::header_text(resp.headers(), CONTENT_TYPE)
         .unwrap_or("none")
         .to_owned();
     let limit = inner.config.max_body_bytes;

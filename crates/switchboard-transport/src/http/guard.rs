@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use http::header::{ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{AsHeaderName, HeaderName, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use http::HeaderMap;
 use switchboard_protocol::ProtocolVersion;
 
@@ -57,32 +57,32 @@ pub(crate) fn origin_ok(headers: &HeaderMap, allowed: &[String]) -> bool {
     }
 }
 
-/// Whether any `Accept` header lists `media` (compared case-insensitively,
-/// parameters such as `q` ignored). Allocates nothing: it runs for every POST.
-fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|item| {
-            item.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(media)
-        })
+/// Which of `application/json` and `text/event-stream` the `Accept` headers
+/// list, in that order (media types compared ASCII case-insensitively,
+/// parameters such as `q` ignored, items split at commas across every `Accept`
+/// header). One pass over the bytes, allocating nothing: it runs for every POST.
+fn accepted(headers: &HeaderMap) -> (bool, bool) {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(ACCEPT) {
+        for item in value.as_bytes().split(|&b| b == b',') {
+            let media = item.split(|&b| b == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            json |= media.eq_ignore_ascii_case(b"application/json");
+            sse |= media.eq_ignore_ascii_case(b"text/event-stream");
+        }
+    }
+    (json, sse)
 }
 
 /// POST: `Accept` must list both `application/json` and `text/event-stream`
 /// (every Streamable HTTP revision: the client MUST).
 pub(crate) fn post_accept_ok(headers: &HeaderMap) -> bool {
-    accepts(headers, "application/json") && accepts(headers, "text/event-stream")
+    accepted(headers) == (true, true)
 }
 
 /// GET: `Accept` must list `text/event-stream`.
 pub(crate) fn get_accept_ok(headers: &HeaderMap) -> bool {
-    accepts(headers, "text/event-stream")
+    accepted(headers).1
 }
 
 /// POST: `Content-Type` must be `application/json` (parameters such as `charset`
@@ -95,13 +95,15 @@ pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
+// Header names as `HeaderName`s, not text: a lookup by `&str` parses the name
+// on every call.
 /// The `MCP-Protocol-Version` header (2025-06-18 onward).
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The `Mcp-Session-Id` header (`MCP-Session-Id` in 2025-11-25; names are
 /// case-insensitive).
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The `Last-Event-ID` header (SSE resumption).
-pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The revision the request claims: the `MCP-Protocol-Version` header, or
 /// [`ProtocolVersion::HTTP_DEFAULT`] (2025-03-26) when absent (2025-06-18,
@@ -126,7 +128,18 @@ pub(crate) fn protocol_version(
 /// An SSE event id of this server: `<stream>-<seq>` in decimal, stream 0 being the
 /// standalone GET stream, seq 0 the priming event.
 pub(crate) fn event_id(stream: u64, seq: u64) -> String {
-    format!("{stream}-{seq}")
+    let mut out = Vec::with_capacity(41);
+    push_event_id(&mut out, stream, seq);
+    String::from_utf8(out).expect("decimal digits and '-'")
+}
+
+/// Appends [`event_id`]`(stream, seq)` to `out` (digits written directly: this
+/// runs for every event).
+fn push_event_id(out: &mut Vec<u8>, stream: u64, seq: u64) {
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(digits.format(stream).as_bytes());
+    out.push(b'-');
+    out.extend_from_slice(digits.format(seq).as_bytes());
 }
 
 /// The SSE event that carries one encoded message (`data`, one line of JSON) as
@@ -140,7 +153,6 @@ pub(crate) fn event_id(stream: u64, seq: u64) -> String {
 /// Source: WHATWG HTML "Server-sent events" (the event stream format); MCP
 /// 2025-11-25 "Transports → Streamable HTTP" (event ids, the priming event).
 pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
     use switchboard_protocol::codec::Event;
     let plain =
         !data.iter().any(|&b| b == b'\n' || b == b'\r') && std::str::from_utf8(data).is_ok();
@@ -153,7 +165,9 @@ pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
     }
     // "id: " + two u64s + "-" + "\ndata: " + data + "\n\n".
     let mut out = Vec::with_capacity(data.len() + 56);
-    let _ = write!(out, "id: {stream}-{seq}\ndata:");
+    out.extend_from_slice(b"id: ");
+    push_event_id(&mut out, stream, seq);
+    out.extend_from_slice(b"\ndata:");
     if !data.is_empty() {
         out.push(b' ');
         out.extend_from_slice(data);
@@ -166,11 +180,14 @@ pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
 /// Streamable HTTP") with `retry: millis` when given, in one allocation; the
 /// same bytes as `Event::priming(..).with_retry(..)`.
 pub(crate) fn priming_event(stream: u64, seq: u64, retry_millis: Option<u64>) -> Vec<u8> {
-    use std::io::Write as _;
     let mut out = Vec::with_capacity(72);
-    let _ = writeln!(out, "id: {stream}-{seq}");
+    out.extend_from_slice(b"id: ");
+    push_event_id(&mut out, stream, seq);
+    out.push(b'\n');
     if let Some(ms) = retry_millis {
-        let _ = writeln!(out, "retry: {ms}");
+        out.extend_from_slice(b"retry: ");
+        out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
+        out.push(b'\n');
     }
     out.extend_from_slice(b"data:\n\n");
     out
@@ -183,7 +200,7 @@ pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
 }
 
 /// One header's value as text, if present and readable.
-pub(crate) fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_text(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -234,6 +251,18 @@ mod tests {
             ("accept", "Text/Event-Stream")
         ])));
         assert!(!post_accept_ok(&headers(&[("accept", "application/json")])));
+        assert!(post_accept_ok(&headers(&[(
+            "accept",
+            "text/event-stream ;q=0.5,\tAPPLICATION/JSON "
+        )])));
+        assert!(!post_accept_ok(&headers(&[(
+            "accept",
+            "application/json-seq, text/event-streams, application/*"
+        )])));
+        assert!(!post_accept_ok(&headers(&[(
+            "accept",
+            "application/json text/event-stream"
+        )])));
         assert!(!post_accept_ok(&headers(&[])));
         assert!(get_accept_ok(&headers(&[("accept", "text/event-stream")])));
         assert!(!get_accept_ok(&headers(&[("accept", "application/json")])));
@@ -255,15 +284,22 @@ mod tests {
             Ok(ProtocolVersion::V2025_03_26)
         );
         assert_eq!(
-            protocol_version(&headers(&[(PROTOCOL_VERSION, "2025-11-25")]), &supported),
+            protocol_version(
+                &headers(&[("mcp-protocol-version", "2025-11-25")]),
+                &supported
+            ),
             Ok(ProtocolVersion::V2025_11_25)
         );
-        assert!(
-            protocol_version(&headers(&[(PROTOCOL_VERSION, "2025-06-18")]), &supported).is_err()
-        );
-        assert!(
-            protocol_version(&headers(&[(PROTOCOL_VERSION, "1999-01-01")]), &supported).is_err()
-        );
+        assert!(protocol_version(
+            &headers(&[("mcp-protocol-version", "2025-06-18")]),
+            &supported
+        )
+        .is_err());
+        assert!(protocol_version(
+            &headers(&[("mcp-protocol-version", "1999-01-01")]),
+            &supported
+        )
+        .is_err());
         assert_eq!(parse_event_id(&event_id(3, 17)), Some((3, 17)));
         assert_eq!(parse_event_id("x-1"), None);
         assert_eq!(parse_event_id("12"), None);

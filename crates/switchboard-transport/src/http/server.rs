@@ -622,7 +622,7 @@ fn find_session(
     shared: &Shared,
     headers: &HeaderMap,
 ) -> Result<Option<Arc<Session>>, Box<Response<Body>>> {
-    match headers.get(guard::SESSION_ID) {
+    match headers.get(&guard::SESSION_ID) {
         None => Ok(None),
         Some(value) => {
             let found = value.to_str().ok().and_then(|id| shared.registry.get(id));
@@ -795,8 +795,7 @@ pub(crate) async fn read_json_body(
         ))
     };
     let mut body = body;
-    let declared =
-        guard::header_text(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
+    let declared = guard::header_text(headers, CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared.filter(|&n| n > max as u64) {
         // Not read at all when the client waits for `100 Continue` before sending
         // it (reading would tell it to go on), nor when it is too big to be read
@@ -890,7 +889,7 @@ async fn post(
         Err(response) => return *response,
     };
     let modern_header = matches!(header_version, Ok(v) if v.era() == Era::Modern);
-    let has_session = headers.contains_key(guard::SESSION_ID);
+    let has_session = headers.contains_key(&guard::SESSION_ID);
     if modern_header || !has_session || header_version.is_err() {
         // Maybe stateless: a 2026-07-28 header, or a body whose `_meta` names a
         // protocol version (REVISIONS.md §6, "Telling the eras apart"). A body that
@@ -1297,8 +1296,8 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
         Ok(None) => return session_required(),
         Err(response) => return *response,
     };
-    let last = guard::header_text(headers, guard::LAST_EVENT_ID);
-    if last.is_none() && headers.contains_key(guard::LAST_EVENT_ID) {
+    let last = guard::header_text(headers, &guard::LAST_EVENT_ID);
+    if last.is_none() && headers.contains_key(&guard::LAST_EVENT_ID) {
         // Present but not text: not an id of ours (and not a request for the
         // standalone stream either).
         return rpc_error(

@@ -383,7 +383,7 @@ async fn open(
             body: String::from_utf8_lossy(&body).into_owned(),
         });
     }
-    let content_type = super::guard::header_text(response.headers(), CONTENT_TYPE.as_str())
+    let content_type = super::guard::header_text(response.headers(), CONTENT_TYPE)
         .unwrap_or("")
         .to_owned();
     let media = content_type.split(';').next().unwrap_or("").trim();
