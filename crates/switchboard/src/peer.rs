@@ -52,7 +52,9 @@
 //! base protocol's progress and cancellation notifications (and the `_meta.progressToken`
 //! they rely on); that is the client's and the server's business.
 
-use std::collections::HashMap;
+// foldhash, not SipHash: a request id is looked up on every request and
+// answer (ids in the table are bounded by the handler slots).
+use foldhash::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -605,7 +607,7 @@ pub fn connect(
     let span = tracing::info_span!("session", name = %config.name);
     let core = Arc::new(Core {
         table: Mutex::new(PendingTable::new(config.max_pending)),
-        incoming: Mutex::new(HashMap::new()),
+        incoming: Mutex::new(HashMap::default()),
         wake: Notify::new(),
         handlers: Arc::new(Semaphore::new(config.max_concurrent_handlers)),
         active: AtomicUsize::new(0),

@@ -17,7 +17,8 @@
 //! module must not know about transports, sending, methods' meanings or the
 //! lifecycle: it is a table.
 
-use std::collections::HashMap;
+// foldhash, not SipHash: ids and tokens here are minted by this side.
+use foldhash::HashMap;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -99,8 +100,8 @@ impl PendingTable {
         PendingTable {
             next_id: 1,
             max_pending,
-            entries: HashMap::new(),
-            tokens: HashMap::new(),
+            entries: HashMap::default(),
+            tokens: HashMap::default(),
             closed: None,
         }
     }

@@ -12,7 +12,11 @@
 //! `<stream>-<seq>` ([`guard::event_id`]); seq 0 is the priming event, messages
 //! count from 1.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
+
+// foldhash, not SipHash: every POST looks its session, stream and request ids
+// up several times (keys are minted here, or bounded per session).
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -57,7 +61,7 @@ pub(crate) struct Registry {
 impl Registry {
     pub(crate) fn new(max: usize) -> Self {
         Registry {
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::default()),
             max,
         }
     }
@@ -277,7 +281,7 @@ impl Session {
     ) -> (Arc<Session>, Transport) {
         let (in_tx, in_rx, gate) = crate::handle::inbound_channel_gated(config.capacity());
         let batching = BatchingSwitch::new(config.batching);
-        let mut streams = HashMap::new();
+        let mut streams = HashMap::default();
         streams.insert(STANDALONE, Stream::new(false, 0, false));
         let session = Arc::new(Session {
             id: id.clone(),
@@ -287,7 +291,7 @@ impl Session {
                 ended: false,
                 next_stream: STANDALONE + 1,
                 next_gen: 0,
-                requests: HashMap::new(),
+                requests: HashMap::default(),
                 streams,
                 retained: VecDeque::new(),
                 last_activity: Instant::now(),
