@@ -24,7 +24,9 @@
 //! This module must not know how the child is spawned or supervised (that is
 //! [`crate::upstream`]) nor about HTTP beyond the session transport it is given.
 
-use std::collections::HashMap;
+// foldhash, not SipHash: these tables are read on every call (ids minted here,
+// or a session's own, bounded by its pending-request limit).
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -95,11 +97,11 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         tx,
         owner,
         upstream: Mutex::new(None),
-        calls: Mutex::new(HashMap::new()),
-        server_requests: Mutex::new(HashMap::new()),
+        calls: Mutex::new(HashMap::default()),
+        server_requests: Mutex::new(HashMap::default()),
         next_server_request: AtomicU64::new(1),
         modern_meta: Mutex::new(None),
-        input_waiters: Mutex::new(HashMap::new()),
+        input_waiters: Mutex::new(HashMap::default()),
         ending: std::sync::atomic::AtomicBool::new(false),
         orphan_tx: Mutex::new(Some(orphan_tx)),
     });

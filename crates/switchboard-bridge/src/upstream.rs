@@ -33,7 +33,9 @@
 //! This module must not know about HTTP, sessions or the eras of downstream
 //! clients.
 
-use std::collections::HashMap;
+// foldhash, not SipHash: these tables are read on every call (ids minted here,
+// or a session's own, bounded by its pending-request limit).
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
