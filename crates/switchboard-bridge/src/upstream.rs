@@ -125,8 +125,9 @@ pub(crate) enum CallEvent {
     /// A notification for this call: progress (with the caller's own token back),
     /// a log message, or `notifications/cancelled` for one of the requests below.
     Notification(Notification),
-    /// A server→client request made while this call runs, with the child's own id:
-    /// answer it with [`Upstream::respond`].
+    /// A server→client request made while this call runs, under an id of ours
+    /// (not the child's own, which a restarted child reuses): answer it with
+    /// [`Upstream::respond`], under that id.
     Request(Request),
 }
 
@@ -256,6 +257,15 @@ struct Table {
     tokens: HashMap<String, u64>,
     /// The child's server→client request ids, to the call they were routed to.
     child_requests: HashMap<Id, u64>,
+    /// The child's server→client requests handed on (to a call or to the owning
+    /// session) and not answered yet: the id they were handed on under (ours,
+    /// from the same counter as our request ids, so unique across restarts) →
+    /// the child's own id. Emptied when the child dies: an answer that comes
+    /// later was meant for a process that is gone, and the child's id in it may
+    /// already name another request of the restarted child (ids start again in
+    /// a new process), so it is dropped ([`Upstream::respond`]), never
+    /// delivered to the new child.
+    open_requests: HashMap<u64, Id>,
     seq: u64,
 }
 
@@ -545,10 +555,34 @@ impl Upstream {
         }
     }
 
-    /// Answers one of the child's server→client requests (its own id).
-    pub(crate) async fn respond(&self, message: Message) {
-        if let Some(id) = message.id() {
-            lock(&self.inner.table).child_requests.remove(id);
+    /// Answers one of the child's server→client requests (its own id). An answer
+    /// to a request the running child did not make (it was made by a child
+    /// that has since died and been restarted, or it was answered already) is
+    /// dropped: the new process may be using the same id for a request of its
+    /// own, for another caller.
+    ///
+    /// `message` carries the id the request was handed on under (see
+    /// [`CallEvent::Request`]); it goes to the child under the child's own id.
+    pub(crate) async fn respond(&self, mut message: Message) {
+        let Some(ours) = message.id().cloned() else {
+            return;
+        };
+        let child_id = {
+            let mut table = lock(&self.inner.table);
+            let child_id = upstream_id(&ours).and_then(|n| table.open_requests.remove(&n));
+            if let Some(child_id) = &child_id {
+                table.child_requests.remove(child_id);
+            }
+            child_id
+        };
+        let Some(child_id) = child_id else {
+            debug!(id = %ours, "an answer to a request the running child did not make (it was restarted, or it was answered already); dropped");
+            return;
+        };
+        match &mut message {
+            Message::Response(r) => r.id = child_id,
+            Message::Error(e) => e.id = Some(child_id),
+            _ => return,
         }
         self.send(message).await;
     }
@@ -1009,23 +1043,34 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
             // None: nobody to give it to.
             let routed = {
                 let mut table = lock(&inner.table);
-                match pick_call(&table) {
+                // Handed on under an id of ours, never the child's own: see
+                // `Table::open_requests`.
+                let ours = inner.next_id.fetch_add(1, Ordering::Relaxed);
+                let handed = Request {
+                    id: Id::from(ours),
+                    method: r.method.clone(),
+                    params: r.params.clone(),
+                };
+                let routed = match pick_call(&table) {
                     Some(call) => {
                         table.child_requests.insert(r.id.clone(), call);
                         table.calls.get(&call).map(|slot| {
                             slot.events
-                                .try_send(Box::new(CallEvent::Request(r.clone())))
+                                .try_send(Box::new(CallEvent::Request(handed)))
                                 .is_ok()
                         })
                     }
                     // Nothing in flight: the child's own initiative (e.g. `roots/list`
                     // after initialize). To its one owner, if it has one.
-                    None if table.calls.is_empty() => inner
-                        .orphans
-                        .as_ref()
-                        .map(|tx| tx.try_send(r.clone()).is_ok()),
+                    None if table.calls.is_empty() => {
+                        inner.orphans.as_ref().map(|tx| tx.try_send(handed).is_ok())
+                    }
                     None => None,
+                };
+                if routed == Some(true) {
+                    table.open_requests.insert(ours, r.id.clone());
                 }
+                routed
             };
             let refused = match routed {
                 Some(true) => None,
@@ -1165,6 +1210,7 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
         let mut table = lock(&inner.table);
         table.tokens.clear();
         table.child_requests.clear();
+        table.open_requests.clear();
         table.calls.drain().map(|(_, s)| s).collect()
     };
     if !slots.is_empty() {

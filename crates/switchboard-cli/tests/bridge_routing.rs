@@ -1,0 +1,189 @@
+//! Where the bridge sends what a shared child says, when several clients, a
+//! child's restart or a cancellation are in play: answers to the child's
+//! server→client requests, resource subscriptions, log levels.
+
+mod bridge_util;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bridge_util::*;
+use serde_json::{json, Value};
+
+/// A temporary file path unique to this test process and `tag`.
+fn temp_path(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("sb-routing-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn ready(c: &reqwest::Client, base: &str) -> bool {
+    match c.get(format!("{base}/readyz")).send().await {
+        Ok(r) => r.status().as_u16() == 200,
+        Err(_) => false,
+    }
+}
+
+/// A legacy stdio server (2025-11-25) that records its pid in `argv[1]`. Its
+/// tool `ask` asks `sampling/createMessage` and returns the text of the answer;
+/// the ids of its own requests start at 1 in every process, as most servers'
+/// do.
+const ASKING_CHILD: &str = r#"
+import json, sys, os, threading
+open(sys.argv[1], "a").write(f"{os.getpid()}\n")
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+waiting = {}
+next_id = [0]
+def ask(call_id, prompt):
+    next_id[0] += 1
+    ev = threading.Event(); waiting[next_id[0]] = [ev, None]
+    send({"jsonrpc": "2.0", "id": next_id[0], "method": "sampling/createMessage",
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                     "maxTokens": 5}})
+    ev.wait(60)
+    answer = waiting[next_id[0]][1] or {}
+    text = (answer.get("result") or {}).get("content", {}).get("text", json.dumps(answer))
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": text}]}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        if m.get("id") in waiting:
+            waiting[m["id"]][1] = m; waiting[m["id"]][0].set()
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        prompt = m["params"].get("arguments", {}).get("prompt", "")
+        threading.Thread(target=ask, args=(m["id"], prompt), daemon=True).start()
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+fn sampled(text: &str) -> Value {
+    json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "m"})
+}
+
+/// A 2026-07-28 client's call held for an `input_required` round trip when the
+/// shared child dies: the child is restarted, and a second client's call makes
+/// the new child ask again, under the same request id the dead child used.
+/// The first client's late retry must not answer the new child's request: it
+/// used to, so the second client's call completed with the first client's
+/// answer (and the second client's own answer was ignored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_meant_for_a_dead_child_never_reaches_its_successor() {
+    let pids = temp_path("dead-child");
+    let pid_arg = pids.to_string_lossy().into_owned();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", ASKING_CHILD, &pid_arg],
+    )
+    .await;
+    let c = client();
+    let caps = json!({"sampling": {}});
+    let call = |prompt: &str| json!({"name": "ask", "arguments": {"prompt": prompt}});
+
+    let first = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/call",
+        call("a"),
+        caps.clone(),
+    )
+    .await;
+    let a = first.response(&json!(1))["result"].clone();
+    assert_eq!(a["resultType"], "input_required", "{a}");
+    let (a_key, _) = a["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+
+    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
+    let old = pids_in(&pids)[0];
+    std::process::Command::new("kill")
+        .args(["-KILL", &old.to_string()])
+        .status()
+        .unwrap();
+    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
+    let deadline = Instant::now() + WAIT;
+    while !ready(&c, &bridge.base).await {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted child is never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let second = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        call("b"),
+        caps.clone(),
+    )
+    .await;
+    let b = second.response(&json!(2))["result"].clone();
+    assert_eq!(b["resultType"], "input_required", "{b}");
+    let (b_key, _) = b["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+
+    // The first client's retry, for the call that died with the old child.
+    let late = modern(
+        &c,
+        &bridge.url,
+        json!(3),
+        "tools/call",
+        json!({"name": "ask", "arguments": {"prompt": "a"}, "requestState": a["requestState"],
+               "inputResponses": {a_key.clone(): sampled("answer of the first client")}}),
+        caps.clone(),
+    )
+    .await;
+    let late = late.response(&json!(3));
+    assert!(late.get("error").is_some(), "the call died: {late}");
+
+    let retry = modern(
+        &c,
+        &bridge.url,
+        json!(4),
+        "tools/call",
+        json!({"name": "ask", "arguments": {"prompt": "b"}, "requestState": b["requestState"],
+               "inputResponses": {b_key.clone(): sampled("answer of the second client")}}),
+        caps,
+    )
+    .await;
+    let result = &retry.response(&json!(4))["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        text, "answer of the second client",
+        "the second client's call got another client's answer: {result}"
+    );
+    let _ = std::fs::remove_file(&pids);
+}
