@@ -61,6 +61,12 @@ const STOPPED: &str = "stopped by the bridge (its session ended, or the bridge i
 const DISCOVER_PROBE: Duration = Duration::from_secs(5);
 /// A child that stayed up this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// How long a call that ended without the child's answer (cancelled by its
+/// client, timed out, its session gone) still counts as its owner's when the
+/// bridge routes the child's server→client requests and log messages: the
+/// child may not have read the cancellation yet and may still ask or log for
+/// that call, and what it says then must not reach another owner's call.
+const CANCELLED_GRACE: Duration = Duration::from_secs(30);
 
 /// How one upstream child is run and restarted.
 #[derive(Debug, Clone)]
@@ -266,6 +272,10 @@ struct Table {
     /// a new process), so it is dropped ([`Upstream::respond`]), never
     /// delivered to the new child.
     open_requests: HashMap<u64, Id>,
+    /// Calls that ended without the child's answer, by our id: their owner and
+    /// until when they count for routing ([`CANCELLED_GRACE`]); forgotten
+    /// earlier when the child answers them after all, or dies.
+    cancelled: HashMap<u64, (u64, Instant)>,
     seq: u64,
 }
 
@@ -597,6 +607,11 @@ impl Upstream {
                     table.tokens.remove(&ours);
                 }
                 table.child_requests.retain(|_, call| *call != id);
+                let now = Instant::now();
+                table.cancelled.retain(|_, (_, until)| *until > now);
+                table
+                    .cancelled
+                    .insert(id, (slot.owner, now + CANCELLED_GRACE));
                 true
             }
             None => false,
@@ -1001,7 +1016,9 @@ fn upstream_id(id: &Id) -> Option<u64> {
 }
 
 /// The call a server→client request or a log message belongs to: the latest call
-/// of the only owner with calls in flight.
+/// of the only owner with calls in flight. A call that ended lately without the
+/// child's answer still counts for its owner ([`CANCELLED_GRACE`]): the child may
+/// be asking for it, so while another owner has one, nothing is picked.
 fn pick_call(table: &Table) -> Option<u64> {
     let mut owner = None;
     let mut best: Option<(u64, u64)> = None;
@@ -1015,7 +1032,21 @@ fn pick_call(table: &Table) -> Option<u64> {
             best = Some((*id, slot.seq));
         }
     }
+    let owner = owner?;
+    if other_owner_cancelled(table, Some(owner)) {
+        return None;
+    }
     best.map(|(id, _)| id)
+}
+
+/// Whether a call of an owner other than `owner` (of any owner, for `None`)
+/// ended without the child's answer within [`CANCELLED_GRACE`].
+fn other_owner_cancelled(table: &Table, owner: Option<u64>) -> bool {
+    let now = Instant::now();
+    table
+        .cancelled
+        .values()
+        .any(|(o, until)| *until > now && Some(*o) != owner)
 }
 
 async fn dispatch(inner: &Arc<Inner>, message: Message) {
@@ -1112,7 +1143,13 @@ fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
         Some(slot) => {
             let _ = slot.done.send(Ok(message));
         }
-        None => debug!(%id, "a response for no call in flight (cancelled or unknown)"),
+        None => {
+            // A cancelled call the child answered after all: it is done with it.
+            if let Some(n) = upstream_id(id) {
+                lock(&inner.table).cancelled.remove(&n);
+            }
+            debug!(%id, "a response for no call in flight (cancelled or unknown)")
+        }
     }
 }
 
@@ -1164,7 +1201,17 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
         }
         "notifications/message" => match pick_call(&table) {
             Some(call) => Some(call),
-            None if table.calls.is_empty() => None,
+            // Idle: to every owner, unless a call ended lately without an
+            // answer (the log may be about it; with one owner, it is theirs).
+            None if table.calls.is_empty()
+                && (inner.orphans.is_some() || !other_owner_cancelled(&table, None)) =>
+            {
+                None
+            }
+            None if table.calls.is_empty() => {
+                debug!("a log message soon after a call was cancelled: not routed");
+                return;
+            }
             None => {
                 debug!("a log message while several downstream owners have calls in flight: not routed");
                 return;
@@ -1211,6 +1258,7 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
         table.tokens.clear();
         table.child_requests.clear();
         table.open_requests.clear();
+        table.cancelled.clear();
         table.calls.drain().map(|(_, s)| s).collect()
     };
     if !slots.is_empty() {

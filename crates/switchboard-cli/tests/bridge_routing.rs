@@ -187,3 +187,88 @@ async fn an_answer_meant_for_a_dead_child_never_reaches_its_successor() {
     );
     let _ = std::fs::remove_file(&pids);
 }
+
+/// A legacy stdio server whose tool `late` sleeps for `delay` seconds (never
+/// reading a cancellation meanwhile), then asks `sampling/createMessage` with
+/// its `prompt` and returns; its tool `slow` answers after `delay` seconds.
+const LATE_ASKING_CHILD: &str = r#"
+import json, sys, threading, time
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def late(call_id, args):
+    time.sleep(args.get("delay", 1))
+    send({"jsonrpc": "2.0", "id": 1000 + call_id, "method": "sampling/createMessage",
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": args.get("prompt", "")}}],
+                     "maxTokens": 5}})
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": "late done"}]}})
+def slow(call_id, args):
+    time.sleep(args.get("delay", 1))
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": "slow done"}]}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}, "logging": {}}, "serverInfo": {"name": "late", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        tool = {"late": late, "slow": slow}[m["params"]["name"]]
+        threading.Thread(target=tool, args=(m["id"], m["params"].get("arguments", {})), daemon=True).start()
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// A 2026-07-28 client cancels its call (closes the stream) while the shared
+/// child is still working on it; the child, not having read the cancellation,
+/// then asks sampling for that call while another client's call is the only
+/// one in flight. The request carries the first client's prompt: it must not
+/// be routed to the other client's call (it was, as if it were theirs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_calls_late_request_is_not_given_to_another_client() {
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", LATE_ASKING_CHILD],
+    )
+    .await;
+    let c = client();
+    let other = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+
+    // The first client's call, cancelled by closing its stream.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "late", "arguments": {"delay": 1.5, "prompt": "the first client's secret"},
+        "_meta": modern_meta(json!({"sampling": {}}))}});
+    let first = c
+        .post(&bridge.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "late")
+        .body(body.to_string())
+        .send();
+    let _ = tokio::time::timeout(Duration::from_millis(500), first).await;
+
+    // The other client's call is in flight when the child asks.
+    let reply = other
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name": "slow", "arguments": {"delay": 2}}),
+        )
+        .await;
+    assert_eq!(
+        reply.response(&json!(1))["result"]["content"][0]["text"],
+        "slow done",
+        "{}",
+        reply.body
+    );
+    assert!(
+        !reply.body.contains("secret"),
+        "another client's request reached this call: {}",
+        reply.body
+    );
+}
