@@ -76,6 +76,10 @@ struct Session {
     /// the child's upstream as soon as it is started, before its handshake, so
     /// none of them can arrive before the route exists.
     orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<Request>>>,
+    /// The resources this session subscribed to on the shared child
+    /// ([`Core::shared_subscription`]); `notifications/resources/updated`
+    /// reaches the session only for these.
+    subscribed: Mutex<std::collections::HashSet<String>>,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -102,6 +106,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         input_waiters: Mutex::new(HashMap::new()),
         ending: std::sync::atomic::AtomicBool::new(false),
         orphan_tx: Mutex::new(Some(orphan_tx)),
+        subscribed: Mutex::new(std::collections::HashSet::new()),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -113,7 +118,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 continue;
             }
             n = recv_broadcast(&mut broadcasts) => {
-                if let Some(n) = n {
+                if let Some(n) = n.filter(|n| wants(&session, n)) {
                     let _ = session.tx.send(Message::Notification(n)).await;
                 }
                 continue;
@@ -163,9 +168,79 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         let _ = cancel.send("the downstream session ended".to_owned());
     }
     let upstream = lock(&session.upstream).take();
-    if let (Some(up), ChildMode::PerSession) = (upstream, session.core.mode) {
-        up.shutdown(std::time::Duration::ZERO).await;
+    match (upstream, session.core.mode) {
+        (Some(up), ChildMode::PerSession) => up.shutdown(std::time::Duration::ZERO).await,
+        (Some(up), ChildMode::Shared) => {
+            // The shared child keeps serving others: give up this session's
+            // subscriptions (the child is told when it was the last).
+            let uris: Vec<String> = lock(&session.subscribed).drain().collect();
+            for uri in uris {
+                let request = Request::new(
+                    Id::from(0u64),
+                    "resources/unsubscribe",
+                    &serde_json::json!({ "uri": uri }),
+                );
+                let Ok(request) = request else { continue };
+                let (core, owner) = (&session.core, session.owner);
+                let ask = || crate::call_once(&up, request, owner, core.request_timeout);
+                let _ = core.shared_subscription(&uri, false, true, ask).await;
+            }
+        }
+        (None, _) => {}
     }
+}
+
+/// Whether a broadcast notification is for this session: everything but
+/// `notifications/resources/updated` of a shared child, which only the
+/// resource's subscribers get (a per-session child tracks that itself).
+fn wants(session: &Session, n: &Notification) -> bool {
+    if session.core.mode != ChildMode::Shared || n.method != "notifications/resources/updated" {
+        return true;
+    }
+    let uri = n
+        .params
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    uri.is_some_and(|u| lock(&session.subscribed).contains(&u))
+}
+
+/// `resources/subscribe` or `resources/unsubscribe` of a session on the shared
+/// child, which other sessions share: counted in [`Core::shared_subscription`],
+/// answered by the child or here.
+async fn shared_subscription(session: Arc<Session>, upstream: Upstream, r: Request) {
+    let uri = r
+        .params_as::<Map<String, Value>>()
+        .ok()
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    let Some(uri) = uri else {
+        // Malformed: the child says what is wrong.
+        forward(&session, upstream, r);
+        return;
+    };
+    let subscribe = r.method == "resources/subscribe";
+    let mine = lock(&session.subscribed).contains(&uri);
+    let id = r.id.clone();
+    let core = session.core.clone();
+    let ask = || crate::call_once(&upstream, r, session.owner, core.request_timeout);
+    let answer = core
+        .shared_subscription(&uri, subscribe, mine, ask)
+        .await
+        .unwrap_or_else(|| {
+            Message::Response(Response {
+                id,
+                result: empty_object(),
+            })
+        });
+    {
+        let mut subscribed = lock(&session.subscribed);
+        if !subscribe {
+            subscribed.remove(&uri);
+        } else if matches!(answer, Message::Response(_)) {
+            subscribed.insert(uri);
+        }
+    }
+    let _ = session.tx.send(answer).await;
 }
 
 async fn recv_broadcast(
@@ -343,6 +418,15 @@ async fn on_request(
             }
         }
     }
+    if session.core.mode == ChildMode::Shared
+        && matches!(
+            r.method.as_str(),
+            "resources/subscribe" | "resources/unsubscribe"
+        )
+    {
+        tokio::spawn(shared_subscription(session.clone(), upstream, r));
+        return;
+    }
     forward(session, upstream, r);
 }
 
@@ -370,6 +454,9 @@ impl DirectSink for Direct {
         };
         let plain = match r.method.as_str() {
             "initialize" | "ping" => false,
+            "resources/subscribe" | "resources/unsubscribe" => {
+                session.core.mode != ChildMode::Shared
+            }
             "tools/call" => session.core.allow.check_call(r.params.as_deref()).is_ok(),
             _ => true,
         };

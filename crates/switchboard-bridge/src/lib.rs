@@ -44,7 +44,9 @@ pub use connect::{
 };
 use serde_json::json;
 use serde_json::value::RawValue;
-use switchboard_protocol::jsonrpc::{Id, Message, Request};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
+};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
@@ -140,6 +142,10 @@ pub(crate) struct Core {
     pub(crate) request_timeout: Duration,
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
+    /// Resource subscriptions on the shared child: URI → how many downstream
+    /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
+    /// streams) hold one ([`Core::shared_subscription`]).
+    subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -196,6 +202,56 @@ impl Core {
         });
     }
 
+    /// One downstream subscriber's `resources/subscribe` (`subscribe`) or
+    /// `resources/unsubscribe` of `uri` on the shared child, which many
+    /// subscribers share: the child is asked (`ask`, whose answer is returned)
+    /// only for the first subscriber and the last one leaving; otherwise the
+    /// count changes here and `None` says "done, answer `{}`". `mine`: whether
+    /// this subscriber holds a subscription to `uri` already. Without this,
+    /// one session's `resources/unsubscribe` (or a listen stream's end) ended
+    /// every other session's subscription to the same resource.
+    pub(crate) async fn shared_subscription<F, Fut>(
+        &self,
+        uri: &str,
+        subscribe: bool,
+        mine: bool,
+        ask: F,
+    ) -> Option<Message>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Message>,
+    {
+        // Held while the child is asked, so that its subscribe and unsubscribe
+        // for a URI reach it in the order the counts changed.
+        let mut counts = self.subscriptions.lock().await;
+        let count = counts.get(uri).copied().unwrap_or(0);
+        match (subscribe, mine) {
+            (true, true) => None,
+            (true, false) if count > 0 => {
+                counts.insert(uri.to_owned(), count + 1);
+                None
+            }
+            (true, false) => {
+                let answer = ask().await;
+                if matches!(answer, Message::Response(_)) {
+                    counts.insert(uri.to_owned(), 1);
+                }
+                Some(answer)
+            }
+            // Not this subscriber's: others' subscriptions stay.
+            (false, false) if count > 0 => None,
+            (false, false) => Some(ask().await),
+            (false, true) if count > 1 => {
+                counts.insert(uri.to_owned(), count - 1);
+                None
+            }
+            (false, true) => {
+                counts.remove(uri);
+                Some(ask().await)
+            }
+        }
+    }
+
     /// Calls in flight on every child.
     fn in_flight(&self) -> usize {
         let mut n = self.shared.in_flight();
@@ -203,6 +259,53 @@ impl Core {
             n += up.in_flight();
         }
         n
+    }
+}
+
+/// Sends `request` to `up` for `owner` and waits (up to `wait`) for its final
+/// answer, returned under `request`'s own id; what the call yields on the way
+/// (progress, logs) is dropped. A failure is a -32603 error.
+pub(crate) async fn call_once(
+    up: &Upstream,
+    request: Request,
+    owner: u64,
+    wait: Duration,
+) -> Message {
+    let id = request.id.clone();
+    let failed = |why: String| {
+        Message::Error(ErrorResponse::new(
+            Some(id.clone()),
+            ErrorObject::new(code::INTERNAL_ERROR, why),
+        ))
+    };
+    let mut call = match up.call(request, owner).await {
+        Ok(c) => c,
+        Err(why) => return failed(why),
+    };
+    let outcome = tokio::time::timeout(wait, async {
+        loop {
+            match call.next().await {
+                Step::Event(_) => continue,
+                Step::Done(m) => return Ok(m),
+                Step::Failed(why) => return Err(why),
+            }
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(Message::Response(r))) => Message::Response(Response {
+            id,
+            result: r.result,
+        }),
+        Ok(Ok(Message::Error(e))) => Message::Error(ErrorResponse::new(Some(id), e.error)),
+        Ok(Ok(_)) => failed("an unexpected answer from the upstream server".to_owned()),
+        Ok(Err(why)) => failed(why),
+        Err(_) => {
+            call.cancel("timed out in the bridge").await;
+            failed(format!(
+                "the upstream server did not answer within {wait:?}"
+            ))
+        }
     }
 }
 
@@ -339,6 +442,7 @@ impl Bridge {
             request_timeout: config.request_timeout,
             shared,
             held: Mutex::new(HashMap::new()),
+            subscriptions: tokio::sync::Mutex::new(HashMap::new()),
             draining,
             config,
             owners: AtomicU64::new(1),

@@ -732,8 +732,11 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
     let sub_id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
     let mut notifications = upstream.subscribe();
     let owner = core.next_owner();
+    let mut held = Vec::new();
     for uri in &uris {
-        subscribe(upstream, owner, "resources/subscribe", uri).await;
+        if subscribe(core, upstream, owner, true, uri).await {
+            held.push(uri.clone());
+        }
     }
     let ack = json!({
         "notifications": honoured,
@@ -793,31 +796,41 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             }
         }
     }
-    for uri in &uris {
-        subscribe(upstream, owner, "resources/unsubscribe", uri).await;
+    for uri in &held {
+        subscribe(core, upstream, owner, false, uri).await;
     }
 }
 
-async fn subscribe(upstream: &Upstream, owner: u64, method: &str, uri: &str) {
-    let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
-        return;
+/// A listen stream's subscription to `uri` on the shared child (`subscribe`),
+/// or its end; counted with every other subscriber's
+/// ([`Core::shared_subscription`]), so that one stream's end does not end
+/// another's, or a legacy session's, subscription. Whether it went through.
+async fn subscribe(
+    core: &Core,
+    upstream: &Upstream,
+    owner: u64,
+    subscribe: bool,
+    uri: &str,
+) -> bool {
+    let method = if subscribe {
+        "resources/subscribe"
+    } else {
+        "resources/unsubscribe"
     };
-    match upstream.call(request, owner).await {
-        Ok(mut call) => {
-            let outcome = tokio::time::timeout(Duration::from_secs(30), async {
-                loop {
-                    match call.next().await {
-                        Step::Event(_) => continue,
-                        other => return other,
-                    }
-                }
-            })
-            .await;
-            if let Ok(Step::Done(Message::Error(e))) = outcome {
-                warn!(uri, error = %e.error.message, "{method} failed upstream");
-            }
+    let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
+        return false;
+    };
+    let ask = || crate::call_once(upstream, request, owner, Duration::from_secs(30));
+    // A listen stream subscribes once per URI, and ends what it started.
+    match core
+        .shared_subscription(uri, subscribe, !subscribe, ask)
+        .await
+    {
+        Some(Message::Error(e)) => {
+            warn!(uri, error = %e.error.message, "{method} failed upstream");
+            false
         }
-        Err(why) => warn!(uri, why, "{method} failed upstream"),
+        _ => true,
     }
 }
 

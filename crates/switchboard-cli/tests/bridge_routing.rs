@@ -272,3 +272,103 @@ async fn a_cancelled_calls_late_request_is_not_given_to_another_client() {
         reply.body
     );
 }
+
+/// The session's GET stream.
+async fn get_stream(c: &reqwest::Client, url: &str, s: &Session) -> SseStream {
+    let get = c
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &s.id)
+        .header("mcp-protocol-version", &s.version)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 200);
+    SseStream::new(get)
+}
+
+/// Sessions of a shared child subscribe to the same resource: one session's
+/// `resources/unsubscribe`, and a 2026-07-28 listen stream on it that ends,
+/// leave the others' subscriptions alone (each went to the child as is, so the
+/// first to leave ended everyone's, and the others never heard of the change),
+/// and a session that never subscribed is not told of updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subscriber_leaving_keeps_the_others_subscriptions() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let uri = "example://counter";
+    let a = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let b = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let bystander = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let mut a_stream = get_stream(&c, &bridge.url, &a).await;
+    let mut bystander_stream = get_stream(&c, &bridge.url, &bystander).await;
+    for (s, method) in [
+        (&a, "resources/subscribe"),
+        (&b, "resources/subscribe"),
+        (&b, "resources/unsubscribe"),
+    ] {
+        let r = s
+            .request(&c, &bridge.url, json!(1), method, json!({ "uri": uri }))
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+    }
+    // A listen stream subscribed to it, acknowledged, then closed.
+    let body = json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": modern_meta(json!({}))}});
+    let mut listen = post_streaming(
+        &c,
+        &bridge.url,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &body,
+    )
+    .await;
+    let ack = listen.next_message().await.expect("the acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"][0], uri,
+        "{ack}"
+    );
+    drop(listen);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let bump = b
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name": "bump_counter", "arguments": {}}),
+        )
+        .await;
+    assert!(bump.response(&json!(2)).get("result").is_some());
+    let updated = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let m = a_stream
+                .next_message()
+                .await
+                .expect("the GET stream goes on");
+            if m["method"] == "notifications/resources/updated" {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the subscribed session is told of the update");
+    assert_eq!(updated["params"]["uri"], uri);
+    let told = tokio::time::timeout(Duration::from_millis(500), async {
+        loop {
+            match bystander_stream.next_message().await {
+                Some(m) if m["method"] == "notifications/resources/updated" => return m,
+                Some(_) => continue,
+                None => std::future::pending::<()>().await,
+            }
+        }
+    })
+    .await;
+    assert!(
+        told.is_err(),
+        "a session that never subscribed was told: {told:?}"
+    );
+}
