@@ -324,20 +324,24 @@ fn check_headers(headers: &HeaderMap, r: &Request) -> Result<(), String> {
         return Ok(());
     }
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(header) = text("mcp-protocol-version") {
-        let body = params_object(r.params.as_deref()).ok().and_then(|p| {
-            p.get("_meta")?
-                .get(meta::PROTOCOL_VERSION)?
-                .as_str()
-                .map(str::to_owned)
-        });
-        if let Some(body) = body {
-            if body != header {
-                return Err(format!(
-                    "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
-                ));
-            }
+    let body_version = params_object(r.params.as_deref()).ok().and_then(|p| {
+        p.get("_meta")?
+            .get(meta::PROTOCOL_VERSION)?
+            .as_str()
+            .map(str::to_owned)
+    });
+    match (text("mcp-protocol-version"), body_version) {
+        (Some(header), Some(body)) if body != header => {
+            return Err(format!(
+                "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
+            ));
         }
+        // Required on every 2026-07-28 POST (a `_meta` without a version is
+        // the -32602 of the `_meta` check).
+        (None, Some(_)) => {
+            return Err("the MCP-Protocol-Version header is required".to_owned());
+        }
+        _ => {}
     }
     match text("mcp-method") {
         Some(m) if m == r.method => {}

@@ -342,6 +342,23 @@ async fn modern_header_mismatch_is_400_with_32020() {
     assert_eq!(reply.response(&json!(1))["error"]["code"], -32020);
 }
 
+/// A 2026-07-28 request (its `_meta` says so) without the `MCP-Protocol-Version`
+/// header is 400 / -32020, as the library's own server answers it (2026-07-28
+/// "Server validation": the header missing, mismatched or malformed); the
+/// bridge used to serve it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_request_without_the_version_header_is_400_with_32020() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let mut params = json!({"name":"echo","arguments":{"text":"x"}});
+    params["_meta"] = modern_meta(json!({}));
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params});
+    let headers = [("mcp-method", "tools/call"), ("mcp-name", "echo")];
+    let reply = post(&c, &bridge.url, &headers, &body).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.response(&json!(1))["error"]["code"], -32020);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_sessions_on_a_shared_child_get_their_own_answers() {
     let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
