@@ -725,7 +725,19 @@ async fn pump(
                         "the server asked for input more than {MAX_INPUT_ROUNDS} times"
                     ))
                 } else {
-                    Box::pin(gather_input(&session, &down_id, &resp.result, original)).await
+                    // The client may cancel the call (or its session end) while
+                    // it is being asked: nothing then waits for its answer.
+                    let gather = Box::pin(gather_input(&session, &down_id, &resp.result, original));
+                    tokio::select! {
+                        retry = gather => retry,
+                        reason = &mut cancel => {
+                            debug!(id = %down_id, reason = ?reason.ok(), "cancelled while the client was asked for input");
+                            // The round trip's waiters whose wait just ended.
+                            lock(&session.input_waiters).retain(|_, w| !w.is_closed());
+                            session.tx.forget(&down_id);
+                            return;
+                        }
+                    }
                 };
                 match retry {
                     Ok(params) => {

@@ -372,3 +372,71 @@ async fn one_subscriber_leaving_keeps_the_others_subscriptions() {
         "a session that never subscribed was told: {told:?}"
     );
 }
+
+/// A legacy client in front of a 2026-07-28-only child is asked for sampling
+/// (the child's `input_required` turned into a real request on the call's
+/// stream) and cancels the call instead of answering: the call ends at once,
+/// with no response (the spec's SHOULD NOT), as any cancelled call does. The
+/// cancellation used to be ignored until the client's answer was given up on
+/// (`--request-timeout`, 5 min by default), and the client then got an error
+/// for the call it had cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_its_client_is_asked_for_input_ends_at_once() {
+    let bridge = BridgeProc::start(
+        &["--child", "shared", "--request-timeout", "20s"],
+        &[BIN, "example-server", "--modern-only"],
+    )
+    .await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sample", "arguments": {"prompt": "hi"}}});
+    let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+    loop {
+        let m = stream.next_message().await.expect("the sampling request");
+        if m["method"] == "sampling/createMessage" {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "changed my mind"}});
+    assert_eq!(
+        post(&c, &bridge.url, &s.headers(), &cancel).await.status,
+        202
+    );
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut rest = Vec::new();
+        while let Some(m) = stream.next_message().await {
+            rest.push(m);
+        }
+        rest
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "the cancelled call's stream is still open after {:?}",
+            started.elapsed()
+        )
+    });
+    assert!(
+        rest.iter().all(|m| m.get("id") != Some(&json!(1))),
+        "a response to the cancelled call: {rest:?}"
+    );
+    // The session goes on.
+    let echo = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "still here"}}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&echo.response(&json!(2))["result"]),
+        "still here",
+        "{}",
+        echo.body
+    );
+}
