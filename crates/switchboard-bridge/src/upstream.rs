@@ -65,8 +65,11 @@ const STABLE_AFTER: Duration = Duration::from_secs(30);
 /// client, timed out, its session gone) still counts as its owner's when the
 /// bridge routes the child's server→client requests and log messages: the
 /// child may not have read the cancellation yet and may still ask or log for
-/// that call, and what it says then must not reach another owner's call.
-const CANCELLED_GRACE: Duration = Duration::from_secs(30);
+/// that call, and what it says then must not reach another owner's call. Short:
+/// while it lasts, other owners' calls get no server→client requests or logs
+/// either (as while two owners have calls in flight), and a child that reads
+/// its cancellations at all reads them well within it.
+const CANCELLED_GRACE: Duration = Duration::from_secs(5);
 
 /// How one upstream child is run and restarted.
 #[derive(Debug, Clone)]
