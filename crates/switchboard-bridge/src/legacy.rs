@@ -36,7 +36,7 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO,
 };
-use switchboard_protocol::types::InitializeRequestParams;
+use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
@@ -80,6 +80,10 @@ struct Session {
     /// ([`Core::shared_subscription`]); `notifications/resources/updated`
     /// reaches the session only for these.
     subscribed: Mutex<std::collections::HashSet<String>>,
+    /// The level this session set with `logging/setLevel` on a shared child,
+    /// applied here ([`Core::shared_child_logs_everything`]); `None`: every log
+    /// message the child sends.
+    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -107,6 +111,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         ending: std::sync::atomic::AtomicBool::new(false),
         orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
+        log_level: Mutex::new(None),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -194,6 +199,9 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
 /// `notifications/resources/updated` of a shared child, which only the
 /// resource's subscribers get (a per-session child tracks that itself).
 fn wants(session: &Session, n: &Notification) -> bool {
+    if !wants_log(session, n) {
+        return false;
+    }
     if session.core.mode != ChildMode::Shared || n.method != "notifications/resources/updated" {
         return true;
     }
@@ -203,6 +211,16 @@ fn wants(session: &Session, n: &Notification) -> bool {
         .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
         .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
     uri.is_some_and(|u| lock(&session.subscribed).contains(&u))
+}
+
+/// Whether a notification passes the session's own log level (a shared child's
+/// log messages; everything else passes).
+fn wants_log(session: &Session, n: &Notification) -> bool {
+    if session.core.mode != ChildMode::Shared || n.method != "notifications/message" {
+        return true;
+    }
+    let min = *lock(&session.log_level);
+    min.is_none_or(|min| crate::log_at_least(n, min))
 }
 
 /// `resources/subscribe` or `resources/unsubscribe` of a session on the shared
@@ -418,6 +436,41 @@ async fn on_request(
             }
         }
     }
+    if session.core.mode == ChildMode::Shared && r.method == "logging/setLevel" {
+        let logs = upstream
+            .ready(std::time::Duration::ZERO)
+            .await
+            .is_ok_and(|info| !info.modern && info.result.capabilities.logging.is_some());
+        if logs {
+            let level = r
+                .params_as::<Map<String, Value>>()
+                .ok()
+                .and_then(|p| p.get("level").and_then(Value::as_str).map(str::to_owned))
+                .and_then(|l| l.parse::<LoggingLevel>().ok());
+            let Some(level) = level else {
+                let why = "logging/setLevel needs a valid params.level";
+                let _ = session
+                    .tx
+                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .await;
+                return;
+            };
+            *lock(&session.log_level) = Some(level);
+            let session = session.clone();
+            tokio::spawn(async move {
+                session
+                    .core
+                    .shared_child_logs_everything(session.owner)
+                    .await;
+                let done = Message::Response(Response {
+                    id: r.id,
+                    result: empty_object(),
+                });
+                let _ = session.tx.send(done).await;
+            });
+            return;
+        }
+    }
     if session.core.mode == ChildMode::Shared
         && matches!(
             r.method.as_str(),
@@ -454,7 +507,7 @@ impl DirectSink for Direct {
         };
         let plain = match r.method.as_str() {
             "initialize" | "ping" => false,
-            "resources/subscribe" | "resources/unsubscribe" => {
+            "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
                 session.core.mode != ChildMode::Shared
             }
             "tools/call" => session.core.allow.check_call(r.params.as_deref()).is_ok(),
@@ -707,6 +760,9 @@ async fn pump(
         };
         match step {
             Step::Event(CallEvent::Notification(n)) => {
+                if !wants_log(&session, &n) {
+                    continue;
+                }
                 let _ = session
                     .tx
                     .send_related(Message::Notification(n), Some(down_id.clone()))

@@ -47,6 +47,7 @@ use serde_json::value::RawValue;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
 };
+use switchboard_protocol::types::LoggingLevel;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
@@ -146,6 +147,10 @@ pub(crate) struct Core {
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
     subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
+    /// The shared child's restart count when it was last asked for every log
+    /// message (`logging/setLevel` `debug`), plus one; 0: never
+    /// ([`Core::shared_child_logs_everything`]).
+    child_logs_all: AtomicU64,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -252,6 +257,38 @@ impl Core {
         }
     }
 
+    /// Asks the shared child (once per start of it) to send every log message
+    /// (`logging/setLevel` `debug`): with one child for many clients, the
+    /// level each asked for is applied by the bridge, per session and per
+    /// 2026-07-28 request, never by the child, where the last client to set
+    /// one would set it for everyone. Nothing for a child without the
+    /// `logging` capability or of 2026-07-28 only.
+    pub(crate) async fn shared_child_logs_everything(&self, owner: u64) {
+        let Ok(info) = self.shared.ready(Duration::ZERO).await else {
+            return;
+        };
+        if info.modern || info.result.capabilities.logging.is_none() {
+            return;
+        }
+        let generation = self.shared.restarts() + 1;
+        if self.child_logs_all.swap(generation, Ordering::Relaxed) == generation {
+            return;
+        }
+        let Ok(request) = Request::new(
+            Id::from(0u64),
+            "logging/setLevel",
+            &json!({ "level": "debug" }),
+        ) else {
+            return;
+        };
+        if let Message::Error(e) =
+            call_once(&self.shared, request, owner, self.request_timeout).await
+        {
+            warn!(error = %e.error.message, "the shared child refused logging/setLevel");
+            self.child_logs_all.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Calls in flight on every child.
     fn in_flight(&self) -> usize {
         let mut n = self.shared.in_flight();
@@ -260,6 +297,26 @@ impl Core {
         }
         n
     }
+}
+
+/// Whether log message `n` (`notifications/message`) is at least as severe as
+/// `min`; a message whose level cannot be read is let through.
+pub(crate) fn log_at_least(
+    n: &switchboard_protocol::jsonrpc::Notification,
+    min: LoggingLevel,
+) -> bool {
+    let level = n
+        .params
+        .as_ref()
+        .and_then(|p| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get()).ok()
+        })
+        .and_then(|p| {
+            p.get("level")
+                .and_then(|l| l.as_str())
+                .and_then(|l| l.parse::<LoggingLevel>().ok())
+        });
+    level.is_none_or(|l| l >= min)
 }
 
 /// Sends `request` to `up` for `owner` and waits (up to `wait`) for its final
@@ -443,6 +500,7 @@ impl Bridge {
             shared,
             held: Mutex::new(HashMap::new()),
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
+            child_logs_all: AtomicU64::new(0),
             draining,
             config,
             owners: AtomicU64::new(1),

@@ -249,6 +249,10 @@ async fn handle(
         params: Some(params),
     };
     let owner = core.next_owner();
+    if context.log_level.is_some() {
+        // The level is applied here, per request: the child sends them all.
+        core.shared_child_logs_everything(owner).await;
+    }
     let call = match upstream.call(forwarded, owner).await {
         Ok(c) => c,
         Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
@@ -461,8 +465,14 @@ async fn run(
                 if held.method == "subscriptions/listen" {
                     n.params = n.params.map(|p| with_subscription_id(p, &id));
                 }
-                if n.method == "notifications/message" && held.context.log_level.is_none() {
-                    // 2026-07-28: no log messages unless the request asked for them.
+                if n.method == "notifications/message"
+                    && !held
+                        .context
+                        .log_level
+                        .is_some_and(|min| crate::log_at_least(&n, min))
+                {
+                    // 2026-07-28: no log messages unless the request asked for
+                    // them, and only at its level or above.
                     continue;
                 }
                 let _ = tx

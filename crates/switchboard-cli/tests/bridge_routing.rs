@@ -440,3 +440,58 @@ async fn a_call_cancelled_while_its_client_is_asked_for_input_ends_at_once() {
         echo.body
     );
 }
+
+/// The levels of the log messages (`notifications/message`) among `messages`.
+fn log_levels(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["level"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Sessions of a shared child set their own log levels: each gets the log
+/// messages of its calls at its own level, and a 2026-07-28 request at the
+/// level in its `_meta`. `logging/setLevel` used to go to the child as is, so
+/// the last session to set a level set it for every session (here the second
+/// session's `error` silenced the first's `debug`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_of_a_shared_child_gets_logs_at_its_own_level() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let verbose = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let quiet = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    for (s, level) in [(&verbose, "debug"), (&quiet, "error")] {
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "logging/setLevel",
+                json!({ "level": level }),
+            )
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+    }
+    let call = json!({"name": "log", "arguments": {"message": "m"}});
+    let r = verbose
+        .request(&c, &bridge.url, json!(2), "tools/call", call.clone())
+        .await;
+    assert_eq!(
+        log_levels(&r.messages),
+        ["debug", "info", "notice", "warning"],
+        "{}",
+        r.body
+    );
+    let r = quiet
+        .request(&c, &bridge.url, json!(2), "tools/call", call.clone())
+        .await;
+    assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+    assert_eq!(log_levels(&r.messages), Vec::<String>::new(), "{}", r.body);
+
+    let mut params = call;
+    params["_meta"] = json!({"io.modelcontextprotocol/logLevel": "warning"});
+    let r = modern(&c, &bridge.url, json!(3), "tools/call", params, json!({})).await;
+    assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+    assert_eq!(log_levels(&r.messages), ["warning"], "{}", r.body);
+}
