@@ -427,6 +427,7 @@ pub struct Bridge {
     core: Arc<Core>,
     accept: JoinHandle<()>,
     drift: Option<JoinHandle<()>>,
+    resubscribe: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -510,6 +511,10 @@ impl Bridge {
             .allow
             .is_restricted()
             .then(|| tokio::spawn(watch_drift(core.clone())));
+        let resubscribe = tokio::spawn(resubscribe(
+            Arc::downgrade(&core),
+            core.shared.watch_status(),
+        ));
         let accept_core = core.clone();
         let accept = tokio::spawn(
             async move {
@@ -535,6 +540,7 @@ impl Bridge {
             core,
             accept,
             drift,
+            resubscribe,
         })
     }
 
@@ -587,6 +593,7 @@ impl Bridge {
         if let Some(d) = self.drift.take() {
             d.abort();
         }
+        self.resubscribe.abort();
         let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
         for h in held {
             h.cancel().await;
@@ -611,6 +618,42 @@ impl Bridge {
         self.server.take();
         self.accept.abort();
         info!("bridge stopped");
+    }
+}
+
+/// Subscribes a restarted shared child again to every resource its downstream
+/// subscribers hold ([`Core::shared_subscription`]): a new process knows none
+/// of the old one's subscriptions, and without this they silently got no more
+/// `notifications/resources/updated` (2026-07-28 "stdio": after an unexpected
+/// exit, a client re-opens what it had open).
+async fn resubscribe(core: Weak<Core>, mut status: tokio::sync::watch::Receiver<Status>) {
+    let mut handled: Option<u64> = None;
+    loop {
+        let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
+        // Holds the bridge only while it works (a dropped bridge ends this).
+        let Some(core) = core.upgrade() else { return };
+        let generation = core.shared.restarts();
+        if ready && handled != Some(generation) {
+            handled = Some(generation);
+            let counts = core.subscriptions.lock().await;
+            for uri in counts.keys() {
+                let params = json!({ "uri": uri });
+                let Ok(request) = Request::new(Id::from(0u64), "resources/subscribe", &params)
+                else {
+                    continue;
+                };
+                let owner = core.next_owner();
+                if let Message::Error(e) =
+                    call_once(&core.shared, request, owner, core.request_timeout).await
+                {
+                    warn!(uri, error = %e.error.message, "could not subscribe the restarted upstream server again");
+                }
+            }
+        }
+        drop(core);
+        if status.changed().await.is_err() {
+            return;
+        }
     }
 }
 

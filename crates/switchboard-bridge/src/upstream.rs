@@ -358,6 +358,11 @@ impl Upstream {
         self.inner.status.borrow().clone()
     }
 
+    /// The status as it changes.
+    pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
+        self.inner.status.subscribe()
+    }
+
     /// How many times the child has been started after the first time.
     pub(crate) fn restarts(&self) -> u64 {
         self.inner.restarts.load(Ordering::Relaxed)

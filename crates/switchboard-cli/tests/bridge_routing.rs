@@ -495,3 +495,87 @@ async fn each_session_of_a_shared_child_gets_logs_at_its_own_level() {
     assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
     assert_eq!(log_levels(&r.messages), ["warning"], "{}", r.body);
 }
+
+/// A session of a shared child subscribed to a resource keeps being told of
+/// its updates after the child died and was restarted: the bridge subscribes
+/// the new process again (it used to know nothing of the old one's
+/// subscriptions, so the session silently got no more updates).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_survive_a_restart_of_the_shared_child() {
+    let pids = temp_path("resubscribe");
+    let pid_arg = pids.to_string_lossy().into_owned();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &[
+            "sh",
+            "-c",
+            "echo $$ >> \"$0\"; exec \"$1\" example-server",
+            &pid_arg,
+            BIN,
+        ],
+    )
+    .await;
+    let c = client();
+    let uri = "example://counter";
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let mut stream = get_stream(&c, &bridge.url, &s).await;
+    let r = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "resources/subscribe",
+            json!({ "uri": uri }),
+        )
+        .await;
+    assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+
+    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
+    std::process::Command::new("kill")
+        .args(["-KILL", &pids_in(&pids)[0].to_string()])
+        .status()
+        .unwrap();
+    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
+    let deadline = Instant::now() + WAIT;
+    while !ready(&c, &bridge.base).await {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted child is never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The subscription is restored in the background, right after the restart.
+    let updated = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut n = 2;
+        loop {
+            let bump = s
+                .request(
+                    &c,
+                    &bridge.url,
+                    json!(n),
+                    "tools/call",
+                    json!({"name": "bump_counter", "arguments": {}}),
+                )
+                .await;
+            assert!(bump.response(&json!(n)).get("result").is_some());
+            n += 1;
+            let next = tokio::time::timeout(Duration::from_millis(500), async {
+                loop {
+                    let m = stream.next_message().await.expect("the GET stream goes on");
+                    if m["method"] == "notifications/resources/updated" {
+                        return m;
+                    }
+                }
+            })
+            .await;
+            if let Ok(m) = next {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the session is told of updates after the restart");
+    assert_eq!(updated["params"]["uri"], uri);
+    let _ = std::fs::remove_file(&pids);
+}
