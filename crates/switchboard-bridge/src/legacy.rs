@@ -587,15 +587,17 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             .filter(|v| v.era() == switchboard_protocol::version::Era::Legacy),
     )
     .expect("there are legacy versions");
+    // One `initialize` per session, whatever the child mode (a shared child's
+    // session used to take a second one, and renegotiate its revision).
+    if lock(&session.upstream).is_some() {
+        return error(
+            r.id.clone(),
+            code::INVALID_REQUEST,
+            "the session is already initialized",
+        );
+    }
     let upstream = match core.mode {
         ChildMode::PerSession => {
-            if lock(&session.upstream).is_some() {
-                return error(
-                    r.id.clone(),
-                    code::INVALID_REQUEST,
-                    "the session is already initialized",
-                );
-            }
             let Some(raw) = r.params.clone() else {
                 return error(
                     r.id.clone(),
