@@ -151,6 +151,9 @@ pub(crate) struct Core {
     /// message (`logging/setLevel` `debug`), plus one; 0: never
     /// ([`Core::shared_child_logs_everything`]).
     child_logs_all: AtomicU64,
+    /// Open 2026-07-28 listen streams ([`ListenGuard`]): [`Bridge::shutdown`]
+    /// lets them send their final result.
+    listens: std::sync::atomic::AtomicUsize,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -296,6 +299,40 @@ impl Core {
             n += up.in_flight();
         }
         n
+    }
+}
+
+/// Counts one open listen stream in [`Core`] while it lives.
+pub(crate) struct ListenGuard(Arc<Core>);
+
+impl ListenGuard {
+    pub(crate) fn new(core: &Arc<Core>) -> ListenGuard {
+        core.listens.fetch_add(1, Ordering::Relaxed);
+        ListenGuard(core.clone())
+    }
+}
+
+impl Drop for ListenGuard {
+    fn drop(&mut self) {
+        self.0.listens.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The final result of a listen stream the server ends (2026-07-28
+/// `subscriptions/listen`: `{resultType: "complete", _meta: {subscriptionId}}`
+/// under the listen request's id).
+pub(crate) fn listen_final_result(id: &Id) -> Message {
+    let sub_id = serde_json::to_value(id).unwrap_or(serde_json::Value::Null);
+    let done = json!({
+        "resultType": "complete",
+        "_meta": { switchboard_protocol::types::meta::SUBSCRIPTION_ID: sub_id },
+    });
+    match Response::new(id.clone(), &done) {
+        Ok(r) => Message::Response(r),
+        Err(e) => Message::Error(ErrorResponse::new(
+            Some(id.clone()),
+            ErrorObject::new(code::INTERNAL_ERROR, e.to_string()),
+        )),
     }
 }
 
@@ -502,6 +539,7 @@ impl Bridge {
             held: Mutex::new(HashMap::new()),
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
             child_logs_all: AtomicU64::new(0),
+            listens: std::sync::atomic::AtomicUsize::new(0),
             draining,
             config,
             owners: AtomicU64::new(1),
@@ -611,11 +649,23 @@ impl Bridge {
         for s in stops {
             let _ = s.await;
         }
-        if left > 0 {
-            // Let those errors reach the wire before the connections close.
+        if left > 0 || self.core.listens.load(Ordering::Relaxed) > 0 {
+            // Let those errors (and the final results of listen streams on a
+            // 2026-07-28 child) reach the wire before the connections close.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         self.server.take();
+        // Listen streams on a legacy child end when told the server is
+        // stopping: let them send their final result.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        if self.core.listens.load(Ordering::Relaxed) > 0 {
+            while self.core.listens.load(Ordering::Relaxed) > 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         self.accept.abort();
         info!("bridge stopped");
     }

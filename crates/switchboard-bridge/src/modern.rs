@@ -41,12 +41,13 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::lifecycle::{check_modern_request, RequestContext};
 use switchboard_protocol::types::{meta, CacheScope, DiscoverResult};
-use switchboard_transport::{Inbound, Receiver, Sender};
+use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tracing::{debug, warn};
 
 use crate::upstream::{Call, CallEvent, Step, Upstream};
@@ -433,11 +434,13 @@ async fn run(
     mut held: Held,
 ) -> Option<Message> {
     // A listen stream is quiet by nature: only requests time out.
-    let wait = if held.method == "subscriptions/listen" {
+    let listen = held.method == "subscriptions/listen";
+    let wait = if listen {
         Duration::from_secs(365 * 24 * 3600)
     } else {
         core.request_timeout
     };
+    let _open = listen.then(|| crate::ListenGuard::new(core));
     loop {
         let step = tokio::select! {
             step = tokio::time::timeout(wait, held.call.next()) => match step {
@@ -452,6 +455,13 @@ async fn run(
                 }
             },
             event = rx.recv() => {
+                if listen {
+                    if let Some(Inbound::Closed { reason: CloseReason::SessionClosed }) = event {
+                        // The bridge is stopping: the spec's final result.
+                        held.call.cancel("the bridge is stopping").await;
+                        return Some(crate::listen_final_result(&id));
+                    }
+                }
                 if matches!(event, None | Some(Inbound::Closed { .. })) {
                     // Closing the stream cancels the request (2026-07-28).
                     held.call.cancel("the client closed the stream").await;
@@ -526,6 +536,11 @@ async fn run(
                     other => other,
                 };
                 return Some(translate_final(id, &held.method, message));
+            }
+            // The bridge stopped the child under a listen stream: the
+            // stream ends as the spec has a server end it, not with an error.
+            Step::Failed(_) if listen && core.draining.load(Ordering::Relaxed) => {
+                return Some(crate::listen_final_result(&id))
             }
             Step::Failed(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
         }
@@ -765,9 +780,15 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             return;
         }
     }
+    let _open = crate::ListenGuard::new(core);
     loop {
         tokio::select! {
             event = rx.recv() => {
+                if let Some(Inbound::Closed { reason: CloseReason::SessionClosed }) = event {
+                    // The bridge is stopping: the spec's final result.
+                    let _ = tx.send(crate::listen_final_result(&r.id)).await;
+                    break;
+                }
                 if matches!(event, None | Some(Inbound::Closed { .. })) {
                     break;
                 }

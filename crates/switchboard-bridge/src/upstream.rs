@@ -257,6 +257,9 @@ struct Slot {
     seq: u64,
     /// The token we put upstream, and the caller's own.
     token: Option<(String, Value)>,
+    /// A 2026-07-28 `subscriptions/listen`: open until its client leaves, so
+    /// not a request in flight ([`Upstream::in_flight`]).
+    listen: bool,
 }
 
 #[derive(Default)]
@@ -530,6 +533,7 @@ impl Upstream {
             Ok(t) => t,
             Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
+        let listen = request.method == "subscriptions/listen";
         table.seq += 1;
         let seq = table.seq;
         if let Some((ours, _)) = &token {
@@ -543,6 +547,7 @@ impl Upstream {
                 owner,
                 seq,
                 token,
+                listen,
             },
         );
         drop(table);
@@ -627,8 +632,15 @@ impl Upstream {
     }
 
     /// How many calls are in flight.
+    /// Listen streams (2026-07-28 `subscriptions/listen`) are not counted: they
+    /// last until their client leaves, and a drain waiting for them would always
+    /// wait its whole time.
     pub(crate) fn in_flight(&self) -> usize {
-        lock(&self.inner.table).calls.len()
+        lock(&self.inner.table)
+            .calls
+            .values()
+            .filter(|slot| !slot.listen)
+            .count()
     }
 
     /// Stops the child: waits up to `drain` for the calls in flight to finish,
