@@ -38,7 +38,7 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO,
 };
-use switchboard_protocol::types::InitializeRequestParams;
+use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
@@ -78,6 +78,14 @@ struct Session {
     /// the child's upstream as soon as it is started, before its handshake, so
     /// none of them can arrive before the route exists.
     orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<Request>>>,
+    /// The resources this session subscribed to on the shared child
+    /// ([`Core::shared_subscription`]); `notifications/resources/updated`
+    /// reaches the session only for these.
+    subscribed: Mutex<std::collections::HashSet<String>>,
+    /// The level this session set with `logging/setLevel` on a shared child,
+    /// applied here ([`Core::shared_child_logs_everything`]); `None`: every log
+    /// message the child sends.
+    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -104,6 +112,8 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         input_waiters: Mutex::new(HashMap::default()),
         ending: std::sync::atomic::AtomicBool::new(false),
         orphan_tx: Mutex::new(Some(orphan_tx)),
+        subscribed: Mutex::new(std::collections::HashSet::new()),
+        log_level: Mutex::new(None),
     });
     let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -115,7 +125,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 continue;
             }
             n = recv_broadcast(&mut broadcasts) => {
-                if let Some(n) = n {
+                if let Some(n) = n.filter(|n| wants(&session, n)) {
                     let _ = session.tx.send(Message::Notification(n)).await;
                 }
                 continue;
@@ -165,9 +175,92 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         let _ = cancel.send("the downstream session ended".to_owned());
     }
     let upstream = lock(&session.upstream).take();
-    if let (Some(up), ChildMode::PerSession) = (upstream, session.core.mode) {
-        up.shutdown(std::time::Duration::ZERO).await;
+    match (upstream, session.core.mode) {
+        (Some(up), ChildMode::PerSession) => up.shutdown(std::time::Duration::ZERO).await,
+        (Some(up), ChildMode::Shared) => {
+            // The shared child keeps serving others: give up this session's
+            // subscriptions (the child is told when it was the last).
+            let uris: Vec<String> = lock(&session.subscribed).drain().collect();
+            for uri in uris {
+                let request = Request::new(
+                    Id::from(0u64),
+                    "resources/unsubscribe",
+                    &serde_json::json!({ "uri": uri }),
+                );
+                let Ok(request) = request else { continue };
+                let (core, owner) = (&session.core, session.owner);
+                let ask = || crate::call_once(&up, request, owner, core.request_timeout);
+                let _ = core.shared_subscription(&uri, false, true, ask).await;
+            }
+        }
+        (None, _) => {}
     }
+}
+
+/// Whether a broadcast notification is for this session: everything but
+/// `notifications/resources/updated` of a shared child, which only the
+/// resource's subscribers get (a per-session child tracks that itself).
+fn wants(session: &Session, n: &Notification) -> bool {
+    if !wants_log(session, n) {
+        return false;
+    }
+    if session.core.mode != ChildMode::Shared || n.method != "notifications/resources/updated" {
+        return true;
+    }
+    let uri = n
+        .params
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    uri.is_some_and(|u| lock(&session.subscribed).contains(&u))
+}
+
+/// Whether a notification passes the session's own log level (a shared child's
+/// log messages; everything else passes).
+fn wants_log(session: &Session, n: &Notification) -> bool {
+    if session.core.mode != ChildMode::Shared || n.method != "notifications/message" {
+        return true;
+    }
+    let min = *lock(&session.log_level);
+    min.is_none_or(|min| crate::log_at_least(n, min))
+}
+
+/// `resources/subscribe` or `resources/unsubscribe` of a session on the shared
+/// child, which other sessions share: counted in [`Core::shared_subscription`],
+/// answered by the child or here.
+async fn shared_subscription(session: Arc<Session>, upstream: Upstream, r: Request) {
+    let uri = r
+        .params_as::<Map<String, Value>>()
+        .ok()
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    let Some(uri) = uri else {
+        // Malformed: the child says what is wrong.
+        forward(&session, upstream, r);
+        return;
+    };
+    let subscribe = r.method == "resources/subscribe";
+    let mine = lock(&session.subscribed).contains(&uri);
+    let id = r.id.clone();
+    let core = session.core.clone();
+    let ask = || crate::call_once(&upstream, r, session.owner, core.request_timeout);
+    let answer = core
+        .shared_subscription(&uri, subscribe, mine, ask)
+        .await
+        .unwrap_or_else(|| {
+            Message::Response(Response {
+                id,
+                result: empty_object(),
+            })
+        });
+    {
+        let mut subscribed = lock(&session.subscribed);
+        if !subscribe {
+            subscribed.remove(&uri);
+        } else if matches!(answer, Message::Response(_)) {
+            subscribed.insert(uri);
+        }
+    }
+    let _ = session.tx.send(answer).await;
 }
 
 async fn recv_broadcast(
@@ -345,6 +438,50 @@ async fn on_request(
             }
         }
     }
+    if session.core.mode == ChildMode::Shared && r.method == "logging/setLevel" {
+        let logs = upstream
+            .ready(std::time::Duration::ZERO)
+            .await
+            .is_ok_and(|info| !info.modern && info.result.capabilities.logging.is_some());
+        if logs {
+            let level = r
+                .params_as::<Map<String, Value>>()
+                .ok()
+                .and_then(|p| p.get("level").and_then(Value::as_str).map(str::to_owned))
+                .and_then(|l| l.parse::<LoggingLevel>().ok());
+            let Some(level) = level else {
+                let why = "logging/setLevel needs a valid params.level";
+                let _ = session
+                    .tx
+                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .await;
+                return;
+            };
+            *lock(&session.log_level) = Some(level);
+            let session = session.clone();
+            tokio::spawn(async move {
+                session
+                    .core
+                    .shared_child_logs_everything(session.owner)
+                    .await;
+                let done = Message::Response(Response {
+                    id: r.id,
+                    result: empty_object(),
+                });
+                let _ = session.tx.send(done).await;
+            });
+            return;
+        }
+    }
+    if session.core.mode == ChildMode::Shared
+        && matches!(
+            r.method.as_str(),
+            "resources/subscribe" | "resources/unsubscribe"
+        )
+    {
+        tokio::spawn(shared_subscription(session.clone(), upstream, r));
+        return;
+    }
     forward(session, upstream, r);
 }
 
@@ -372,6 +509,9 @@ impl DirectSink for Direct {
         };
         let plain = match r.method.as_str() {
             "initialize" | "ping" => false,
+            "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
+                session.core.mode != ChildMode::Shared
+            }
             "tools/call" => session.core.allow.check_call(r.params.as_deref()).is_ok(),
             _ => true,
         };
@@ -449,15 +589,17 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             .filter(|v| v.era() == switchboard_protocol::version::Era::Legacy),
     )
     .expect("there are legacy versions");
+    // One `initialize` per session, whatever the child mode (a shared child's
+    // session used to take a second one, and renegotiate its revision).
+    if lock(&session.upstream).is_some() {
+        return error(
+            r.id.clone(),
+            code::INVALID_REQUEST,
+            "the session is already initialized",
+        );
+    }
     let upstream = match core.mode {
         ChildMode::PerSession => {
-            if lock(&session.upstream).is_some() {
-                return error(
-                    r.id.clone(),
-                    code::INVALID_REQUEST,
-                    "the session is already initialized",
-                );
-            }
             let Some(raw) = r.params.clone() else {
                 return error(
                     r.id.clone(),
@@ -622,6 +764,9 @@ async fn pump(
         };
         match step {
             Step::Event(CallEvent::Notification(n)) => {
+                if !wants_log(&session, &n) {
+                    continue;
+                }
                 let _ = session
                     .tx
                     .send_related(Message::Notification(n), Some(down_id.clone()))
@@ -640,7 +785,19 @@ async fn pump(
                         "the server asked for input more than {MAX_INPUT_ROUNDS} times"
                     ))
                 } else {
-                    Box::pin(gather_input(&session, &down_id, &resp.result, original)).await
+                    // The client may cancel the call (or its session end) while
+                    // it is being asked: nothing then waits for its answer.
+                    let gather = Box::pin(gather_input(&session, &down_id, &resp.result, original));
+                    tokio::select! {
+                        retry = gather => retry,
+                        reason = &mut cancel => {
+                            debug!(id = %down_id, reason = ?reason.ok(), "cancelled while the client was asked for input");
+                            // The round trip's waiters whose wait just ended.
+                            lock(&session.input_waiters).retain(|_, w| !w.is_closed());
+                            session.tx.forget(&down_id);
+                            return;
+                        }
+                    }
                 };
                 match retry {
                     Ok(params) => {

@@ -44,7 +44,10 @@ pub use connect::{
 };
 use serde_json::json;
 use serde_json::value::RawValue;
-use switchboard_protocol::jsonrpc::{Id, Message, Request};
+use switchboard_protocol::jsonrpc::{
+    code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
+};
+use switchboard_protocol::types::LoggingLevel;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
@@ -140,6 +143,17 @@ pub(crate) struct Core {
     pub(crate) request_timeout: Duration,
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
+    /// Resource subscriptions on the shared child: URI → how many downstream
+    /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
+    /// streams) hold one ([`Core::shared_subscription`]).
+    subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
+    /// The shared child's restart count when it was last asked for every log
+    /// message (`logging/setLevel` `debug`), plus one; 0: never
+    /// ([`Core::shared_child_logs_everything`]).
+    child_logs_all: AtomicU64,
+    /// Open 2026-07-28 listen streams ([`ListenGuard`]): [`Bridge::shutdown`]
+    /// lets them send their final result.
+    listens: std::sync::atomic::AtomicUsize,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -196,6 +210,88 @@ impl Core {
         });
     }
 
+    /// One downstream subscriber's `resources/subscribe` (`subscribe`) or
+    /// `resources/unsubscribe` of `uri` on the shared child, which many
+    /// subscribers share: the child is asked (`ask`, whose answer is returned)
+    /// only for the first subscriber and the last one leaving; otherwise the
+    /// count changes here and `None` says "done, answer `{}`". `mine`: whether
+    /// this subscriber holds a subscription to `uri` already. Without this,
+    /// one session's `resources/unsubscribe` (or a listen stream's end) ended
+    /// every other session's subscription to the same resource.
+    pub(crate) async fn shared_subscription<F, Fut>(
+        &self,
+        uri: &str,
+        subscribe: bool,
+        mine: bool,
+        ask: F,
+    ) -> Option<Message>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Message>,
+    {
+        // Held while the child is asked, so that its subscribe and unsubscribe
+        // for a URI reach it in the order the counts changed.
+        let mut counts = self.subscriptions.lock().await;
+        let count = counts.get(uri).copied().unwrap_or(0);
+        match (subscribe, mine) {
+            (true, true) => None,
+            (true, false) if count > 0 => {
+                counts.insert(uri.to_owned(), count + 1);
+                None
+            }
+            (true, false) => {
+                let answer = ask().await;
+                if matches!(answer, Message::Response(_)) {
+                    counts.insert(uri.to_owned(), 1);
+                }
+                Some(answer)
+            }
+            // Not this subscriber's: others' subscriptions stay.
+            (false, false) if count > 0 => None,
+            (false, false) => Some(ask().await),
+            (false, true) if count > 1 => {
+                counts.insert(uri.to_owned(), count - 1);
+                None
+            }
+            (false, true) => {
+                counts.remove(uri);
+                Some(ask().await)
+            }
+        }
+    }
+
+    /// Asks the shared child (once per start of it) to send every log message
+    /// (`logging/setLevel` `debug`): with one child for many clients, the
+    /// level each asked for is applied by the bridge, per session and per
+    /// 2026-07-28 request, never by the child, where the last client to set
+    /// one would set it for everyone. Nothing for a child without the
+    /// `logging` capability or of 2026-07-28 only.
+    pub(crate) async fn shared_child_logs_everything(&self, owner: u64) {
+        let Ok(info) = self.shared.ready(Duration::ZERO).await else {
+            return;
+        };
+        if info.modern || info.result.capabilities.logging.is_none() {
+            return;
+        }
+        let generation = self.shared.restarts() + 1;
+        if self.child_logs_all.swap(generation, Ordering::Relaxed) == generation {
+            return;
+        }
+        let Ok(request) = Request::new(
+            Id::from(0u64),
+            "logging/setLevel",
+            &json!({ "level": "debug" }),
+        ) else {
+            return;
+        };
+        if let Message::Error(e) =
+            call_once(&self.shared, request, owner, self.request_timeout).await
+        {
+            warn!(error = %e.error.message, "the shared child refused logging/setLevel");
+            self.child_logs_all.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Calls in flight on every child.
     fn in_flight(&self) -> usize {
         let mut n = self.shared.in_flight();
@@ -203,6 +299,107 @@ impl Core {
             n += up.in_flight();
         }
         n
+    }
+}
+
+/// Counts one open listen stream in [`Core`] while it lives.
+pub(crate) struct ListenGuard(Arc<Core>);
+
+impl ListenGuard {
+    pub(crate) fn new(core: &Arc<Core>) -> ListenGuard {
+        core.listens.fetch_add(1, Ordering::Relaxed);
+        ListenGuard(core.clone())
+    }
+}
+
+impl Drop for ListenGuard {
+    fn drop(&mut self) {
+        self.0.listens.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The final result of a listen stream the server ends (2026-07-28
+/// `subscriptions/listen`: `{resultType: "complete", _meta: {subscriptionId}}`
+/// under the listen request's id).
+pub(crate) fn listen_final_result(id: &Id) -> Message {
+    let sub_id = serde_json::to_value(id).unwrap_or(serde_json::Value::Null);
+    let done = json!({
+        "resultType": "complete",
+        "_meta": { switchboard_protocol::types::meta::SUBSCRIPTION_ID: sub_id },
+    });
+    match Response::new(id.clone(), &done) {
+        Ok(r) => Message::Response(r),
+        Err(e) => Message::Error(ErrorResponse::new(
+            Some(id.clone()),
+            ErrorObject::new(code::INTERNAL_ERROR, e.to_string()),
+        )),
+    }
+}
+
+/// Whether log message `n` (`notifications/message`) is at least as severe as
+/// `min`; a message whose level cannot be read is let through.
+pub(crate) fn log_at_least(
+    n: &switchboard_protocol::jsonrpc::Notification,
+    min: LoggingLevel,
+) -> bool {
+    let level = n
+        .params
+        .as_ref()
+        .and_then(|p| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get()).ok()
+        })
+        .and_then(|p| {
+            p.get("level")
+                .and_then(|l| l.as_str())
+                .and_then(|l| l.parse::<LoggingLevel>().ok())
+        });
+    level.is_none_or(|l| l >= min)
+}
+
+/// Sends `request` to `up` for `owner` and waits (up to `wait`) for its final
+/// answer, returned under `request`'s own id; what the call yields on the way
+/// (progress, logs) is dropped. A failure is a -32603 error.
+pub(crate) async fn call_once(
+    up: &Upstream,
+    request: Request,
+    owner: u64,
+    wait: Duration,
+) -> Message {
+    let id = request.id.clone();
+    let failed = |why: String| {
+        Message::Error(ErrorResponse::new(
+            Some(id.clone()),
+            ErrorObject::new(code::INTERNAL_ERROR, why),
+        ))
+    };
+    let mut call = match up.call(request, owner).await {
+        Ok(c) => c,
+        Err(why) => return failed(why),
+    };
+    let outcome = tokio::time::timeout(wait, async {
+        loop {
+            match call.next().await {
+                Step::Event(_) => continue,
+                Step::Done(m) => return Ok(m),
+                Step::Failed(why) => return Err(why),
+            }
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(Message::Response(r))) => Message::Response(Response {
+            id,
+            result: r.result,
+        }),
+        Ok(Ok(Message::Error(e))) => Message::Error(ErrorResponse::new(Some(id), e.error)),
+        Ok(Ok(_)) => failed("an unexpected answer from the upstream server".to_owned()),
+        Ok(Err(why)) => failed(why),
+        Err(_) => {
+            call.cancel("timed out in the bridge").await;
+            failed(format!(
+                "the upstream server did not answer within {wait:?}"
+            ))
+        }
     }
 }
 
@@ -267,6 +464,7 @@ pub struct Bridge {
     core: Arc<Core>,
     accept: JoinHandle<()>,
     drift: Option<JoinHandle<()>>,
+    resubscribe: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -339,6 +537,9 @@ impl Bridge {
             request_timeout: config.request_timeout,
             shared,
             held: Mutex::new(HashMap::new()),
+            subscriptions: tokio::sync::Mutex::new(HashMap::new()),
+            child_logs_all: AtomicU64::new(0),
+            listens: std::sync::atomic::AtomicUsize::new(0),
             draining,
             config,
             owners: AtomicU64::new(1),
@@ -348,6 +549,10 @@ impl Bridge {
             .allow
             .is_restricted()
             .then(|| tokio::spawn(watch_drift(core.clone())));
+        let resubscribe = tokio::spawn(resubscribe(
+            Arc::downgrade(&core),
+            core.shared.watch_status(),
+        ));
         let accept_core = core.clone();
         let accept = tokio::spawn(
             async move {
@@ -373,6 +578,7 @@ impl Bridge {
             core,
             accept,
             drift,
+            resubscribe,
         })
     }
 
@@ -425,6 +631,7 @@ impl Bridge {
         if let Some(d) = self.drift.take() {
             d.abort();
         }
+        self.resubscribe.abort();
         let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
         for h in held {
             h.cancel().await;
@@ -442,13 +649,61 @@ impl Bridge {
         for s in stops {
             let _ = s.await;
         }
-        if left > 0 {
-            // Let those errors reach the wire before the connections close.
+        if left > 0 || self.core.listens.load(Ordering::Relaxed) > 0 {
+            // Let those errors (and the final results of listen streams on a
+            // 2026-07-28 child) reach the wire before the connections close.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         self.server.take();
+        // Listen streams on a legacy child end when told the server is
+        // stopping: let them send their final result.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        if self.core.listens.load(Ordering::Relaxed) > 0 {
+            while self.core.listens.load(Ordering::Relaxed) > 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         self.accept.abort();
         info!("bridge stopped");
+    }
+}
+
+/// Subscribes a restarted shared child again to every resource its downstream
+/// subscribers hold ([`Core::shared_subscription`]): a new process knows none
+/// of the old one's subscriptions, and without this they silently got no more
+/// `notifications/resources/updated` (2026-07-28 "stdio": after an unexpected
+/// exit, a client re-opens what it had open).
+async fn resubscribe(core: Weak<Core>, mut status: tokio::sync::watch::Receiver<Status>) {
+    let mut handled: Option<u64> = None;
+    loop {
+        let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
+        // Holds the bridge only while it works (a dropped bridge ends this).
+        let Some(core) = core.upgrade() else { return };
+        let generation = core.shared.restarts();
+        if ready && handled != Some(generation) {
+            handled = Some(generation);
+            let counts = core.subscriptions.lock().await;
+            for uri in counts.keys() {
+                let params = json!({ "uri": uri });
+                let Ok(request) = Request::new(Id::from(0u64), "resources/subscribe", &params)
+                else {
+                    continue;
+                };
+                let owner = core.next_owner();
+                if let Message::Error(e) =
+                    call_once(&core.shared, request, owner, core.request_timeout).await
+                {
+                    warn!(uri, error = %e.error.message, "could not subscribe the restarted upstream server again");
+                }
+            }
+        }
+        drop(core);
+        if status.changed().await.is_err() {
+            return;
+        }
     }
 }
 

@@ -41,12 +41,13 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::lifecycle::{check_modern_request, RequestContext};
 use switchboard_protocol::types::{meta, CacheScope, DiscoverResult};
-use switchboard_transport::{Inbound, Receiver, Sender};
+use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tracing::{debug, warn};
 
 use crate::upstream::{Call, CallEvent, Step, Upstream};
@@ -249,6 +250,10 @@ async fn handle(
         params: Some(params),
     };
     let owner = core.next_owner();
+    if context.log_level.is_some() {
+        // The level is applied here, per request: the child sends them all.
+        core.shared_child_logs_everything(owner).await;
+    }
     let call = match upstream.call(forwarded, owner).await {
         Ok(c) => c,
         Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
@@ -324,20 +329,24 @@ fn check_headers(headers: &HeaderMap, r: &Request) -> Result<(), String> {
         return Ok(());
     }
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(header) = text("mcp-protocol-version") {
-        let body = params_object(r.params.as_deref()).ok().and_then(|p| {
-            p.get("_meta")?
-                .get(meta::PROTOCOL_VERSION)?
-                .as_str()
-                .map(str::to_owned)
-        });
-        if let Some(body) = body {
-            if body != header {
-                return Err(format!(
-                    "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
-                ));
-            }
+    let body_version = params_object(r.params.as_deref()).ok().and_then(|p| {
+        p.get("_meta")?
+            .get(meta::PROTOCOL_VERSION)?
+            .as_str()
+            .map(str::to_owned)
+    });
+    match (text("mcp-protocol-version"), body_version) {
+        (Some(header), Some(body)) if body != header => {
+            return Err(format!(
+                "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
+            ));
         }
+        // Required on every 2026-07-28 POST (a `_meta` without a version is
+        // the -32602 of the `_meta` check).
+        (None, Some(_)) => {
+            return Err("the MCP-Protocol-Version header is required".to_owned());
+        }
+        _ => {}
     }
     match text("mcp-method") {
         Some(m) if m == r.method => {}
@@ -425,11 +434,13 @@ async fn run(
     mut held: Held,
 ) -> Option<Message> {
     // A listen stream is quiet by nature: only requests time out.
-    let wait = if held.method == "subscriptions/listen" {
+    let listen = held.method == "subscriptions/listen";
+    let wait = if listen {
         Duration::from_secs(365 * 24 * 3600)
     } else {
         core.request_timeout
     };
+    let _open = listen.then(|| crate::ListenGuard::new(core));
     loop {
         let step = tokio::select! {
             step = tokio::time::timeout(wait, held.call.next()) => match step {
@@ -444,6 +455,13 @@ async fn run(
                 }
             },
             event = rx.recv() => {
+                if listen {
+                    if let Some(Inbound::Closed { reason: CloseReason::SessionClosed }) = event {
+                        // The bridge is stopping: the spec's final result.
+                        held.call.cancel("the bridge is stopping").await;
+                        return Some(crate::listen_final_result(&id));
+                    }
+                }
                 if matches!(event, None | Some(Inbound::Closed { .. })) {
                     // Closing the stream cancels the request (2026-07-28).
                     held.call.cancel("the client closed the stream").await;
@@ -457,8 +475,14 @@ async fn run(
                 if held.method == "subscriptions/listen" {
                     n.params = n.params.map(|p| with_subscription_id(p, &id));
                 }
-                if n.method == "notifications/message" && held.context.log_level.is_none() {
-                    // 2026-07-28: no log messages unless the request asked for them.
+                if n.method == "notifications/message"
+                    && !held
+                        .context
+                        .log_level
+                        .is_some_and(|min| crate::log_at_least(&n, min))
+                {
+                    // 2026-07-28: no log messages unless the request asked for
+                    // them, and only at its level or above.
                     continue;
                 }
                 let _ = tx
@@ -512,6 +536,11 @@ async fn run(
                     other => other,
                 };
                 return Some(translate_final(id, &held.method, message));
+            }
+            // The bridge stopped the child under a listen stream: the
+            // stream ends as the spec has a server end it, not with an error.
+            Step::Failed(_) if listen && core.draining.load(Ordering::Relaxed) => {
+                return Some(crate::listen_final_result(&id))
             }
             Step::Failed(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
         }
@@ -732,8 +761,11 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
     let sub_id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
     let mut notifications = upstream.subscribe();
     let owner = core.next_owner();
+    let mut held = Vec::new();
     for uri in &uris {
-        subscribe(upstream, owner, "resources/subscribe", uri).await;
+        if subscribe(core, upstream, owner, true, uri).await {
+            held.push(uri.clone());
+        }
     }
     let ack = json!({
         "notifications": honoured,
@@ -748,9 +780,15 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             return;
         }
     }
+    let _open = crate::ListenGuard::new(core);
     loop {
         tokio::select! {
             event = rx.recv() => {
+                if let Some(Inbound::Closed { reason: CloseReason::SessionClosed }) = event {
+                    // The bridge is stopping: the spec's final result.
+                    let _ = tx.send(crate::listen_final_result(&r.id)).await;
+                    break;
+                }
                 if matches!(event, None | Some(Inbound::Closed { .. })) {
                     break;
                 }
@@ -793,31 +831,41 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             }
         }
     }
-    for uri in &uris {
-        subscribe(upstream, owner, "resources/unsubscribe", uri).await;
+    for uri in &held {
+        subscribe(core, upstream, owner, false, uri).await;
     }
 }
 
-async fn subscribe(upstream: &Upstream, owner: u64, method: &str, uri: &str) {
-    let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
-        return;
+/// A listen stream's subscription to `uri` on the shared child (`subscribe`),
+/// or its end; counted with every other subscriber's
+/// ([`Core::shared_subscription`]), so that one stream's end does not end
+/// another's, or a legacy session's, subscription. Whether it went through.
+async fn subscribe(
+    core: &Core,
+    upstream: &Upstream,
+    owner: u64,
+    subscribe: bool,
+    uri: &str,
+) -> bool {
+    let method = if subscribe {
+        "resources/subscribe"
+    } else {
+        "resources/unsubscribe"
     };
-    match upstream.call(request, owner).await {
-        Ok(mut call) => {
-            let outcome = tokio::time::timeout(Duration::from_secs(30), async {
-                loop {
-                    match call.next().await {
-                        Step::Event(_) => continue,
-                        other => return other,
-                    }
-                }
-            })
-            .await;
-            if let Ok(Step::Done(Message::Error(e))) = outcome {
-                warn!(uri, error = %e.error.message, "{method} failed upstream");
-            }
+    let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
+        return false;
+    };
+    let ask = || crate::call_once(upstream, request, owner, Duration::from_secs(30));
+    // A listen stream subscribes once per URI, and ends what it started.
+    match core
+        .shared_subscription(uri, subscribe, !subscribe, ask)
+        .await
+    {
+        Some(Message::Error(e)) => {
+            warn!(uri, error = %e.error.message, "{method} failed upstream");
+            false
         }
-        Err(why) => warn!(uri, why, "{method} failed upstream"),
+        _ => true,
     }
 }
 

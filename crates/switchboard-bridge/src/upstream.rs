@@ -63,6 +63,15 @@ const STOPPED: &str = "stopped by the bridge (its session ended, or the bridge i
 const DISCOVER_PROBE: Duration = Duration::from_secs(5);
 /// A child that stayed up this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// How long a call that ended without the child's answer (cancelled by its
+/// client, timed out, its session gone) still counts as its owner's when the
+/// bridge routes the child's server→client requests and log messages: the
+/// child may not have read the cancellation yet and may still ask or log for
+/// that call, and what it says then must not reach another owner's call. Short:
+/// while it lasts, other owners' calls get no server→client requests or logs
+/// either (as while two owners have calls in flight), and a child that reads
+/// its cancellations at all reads them well within it.
+const CANCELLED_GRACE: Duration = Duration::from_secs(5);
 
 /// How one upstream child is run and restarted.
 #[derive(Debug, Clone)]
@@ -127,8 +136,9 @@ pub(crate) enum CallEvent {
     /// A notification for this call: progress (with the caller's own token back),
     /// a log message, or `notifications/cancelled` for one of the requests below.
     Notification(Notification),
-    /// A server→client request made while this call runs, with the child's own id:
-    /// answer it with [`Upstream::respond`].
+    /// A server→client request made while this call runs, under an id of ours
+    /// (not the child's own, which a restarted child reuses): answer it with
+    /// [`Upstream::respond`], under that id.
     Request(Request),
 }
 
@@ -249,6 +259,9 @@ struct Slot {
     seq: u64,
     /// The token we put upstream, and the caller's own.
     token: Option<(String, Value)>,
+    /// A 2026-07-28 `subscriptions/listen`: open until its client leaves, so
+    /// not a request in flight ([`Upstream::in_flight`]).
+    listen: bool,
 }
 
 #[derive(Default)]
@@ -258,6 +271,19 @@ struct Table {
     tokens: HashMap<String, u64>,
     /// The child's server→client request ids, to the call they were routed to.
     child_requests: HashMap<Id, u64>,
+    /// The child's server→client requests handed on (to a call or to the owning
+    /// session) and not answered yet: the id they were handed on under (ours,
+    /// from the same counter as our request ids, so unique across restarts) →
+    /// the child's own id. Emptied when the child dies: an answer that comes
+    /// later was meant for a process that is gone, and the child's id in it may
+    /// already name another request of the restarted child (ids start again in
+    /// a new process), so it is dropped ([`Upstream::respond`]), never
+    /// delivered to the new child.
+    open_requests: HashMap<u64, Id>,
+    /// Calls that ended without the child's answer, by our id: their owner and
+    /// until when they count for routing ([`CANCELLED_GRACE`]); forgotten
+    /// earlier when the child answers them after all, or dies.
+    cancelled: HashMap<u64, (u64, Instant)>,
     seq: u64,
 }
 
@@ -335,6 +361,11 @@ impl Upstream {
     /// The current status.
     pub(crate) fn status(&self) -> Status {
         self.inner.status.borrow().clone()
+    }
+
+    /// The status as it changes.
+    pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
+        self.inner.status.subscribe()
     }
 
     /// How many times the child has been started after the first time.
@@ -504,6 +535,7 @@ impl Upstream {
             Ok(t) => t,
             Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
+        let listen = request.method == "subscriptions/listen";
         table.seq += 1;
         let seq = table.seq;
         if let Some((ours, _)) = &token {
@@ -517,6 +549,7 @@ impl Upstream {
                 owner,
                 seq,
                 token,
+                listen,
             },
         );
         drop(table);
@@ -547,10 +580,34 @@ impl Upstream {
         }
     }
 
-    /// Answers one of the child's server→client requests (its own id).
-    pub(crate) async fn respond(&self, message: Message) {
-        if let Some(id) = message.id() {
-            lock(&self.inner.table).child_requests.remove(id);
+    /// Answers one of the child's server→client requests (its own id). An answer
+    /// to a request the running child did not make (it was made by a child
+    /// that has since died and been restarted, or it was answered already) is
+    /// dropped: the new process may be using the same id for a request of its
+    /// own, for another caller.
+    ///
+    /// `message` carries the id the request was handed on under (see
+    /// [`CallEvent::Request`]); it goes to the child under the child's own id.
+    pub(crate) async fn respond(&self, mut message: Message) {
+        let Some(ours) = message.id().cloned() else {
+            return;
+        };
+        let child_id = {
+            let mut table = lock(&self.inner.table);
+            let child_id = upstream_id(&ours).and_then(|n| table.open_requests.remove(&n));
+            if let Some(child_id) = &child_id {
+                table.child_requests.remove(child_id);
+            }
+            child_id
+        };
+        let Some(child_id) = child_id else {
+            debug!(id = %ours, "an answer to a request the running child did not make (it was restarted, or it was answered already); dropped");
+            return;
+        };
+        match &mut message {
+            Message::Response(r) => r.id = child_id,
+            Message::Error(e) => e.id = Some(child_id),
+            _ => return,
         }
         self.send(message).await;
     }
@@ -565,6 +622,11 @@ impl Upstream {
                     table.tokens.remove(&ours);
                 }
                 table.child_requests.retain(|_, call| *call != id);
+                let now = Instant::now();
+                table.cancelled.retain(|_, (_, until)| *until > now);
+                table
+                    .cancelled
+                    .insert(id, (slot.owner, now + CANCELLED_GRACE));
                 true
             }
             None => false,
@@ -572,8 +634,15 @@ impl Upstream {
     }
 
     /// How many calls are in flight.
+    /// Listen streams (2026-07-28 `subscriptions/listen`) are not counted: they
+    /// last until their client leaves, and a drain waiting for them would always
+    /// wait its whole time.
     pub(crate) fn in_flight(&self) -> usize {
-        lock(&self.inner.table).calls.len()
+        lock(&self.inner.table)
+            .calls
+            .values()
+            .filter(|slot| !slot.listen)
+            .count()
     }
 
     /// Stops the child: waits up to `drain` for the calls in flight to finish,
@@ -969,7 +1038,9 @@ fn upstream_id(id: &Id) -> Option<u64> {
 }
 
 /// The call a server→client request or a log message belongs to: the latest call
-/// of the only owner with calls in flight.
+/// of the only owner with calls in flight. A call that ended lately without the
+/// child's answer still counts for its owner ([`CANCELLED_GRACE`]): the child may
+/// be asking for it, so while another owner has one, nothing is picked.
 fn pick_call(table: &Table) -> Option<u64> {
     let mut owner = None;
     let mut best: Option<(u64, u64)> = None;
@@ -983,7 +1054,21 @@ fn pick_call(table: &Table) -> Option<u64> {
             best = Some((*id, slot.seq));
         }
     }
+    let owner = owner?;
+    if other_owner_cancelled(table, Some(owner)) {
+        return None;
+    }
     best.map(|(id, _)| id)
+}
+
+/// Whether a call of an owner other than `owner` (of any owner, for `None`)
+/// ended without the child's answer within [`CANCELLED_GRACE`].
+fn other_owner_cancelled(table: &Table, owner: Option<u64>) -> bool {
+    let now = Instant::now();
+    table
+        .cancelled
+        .values()
+        .any(|(o, until)| *until > now && Some(*o) != owner)
 }
 
 async fn dispatch(inner: &Arc<Inner>, message: Message) {
@@ -1011,23 +1096,34 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
             // None: nobody to give it to.
             let routed = {
                 let mut table = lock(&inner.table);
-                match pick_call(&table) {
+                // Handed on under an id of ours, never the child's own: see
+                // `Table::open_requests`.
+                let ours = inner.next_id.fetch_add(1, Ordering::Relaxed);
+                let handed = Request {
+                    id: Id::from(ours),
+                    method: r.method.clone(),
+                    params: r.params.clone(),
+                };
+                let routed = match pick_call(&table) {
                     Some(call) => {
                         table.child_requests.insert(r.id.clone(), call);
                         table.calls.get(&call).map(|slot| {
                             slot.events
-                                .try_send(Box::new(CallEvent::Request(r.clone())))
+                                .try_send(Box::new(CallEvent::Request(handed)))
                                 .is_ok()
                         })
                     }
                     // Nothing in flight: the child's own initiative (e.g. `roots/list`
                     // after initialize). To its one owner, if it has one.
-                    None if table.calls.is_empty() => inner
-                        .orphans
-                        .as_ref()
-                        .map(|tx| tx.try_send(r.clone()).is_ok()),
+                    None if table.calls.is_empty() => {
+                        inner.orphans.as_ref().map(|tx| tx.try_send(handed).is_ok())
+                    }
                     None => None,
+                };
+                if routed == Some(true) {
+                    table.open_requests.insert(ours, r.id.clone());
                 }
+                routed
             };
             let refused = match routed {
                 Some(true) => None,
@@ -1069,7 +1165,13 @@ fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
         Some(slot) => {
             let _ = slot.done.send(Ok(message));
         }
-        None => debug!(%id, "a response for no call in flight (cancelled or unknown)"),
+        None => {
+            // A cancelled call the child answered after all: it is done with it.
+            if let Some(n) = upstream_id(id) {
+                lock(&inner.table).cancelled.remove(&n);
+            }
+            debug!(%id, "a response for no call in flight (cancelled or unknown)")
+        }
     }
 }
 
@@ -1121,7 +1223,17 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
         }
         "notifications/message" => match pick_call(&table) {
             Some(call) => Some(call),
-            None if table.calls.is_empty() => None,
+            // Idle: to every owner, unless a call ended lately without an
+            // answer (the log may be about it; with one owner, it is theirs).
+            None if table.calls.is_empty()
+                && (inner.orphans.is_some() || !other_owner_cancelled(&table, None)) =>
+            {
+                None
+            }
+            None if table.calls.is_empty() => {
+                debug!("a log message soon after a call was cancelled: not routed");
+                return;
+            }
             None => {
                 debug!("a log message while several downstream owners have calls in flight: not routed");
                 return;
@@ -1167,6 +1279,8 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
         let mut table = lock(&inner.table);
         table.tokens.clear();
         table.child_requests.clear();
+        table.open_requests.clear();
+        table.cancelled.clear();
         table.calls.drain().map(|(_, s)| s).collect()
     };
     if !slots.is_empty() {

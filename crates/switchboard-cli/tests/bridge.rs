@@ -342,6 +342,55 @@ async fn modern_header_mismatch_is_400_with_32020() {
     assert_eq!(reply.response(&json!(1))["error"]["code"], -32020);
 }
 
+/// A 2026-07-28 request (its `_meta` says so) without the `MCP-Protocol-Version`
+/// header is 400 / -32020, as the library's own server answers it (2026-07-28
+/// "Server validation": the header missing, mismatched or malformed); the
+/// bridge used to serve it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_request_without_the_version_header_is_400_with_32020() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let mut params = json!({"name":"echo","arguments":{"text":"x"}});
+    params["_meta"] = modern_meta(json!({}));
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params});
+    let headers = [("mcp-method", "tools/call"), ("mcp-name", "echo")];
+    let reply = post(&c, &bridge.url, &headers, &body).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.response(&json!(1))["error"]["code"], -32020);
+}
+
+/// A second `initialize` in a session is refused in both child modes; with a
+/// shared child it used to be answered, renegotiating the session's revision
+/// (here from 2025-11-25 to 2025-03-26, which turns batching on) mid-session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_initialize_in_a_session_is_refused_in_both_modes() {
+    for mode in ["per-session", "shared"] {
+        let bridge = BridgeProc::start(&["--child", mode], &[]).await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let again = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "initialize",
+                json!({"protocolVersion": "2025-03-26", "capabilities": {},
+                       "clientInfo": {"name": "again", "version": "1"}}),
+            )
+            .await;
+        assert_eq!(
+            again.response(&json!(1))["error"]["code"],
+            -32600,
+            "{mode}: {}",
+            again.body
+        );
+        let ping = s
+            .request(&c, &bridge.url, json!(2), "ping", json!({}))
+            .await;
+        assert!(ping.response(&json!(2)).get("result").is_some(), "{mode}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_sessions_on_a_shared_child_get_their_own_answers() {
     let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;

@@ -756,3 +756,62 @@ async fn a_child_that_exits_at_once_is_reported_with_its_exit_status() {
     }
     bridge.terminate();
 }
+
+/// SIGTERM with a 2026-07-28 `subscriptions/listen` stream open: the stream is
+/// not a request in flight, so the bridge does not wait the whole drain time
+/// for it (it did: 10 s with a dual-era child, to which the listen is
+/// forwarded as a call), and the stream ends with the spec's final result
+/// (`resultType` `complete`, `_meta.subscriptionId`), not with an error (with
+/// a dual-era child) or a cut connection (with a legacy child). Both children:
+/// per session (the shared child, spoken to in 2026-07-28) and shared (spoken
+/// to in 2025-11-25, the listen served by the bridge).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_listen_streams_with_their_final_result_at_once() {
+    for mode in ["per-session", "shared"] {
+        let mut bridge = BridgeProc::start(&["--child", mode], &[]).await;
+        let c = client();
+        let body = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": true},
+                       "_meta": modern_meta(json!({}))}});
+        let mut listen = post_streaming(
+            &c,
+            &bridge.url,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "subscriptions/listen"),
+            ],
+            &body,
+        )
+        .await;
+        let ack = listen.next_message().await.expect("the acknowledgement");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        let started = Instant::now();
+        bridge.terminate();
+        let last = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut last = None;
+            while let Some(m) = listen.next_message().await {
+                last = Some(m);
+            }
+            last
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{mode}: the listen stream is still open after 5 s"))
+        .unwrap_or_else(|| panic!("{mode}: the listen stream ended without a final result"));
+        assert_eq!(last["id"], "sub-1", "{mode}: {last}");
+        assert_eq!(last["result"]["resultType"], "complete", "{mode}: {last}");
+        assert_eq!(
+            last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1",
+            "{mode}: {last}"
+        );
+        let status = tokio::time::timeout(WAIT, bridge.child.wait())
+            .await
+            .expect("the bridge exits")
+            .unwrap();
+        assert!(status.success(), "{mode}: {status:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{mode}: the bridge waited {:?} for a listen stream",
+            started.elapsed()
+        );
+    }
+}

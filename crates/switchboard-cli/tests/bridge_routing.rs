@@ -1,0 +1,581 @@
+//! Where the bridge sends what a shared child says, when several clients, a
+//! child's restart or a cancellation are in play: answers to the child's
+//! server→client requests, resource subscriptions, log levels.
+
+mod bridge_util;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bridge_util::*;
+use serde_json::{json, Value};
+
+/// A temporary file path unique to this test process and `tag`.
+fn temp_path(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("sb-routing-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn ready(c: &reqwest::Client, base: &str) -> bool {
+    match c.get(format!("{base}/readyz")).send().await {
+        Ok(r) => r.status().as_u16() == 200,
+        Err(_) => false,
+    }
+}
+
+/// A legacy stdio server (2025-11-25) that records its pid in `argv[1]`. Its
+/// tool `ask` asks `sampling/createMessage` and returns the text of the answer;
+/// the ids of its own requests start at 1 in every process, as most servers'
+/// do.
+const ASKING_CHILD: &str = r#"
+import json, sys, os, threading
+open(sys.argv[1], "a").write(f"{os.getpid()}\n")
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+waiting = {}
+next_id = [0]
+def ask(call_id, prompt):
+    next_id[0] += 1
+    ev = threading.Event(); waiting[next_id[0]] = [ev, None]
+    send({"jsonrpc": "2.0", "id": next_id[0], "method": "sampling/createMessage",
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                     "maxTokens": 5}})
+    ev.wait(60)
+    answer = waiting[next_id[0]][1] or {}
+    text = (answer.get("result") or {}).get("content", {}).get("text", json.dumps(answer))
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": text}]}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        if m.get("id") in waiting:
+            waiting[m["id"]][1] = m; waiting[m["id"]][0].set()
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        prompt = m["params"].get("arguments", {}).get("prompt", "")
+        threading.Thread(target=ask, args=(m["id"], prompt), daemon=True).start()
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+fn sampled(text: &str) -> Value {
+    json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "m"})
+}
+
+/// A 2026-07-28 client's call held for an `input_required` round trip when the
+/// shared child dies: the child is restarted, and a second client's call makes
+/// the new child ask again, under the same request id the dead child used.
+/// The first client's late retry must not answer the new child's request: it
+/// used to, so the second client's call completed with the first client's
+/// answer (and the second client's own answer was ignored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_meant_for_a_dead_child_never_reaches_its_successor() {
+    let pids = temp_path("dead-child");
+    let pid_arg = pids.to_string_lossy().into_owned();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", ASKING_CHILD, &pid_arg],
+    )
+    .await;
+    let c = client();
+    let caps = json!({"sampling": {}});
+    let call = |prompt: &str| json!({"name": "ask", "arguments": {"prompt": prompt}});
+
+    let first = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/call",
+        call("a"),
+        caps.clone(),
+    )
+    .await;
+    let a = first.response(&json!(1))["result"].clone();
+    assert_eq!(a["resultType"], "input_required", "{a}");
+    let (a_key, _) = a["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+
+    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
+    let old = pids_in(&pids)[0];
+    std::process::Command::new("kill")
+        .args(["-KILL", &old.to_string()])
+        .status()
+        .unwrap();
+    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
+    let deadline = Instant::now() + WAIT;
+    while !ready(&c, &bridge.base).await {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted child is never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let second = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        call("b"),
+        caps.clone(),
+    )
+    .await;
+    let b = second.response(&json!(2))["result"].clone();
+    assert_eq!(b["resultType"], "input_required", "{b}");
+    let (b_key, _) = b["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+
+    // The first client's retry, for the call that died with the old child.
+    let late = modern(
+        &c,
+        &bridge.url,
+        json!(3),
+        "tools/call",
+        json!({"name": "ask", "arguments": {"prompt": "a"}, "requestState": a["requestState"],
+               "inputResponses": {a_key.clone(): sampled("answer of the first client")}}),
+        caps.clone(),
+    )
+    .await;
+    let late = late.response(&json!(3));
+    assert!(late.get("error").is_some(), "the call died: {late}");
+
+    let retry = modern(
+        &c,
+        &bridge.url,
+        json!(4),
+        "tools/call",
+        json!({"name": "ask", "arguments": {"prompt": "b"}, "requestState": b["requestState"],
+               "inputResponses": {b_key.clone(): sampled("answer of the second client")}}),
+        caps,
+    )
+    .await;
+    let result = &retry.response(&json!(4))["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        text, "answer of the second client",
+        "the second client's call got another client's answer: {result}"
+    );
+    let _ = std::fs::remove_file(&pids);
+}
+
+/// A legacy stdio server whose tool `late` sleeps for `delay` seconds (never
+/// reading a cancellation meanwhile), then asks `sampling/createMessage` with
+/// its `prompt` and returns; its tool `slow` answers after `delay` seconds.
+const LATE_ASKING_CHILD: &str = r#"
+import json, sys, threading, time
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def late(call_id, args):
+    time.sleep(args.get("delay", 1))
+    send({"jsonrpc": "2.0", "id": 1000 + call_id, "method": "sampling/createMessage",
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": args.get("prompt", "")}}],
+                     "maxTokens": 5}})
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": "late done"}]}})
+def slow(call_id, args):
+    time.sleep(args.get("delay", 1))
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": "slow done"}]}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}, "logging": {}}, "serverInfo": {"name": "late", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        tool = {"late": late, "slow": slow}[m["params"]["name"]]
+        threading.Thread(target=tool, args=(m["id"], m["params"].get("arguments", {})), daemon=True).start()
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// A 2026-07-28 client cancels its call (closes the stream) while the shared
+/// child is still working on it; the child, not having read the cancellation,
+/// then asks sampling for that call while another client's call is the only
+/// one in flight. The request carries the first client's prompt: it must not
+/// be routed to the other client's call (it was, as if it were theirs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_calls_late_request_is_not_given_to_another_client() {
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", LATE_ASKING_CHILD],
+    )
+    .await;
+    let c = client();
+    let other = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+
+    // The first client's call, cancelled by closing its stream.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "late", "arguments": {"delay": 1.5, "prompt": "the first client's secret"},
+        "_meta": modern_meta(json!({"sampling": {}}))}});
+    let first = c
+        .post(&bridge.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "late")
+        .body(body.to_string())
+        .send();
+    let _ = tokio::time::timeout(Duration::from_millis(500), first).await;
+
+    // The other client's call is in flight when the child asks.
+    let reply = other
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name": "slow", "arguments": {"delay": 2}}),
+        )
+        .await;
+    assert_eq!(
+        reply.response(&json!(1))["result"]["content"][0]["text"],
+        "slow done",
+        "{}",
+        reply.body
+    );
+    assert!(
+        !reply.body.contains("secret"),
+        "another client's request reached this call: {}",
+        reply.body
+    );
+}
+
+/// The session's GET stream.
+async fn get_stream(c: &reqwest::Client, url: &str, s: &Session) -> SseStream {
+    let get = c
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &s.id)
+        .header("mcp-protocol-version", &s.version)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 200);
+    SseStream::new(get)
+}
+
+/// Sessions of a shared child subscribe to the same resource: one session's
+/// `resources/unsubscribe`, and a 2026-07-28 listen stream on it that ends,
+/// leave the others' subscriptions alone (each went to the child as is, so the
+/// first to leave ended everyone's, and the others never heard of the change),
+/// and a session that never subscribed is not told of updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subscriber_leaving_keeps_the_others_subscriptions() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let uri = "example://counter";
+    let a = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let b = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let bystander = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let mut a_stream = get_stream(&c, &bridge.url, &a).await;
+    let mut bystander_stream = get_stream(&c, &bridge.url, &bystander).await;
+    for (s, method) in [
+        (&a, "resources/subscribe"),
+        (&b, "resources/subscribe"),
+        (&b, "resources/unsubscribe"),
+    ] {
+        let r = s
+            .request(&c, &bridge.url, json!(1), method, json!({ "uri": uri }))
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+    }
+    // A listen stream subscribed to it, acknowledged, then closed.
+    let body = json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": modern_meta(json!({}))}});
+    let mut listen = post_streaming(
+        &c,
+        &bridge.url,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &body,
+    )
+    .await;
+    let ack = listen.next_message().await.expect("the acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"][0], uri,
+        "{ack}"
+    );
+    drop(listen);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let bump = b
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name": "bump_counter", "arguments": {}}),
+        )
+        .await;
+    assert!(bump.response(&json!(2)).get("result").is_some());
+    let updated = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let m = a_stream
+                .next_message()
+                .await
+                .expect("the GET stream goes on");
+            if m["method"] == "notifications/resources/updated" {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the subscribed session is told of the update");
+    assert_eq!(updated["params"]["uri"], uri);
+    let told = tokio::time::timeout(Duration::from_millis(500), async {
+        loop {
+            match bystander_stream.next_message().await {
+                Some(m) if m["method"] == "notifications/resources/updated" => return m,
+                Some(_) => continue,
+                None => std::future::pending::<()>().await,
+            }
+        }
+    })
+    .await;
+    assert!(
+        told.is_err(),
+        "a session that never subscribed was told: {told:?}"
+    );
+}
+
+/// A legacy client in front of a 2026-07-28-only child is asked for sampling
+/// (the child's `input_required` turned into a real request on the call's
+/// stream) and cancels the call instead of answering: the call ends at once,
+/// with no response (the spec's SHOULD NOT), as any cancelled call does. The
+/// cancellation used to be ignored until the client's answer was given up on
+/// (`--request-timeout`, 5 min by default), and the client then got an error
+/// for the call it had cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_its_client_is_asked_for_input_ends_at_once() {
+    let bridge = BridgeProc::start(
+        &["--child", "shared", "--request-timeout", "20s"],
+        &[BIN, "example-server", "--modern-only"],
+    )
+    .await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sample", "arguments": {"prompt": "hi"}}});
+    let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+    loop {
+        let m = stream.next_message().await.expect("the sampling request");
+        if m["method"] == "sampling/createMessage" {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "changed my mind"}});
+    assert_eq!(
+        post(&c, &bridge.url, &s.headers(), &cancel).await.status,
+        202
+    );
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut rest = Vec::new();
+        while let Some(m) = stream.next_message().await {
+            rest.push(m);
+        }
+        rest
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "the cancelled call's stream is still open after {:?}",
+            started.elapsed()
+        )
+    });
+    assert!(
+        rest.iter().all(|m| m.get("id") != Some(&json!(1))),
+        "a response to the cancelled call: {rest:?}"
+    );
+    // The session goes on.
+    let echo = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "still here"}}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&echo.response(&json!(2))["result"]),
+        "still here",
+        "{}",
+        echo.body
+    );
+}
+
+/// The levels of the log messages (`notifications/message`) among `messages`.
+fn log_levels(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["level"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Sessions of a shared child set their own log levels: each gets the log
+/// messages of its calls at its own level, and a 2026-07-28 request at the
+/// level in its `_meta`. `logging/setLevel` used to go to the child as is, so
+/// the last session to set a level set it for every session (here the second
+/// session's `error` silenced the first's `debug`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_of_a_shared_child_gets_logs_at_its_own_level() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let verbose = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let quiet = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    for (s, level) in [(&verbose, "debug"), (&quiet, "error")] {
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "logging/setLevel",
+                json!({ "level": level }),
+            )
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+    }
+    let call = json!({"name": "log", "arguments": {"message": "m"}});
+    let r = verbose
+        .request(&c, &bridge.url, json!(2), "tools/call", call.clone())
+        .await;
+    assert_eq!(
+        log_levels(&r.messages),
+        ["debug", "info", "notice", "warning"],
+        "{}",
+        r.body
+    );
+    let r = quiet
+        .request(&c, &bridge.url, json!(2), "tools/call", call.clone())
+        .await;
+    assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+    assert_eq!(log_levels(&r.messages), Vec::<String>::new(), "{}", r.body);
+
+    let mut params = call;
+    params["_meta"] = json!({"io.modelcontextprotocol/logLevel": "warning"});
+    let r = modern(&c, &bridge.url, json!(3), "tools/call", params, json!({})).await;
+    assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+    assert_eq!(log_levels(&r.messages), ["warning"], "{}", r.body);
+}
+
+/// A session of a shared child subscribed to a resource keeps being told of
+/// its updates after the child died and was restarted: the bridge subscribes
+/// the new process again (it used to know nothing of the old one's
+/// subscriptions, so the session silently got no more updates).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_survive_a_restart_of_the_shared_child() {
+    let pids = temp_path("resubscribe");
+    let pid_arg = pids.to_string_lossy().into_owned();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &[
+            "sh",
+            "-c",
+            "echo $$ >> \"$0\"; exec \"$1\" example-server",
+            &pid_arg,
+            BIN,
+        ],
+    )
+    .await;
+    let c = client();
+    let uri = "example://counter";
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let mut stream = get_stream(&c, &bridge.url, &s).await;
+    let r = s
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "resources/subscribe",
+            json!({ "uri": uri }),
+        )
+        .await;
+    assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+
+    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
+    std::process::Command::new("kill")
+        .args(["-KILL", &pids_in(&pids)[0].to_string()])
+        .status()
+        .unwrap();
+    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
+    let deadline = Instant::now() + WAIT;
+    while !ready(&c, &bridge.base).await {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted child is never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The subscription is restored in the background, right after the restart.
+    let updated = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut n = 2;
+        loop {
+            let bump = s
+                .request(
+                    &c,
+                    &bridge.url,
+                    json!(n),
+                    "tools/call",
+                    json!({"name": "bump_counter", "arguments": {}}),
+                )
+                .await;
+            assert!(bump.response(&json!(n)).get("result").is_some());
+            n += 1;
+            let next = tokio::time::timeout(Duration::from_millis(500), async {
+                loop {
+                    let m = stream.next_message().await.expect("the GET stream goes on");
+                    if m["method"] == "notifications/resources/updated" {
+                        return m;
+                    }
+                }
+            })
+            .await;
+            if let Ok(m) = next {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the session is told of updates after the restart");
+    assert_eq!(updated["params"]["uri"], uri);
+    let _ = std::fs::remove_file(&pids);
+}
