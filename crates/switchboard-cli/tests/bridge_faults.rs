@@ -4,18 +4,10 @@
 
 mod bridge_util;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bridge_util::*;
 use serde_json::{json, Value};
-
-/// A temporary file path unique to this test process and `tag`.
-fn temp_path(tag: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("sb-bridge-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
-}
 
 /// `sh` running the example server after recording its pid in `pids`.
 fn recorded_example(pids: &std::path::Path) -> Vec<String> {
@@ -26,14 +18,6 @@ fn recorded_example(pids: &std::path::Path) -> Vec<String> {
         pids.to_string_lossy().into_owned(),
         BIN.into(),
     ]
-}
-
-fn pids_in(file: &std::path::Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
 }
 
 fn alive(pid: i32) -> bool {
@@ -50,14 +34,6 @@ fn kill_hard(pid: i32) {
         .args(["-KILL", &pid.to_string()])
         .status()
         .unwrap();
-}
-
-async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn wait_until_async<F: std::future::Future<Output = bool>>(

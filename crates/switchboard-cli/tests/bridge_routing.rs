@@ -4,34 +4,10 @@
 
 mod bridge_util;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bridge_util::*;
 use serde_json::{json, Value};
-
-/// A temporary file path unique to this test process and `tag`.
-fn temp_path(tag: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("sb-routing-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
-}
-
-fn pids_in(file: &std::path::Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn ready(c: &reqwest::Client, base: &str) -> bool {
     match c.get(format!("{base}/readyz")).send().await {

@@ -391,3 +391,32 @@ pub fn first_text(result: &Value) -> &str {
         .as_str()
         .unwrap_or_else(|| panic!("no text in {result}"))
 }
+
+/// A temporary file path unique to this test process and `tag` (removed first
+/// if it exists).
+pub fn temp_path(tag: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("sb-bridge-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// The pids written one per line to `file` (by a child started through `sh`).
+pub fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Polls `f` every 50 ms until it holds; panics naming `what` after [`WAIT`].
+pub async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
