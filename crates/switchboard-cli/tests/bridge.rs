@@ -835,13 +835,7 @@ async fn legacy_clients_reach_a_2026_only_child_through_translation() {
         .await;
         let result = first.response(&json!(4))["result"].clone();
         assert_eq!(result["resultType"], "input_required", "{result}");
-        let key = result["inputRequests"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .next()
-            .unwrap()
-            .clone();
+        let key = first_input_key(&result);
         let mut params = json!({"name":"elicit","arguments":{},"inputResponses":{}});
         params["inputResponses"][&key] = json!({"action":"accept","content":{"name":"Linus"}});
         if let Some(state) = result.get("requestState") {

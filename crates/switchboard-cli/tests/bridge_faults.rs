@@ -28,14 +28,6 @@ fn alive(pid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// SIGKILL to `pid`.
-fn kill_hard(pid: i32) {
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-}
-
 async fn wait_until_async<F: std::future::Future<Output = bool>>(
     what: &str,
     mut f: impl FnMut() -> F,
@@ -749,16 +741,7 @@ async fn sigterm_ends_listen_streams_with_their_final_result_at_once() {
         let body = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
             "params": {"notifications": {"toolsListChanged": true},
                        "_meta": modern_meta(json!({}))}});
-        let mut listen = post_streaming(
-            &c,
-            &bridge.url,
-            &[
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "subscriptions/listen"),
-            ],
-            &body,
-        )
-        .await;
+        let mut listen = open_listen(&c, &bridge.url, &body).await;
         let ack = listen.next_message().await.expect("the acknowledgement");
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
         let started = Instant::now();

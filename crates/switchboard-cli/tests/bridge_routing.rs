@@ -9,6 +9,22 @@ use std::time::{Duration, Instant};
 use bridge_util::*;
 use serde_json::{json, Value};
 
+/// SIGKILLs the one child recorded in `pids` and waits until the bridge has
+/// started its successor and reports it ready.
+async fn restart_child(c: &reqwest::Client, base: &str, pids: &std::path::Path) {
+    wait_until("the child recorded its pid", || pids_in(pids).len() == 1).await;
+    kill_hard(pids_in(pids)[0]);
+    wait_until("the child is restarted", || pids_in(pids).len() == 2).await;
+    let deadline = Instant::now() + WAIT;
+    while !ready(c, base).await {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted child is never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn ready(c: &reqwest::Client, base: &str) -> bool {
     match c.get(format!("{base}/readyz")).send().await {
         Ok(r) => r.status().as_u16() == 200,
@@ -89,28 +105,9 @@ async fn an_answer_meant_for_a_dead_child_never_reaches_its_successor() {
     .await;
     let a = first.response(&json!(1))["result"].clone();
     assert_eq!(a["resultType"], "input_required", "{a}");
-    let (a_key, _) = a["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .unwrap();
+    let a_key = first_input_key(&a);
 
-    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
-    let old = pids_in(&pids)[0];
-    std::process::Command::new("kill")
-        .args(["-KILL", &old.to_string()])
-        .status()
-        .unwrap();
-    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
-    let deadline = Instant::now() + WAIT;
-    while !ready(&c, &bridge.base).await {
-        assert!(
-            Instant::now() < deadline,
-            "the restarted child is never ready"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    restart_child(&c, &bridge.base, &pids).await;
 
     let second = modern(
         &c,
@@ -123,12 +120,7 @@ async fn an_answer_meant_for_a_dead_child_never_reaches_its_successor() {
     .await;
     let b = second.response(&json!(2))["result"].clone();
     assert_eq!(b["resultType"], "input_required", "{b}");
-    let (b_key, _) = b["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .unwrap();
+    let b_key = first_input_key(&b);
 
     // The first client's retry, for the call that died with the old child.
     let late = modern(
@@ -291,16 +283,7 @@ async fn one_subscriber_leaving_keeps_the_others_subscriptions() {
     // A listen stream subscribed to it, acknowledged, then closed.
     let body = json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
         "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": modern_meta(json!({}))}});
-    let mut listen = post_streaming(
-        &c,
-        &bridge.url,
-        &[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "subscriptions/listen"),
-        ],
-        &body,
-    )
-    .await;
+    let mut listen = open_listen(&c, &bridge.url, &body).await;
     let ack = listen.next_message().await.expect("the acknowledgement");
     assert_eq!(
         ack["params"]["notifications"]["resourceSubscriptions"][0], uri,
@@ -506,20 +489,7 @@ async fn subscriptions_survive_a_restart_of_the_shared_child() {
         .await;
     assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
 
-    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
-    std::process::Command::new("kill")
-        .args(["-KILL", &pids_in(&pids)[0].to_string()])
-        .status()
-        .unwrap();
-    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
-    let deadline = Instant::now() + WAIT;
-    while !ready(&c, &bridge.base).await {
-        assert!(
-            Instant::now() < deadline,
-            "the restarted child is never ready"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    restart_child(&c, &bridge.base, &pids).await;
 
     // The subscription is restored in the background, right after the restart.
     let updated = tokio::time::timeout(Duration::from_secs(10), async {

@@ -420,3 +420,38 @@ pub async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// SIGKILL to `pid`.
+pub fn kill_hard(pid: i32) {
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
+/// The key of the first input request of an `input_required` result
+/// (2026-07-28 multi round-trip requests).
+pub fn first_input_key(result: &Value) -> String {
+    result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone()
+}
+
+/// POSTs a 2026-07-28 `subscriptions/listen` request (`body`, the whole
+/// JSON-RPC message) and returns its open stream.
+pub async fn open_listen(c: &reqwest::Client, url: &str, body: &Value) -> SseStream {
+    post_streaming(
+        c,
+        url,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        body,
+    )
+    .await
+}
