@@ -173,11 +173,12 @@ impl Core {
     }
 
     /// Starts a session's own child, initialized with the client's params; its
-    /// requests made while no call is in flight go to `orphans`.
+    /// requests made while no call is in flight go to `orphans` (and its
+    /// cancellations of those).
     pub(crate) fn start_session_child(
         &self,
         init_params: Box<RawValue>,
-        orphans: Option<tokio::sync::mpsc::Sender<switchboard_protocol::jsonrpc::Request>>,
+        orphans: Option<tokio::sync::mpsc::Sender<upstream::CallEvent>>,
     ) -> Upstream {
         let name = format!("{}#{}", self.config.child.name, self.next_owner());
         let up = Upstream::start(
