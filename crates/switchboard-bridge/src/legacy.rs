@@ -21,7 +21,11 @@
 //! When the session ends (DELETE, idle timeout, the client gone) its calls are
 //! cancelled upstream, the child's requests it was forwarded and not answered
 //! are answered with an error, and, per session, its child is ended in the
-//! spec's order.
+//! spec's order. A per-session child that dies ends its session the same way
+//! (it is not restarted: a new process would know nothing of the session's
+//! `initialize`, subscriptions or log level): the calls in flight fail at once,
+//! later requests on the session get 404 (a legacy SSE stream closes) and the
+//! client starts a new session (Streamable HTTP, "Session Management").
 //!
 //! This module must not know how the child is spawned or supervised (that is
 //! [`crate::upstream`]) nor about HTTP beyond the session transport it is given.
@@ -44,10 +48,10 @@ use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
-use crate::upstream::{empty_object, CallEvent, Step, TryCall, Upstream};
+use crate::upstream::{empty_object, CallEvent, Status, Step, TryCall, Upstream};
 use crate::{ChildMode, Core};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -148,6 +152,17 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 }
                 continue;
             }
+            why = child_gone(&mut feeds.child) => {
+                // The spec's way for a server whose state is gone: end the
+                // session (later requests get 404; the client initializes a new
+                // one). The calls in flight get their errors first.
+                warn!(why, "the session's own child is gone: ending the session");
+                let deadline = tokio::time::Instant::now() + CALLS_FAIL_WITHIN;
+                while !lock(&session.calls).is_empty() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                break;
+            }
             n = recv_broadcast(&mut feeds.broadcasts) => {
                 if let Some(n) = n.filter(|n| wants(&session, n)) {
                     let _ = session.tx.send(Message::Notification(n)).await;
@@ -232,6 +247,30 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
 struct Feeds {
     /// The child's notifications for everyone (list changes, ...).
     broadcasts: Option<broadcast::Receiver<Notification>>,
+    /// A per-session child's status: its end ends the session.
+    child: Option<watch::Receiver<Status>>,
+}
+
+/// How long a session whose child died waits for its calls in flight to get
+/// their errors out before it ends (they fail at once; this only bounds it).
+const CALLS_FAIL_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resolves (with why) once the watched child has died (a per-session child
+/// is not restarted). Never without a child to watch, nor for a child stopped
+/// on purpose (the session ending, or the bridge: the session ends by those
+/// means already).
+async fn child_gone(child: &mut Option<watch::Receiver<Status>>) -> String {
+    let Some(rx) = child.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        if let Status::Down(why) = &*rx.borrow_and_update() {
+            return why.clone();
+        }
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// The child's `notifications/cancelled` for one of its requests this session
@@ -437,6 +476,11 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             }
             if let Some(up) = lock(&session.upstream).as_ref() {
                 feeds.broadcasts = Some(up.subscribe());
+                if session.core.mode == ChildMode::PerSession
+                    && !session.ending.load(Ordering::Relaxed)
+                {
+                    feeds.child = Some(up.watch_status());
+                }
             }
             let _ = session.tx.send(answer).await;
             return;

@@ -6,6 +6,7 @@
 //! supervise:  spawn ─> initialize (bridge's or the client's params) ─> initialized
 //!               ─> Ready ─> route every line until the child's stdout ends
 //!               ─> fail every call in flight at once ─> backoff ─> spawn ...
+//!               (without `restart`, a per-session child: Down for good instead)
 //!
 //! call(request, owner) ─> the request gets an upstream id of our own (a counter),
 //!     its progress token one of ours ("sb-<id>"); the Call yields what belongs to it:
@@ -96,6 +97,11 @@ pub(crate) struct UpstreamConfig {
     pub prefer_modern: bool,
     /// How long the child has to answer `initialize`.
     pub init_timeout: Duration,
+    /// Start a new child when this one exits (the shared child). `false` (a
+    /// per-session child, whose server state dies with it): the status stays
+    /// [`Status::Down`] for good and calls fail at once; its owner ends the
+    /// session.
+    pub restart: bool,
     /// The first restart delay; doubled after each failure up to `backoff_max`.
     pub backoff_initial: Duration,
     /// The longest restart delay.
@@ -132,7 +138,8 @@ pub(crate) enum Status {
     Starting,
     /// Initialized and serving.
     Ready(Arc<InitInfo>),
-    /// Not running; restarting after a delay. The reason, for errors and `/readyz`.
+    /// Not running; restarting after a delay (for good, without
+    /// [`UpstreamConfig::restart`]). The reason, for errors and `/readyz`.
     Down(String),
     /// Shut down for good.
     Stopped,
@@ -481,6 +488,10 @@ impl Upstream {
                         {
                             return Err(format!("the upstream server could not be started: {why}"))
                         }
+                        // Not restarted: nothing to wait for.
+                        Status::Down(why) if !self.inner.config.restart => {
+                            return Err(format!("the upstream server is gone: {why}"))
+                        }
                         Status::Down(why) => Some(why.clone()),
                         Status::Starting => None,
                     }
@@ -756,6 +767,9 @@ impl Upstream {
         if let Some(task) = task {
             let _ = task.await;
         }
+        // A child that is not restarted may have ended its supervision already,
+        // leaving `Down`.
+        self.inner.status.send_replace(Status::Stopped);
     }
 }
 
@@ -813,6 +827,14 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             break;
         }
+        if !inner.config.restart {
+            // A per-session child: its server state (initialize, subscriptions,
+            // log level) is gone with it; a new one would serve a session it
+            // knows nothing of. Down for good: its owner ends the session.
+            warn!(reason = %why, "the upstream server is down; not restarted (its session ends)");
+            inner.status.send_replace(Status::Down(why));
+            return;
+        }
         warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
         inner.status.send_replace(Status::Down(why));
         if started.elapsed() >= STABLE_AFTER {
@@ -868,6 +890,10 @@ async fn run_child(
             why
         }
     };
+    // The calls in flight fail before anyone is told the child is down (a
+    // session whose own child died ends on that news, and its calls' errors
+    // go out first).
+    fail_all(inner, &why);
     // Not ready before the sender goes, so that nobody sees the child ready with
     // no way to reach it (a call waiting for it would retry at once).
     inner.status.send_replace(if why == STOPPED {
@@ -1531,6 +1557,7 @@ time.sleep(60)
                     "clientInfo": {"name": "t", "version": "1"}}))
                 .unwrap(),
                 prefer_modern: false,
+                restart: true,
                 init_timeout: Duration::from_secs(10),
                 backoff_initial: Duration::from_millis(100),
                 backoff_max: Duration::from_secs(1),
@@ -1609,25 +1636,63 @@ for line in sys.stdin:
 "#;
 
     fn python_upstream(script: &str) -> Upstream {
+        Upstream::start(python_config(script), None)
+    }
+
+    fn python_config(script: &str) -> UpstreamConfig {
         let child = ChildConfig::new("asking", "python3").arg("-c").arg(script);
-        Upstream::start(
-            UpstreamConfig {
-                child,
-                transport: TransportConfig::default(),
-                init_params: serde_json::value::to_raw_value(&serde_json::json!({
+        UpstreamConfig {
+            child,
+            transport: TransportConfig::default(),
+            init_params: serde_json::value::to_raw_value(&serde_json::json!({
                     "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
                     "clientInfo": {"name": "t", "version": "1"}}))
-                .unwrap(),
-                prefer_modern: false,
-                init_timeout: Duration::from_secs(10),
-                backoff_initial: Duration::from_millis(100),
-                backoff_max: Duration::from_secs(1),
-                ready_wait: Duration::from_secs(10),
-                max_in_flight: 64,
-                queue_wait: Duration::from_secs(10),
-            },
-            None,
+            .unwrap(),
+            prefer_modern: false,
+            restart: true,
+            init_timeout: Duration::from_secs(10),
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(1),
+            ready_wait: Duration::from_secs(10),
+            max_in_flight: 64,
+            queue_wait: Duration::from_secs(10),
+        }
+    }
+
+    /// A child without `restart` (a session's own) that dies stays down: no
+    /// new process is started (it would not know its session's state), and a
+    /// call fails at once instead of waiting for one.
+    #[tokio::test]
+    async fn a_child_without_restart_stays_down() {
+        // ASKING_CHILD, exiting 0.3 s after it starts.
+        let exits = ASKING_CHILD.replace(
+            "for line in sys.stdin:",
+            "import os, threading\nthreading.Timer(0.3, lambda: os._exit(0)).start()\nfor line in sys.stdin:",
+        );
+        let mut config = python_config(&exits);
+        config.restart = false;
+        let up = Upstream::start(config, None);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        let mut status = up.watch_status();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            status.wait_for(|s| matches!(s, Status::Down(_))),
         )
+        .await
+        .expect("down in time")
+        .expect("watching");
+        // Several backoff periods (100 ms) later: still down, never restarted.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(matches!(up.status(), Status::Down(_)));
+        assert_eq!(up.restarts(), 0);
+        let started = Instant::now();
+        let Err(why) = up.call(tool("report"), 1).await else {
+            panic!("a call on a child that is gone")
+        };
+        assert!(why.contains("gone"), "{why}");
+        assert!(started.elapsed() < Duration::from_secs(2), "failed at once");
+        up.shutdown(Duration::ZERO).await;
+        assert!(matches!(up.status(), Status::Stopped));
     }
 
     fn tool(name: &str) -> Request {
