@@ -19,7 +19,13 @@
 //! ```
 //!
 //! When the session ends (DELETE, idle timeout, the client gone) its calls are
-//! cancelled upstream and, per session, its child is ended in the spec's order.
+//! cancelled upstream, the child's requests it was forwarded and not answered
+//! are answered with an error, and, per session, its child is ended in the
+//! spec's order. A per-session child that dies ends its session the same way
+//! (it is not restarted: a new process would know nothing of the session's
+//! `initialize`, subscriptions or log level): the calls in flight fail at once,
+//! later requests on the session get 404 (a legacy SSE stream closes) and the
+//! client starts a new session (Streamable HTTP, "Session Management").
 //!
 //! This module must not know how the child is spawned or supervised (that is
 //! [`crate::upstream`]) nor about HTTP beyond the session transport it is given.
@@ -42,10 +48,10 @@ use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
-use crate::upstream::{empty_object, CallEvent, Step, TryCall, Upstream};
+use crate::upstream::{empty_object, CallEvent, Status, Step, TryCall, Upstream};
 use crate::{ChildMode, Core};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -60,9 +66,9 @@ struct Session {
     upstream: Mutex<Option<Upstream>>,
     /// Downstream request id → the cancel switch of its pump task.
     calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
-    /// Our downstream id of a forwarded server→client request → the child's id,
-    /// and the upstream it came from.
-    server_requests: Mutex<HashMap<Id, (Id, Upstream)>>,
+    /// Our downstream id of a forwarded server→client request → where it came
+    /// from.
+    server_requests: Mutex<HashMap<Id, Forwarded>>,
     next_server_request: AtomicU64,
     /// For a 2026-07-28-only child: the `_meta` each request gets (the revision,
     /// the client's capabilities and info from its `initialize`, its log level).
@@ -74,10 +80,11 @@ struct Session {
     /// client retrying during an outage does not fill the session limit.
     ending: std::sync::atomic::AtomicBool,
     /// Where a per-session child's requests made while no call is in flight go
-    /// (e.g. `roots/list` right after the bridge's own `initialized`); handed to
+    /// (e.g. `roots/list` right after the bridge's own `initialized`), and its
+    /// cancellations of requests whose call is over; handed to
     /// the child's upstream as soon as it is started, before its handshake, so
     /// none of them can arrive before the route exists.
-    orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<Request>>>,
+    orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<CallEvent>>>,
     /// The resources this session subscribed to on the shared child
     /// ([`Core::shared_subscription`]); `notifications/resources/updated`
     /// reaches the session only for these.
@@ -86,6 +93,18 @@ struct Session {
     /// applied here ([`Core::shared_child_logs_everything`]); `None`: every log
     /// message the child sends.
     log_level: Mutex<Option<LoggingLevel>>,
+}
+
+/// A server→client request of the child forwarded to the client and not
+/// answered yet.
+struct Forwarded {
+    /// The id the upstream handed it on under ([`CallEvent::Request`]).
+    upstream_id: Id,
+    /// The upstream it came from.
+    upstream: Upstream,
+    /// The client's request (a call) it was made for; `None`: the child's own
+    /// initiative, on the session's stream.
+    call: Option<Id>,
 }
 
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
@@ -99,7 +118,7 @@ fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let owner = core.next_owner();
     // A per-session child's requests made while no call is in flight.
-    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<Request>(16);
+    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<CallEvent>(16);
     let session = Arc::new(Session {
         core,
         tx,
@@ -115,16 +134,36 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
     });
-    let mut broadcasts: Option<broadcast::Receiver<Notification>> = None;
+    let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
-            Some(request) = orphans.recv() => {
-                forward_server_request(&session, request, None).await;
+            Some(event) = orphans.recv() => {
+                match event {
+                    CallEvent::Request(request) => {
+                        forward_server_request(&session, request, None).await;
+                    }
+                    CallEvent::Notification(n) => {
+                        if let Some(n) = child_cancelled(&session, n) {
+                            let _ = session.tx.send(Message::Notification(n)).await;
+                        }
+                    }
+                }
                 continue;
             }
-            n = recv_broadcast(&mut broadcasts) => {
+            why = child_gone(&mut feeds.child) => {
+                // The spec's way for a server whose state is gone: end the
+                // session (later requests get 404; the client initializes a new
+                // one). The calls in flight get their errors first.
+                warn!(why, "the session's own child is gone: ending the session");
+                let deadline = tokio::time::Instant::now() + CALLS_FAIL_WITHIN;
+                while !lock(&session.calls).is_empty() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                break;
+            }
+            n = recv_broadcast(&mut feeds.broadcasts) => {
                 if let Some(n) = n.filter(|n| wants(&session, n)) {
                     let _ = session.tx.send(Message::Notification(n)).await;
                 }
@@ -141,15 +180,10 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             // A server-side transport reports no failed requests; a client's
             // failure, if one came, is an answer like any other.
             Some(Inbound::Failed { id, error }) => {
-                on_message(
-                    &session,
-                    Inbound::failure_response(id, error),
-                    &mut broadcasts,
-                )
-                .await;
+                on_message(&session, Inbound::failure_response(id, error), &mut feeds).await;
             }
             Some(Inbound::Message(m)) => {
-                on_message(&session, m, &mut broadcasts).await;
+                on_message(&session, m, &mut feeds).await;
                 if session.ending.load(Ordering::Relaxed) {
                     debug!("initialize failed: ending the session");
                     break;
@@ -158,7 +192,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             Some(Inbound::Batch(items)) => {
                 for item in items {
                     match item {
-                        Ok(m) => on_message(&session, m, &mut broadcasts).await,
+                        Ok(m) => on_message(&session, m, &mut feeds).await,
                         Err(e) if e.wants_response() => {
                             let _ = session.tx.send(Message::Error(e.to_response())).await;
                         }
@@ -173,6 +207,17 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let cancels: Vec<_> = lock(&session.calls).drain().map(|(_, c)| c).collect();
     for cancel in cancels {
         let _ = cancel.send("the downstream session ended".to_owned());
+    }
+    // The child's requests still waiting for this client's answer (made for a
+    // call that has finished, or on the child's own initiative) get none now:
+    // the child is told, rather than left waiting.
+    let forwarded: Vec<Forwarded> = lock(&session.server_requests)
+        .drain()
+        .map(|(_, f)| f)
+        .collect();
+    for f in forwarded {
+        f.upstream
+            .abandon(&f.upstream_id, "the downstream session ended");
     }
     let upstream = lock(&session.upstream).take();
     match (upstream, session.core.mode) {
@@ -195,6 +240,81 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         }
         (None, _) => {}
     }
+}
+
+/// What a session's task listens to besides its client, once initialized.
+#[derive(Default)]
+struct Feeds {
+    /// The child's notifications for everyone (list changes, ...).
+    broadcasts: Option<broadcast::Receiver<Notification>>,
+    /// A per-session child's status: its end ends the session.
+    child: Option<watch::Receiver<Status>>,
+}
+
+/// How long a session whose child died waits for its calls in flight to get
+/// their errors out before it ends (they fail at once; this only bounds it).
+const CALLS_FAIL_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resolves (with why) once the watched child has died (a per-session child
+/// is not restarted). Never without a child to watch, nor for a child stopped
+/// on purpose (the session ending, or the bridge: the session ends by those
+/// means already).
+async fn child_gone(child: &mut Option<watch::Receiver<Status>>) -> String {
+    let Some(rx) = child.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        if let Status::Down(why) = &*rx.borrow_and_update() {
+            return why.clone();
+        }
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
+/// The child's `notifications/cancelled` for one of its requests this session
+/// was forwarded (its `requestId` already the upstream's id of it): made fit
+/// for the client, with `requestId` the id the client saw, and the request
+/// forgotten (a late answer is dropped). `None` when the request is not one
+/// this session has open (the client answered it meanwhile).
+fn child_cancelled(session: &Session, n: Notification) -> Option<Notification> {
+    let mut params = n
+        .params
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())?;
+    let upstream_id = params
+        .get("requestId")
+        .and_then(|v| serde_json::value::to_raw_value(v).ok())
+        .and_then(|raw| Id::from_raw(&raw).ok())?;
+    let down = {
+        let mut forwarded = lock(&session.server_requests);
+        let down = forwarded
+            .iter()
+            .find(|(_, f)| f.upstream_id == upstream_id)
+            .map(|(down, _)| down.clone());
+        if let Some(down) = &down {
+            forwarded.remove(down);
+        }
+        down
+    };
+    let Some(down) = down else {
+        debug!(%upstream_id, "the child cancelled a request this session has not open: dropped");
+        return None;
+    };
+    params.insert(
+        "requestId".to_owned(),
+        serde_json::to_value(&down).unwrap_or(Value::Null),
+    );
+    Notification::new(n.method, &params).ok()
+}
+
+/// Forgets the child's requests forwarded for the client's call `down_id`,
+/// which ended without the child's answer (cancelled, timed out, failed): the
+/// upstream has answered them to the child already (or the child is gone), so
+/// the client's late answers are dropped.
+fn forget_forwarded(session: &Session, down_id: &Id) {
+    lock(&session.server_requests).retain(|_, f| f.call.as_ref() != Some(down_id));
 }
 
 /// Whether a broadcast notification is for this session: everything but
@@ -283,13 +403,9 @@ async fn recv_broadcast(
     }
 }
 
-async fn on_message(
-    session: &Arc<Session>,
-    message: Message,
-    broadcasts: &mut Option<broadcast::Receiver<Notification>>,
-) {
+async fn on_message(session: &Arc<Session>, message: Message, feeds: &mut Feeds) {
     match message {
-        Message::Request(r) => on_request(session, r, broadcasts).await,
+        Message::Request(r) => on_request(session, r, feeds).await,
         Message::Notification(n) => on_notification(session, n).await,
         Message::Response(ref r) => answer_server_request(session, &r.id.clone(), message).await,
         Message::Error(ref e) => match e.id.clone() {
@@ -306,8 +422,13 @@ async fn answer_server_request(session: &Arc<Session>, id: &Id, message: Message
         let _ = waiter.send(message);
         return;
     }
-    let Some((child_id, upstream)) = lock(&session.server_requests).remove(id) else {
-        debug!(%id, "an answer to no request of ours");
+    let Some(Forwarded {
+        upstream_id: child_id,
+        upstream,
+        ..
+    }) = lock(&session.server_requests).remove(id)
+    else {
+        debug!(%id, "an answer to no request of ours (or to one the child cancelled)");
         return;
     };
     let message = match message {
@@ -345,11 +466,7 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
     }
 }
 
-async fn on_request(
-    session: &Arc<Session>,
-    r: Request,
-    broadcasts: &mut Option<broadcast::Receiver<Notification>>,
-) {
+async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
     match r.method.as_str() {
         "initialize" => {
             let was_initialized = lock(&session.upstream).is_some();
@@ -358,7 +475,12 @@ async fn on_request(
                 session.ending.store(true, Ordering::Relaxed);
             }
             if let Some(up) = lock(&session.upstream).as_ref() {
-                *broadcasts = Some(up.subscribe());
+                feeds.broadcasts = Some(up.subscribe());
+                if session.core.mode == ChildMode::PerSession
+                    && !session.ending.load(Ordering::Relaxed)
+                {
+                    feeds.child = Some(up.watch_status());
+                }
             }
             let _ = session.tx.send(answer).await;
             return;
@@ -685,6 +807,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
 /// Answers the client's request `down_id` with -32603 and `why`, and forgets it.
 async fn fail(session: &Arc<Session>, down_id: Id, why: String) {
     lock(&session.calls).remove(&down_id);
+    forget_forwarded(session, &down_id);
     let _ = session
         .tx
         .send(error(down_id, code::INTERNAL_ERROR, why))
@@ -756,6 +879,7 @@ async fn pump(
             reason = &mut cancel => {
                 let reason = reason.unwrap_or_else(|_| "cancelled".to_owned());
                 call.cancel(&reason).await;
+                forget_forwarded(&session, &down_id);
                 // The client gets no response (it cancelled, or its session
                 // ended): its POST stops waiting for one.
                 session.tx.forget(&down_id);
@@ -767,6 +891,14 @@ async fn pump(
                 if !wants_log(&session, &n) {
                     continue;
                 }
+                let n = if n.method == "notifications/cancelled" {
+                    match child_cancelled(&session, n) {
+                        Some(n) => n,
+                        None => continue,
+                    }
+                } else {
+                    n
+                };
                 let _ = session
                     .tx
                     .send_related(Message::Notification(n), Some(down_id.clone()))
@@ -1002,7 +1134,14 @@ async fn forward_server_request(session: &Arc<Session>, req: Request, related: O
         "sb-s{}",
         session.next_server_request.fetch_add(1, Ordering::Relaxed)
     ));
-    lock(&session.server_requests).insert(ours.clone(), (req.id.clone(), upstream));
+    lock(&session.server_requests).insert(
+        ours.clone(),
+        Forwarded {
+            upstream_id: req.id.clone(),
+            upstream,
+            call: related.clone(),
+        },
+    );
     let forwarded = Request {
         id: ours,
         method: req.method,

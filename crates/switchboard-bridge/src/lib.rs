@@ -14,8 +14,17 @@
 //!        session (legacy era) ──> legacy::serve ──> its own child   (ChildMode::PerSession)
 //!                                               └─> the shared child (ChildMode::Shared)
 //!        exchange (2026-07-28) ──> modern::serve ──> the shared child (era translation, MRTR)
-//!   each child: upstream::Upstream (spawned, initialized, supervised, restarted with backoff)
+//!   each child: upstream::Upstream (spawned, initialized, supervised; the shared child
+//!               restarted with backoff, a session's own child not: its death ends the session)
 //! ```
+//!
+//! A per-session child that dies is not restarted: the server state it held for
+//! its session (`initialize`, subscriptions, log level) is gone, so the session
+//! ends as on DELETE (its calls in flight fail at once with the reason; later
+//! requests on it get 404, a legacy SSE stream closes) and the client starts a
+//! new session with a fresh `initialize` (Streamable HTTP, "Session
+//! Management"). The shared child belongs to the bridge and is restarted with
+//! backoff.
 //!
 //! The shared child always runs (in per-session mode it serves the stateless
 //! 2026-07-28 exchanges, which have no session to own a child, and it is what
@@ -63,7 +72,8 @@ use crate::upstream::{Status, Step, Upstream, UpstreamConfig};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChildMode {
     /// Each legacy session gets its own child, started at its `initialize` (with the
-    /// client's own params) and ended when the session ends. Default.
+    /// client's own params) and ended when the session ends; when the child dies
+    /// the session ends too (it is not restarted). Default.
     #[default]
     PerSession,
     /// One child for everyone, initialized by the bridge; request ids and progress
@@ -93,8 +103,9 @@ pub struct BridgeConfig {
     /// How long a request waits for a (re)starting child before failing. Default
     /// 10 s.
     pub ready_wait: Duration,
-    /// The first restart delay after a child dies, doubled on each failure up to
-    /// [`backoff_max`](Self::backoff_max). Default 200 ms.
+    /// The first restart delay after the shared child dies, doubled on each
+    /// failure up to [`backoff_max`](Self::backoff_max). Default 200 ms. (A
+    /// session's own child is not restarted: its session ends.)
     pub backoff_initial: Duration,
     /// The longest restart delay. Default 30 s.
     pub backoff_max: Duration,
@@ -173,15 +184,18 @@ impl Core {
     }
 
     /// Starts a session's own child, initialized with the client's params; its
-    /// requests made while no call is in flight go to `orphans`.
+    /// requests made while no call is in flight go to `orphans` (and its
+    /// cancellations of those). It is not restarted when it dies: the session
+    /// ends instead (`legacy::serve`).
     pub(crate) fn start_session_child(
         &self,
         init_params: Box<RawValue>,
-        orphans: Option<tokio::sync::mpsc::Sender<switchboard_protocol::jsonrpc::Request>>,
+        orphans: Option<tokio::sync::mpsc::Sender<upstream::CallEvent>>,
     ) -> Upstream {
         let name = format!("{}#{}", self.config.child.name, self.next_owner());
+        // Not restarted: a new process would not know the session's state.
         let up = Upstream::start(
-            upstream_config(&self.config, name, init_params, false),
+            upstream_config(&self.config, name, init_params, false, false),
             orphans,
         );
         let mut live = lock(&self.live);
@@ -404,12 +418,13 @@ pub(crate) async fn call_once(
 }
 
 /// How a child of this bridge is run: `config`'s command, limits and timeouts,
-/// under `name`, handshaken with `init_params`.
+/// under `name`, handshaken with `init_params`, restarted when it dies or not.
 fn upstream_config(
     config: &BridgeConfig,
     name: String,
     init_params: Box<RawValue>,
     prefer_modern: bool,
+    restart: bool,
 ) -> UpstreamConfig {
     let mut child = config.child.clone();
     child.name = name;
@@ -418,6 +433,7 @@ fn upstream_config(
         transport: config.transport.clone(),
         init_params,
         prefer_modern,
+        restart,
         max_in_flight: config.max_in_flight,
         queue_wait: config.request_timeout,
         init_timeout: config.init_timeout,
@@ -504,6 +520,7 @@ impl Bridge {
                 shared_name,
                 bridge_init_params(),
                 config.mode == ChildMode::PerSession,
+                true,
             ),
             None,
         );

@@ -472,6 +472,14 @@ async fn run(
         };
         match step {
             Step::Event(CallEvent::Notification(mut n)) => {
+                if n.method == "notifications/cancelled" {
+                    // The child cancelled one of its requests for this call. A
+                    // 2026-07-28 client got it as an input request, under a key,
+                    // never an id: nothing to tell it. The upstream has
+                    // forgotten the request; an answer in the retry is dropped.
+                    debug!("the child cancelled one of its requests: not forwarded to a 2026-07-28 client");
+                    continue;
+                }
                 if held.method == "subscriptions/listen" {
                     n.params = n.params.map(|p| with_subscription_id(p, &id));
                 }

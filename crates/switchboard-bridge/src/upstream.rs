@@ -6,6 +6,7 @@
 //! supervise:  spawn ─> initialize (bridge's or the client's params) ─> initialized
 //!               ─> Ready ─> route every line until the child's stdout ends
 //!               ─> fail every call in flight at once ─> backoff ─> spawn ...
+//!               (without `restart`, a per-session child: Down for good instead)
 //!
 //! call(request, owner) ─> the request gets an upstream id of our own (a counter),
 //!     its progress token one of ours ("sb-<id>"); the Call yields what belongs to it:
@@ -22,9 +23,17 @@
 //!   owner has calls in flight (the latest of them); a request with no such owner is
 //!   refused to the child with -32603 (never guessed across owners), a log message
 //!   goes to every owner only when no call is in flight at all;
+//! - `notifications/cancelled` for one of the child's own open requests: with
+//!   `requestId` rewritten to the id the request was handed on under, to where
+//!   the request went (its call, or the owning session), and the request is
+//!   forgotten; for any other id it is dropped;
 //! - `ping`: answered here;
 //! - every other notification (list changes, resource updates): broadcast to every
 //!   owner.
+//!
+//! A call that ends without the child's answer (cancelled, timed out, dropped)
+//! takes the child's open requests made for it along: each is answered here
+//! with -32603, so the child never waits for an answer nobody will give.
 //!
 //! Payloads are never decoded on the way: a result is forwarded as the raw JSON it
 //! arrived as; only request params that carry a progress token, and progress
@@ -88,6 +97,11 @@ pub(crate) struct UpstreamConfig {
     pub prefer_modern: bool,
     /// How long the child has to answer `initialize`.
     pub init_timeout: Duration,
+    /// Start a new child when this one exits (the shared child). `false` (a
+    /// per-session child, whose server state dies with it): the status stays
+    /// [`Status::Down`] for good and calls fail at once; its owner ends the
+    /// session.
+    pub restart: bool,
     /// The first restart delay; doubled after each failure up to `backoff_max`.
     pub backoff_initial: Duration,
     /// The longest restart delay.
@@ -124,7 +138,8 @@ pub(crate) enum Status {
     Starting,
     /// Initialized and serving.
     Ready(Arc<InitInfo>),
-    /// Not running; restarting after a delay. The reason, for errors and `/readyz`.
+    /// Not running; restarting after a delay (for good, without
+    /// [`UpstreamConfig::restart`]). The reason, for errors and `/readyz`.
     Down(String),
     /// Shut down for good.
     Stopped,
@@ -212,14 +227,19 @@ impl Call {
 
     /// Tells the child the call is cancelled (`notifications/cancelled` with our
     /// upstream id; every revision, "Utilities → Cancellation") and forgets it.
+    /// The child's open requests made for this call are answered with an error
+    /// ([`Upstream::forget`]).
     pub(crate) async fn cancel(mut self, reason: &str) {
         self.finished = true;
-        let removed = self.upstream.forget(self.id);
+        let (removed, answers) = self.upstream.forget(self.id, reason);
         if removed {
             let params = serde_json::json!({ "requestId": self.id, "reason": reason });
             if let Ok(n) = Notification::new("notifications/cancelled", &params) {
                 self.upstream.send(Message::Notification(n)).await;
             }
+        }
+        for answer in answers {
+            self.upstream.send(answer).await;
         }
     }
 }
@@ -247,7 +267,11 @@ pub(crate) enum TryCall {
 impl Drop for Call {
     fn drop(&mut self) {
         if !self.finished {
-            self.upstream.forget(self.id);
+            let (_, answers) = self
+                .upstream
+                .forget(self.id, "the call it was made for ended without an answer");
+            let sender = lock(&self.upstream.inner.table).sender.clone();
+            send_detached(sender, answers);
         }
     }
 }
@@ -269,22 +293,72 @@ struct Table {
     sender: Option<Sender>,
     calls: HashMap<u64, Slot>,
     tokens: HashMap<String, u64>,
-    /// The child's server→client request ids, to the call they were routed to.
+    /// The child's open server→client requests by the child's own id → the id
+    /// they were handed on under (a key of `open_requests`); for its
+    /// `notifications/cancelled`.
     child_requests: HashMap<Id, u64>,
     /// The child's server→client requests handed on (to a call or to the owning
-    /// session) and not answered yet: the id they were handed on under (ours,
-    /// from the same counter as our request ids, so unique across restarts) →
-    /// the child's own id. Emptied when the child dies: an answer that comes
-    /// later was meant for a process that is gone, and the child's id in it may
-    /// already name another request of the restarted child (ids start again in
-    /// a new process), so it is dropped ([`Upstream::respond`]), never
-    /// delivered to the new child.
-    open_requests: HashMap<u64, Id>,
+    /// session) and not answered yet, by the id they were handed on under (ours,
+    /// from the same counter as our request ids, so unique across restarts).
+    /// Emptied when the child dies: an answer that comes later was meant for a
+    /// process that is gone, and the child's id in it may already name another
+    /// request of the restarted child (ids start again in a new process), so it
+    /// is dropped ([`Upstream::respond`]), never delivered to the new child.
+    open_requests: HashMap<u64, OpenRequest>,
     /// Calls that ended without the child's answer, by our id: their owner and
     /// until when they count for routing ([`CANCELLED_GRACE`]); forgotten
     /// earlier when the child answers them after all, or dies.
     cancelled: HashMap<u64, (u64, Instant)>,
     seq: u64,
+}
+
+/// One of the child's server→client requests handed on and not answered yet.
+struct OpenRequest {
+    /// The child's own id of it.
+    child: Id,
+    /// The call it was routed to (our id); `None`: to the owning session
+    /// (made while no call was in flight).
+    call: Option<u64>,
+}
+
+/// The error the child gets for a request of its own that nobody will answer.
+fn abandoned(child: Id, why: &str) -> Message {
+    Message::Error(ErrorResponse::new(
+        Some(child),
+        ErrorObject::new(
+            code::INTERNAL_ERROR,
+            format!("the bridge gave up on this request: {why}"),
+        ),
+    ))
+}
+
+/// Sends `messages` to the child without waiting: queued when there is room,
+/// else by a task of their own (never from a synchronous caller's stack).
+fn send_detached(sender: Option<Sender>, messages: Vec<Message>) {
+    let Some(sender) = sender else {
+        if !messages.is_empty() {
+            debug!("the upstream server is not running; answers dropped");
+        }
+        return;
+    };
+    for message in messages {
+        match sender.try_send(message) {
+            Ok(()) => {}
+            Err(e) if e.is_full() => {
+                let Outgoing::Message(message) = e.into_inner() else {
+                    continue;
+                };
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    continue;
+                };
+                let sender = sender.clone();
+                runtime.spawn(async move {
+                    let _ = sender.send(message).await;
+                });
+            }
+            Err(_) => debug!("the upstream server went away; answer dropped"),
+        }
+    }
 }
 
 struct Inner {
@@ -300,8 +374,10 @@ struct Inner {
     /// [`UpstreamConfig::max_in_flight`] slots.
     slots: Arc<tokio::sync::Semaphore>,
     /// Where a server→client request made while no call is in flight goes, when
-    /// one downstream owns this child (a per-session child): to that session.
-    orphans: Option<mpsc::Sender<Request>>,
+    /// one downstream owns this child (a per-session child): to that session;
+    /// and the child's cancellation of such a request, or of one whose call
+    /// has ended.
+    orphans: Option<mpsc::Sender<CallEvent>>,
     /// The child has been ready at least once ([`Upstream::ready`]).
     was_ready: std::sync::atomic::AtomicBool,
 }
@@ -332,7 +408,7 @@ impl Upstream {
     /// child), in place from the first line the child writes; `None` refuses them.
     pub(crate) fn start(
         config: UpstreamConfig,
-        orphans: Option<mpsc::Sender<Request>>,
+        orphans: Option<mpsc::Sender<CallEvent>>,
     ) -> Upstream {
         let config_slots = config.max_in_flight.max(1);
         let (status, _) = watch::channel(Status::Starting);
@@ -411,6 +487,10 @@ impl Upstream {
                             if fail_fast && !self.inner.was_ready.load(Ordering::Relaxed) =>
                         {
                             return Err(format!("the upstream server could not be started: {why}"))
+                        }
+                        // Not restarted: nothing to wait for.
+                        Status::Down(why) if !self.inner.config.restart => {
+                            return Err(format!("the upstream server is gone: {why}"))
                         }
                         Status::Down(why) => Some(why.clone()),
                         Status::Starting => None,
@@ -594,11 +674,7 @@ impl Upstream {
         };
         let child_id = {
             let mut table = lock(&self.inner.table);
-            let child_id = upstream_id(&ours).and_then(|n| table.open_requests.remove(&n));
-            if let Some(child_id) = &child_id {
-                table.child_requests.remove(child_id);
-            }
-            child_id
+            upstream_id(&ours).and_then(|n| take_open(&mut table, n))
         };
         let Some(child_id) = child_id else {
             debug!(id = %ours, "an answer to a request the running child did not make (it was restarted, or it was answered already); dropped");
@@ -612,16 +688,31 @@ impl Upstream {
         self.send(message).await;
     }
 
-    /// Maps a downstream `notifications/cancelled` for the call whose upstream id
-    /// is `id`, and forgets that call.
-    fn forget(&self, id: u64) -> bool {
+    /// Forgets the call whose upstream id is `id`, which ends without the
+    /// child's answer (`why`: cancelled, timed out, its session gone); whether it
+    /// was in flight. Also returns the answers owed to the child for its open
+    /// requests made for that call: nobody downstream will answer them now, and
+    /// a child waiting for an answer (a tool blocked on sampling) would wait
+    /// forever. They leave the tables here; the caller sends the answers.
+    fn forget(&self, id: u64, why: &str) -> (bool, Vec<Message>) {
         let mut table = lock(&self.inner.table);
-        match table.calls.remove(&id) {
+        let mine: Vec<u64> = table
+            .open_requests
+            .iter()
+            .filter(|(_, open)| open.call == Some(id))
+            .map(|(ours, _)| *ours)
+            .collect();
+        let why = format!("the call it was made for is over ({why})");
+        let answers: Vec<Message> = mine
+            .into_iter()
+            .filter_map(|ours| take_open(&mut table, ours))
+            .map(|child| abandoned(child, &why))
+            .collect();
+        let removed = match table.calls.remove(&id) {
             Some(slot) => {
                 if let Some((ours, _)) = slot.token {
                     table.tokens.remove(&ours);
                 }
-                table.child_requests.retain(|_, call| *call != id);
                 let now = Instant::now();
                 table.cancelled.retain(|_, (_, until)| *until > now);
                 table
@@ -630,6 +721,24 @@ impl Upstream {
                 true
             }
             None => false,
+        };
+        (removed, answers)
+    }
+
+    /// Gives up on one of the child's server→client requests, handed on under
+    /// `ours` (see [`CallEvent::Request`]) and not answered: the child gets a
+    /// -32603 error saying `why`, and the request leaves the tables. Nothing
+    /// when it is not open (answered already, or made by a child that has since
+    /// died). Never waits.
+    pub(crate) fn abandon(&self, ours: &Id, why: &str) {
+        let (child, sender) = {
+            let mut table = lock(&self.inner.table);
+            let child = upstream_id(ours).and_then(|n| take_open(&mut table, n));
+            (child, table.sender.clone())
+        };
+        if let Some(child) = child {
+            debug!(id = %ours, why, "answering the child's request ourselves");
+            send_detached(sender, vec![abandoned(child, why)]);
         }
     }
 
@@ -658,6 +767,9 @@ impl Upstream {
         if let Some(task) = task {
             let _ = task.await;
         }
+        // A child that is not restarted may have ended its supervision already,
+        // leaving `Down`.
+        self.inner.status.send_replace(Status::Stopped);
     }
 }
 
@@ -715,6 +827,14 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             break;
         }
+        if !inner.config.restart {
+            // A per-session child: its server state (initialize, subscriptions,
+            // log level) is gone with it; a new one would serve a session it
+            // knows nothing of. Down for good: its owner ends the session.
+            warn!(reason = %why, "the upstream server is down; not restarted (its session ends)");
+            inner.status.send_replace(Status::Down(why));
+            return;
+        }
         warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
         inner.status.send_replace(Status::Down(why));
         if started.elapsed() >= STABLE_AFTER {
@@ -770,6 +890,10 @@ async fn run_child(
             why
         }
     };
+    // The calls in flight fail before anyone is told the child is down (a
+    // session whose own child died ends on that news, and its calls' errors
+    // go out first).
+    fail_all(inner, &why);
     // Not ready before the sender goes, so that nobody sees the child ready with
     // no way to reach it (a call waiting for it would retry at once).
     inner.status.send_replace(if why == STOPPED {
@@ -1037,6 +1161,16 @@ fn upstream_id(id: &Id) -> Option<u64> {
     id.as_i64().and_then(|n| u64::try_from(n).ok())
 }
 
+/// Removes the open request handed on under `ours` from both tables; the
+/// child's own id of it.
+fn take_open(table: &mut Table, ours: u64) -> Option<Id> {
+    let open = table.open_requests.remove(&ours)?;
+    if table.child_requests.get(&open.child) == Some(&ours) {
+        table.child_requests.remove(&open.child);
+    }
+    Some(open.child)
+}
+
 /// The call a server→client request or a log message belongs to: the latest call
 /// of the only owner with calls in flight. A call that ended lately without the
 /// child's answer still counts for its owner ([`CANCELLED_GRACE`]): the child may
@@ -1104,24 +1238,30 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                     method: r.method.clone(),
                     params: r.params.clone(),
                 };
-                let routed = match pick_call(&table) {
-                    Some(call) => {
-                        table.child_requests.insert(r.id.clone(), call);
-                        table.calls.get(&call).map(|slot| {
-                            slot.events
-                                .try_send(Box::new(CallEvent::Request(handed)))
-                                .is_ok()
-                        })
-                    }
+                let call = pick_call(&table);
+                let routed = match call {
+                    Some(call) => table.calls.get(&call).map(|slot| {
+                        slot.events
+                            .try_send(Box::new(CallEvent::Request(handed)))
+                            .is_ok()
+                    }),
                     // Nothing in flight: the child's own initiative (e.g. `roots/list`
                     // after initialize). To its one owner, if it has one.
-                    None if table.calls.is_empty() => {
-                        inner.orphans.as_ref().map(|tx| tx.try_send(handed).is_ok())
-                    }
+                    None if table.calls.is_empty() => inner
+                        .orphans
+                        .as_ref()
+                        .map(|tx| tx.try_send(CallEvent::Request(handed)).is_ok()),
                     None => None,
                 };
                 if routed == Some(true) {
-                    table.open_requests.insert(ours, r.id.clone());
+                    table.child_requests.insert(r.id.clone(), ours);
+                    table.open_requests.insert(
+                        ours,
+                        OpenRequest {
+                            child: r.id.clone(),
+                            call,
+                        },
+                    );
                 }
                 routed
             };
@@ -1132,7 +1272,6 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
             };
             if let Some(why) = refused {
                 warn!(method = %r.method, why, "refusing the upstream server's request");
-                lock(&inner.table).child_requests.remove(&r.id);
                 let answer = Message::Error(ErrorResponse::new(
                     Some(r.id),
                     ErrorObject::new(code::INTERNAL_ERROR, why),
@@ -1155,9 +1294,8 @@ fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
             if let Some((ours, _)) = &slot.token {
                 table.tokens.remove(ours);
             }
-            if let Some(n) = upstream_id(id) {
-                table.child_requests.retain(|_, call| *call != n);
-            }
+            // The child's open requests made for it stay open: the client may
+            // still answer them.
         }
         slot
     };
@@ -1204,17 +1342,9 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
             Some(call)
         }
         "notifications/cancelled" => {
-            let id = n
-                .params
-                .as_ref()
-                .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
-                .and_then(|p| p.get("requestId").cloned())
-                .and_then(|v| serde_json::value::to_raw_value(&v).ok())
-                .and_then(|raw| Id::from_raw(&raw).ok());
-            match id.and_then(|id| table.child_requests.get(&id).copied()) {
-                Some(call) => Some(call),
-                None => return,
-            }
+            drop(table);
+            child_cancelled(inner, n);
+            return;
         }
         _ if subscription_of(&n).is_some_and(|id| table.calls.contains_key(&id)) => {
             // A 2026-07-28 listen stream's notification: to the listen call
@@ -1260,6 +1390,61 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
             drop(table);
             let _ = inner.broadcast.send(n);
         }
+    }
+}
+
+/// The child cancels one of its own server→client requests (every revision,
+/// "Utilities → Cancellation"). The request was handed on under an id of ours
+/// (and from there under the session's own), so the notification's `requestId`
+/// (the child's id) is rewritten to ours, and it goes where the request went:
+/// to its call while that is in flight, else to the owning session (a
+/// per-session child), never to anyone else. The request is over: it leaves
+/// the tables, and a late answer from the client is dropped. A cancellation of
+/// a request that is not open (answered already, or never made) is dropped.
+fn child_cancelled(inner: &Arc<Inner>, n: Notification) {
+    let Some(mut params) = n
+        .params
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+    else {
+        debug!("a cancellation from the child without params: dropped");
+        return;
+    };
+    let child = params
+        .get("requestId")
+        .and_then(|v| serde_json::value::to_raw_value(v).ok())
+        .and_then(|raw| Id::from_raw(&raw).ok());
+    let mut table = lock(&inner.table);
+    let Some(ours) = child
+        .as_ref()
+        .and_then(|id| table.child_requests.get(id).copied())
+    else {
+        debug!(
+            request = ?child.map(|id| id.to_string()),
+            "the child cancelled a request it has not open (answered already, or unknown): dropped"
+        );
+        return;
+    };
+    let call = table.open_requests.get(&ours).and_then(|open| open.call);
+    take_open(&mut table, ours);
+    params.insert("requestId".to_owned(), Value::from(ours));
+    let Ok(n) = Notification::new(n.method, &params) else {
+        return;
+    };
+    let event = Box::new(CallEvent::Notification(n));
+    let event = match call.and_then(|c| table.calls.get(&c)) {
+        Some(slot) => match slot.events.try_send(event) {
+            Ok(()) => return,
+            Err(e) => e.into_inner(),
+        },
+        None => event,
+    };
+    match &inner.orphans {
+        Some(tx) if tx.try_send(*event).is_ok() => {}
+        _ => debug!(
+            id = ours,
+            "the child cancelled a request whose call is over (or whose owner is not keeping up): dropped"
+        ),
     }
 }
 
@@ -1372,6 +1557,7 @@ time.sleep(60)
                     "clientInfo": {"name": "t", "version": "1"}}))
                 .unwrap(),
                 prefer_modern: false,
+                restart: true,
                 init_timeout: Duration::from_secs(10),
                 backoff_initial: Duration::from_millis(100),
                 backoff_max: Duration::from_secs(1),
@@ -1412,6 +1598,218 @@ time.sleep(60)
         };
         assert_eq!(r.id, Id::from(call.id), "registered under our id");
         assert!(lock(&up.inner.table).calls.contains_key(&call.id));
+        up.shutdown(Duration::ZERO).await;
+    }
+
+    /// A child whose tool `ask` asks `sampling/createMessage` (id `"c1"`) and
+    /// waits; `cancel` asks (id `"c2"`), cancels that request, cancels `"zz"`
+    /// (never asked), then answers the call; `report` answers with every
+    /// response the child got, as JSON text.
+    const ASKING_CHILD: &str = r#"
+import json, sys
+got = []
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def ask(i):
+    send({"jsonrpc": "2.0", "id": i, "method": "sampling/createMessage",
+          "params": {"messages": [], "maxTokens": 1}})
+def cancelled(i):
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": i, "reason": "not needed"}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        got.append(m); continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        name = m["params"]["name"]
+        if name == "ask":
+            ask("c1")
+        elif name == "cancel":
+            ask("c2"); cancelled("c2"); cancelled("zz")
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": []}})
+        else:
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [
+                  {"type": "text", "text": json.dumps(got)}]}})
+"#;
+
+    fn python_upstream(script: &str) -> Upstream {
+        Upstream::start(python_config(script), None)
+    }
+
+    fn python_config(script: &str) -> UpstreamConfig {
+        let child = ChildConfig::new("asking", "python3").arg("-c").arg(script);
+        UpstreamConfig {
+            child,
+            transport: TransportConfig::default(),
+            init_params: serde_json::value::to_raw_value(&serde_json::json!({
+                    "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                    "clientInfo": {"name": "t", "version": "1"}}))
+            .unwrap(),
+            prefer_modern: false,
+            restart: true,
+            init_timeout: Duration::from_secs(10),
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(1),
+            ready_wait: Duration::from_secs(10),
+            max_in_flight: 64,
+            queue_wait: Duration::from_secs(10),
+        }
+    }
+
+    /// A child without `restart` (a session's own) that dies stays down: no
+    /// new process is started (it would not know its session's state), and a
+    /// call fails at once instead of waiting for one.
+    #[tokio::test]
+    async fn a_child_without_restart_stays_down() {
+        // ASKING_CHILD, exiting 0.3 s after it starts.
+        let exits = ASKING_CHILD.replace(
+            "for line in sys.stdin:",
+            "import os, threading\nthreading.Timer(0.3, lambda: os._exit(0)).start()\nfor line in sys.stdin:",
+        );
+        let mut config = python_config(&exits);
+        config.restart = false;
+        let up = Upstream::start(config, None);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        let mut status = up.watch_status();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            status.wait_for(|s| matches!(s, Status::Down(_))),
+        )
+        .await
+        .expect("down in time")
+        .expect("watching");
+        // Several backoff periods (100 ms) later: still down, never restarted.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(matches!(up.status(), Status::Down(_)));
+        assert_eq!(up.restarts(), 0);
+        let started = Instant::now();
+        let Err(why) = up.call(tool("report"), 1).await else {
+            panic!("a call on a child that is gone")
+        };
+        assert!(why.contains("gone"), "{why}");
+        assert!(started.elapsed() < Duration::from_secs(2), "failed at once");
+        up.shutdown(Duration::ZERO).await;
+        assert!(matches!(up.status(), Status::Stopped));
+    }
+
+    fn tool(name: &str) -> Request {
+        Request::new(
+            Id::from(7u64),
+            "tools/call",
+            &serde_json::json!({"name": name}),
+        )
+        .unwrap()
+    }
+
+    async fn next_step(call: &mut Call) -> Step {
+        tokio::time::timeout(Duration::from_secs(10), call.next())
+            .await
+            .expect("a step in time")
+    }
+
+    /// What the child's `report` tool says it got.
+    fn reported(r: &Response) -> Value {
+        let result: Value = serde_json::from_str(r.result.get()).unwrap();
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+    }
+
+    fn open_tables_are_empty(up: &Upstream) -> bool {
+        let table = lock(&up.inner.table);
+        table.open_requests.is_empty() && table.child_requests.is_empty()
+    }
+
+    /// The child cancels its own request: the call gets the cancellation under
+    /// the id the request was handed on under (never the child's own), the
+    /// request is forgotten (an answer is not passed on), and a cancellation
+    /// of a request the child never made is dropped.
+    #[tokio::test]
+    async fn a_childs_cancellation_names_the_request_as_it_was_handed_on() {
+        let up = python_upstream(ASKING_CHILD);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        let mut call = up.call(tool("cancel"), 1).await.expect("started");
+        let Step::Event(CallEvent::Request(asked)) = next_step(&mut call).await else {
+            panic!("the child's request first")
+        };
+        assert!(
+            upstream_id(&asked.id).is_some(),
+            "handed on under ours: {}",
+            asked.id
+        );
+        let Step::Event(CallEvent::Notification(n)) = next_step(&mut call).await else {
+            panic!("then its cancellation")
+        };
+        assert_eq!(n.method, "notifications/cancelled");
+        let params: Value = serde_json::from_str(n.params.unwrap().get()).unwrap();
+        assert_eq!(
+            params["requestId"],
+            serde_json::to_value(&asked.id).unwrap(),
+            "the id the request was handed on under: {params}"
+        );
+        assert_eq!(params["reason"], "not needed", "the rest is kept");
+        assert!(
+            matches!(next_step(&mut call).await, Step::Done(Message::Response(_))),
+            "nothing for the unknown request \"zz\""
+        );
+        assert!(
+            open_tables_are_empty(&up),
+            "the cancelled request is forgotten"
+        );
+        // A late answer is not given to the child.
+        up.respond(Message::Response(Response {
+            id: asked.id,
+            result: empty_object(),
+        }))
+        .await;
+        let mut report = up.call(tool("report"), 1).await.expect("started");
+        let Step::Done(Message::Response(r)) = next_step(&mut report).await else {
+            panic!("the report")
+        };
+        assert_eq!(
+            reported(&r),
+            serde_json::json!([]),
+            "the child got no answer"
+        );
+        up.shutdown(Duration::ZERO).await;
+    }
+
+    /// A call cancelled while the child waits for the answer to its request
+    /// made for that call: the child gets an error for it at once, and the
+    /// request leaves the tables.
+    #[tokio::test]
+    async fn a_cancelled_calls_open_request_is_answered_to_the_child() {
+        let up = python_upstream(ASKING_CHILD);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        let mut call = up.call(tool("ask"), 1).await.expect("started");
+        let Step::Event(CallEvent::Request(_)) = next_step(&mut call).await else {
+            panic!("the child's request")
+        };
+        assert!(!open_tables_are_empty(&up));
+        call.cancel("cancelled by the client").await;
+        assert!(open_tables_are_empty(&up), "no request left behind");
+        let mut report = up.call(tool("report"), 1).await.expect("started");
+        let Step::Done(Message::Response(r)) = next_step(&mut report).await else {
+            panic!("the report")
+        };
+        let got = reported(&r);
+        assert_eq!(got[0]["id"], "c1", "{got}");
+        assert_eq!(got[0]["error"]["code"], -32603, "{got}");
+        assert!(
+            got[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("cancelled by the client"),
+            "{got}"
+        );
+        // A call dropped unfinished does the same.
+        let mut call = up.call(tool("ask"), 1).await.expect("started");
+        let Step::Event(CallEvent::Request(_)) = next_step(&mut call).await else {
+            panic!("the child's request")
+        };
+        drop(call);
+        assert!(open_tables_are_empty(&up), "no request left behind");
         up.shutdown(Duration::ZERO).await;
     }
 }

@@ -43,7 +43,8 @@ pub struct BridgeArgs {
     /// Turn the legacy HTTP+SSE endpoints off.
     #[arg(long)]
     pub no_sse: bool,
-    /// One child per client session, or one shared child.
+    /// One child per client session (when it dies, its session ends: the client
+    /// starts a new one), or one shared child (restarted when it dies).
     #[arg(long, value_enum, default_value = "per-session")]
     pub child: ChildArg,
     /// End a session (and its child) after this long without requests: `90s`,

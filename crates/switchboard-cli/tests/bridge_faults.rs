@@ -39,6 +39,10 @@ async fn wait_until_async<F: std::future::Future<Output = bool>>(
     }
 }
 
+/// The shared child (the bridge's, not a session's) killed mid-call: the call
+/// fails fast, the child is restarted and the next call on the same session
+/// works. (A session's own child is not restarted: see
+/// [`a_per_session_childs_death_ends_its_session`].)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
     let pids = temp_path("killed");
@@ -96,6 +100,112 @@ async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
         ok.body
     );
     assert!(pids_in(&pids).len() >= 2, "a new child was started");
+    let _ = std::fs::remove_file(&pids);
+}
+
+/// A session's own child (`--child per-session`, the default) killed mid-call:
+/// the call fails fast with a clear error, as with the shared child, but the
+/// child is not restarted under the session (a new process would know nothing
+/// of the session's `initialize`, subscriptions or log level, and the client
+/// could not tell): the session ends, its next request gets 404, and a new
+/// session (a fresh `initialize`) gets a new child and works. A legacy
+/// HTTP+SSE session's stream closes, and its message endpoint answers 404.
+/// The session used to be kept, silently served by a restarted child it had
+/// never initialized.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_childs_death_ends_its_session() {
+    let pids = temp_path("session-child-dies");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&[], &cmd).await;
+    let c = client();
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let shared = pids_in(&pids);
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let own = *pids_in(&pids).last().unwrap();
+    assert!(!shared.contains(&own), "the session has a child of its own");
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
+    let url = bridge.url.clone();
+    let headers: Vec<(String, String)> = s
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let c2 = c.clone();
+    let call = tokio::spawn(async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let started = Instant::now();
+        let reply = post(&c2, &url, &h, &body).await;
+        (reply, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    kill_hard(own);
+    let (reply, took) = call.await.unwrap();
+    let error = &reply.response(&json!(1))["error"];
+    assert_eq!(error["code"], -32603, "{}", reply.body);
+    assert!(
+        error["message"].as_str().unwrap().contains("exited"),
+        "a clear error: {error}"
+    );
+    assert!(took < Duration::from_secs(10), "failed fast: {took:?}");
+    // The session is over: 404 (at once, or after the errors of requests
+    // that raced the session's end; never a result from a new child).
+    let deadline = Instant::now() + WAIT;
+    let mut n = 2;
+    loop {
+        let next = s
+            .request(&c, &bridge.url, json!(n), "tools/list", json!({}))
+            .await;
+        if next.status == 404 {
+            break;
+        }
+        assert!(
+            next.response(&json!(n)).get("error").is_some(),
+            "no answer but an error or 404 on a session whose child died: {}",
+            next.body
+        );
+        assert!(Instant::now() < deadline, "the session ended in time");
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        pids_in(&pids).len(),
+        shared.len() + 1,
+        "no child is restarted for the session that ended"
+    );
+    // The client starts over: a new session, a new child.
+    let again = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let ok = again
+        .request(
+            &c,
+            &bridge.url,
+            json!(1),
+            "tools/call",
+            json!({"name":"echo","arguments":{"text":"again"}}),
+        )
+        .await;
+    assert_eq!(first_text(&ok.response(&json!(1))["result"]), "again");
+    assert_eq!(pids_in(&pids).len(), shared.len() + 2, "a new child");
+
+    // A legacy HTTP+SSE session: its stream closes, its endpoint answers 404.
+    let mut legacy = open_legacy(&c, &bridge.base).await;
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}});
+    assert_eq!(legacy.send(&c, &init).await, 202);
+    legacy.until_response(&json!(0)).await;
+    let own = *pids_in(&pids).last().unwrap();
+    kill_hard(own);
+    let ended = tokio::time::timeout(WAIT, async {
+        while legacy.stream.next_message().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the legacy session's stream closed");
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+    assert_eq!(legacy.send(&c, &list).await, 404);
     let _ = std::fs::remove_file(&pids);
 }
 

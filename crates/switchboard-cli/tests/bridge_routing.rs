@@ -525,3 +525,264 @@ async fn subscriptions_survive_a_restart_of_the_shared_child() {
     assert_eq!(updated["params"]["uri"], uri);
     let _ = std::fs::remove_file(&pids);
 }
+
+/// A legacy stdio server (2025-11-25) that appends every response it gets (to
+/// its own `sampling/createMessage` requests) to the file `argv[1]`, one JSON
+/// line each. Its tools, each asking `sampling/createMessage` under an id of
+/// its own (`<letter><n>`, never one the bridge would pick):
+/// - `ask_then_cancel` asks, cancels that request 0.3 s later
+///   (`notifications/cancelled`), cancels `"zz"` (never asked), and 1.5 s
+///   later returns the answers it got to the cancelled request (JSON text);
+/// - `ask_and_wait` asks and waits (up to 30 s) for the answer;
+/// - `ask_and_return` asks and returns at once, the request still open.
+const CANCELLING_CHILD: &str = r#"
+import json, sys, threading, time
+log = sys.argv[1]
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+got = {}
+events = {}
+count = [0]
+def ask(letter):
+    count[0] += 1
+    i = f"{letter}{count[0]}"
+    events[i] = threading.Event()
+    send({"jsonrpc": "2.0", "id": i, "method": "sampling/createMessage",
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": i}}],
+                     "maxTokens": 5}})
+    return i
+def done(call_id, text):
+    send({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": text}]}})
+def ask_then_cancel(call_id):
+    i = ask("q")
+    time.sleep(0.3)
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": i, "reason": "no longer needed"}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": "zz", "reason": "never asked"}})
+    time.sleep(1.5)
+    done(call_id, json.dumps(got.get(i, [])))
+def ask_and_wait(call_id):
+    i = ask("w")
+    events[i].wait(30)
+    done(call_id, json.dumps(got.get(i, [])))
+def ask_and_return(call_id):
+    ask("r")
+    done(call_id, "asked")
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        with open(log, "a") as f:
+            f.write(json.dumps(m) + "\n")
+        got.setdefault(m.get("id"), []).append(m)
+        if m.get("id") in events:
+            events[m["id"]].set()
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "cancelling", "version": "1"}}})
+    elif m["method"] == "tools/call":
+        tool = {"ask_then_cancel": ask_then_cancel, "ask_and_wait": ask_and_wait,
+                "ask_and_return": ask_and_return}[m["params"]["name"]]
+        threading.Thread(target=tool, args=(m["id"],), daemon=True).start()
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// The responses the child of [`CANCELLING_CHILD`] logged to `file`.
+fn responses_in(file: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The next message on `stream` that is `method`'s (`None`: the stream ended).
+async fn next_with_method(stream: &mut SseStream, method: &str) -> Option<Value> {
+    while let Some(m) = stream.next_message().await {
+        if m["method"] == method {
+            return Some(m);
+        }
+    }
+    None
+}
+
+/// The child cancels its own `sampling/createMessage` (made for the client's
+/// call): the client gets that `notifications/cancelled` with the `requestId`
+/// it saw (the bridge's id of the request, not the child's own, which it used
+/// to pass on as is, naming nothing the client knew), on that call's stream;
+/// the client's answer sent anyway is not passed to the child (the request is
+/// over); and the child's cancellation of a request it never made reaches
+/// nobody. Both child modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_cancellation_of_its_request_names_the_id_the_client_saw() {
+    for mode in ["per-session", "shared"] {
+        let log = temp_path(&format!("child-cancels-{mode}"));
+        let log_arg = log.to_string_lossy().into_owned();
+        let bridge = BridgeProc::start(
+            &["--child", mode],
+            &["python3", "-c", CANCELLING_CHILD, &log_arg],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ask_then_cancel", "arguments": {}}});
+        let mut stream = post_streaming(&c, &bridge.url, &s.headers(), &body).await;
+        let asked = next_with_method(&mut stream, "sampling/createMessage")
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the child's request"));
+        let cancelled = next_with_method(&mut stream, "notifications/cancelled")
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the child's cancellation"));
+        assert_eq!(
+            cancelled["params"]["requestId"], asked["id"],
+            "{mode}: the id the client saw: {cancelled} for {asked}"
+        );
+        assert_eq!(cancelled["params"]["reason"], "no longer needed", "{mode}");
+        // The client answers anyway (the notification raced its answer).
+        let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+            "role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}});
+        assert_eq!(
+            post(&c, &bridge.url, &s.headers(), &answer).await.status,
+            202
+        );
+        let mut rest = Vec::new();
+        while let Some(m) = stream.next_message().await {
+            let last = m["id"] == 1 && m.get("method").is_none();
+            rest.push(m);
+            if last {
+                break;
+            }
+        }
+        let done = rest.last().expect("the call's response");
+        assert_eq!(
+            first_text(&done["result"]),
+            "[]",
+            "{mode}: the answer to a cancelled request reached the child"
+        );
+        assert!(
+            rest.iter()
+                .all(|m| m["method"] != "notifications/cancelled"),
+            "{mode}: the cancellation of a request never made was passed on: {rest:?}"
+        );
+        bridge.terminate();
+        let _ = std::fs::remove_file(&log);
+    }
+}
+
+/// Waits (up to 10 s) until the child of [`CANCELLING_CHILD`] logged an error
+/// response to its request `child_id`, and returns it.
+async fn error_answer(log: &std::path::Path, child_id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(r) = responses_in(log).into_iter().find(|r| r["id"] == child_id) {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the child never got an answer to {child_id}: {:?}",
+            responses_in(log)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The child waits for the answer to its `sampling/createMessage`, made for a
+/// call that the client then cancels: the bridge answers the child's request
+/// itself (-32603, saying why) instead of leaving the child waiting until it
+/// is restarted. Both child modes. With the shared child, which outlives the
+/// session, the same when the session ends (DELETE) with a call's request
+/// open, or with a request still open after its call returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_request_is_answered_when_its_call_or_session_ends() {
+    for mode in ["per-session", "shared"] {
+        let log = temp_path(&format!("abandoned-{mode}"));
+        let log_arg = log.to_string_lossy().into_owned();
+        let bridge = BridgeProc::start(
+            &["--child", mode],
+            &["python3", "-c", CANCELLING_CHILD, &log_arg],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+        let ask = |id: i64, tool: &str| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": {}}})
+        };
+        let mut stream =
+            post_streaming(&c, &bridge.url, &s.headers(), &ask(1, "ask_and_wait")).await;
+        let asked = next_with_method(&mut stream, "sampling/createMessage")
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the child's request"));
+        let child_id = asked["params"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1, "reason": "changed my mind"}});
+        assert_eq!(
+            post(&c, &bridge.url, &s.headers(), &cancel).await.status,
+            202
+        );
+        let answer = error_answer(&log, &child_id).await;
+        assert_eq!(answer["error"]["code"], -32603, "{mode}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("changed my mind") || m.contains("cancelled")),
+            "{mode}: the error says why: {answer}"
+        );
+        if mode == "shared" {
+            // A call in flight with its request open, and a request whose call
+            // has returned, when the session ends.
+            let mut stream =
+                post_streaming(&c, &bridge.url, &s.headers(), &ask(2, "ask_and_wait")).await;
+            let waiting = next_with_method(&mut stream, "sampling/createMessage")
+                .await
+                .expect("the child's second request");
+            let returned = s
+                .request(
+                    &c,
+                    &bridge.url,
+                    json!(3),
+                    "tools/call",
+                    json!({"name": "ask_and_return", "arguments": {}}),
+                )
+                .await;
+            assert_eq!(first_text(&returned.response(&json!(3))["result"]), "asked");
+            let open = returned
+                .messages
+                .iter()
+                .find(|m| m["method"] == "sampling/createMessage")
+                .expect("the request of the call that returned")
+                .clone();
+            let deleted = c
+                .delete(&bridge.url)
+                .header("mcp-session-id", &s.id)
+                .header("mcp-protocol-version", &s.version)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(deleted.status().as_u16(), 200);
+            for request in [waiting, open] {
+                let child_id = request["params"]["messages"][0]["content"]["text"]
+                    .as_str()
+                    .unwrap();
+                let answer = error_answer(&log, child_id).await;
+                assert_eq!(answer["error"]["code"], -32603, "{answer}");
+                assert!(
+                    answer["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("session ended")),
+                    "the error says why: {answer}"
+                );
+            }
+        }
+        bridge.terminate();
+        let _ = std::fs::remove_file(&log);
+    }
+}
