@@ -15,9 +15,11 @@
 //!                          the call is held open, the client gets
 //!                          {resultType:"input_required", inputRequests:{k:{method,params}},
 //!                           requestState: <random handle>}
-//!                          its retry (new id, same method and name, inputResponses[k],
+//!                          its retry (new id, same method and params, inputResponses[k],
 //!                          requestState) hands the answer to the child and goes on
-//!                          waiting for the held call's result;
+//!                          waiting for the held call's result; a retry whose method
+//!                          or params differ (compared as decoded JSON, `_meta`
+//!                          aside) is -32602 and the held call stays as it was;
 //!                        not declared: the child's request is answered -32601
 //! result                 resultType "complete" added (a splice into the raw JSON;
 //!                        the payload is not decoded); -32002 becomes -32602
@@ -29,7 +31,9 @@
 //!
 //! A held call that is not resumed within the configured time is cancelled
 //! upstream. The `requestState` handle is 128 random bits naming the held call; it
-//! is bound to the method and name of the original request and used once.
+//! is bound to the method and params of the original request (2026-07-28 "Multi
+//! round-trip requests": the client retries "the same method and params"; bind
+//! `requestState` to them) and used once.
 //!
 //! This module must not know how the child is spawned or supervised, nor about
 //! legacy sessions.
@@ -64,6 +68,10 @@ pub(crate) struct Held {
     pending: HashMap<String, Request>,
     method: String,
     name: Option<String>,
+    /// The request's params without `_meta`, `inputResponses` and
+    /// `requestState`: what a retry must repeat (empty for a 2026-07-28 child,
+    /// whose own `requestState` binds its retries).
+    params: Map<String, Value>,
     context: RequestContext,
 }
 
@@ -172,6 +180,7 @@ async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            params: Map::new(),
             context,
         };
         return run(core, tx, rx, id, held).await;
@@ -212,11 +221,33 @@ async fn handle(
                 "requestState must be a string",
             ));
         };
-        let held = core
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(state);
+        // The retry repeats the request's method and params (2026-07-28
+        // "Multi round-trip requests": the same method and params, a new id,
+        // plus inputResponses and requestState; `_meta` may change, e.g. a new
+        // progress token). Compared as decoded JSON: member order and
+        // whitespace do not matter.
+        params.remove("_meta");
+        let held = {
+            let mut table = core.held.lock().unwrap_or_else(|p| p.into_inner());
+            match table.get(state) {
+                None => None,
+                // A mismatched retry leaves the held call as it is (it expires
+                // as it would have): it must not destroy the right one's state.
+                Some(h) if h.method != r.method || h.name != name || h.params != params => {
+                    return Some(error(
+                        r.id,
+                        code::INVALID_PARAMS,
+                        format!(
+                            "requestState was issued for another request: a retry must repeat the \
+                             method ({}) and params (name and arguments) of the request that got \
+                             input_required; only inputResponses, requestState and _meta may change",
+                            h.method
+                        ),
+                    ));
+                }
+                Some(_) => table.remove(state),
+            }
+        };
         let Some(held) = held else {
             return Some(error(
                 r.id,
@@ -224,30 +255,18 @@ async fn handle(
                 "unknown or expired requestState (the held call is gone; send the request again without it)",
             ));
         };
-        if held.method != r.method || held.name != name {
-            // Put it back: a mismatched retry must not destroy the right one's state.
-            let state = state.to_owned();
-            core.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(state, held);
-            return Some(error(
-                r.id,
-                code::INVALID_PARAMS,
-                "requestState belongs to another request",
-            ));
-        }
         return resume(core, tx, rx, r.id, held, input_responses).await;
     }
-    let params = match serde_json::value::to_raw_value(&params) {
+    let raw_params = match serde_json::value::to_raw_value(&params) {
         Ok(p) => p,
         Err(e) => return Some(error(r.id, code::INTERNAL_ERROR, e.to_string())),
     };
+    params.remove("_meta");
     let method = r.method.clone();
     let forwarded = Request {
         id: r.id.clone(),
         method: r.method,
-        params: Some(params),
+        params: Some(raw_params),
     };
     let owner = core.next_owner();
     if context.log_level.is_some() {
@@ -269,6 +288,7 @@ async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            params,
             context,
         },
     )

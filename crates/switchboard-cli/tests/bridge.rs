@@ -228,6 +228,77 @@ async fn a_modern_client_answers_the_childs_elicitation_with_input_required() {
     assert_eq!(again.response(&json!(4))["error"]["code"], -32602);
 }
 
+/// A 2026-07-28 retry must repeat the method and params of the request that got
+/// `input_required` (2026-07-28 "Multi round-trip requests": the same method and
+/// params, a new id, `inputResponses` and `requestState` added). One with other
+/// arguments is -32602 and leaves the held call alone; the bridge used to
+/// resume the held call with it, so the client got the result of a call it had
+/// not made. The retry that repeats the params (its members in another order,
+/// with a `_meta` of its own) then resumes the held call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_other_arguments_does_not_resume_the_held_call() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let caps = json!({"sampling": {}});
+    let first = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/call",
+        json!({"name": "sample", "arguments": {"prompt": "a", "n": 1}}),
+        caps.clone(),
+    )
+    .await;
+    let result = first.response(&json!(1))["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let key = first_input_key(&result);
+    let state = result["requestState"].clone();
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"});
+    let others = [
+        json!({"prompt": "b", "n": 1}),
+        json!({"prompt": "a", "n": 2}),
+        json!({"prompt": "a"}),
+        json!({"prompt": "a", "n": 1, "more": true}),
+    ];
+    for (i, arguments) in others.into_iter().enumerate() {
+        let id = json!(10 + i);
+        let wrong = modern(
+            &c,
+            &bridge.url,
+            id.clone(),
+            "tools/call",
+            json!({"name": "sample", "arguments": arguments, "requestState": state,
+                   "inputResponses": {key.clone(): answer.clone()}}),
+            caps.clone(),
+        )
+        .await;
+        let error = &wrong.response(&id)["error"];
+        assert_eq!(error["code"], -32602, "{arguments}: {}", wrong.body);
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("another request"),
+            "{error}"
+        );
+    }
+    let retry = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"inputResponses": {key: answer}, "requestState": state,
+               "arguments": {"n": 1, "prompt": "a"}, "_meta": {"progressToken": "p2"},
+               "name": "sample"}),
+        caps,
+    )
+    .await;
+    let result = &retry.response(&json!(2))["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(first_text(result), "the model said: hi");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_session_answers_the_childs_sampling_request_on_the_calls_stream() {
     let bridge = BridgeProc::start(&[], &[]).await;
