@@ -38,9 +38,10 @@ mod allow;
 mod connect;
 mod legacy;
 mod modern;
+mod tools;
 mod upstream;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -154,6 +155,9 @@ pub(crate) struct Core {
     pub(crate) request_timeout: Duration,
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
+    /// The shared child's tools' `x-mcp-header` annotations, for the
+    /// `Mcp-Param-*` checks of 2026-07-28 `tools/call` requests (module `tools`).
+    pub(crate) tools: tools::ToolHeaders,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
@@ -479,7 +483,8 @@ pub struct Bridge {
     server: Option<HttpServer>,
     core: Arc<Core>,
     accept: JoinHandle<()>,
-    drift: Option<JoinHandle<()>>,
+    /// Keeps the shared child's tool list (module `tools`) and logs drift.
+    tools: JoinHandle<()>,
     resubscribe: JoinHandle<()>,
 }
 
@@ -554,6 +559,7 @@ impl Bridge {
             request_timeout: config.request_timeout,
             shared,
             held: Mutex::new(HashMap::new()),
+            tools: tools::ToolHeaders::default(),
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
             child_logs_all: AtomicU64::new(0),
             listens: std::sync::atomic::AtomicUsize::new(0),
@@ -562,10 +568,12 @@ impl Bridge {
             owners: AtomicU64::new(1),
             live: Mutex::new(Vec::new()),
         });
-        let drift = core
-            .allow
-            .is_restricted()
-            .then(|| tokio::spawn(watch_drift(core.clone())));
+        // Subscribed before the child can be ready: no list change is missed.
+        let tools = tokio::spawn(tools::follow(
+            Arc::downgrade(&core),
+            core.shared.watch_status(),
+            core.shared.subscribe(),
+        ));
         let resubscribe = tokio::spawn(resubscribe(
             Arc::downgrade(&core),
             core.shared.watch_status(),
@@ -594,7 +602,7 @@ impl Bridge {
             server: Some(server),
             core,
             accept,
-            drift,
+            tools,
             resubscribe,
         })
     }
@@ -645,9 +653,7 @@ impl Bridge {
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
         }
-        if let Some(d) = self.drift.take() {
-            d.abort();
-        }
+        self.tools.abort();
         self.resubscribe.abort();
         let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
         for h in held {
@@ -722,90 +728,4 @@ async fn resubscribe(core: Weak<Core>, mut status: tokio::sync::watch::Receiver<
             return;
         }
     }
-}
-
-/// Logs allowed tool names the upstream does not report, at start-up and on
-/// every `notifications/tools/list_changed`.
-async fn watch_drift(core: Arc<Core>) {
-    let mut changes = core.shared.subscribe();
-    loop {
-        if core
-            .shared
-            .ready_eventually(Duration::from_secs(3600))
-            .await
-            .is_ok()
-        {
-            match list_tool_names(&core.shared, core.next_owner()).await {
-                Ok(names) => {
-                    let missing = core.allow.drift(&names);
-                    if missing.is_empty() {
-                        info!(
-                            tools = names.len(),
-                            "every allowed tool is reported by the upstream server"
-                        );
-                    } else {
-                        warn!(
-                            ?missing,
-                            "drift: allowed tools the upstream server does not report"
-                        );
-                    }
-                }
-                Err(why) => warn!(
-                    why,
-                    "could not list the upstream's tools for the drift check"
-                ),
-            }
-        }
-        loop {
-            match changes.recv().await {
-                Ok(n) if n.method == "notifications/tools/list_changed" => break,
-                Ok(_) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    }
-}
-
-/// Every tool name the upstream lists, following cursors (at most 100 pages).
-async fn list_tool_names(up: &Upstream, owner: u64) -> Result<BTreeSet<String>, String> {
-    let mut names = BTreeSet::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..100 {
-        let mut params = match &cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        if up.ready(Duration::ZERO).await.is_ok_and(|info| info.modern) {
-            params["_meta"] = json!({
-                switchboard_protocol::types::meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-                switchboard_protocol::types::meta::CLIENT_CAPABILITIES: {},
-            });
-        }
-        let request =
-            Request::new(Id::from(0u64), "tools/list", &params).map_err(|e| e.to_string())?;
-        let mut call = up.call(request, owner).await?;
-        let result = loop {
-            match call.next().await {
-                Step::Event(_) => continue,
-                Step::Done(Message::Response(r)) => break r.result,
-                Step::Done(Message::Error(e)) => return Err(e.error.message),
-                Step::Done(_) => return Err("unexpected answer".into()),
-                Step::Failed(why) => return Err(why),
-            }
-        };
-        let v: serde_json::Value = serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
-        if let Some(tools) = v.get("tools").and_then(|t| t.as_array()) {
-            for t in tools {
-                if let Some(n) = t.get("name").and_then(|n| n.as_str()) {
-                    names.insert(n.to_owned());
-                }
-            }
-        }
-        match v.get("nextCursor").and_then(|c| c.as_str()) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => return Ok(names),
-        }
-    }
-    Ok(names)
 }

@@ -6,8 +6,13 @@
 //! server/discover        answered here from the child's initialize result:
 //!                        supportedVersions = the versions the bridge serves,
 //!                        capabilities/instructions/serverInfo = the child's
-//! any other request      _meta checked (version first, then capabilities);
-//!                        Mcp-Method / Mcp-Name headers checked against the body (-32020);
+//! any other request      the library's checks (the transport's `mcp_headers`, in
+//!                        the order of the validation table): MCP-Protocol-Version,
+//!                        Mcp-Method, Mcp-Name against the body (-32020), the _meta
+//!                        check (version first, then capabilities), and for
+//!                        tools/call Mcp-Param-* against the arguments the tool's
+//!                        inputSchema annotates with x-mcp-header (-32020; the
+//!                        schemas from the child's tools/list, module `tools`);
 //!                        the 2026 _meta members removed, the rest (progressToken,
 //!                        traceparent, ...) kept; forwarded to the shared child
 //! child asks sampling / elicitation / roots while the call runs
@@ -15,9 +20,11 @@
 //!                          the call is held open, the client gets
 //!                          {resultType:"input_required", inputRequests:{k:{method,params}},
 //!                           requestState: <random handle>}
-//!                          its retry (new id, same method and name, inputResponses[k],
+//!                          its retry (new id, same method and params, inputResponses[k],
 //!                          requestState) hands the answer to the child and goes on
-//!                          waiting for the held call's result;
+//!                          waiting for the held call's result; a retry whose method
+//!                          or params differ (compared as decoded JSON, `_meta`
+//!                          aside) is -32602 and the held call stays as it was;
 //!                        not declared: the child's request is answered -32601
 //! result                 resultType "complete" added (a splice into the raw JSON;
 //!                        the payload is not decoded); -32002 becomes -32602
@@ -29,7 +36,9 @@
 //!
 //! A held call that is not resumed within the configured time is cancelled
 //! upstream. The `requestState` handle is 128 random bits naming the held call; it
-//! is bound to the method and name of the original request and used once.
+//! is bound to the method and params of the original request (2026-07-28 "Multi
+//! round-trip requests": the client retries "the same method and params"; bind
+//! `requestState` to them) and used once.
 //!
 //! This module must not know how the child is spawned or supervised, nor about
 //! legacy sessions.
@@ -45,8 +54,9 @@ use std::sync::atomic::Ordering;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
-use switchboard_protocol::lifecycle::{check_modern_request, RequestContext};
+use switchboard_protocol::lifecycle::RequestContext;
 use switchboard_protocol::types::{meta, CacheScope, DiscoverResult};
+use switchboard_transport::http::mcp_headers;
 use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tracing::{debug, warn};
 
@@ -64,6 +74,10 @@ pub(crate) struct Held {
     pending: HashMap<String, Request>,
     method: String,
     name: Option<String>,
+    /// The request's params without `_meta`, `inputResponses` and
+    /// `requestState`: what a retry must repeat (empty for a 2026-07-28 child,
+    /// whose own `requestState` binds its retries).
+    params: Map<String, Value>,
     context: RequestContext,
 }
 
@@ -111,23 +125,28 @@ async fn handle(
         Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
     };
     let supported = core.supported();
-    if let Err(e) = check_headers(headers, &r) {
-        return Some(error(r.id, code::HEADER_MISMATCH, e));
-    }
-    let context = match check_modern_request(
+    // Decoded once for the checks; `None` when absent or not an object.
+    let decoded: Option<Map<String, Value>> = r
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok());
+    // The library's own checks (the transport's `mcp_headers`), in the order of
+    // the validation table, against the child's capabilities.
+    let context = match mcp_headers::check_exchange_headers(
         &supported,
         &info.result.capabilities,
-        &r.method,
-        r.params.as_deref(),
+        &r,
+        decoded.as_ref(),
+        headers,
     ) {
         Ok(c) => c,
-        Err(e) => {
-            return Some(Message::Error(ErrorResponse::new(
-                Some(r.id),
-                e.to_error_object(),
-            )))
-        }
+        Err(e) => return Some(Message::Error(ErrorResponse::new(Some(r.id), e))),
     };
+    if r.method == "tools/call" {
+        if let Err(e) = check_param_headers(core, decoded.as_ref(), headers).await {
+            return Some(Message::Error(ErrorResponse::new(Some(r.id), e)));
+        }
+    }
     if r.method == "server/discover" {
         let mut result = DiscoverResult::new(
             supported
@@ -172,6 +191,7 @@ async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            params: Map::new(),
             context,
         };
         return run(core, tx, rx, id, held).await;
@@ -180,9 +200,16 @@ async fn handle(
         listen(core, &upstream, tx, rx, r).await;
         return None;
     }
-    let mut params = match params_object(r.params.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return Some(error(r.id, code::INVALID_PARAMS, e)),
+    let mut params = match (decoded, &r.params) {
+        (Some(p), _) => p,
+        (None, None) => Map::new(),
+        (None, Some(_)) => {
+            return Some(error(
+                r.id,
+                code::INVALID_PARAMS,
+                "params must be an object",
+            ))
+        }
     };
     let name = params
         .get("name")
@@ -212,11 +239,33 @@ async fn handle(
                 "requestState must be a string",
             ));
         };
-        let held = core
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(state);
+        // The retry repeats the request's method and params (2026-07-28
+        // "Multi round-trip requests": the same method and params, a new id,
+        // plus inputResponses and requestState; `_meta` may change, e.g. a new
+        // progress token). Compared as decoded JSON: member order and
+        // whitespace do not matter.
+        params.remove("_meta");
+        let held = {
+            let mut table = core.held.lock().unwrap_or_else(|p| p.into_inner());
+            match table.get(state) {
+                None => None,
+                // A mismatched retry leaves the held call as it is (it expires
+                // as it would have): it must not destroy the right one's state.
+                Some(h) if h.method != r.method || h.name != name || h.params != params => {
+                    return Some(error(
+                        r.id,
+                        code::INVALID_PARAMS,
+                        format!(
+                            "requestState was issued for another request: a retry must repeat the \
+                             method ({}) and params (name and arguments) of the request that got \
+                             input_required; only inputResponses, requestState and _meta may change",
+                            h.method
+                        ),
+                    ));
+                }
+                Some(_) => table.remove(state),
+            }
+        };
         let Some(held) = held else {
             return Some(error(
                 r.id,
@@ -224,30 +273,18 @@ async fn handle(
                 "unknown or expired requestState (the held call is gone; send the request again without it)",
             ));
         };
-        if held.method != r.method || held.name != name {
-            // Put it back: a mismatched retry must not destroy the right one's state.
-            let state = state.to_owned();
-            core.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(state, held);
-            return Some(error(
-                r.id,
-                code::INVALID_PARAMS,
-                "requestState belongs to another request",
-            ));
-        }
         return resume(core, tx, rx, r.id, held, input_responses).await;
     }
-    let params = match serde_json::value::to_raw_value(&params) {
+    let raw_params = match serde_json::value::to_raw_value(&params) {
         Ok(p) => p,
         Err(e) => return Some(error(r.id, code::INTERNAL_ERROR, e.to_string())),
     };
+    params.remove("_meta");
     let method = r.method.clone();
     let forwarded = Request {
         id: r.id.clone(),
         method: r.method,
-        params: Some(params),
+        params: Some(raw_params),
     };
     let owner = core.next_owner();
     if context.log_level.is_some() {
@@ -269,6 +306,7 @@ async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            params,
             context,
         },
     )
@@ -283,98 +321,38 @@ fn params_object(params: Option<&RawValue>) -> Result<Map<String, Value>, String
     }
 }
 
-/// Decodes a header value in the 2026-07-28 encoding: as is, or
-/// `=?base64?<base64 of UTF-8>?=` ("Header value encoding").
-fn decode_header_value(text: &str) -> Option<String> {
-    match text
-        .strip_prefix("=?base64?")
-        .and_then(|t| t.strip_suffix("?="))
-    {
-        Some(b64) => base64_decode(b64).and_then(|bytes| String::from_utf8(bytes).ok()),
-        None => Some(text.to_owned()),
-    }
-}
-
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
-/// `Mcp-Method` must equal the body's method, and `Mcp-Name` its `params.name`
-/// (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`) (2026-07-28,
-/// "Streamable HTTP → Request headers"; a mismatch is 400 / -32020).
-fn check_headers(headers: &HeaderMap, r: &Request) -> Result<(), String> {
-    if headers.is_empty() {
-        // Not HTTP (tests drive exchanges in memory): nothing to compare.
-        return Ok(());
-    }
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let body_version = params_object(r.params.as_deref()).ok().and_then(|p| {
-        p.get("_meta")?
-            .get(meta::PROTOCOL_VERSION)?
-            .as_str()
-            .map(str::to_owned)
-    });
-    match (text("mcp-protocol-version"), body_version) {
-        (Some(header), Some(body)) if body != header => {
-            return Err(format!(
-                "MCP-Protocol-Version {header:?} does not match params._meta's {body:?}"
-            ));
-        }
-        // Required on every 2026-07-28 POST (a `_meta` without a version is
-        // the -32602 of the `_meta` check).
-        (None, Some(_)) => {
-            return Err("the MCP-Protocol-Version header is required".to_owned());
-        }
-        _ => {}
-    }
-    match text("mcp-method") {
-        Some(m) if m == r.method => {}
-        Some(m) => {
-            return Err(format!(
-                "Mcp-Method {m:?} does not match the body's method {:?}",
-                r.method
-            ))
-        }
-        None => return Err("the Mcp-Method header is required".to_owned()),
-    }
-    let key = match r.method.as_str() {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return Ok(()),
+/// The `Mcp-Param-*` check of a 2026-07-28 `tools/call` (after
+/// `check_exchange_headers`): the called tool's `x-mcp-header` annotations come
+/// from the shared child's `tools/list` (module `tools`, which fetches it first
+/// when it is not known for the running child). A tool outside the allowlist is
+/// checked as an unknown one (no annotations: its -32602 comes next, and its
+/// schema is not revealed). Errors: -32020 (a header), -32603 (the list could
+/// not be fetched).
+async fn check_param_headers(
+    core: &Core,
+    params: Option<&Map<String, Value>>,
+    headers: &HeaderMap,
+) -> Result<(), ErrorObject> {
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .filter(|n| core.allow.permits(n));
+    let pairs = match name {
+        Some(name) => core
+            .tools
+            .of_tool(&core.shared, core.next_owner(), name, core.request_timeout)
+            .await
+            .map_err(|why| {
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "cannot check the Mcp-Param-* headers: the upstream server's tools/list failed: {why}"
+                    ),
+                )
+            })?,
+        None => Vec::new(),
     };
-    let body = params_object(r.params.as_deref())
-        .ok()
-        .and_then(|p| p.get(key).and_then(Value::as_str).map(str::to_owned));
-    let header = text("mcp-name").and_then(decode_header_value);
-    match (header, body) {
-        (Some(h), Some(b)) if h == b => Ok(()),
-        (None, _) => Err("the Mcp-Name header is required".to_owned()),
-        (Some(h), Some(b)) => Err(format!("Mcp-Name {h:?} does not match params.{key} {b:?}")),
-        (Some(h), None) => Err(format!(
-            "Mcp-Name {h:?} given, but the body has no params.{key}"
-        )),
-    }
+    mcp_headers::check_param_headers(&pairs, params, headers)
 }
 
 /// A random handle for a held call: 128 bits from the OS's CSPRNG, as hex.
@@ -910,30 +888,5 @@ mod tests {
         let out: Value = serde_json::from_str(complete_result(raw(inner), false).get()).unwrap();
         assert_eq!(out["resultType"], "complete");
         assert_eq!(out["content"][0]["text"], "\"resultType\"");
-    }
-
-    #[test]
-    fn header_values_decode() {
-        assert_eq!(decode_header_value("echo").as_deref(), Some("echo"));
-        // "héllo" in UTF-8, base64.
-        assert_eq!(
-            decode_header_value("=?base64?aMOpbGxv?=").as_deref(),
-            Some("héllo")
-        );
-        assert_eq!(decode_header_value("=?base64?@@?=").as_deref(), None);
-    }
-
-    #[test]
-    fn headers_must_match_the_body() {
-        let r = Request::new(Id::from(1u64), "tools/call", &json!({"name": "echo"})).unwrap();
-        let mut h = HeaderMap::new();
-        h.insert("mcp-method", "tools/call".parse().unwrap());
-        assert!(check_headers(&h, &r).unwrap_err().contains("Mcp-Name"));
-        h.insert("mcp-name", "other".parse().unwrap());
-        assert!(check_headers(&h, &r).is_err());
-        h.insert("mcp-name", "echo".parse().unwrap());
-        assert!(check_headers(&h, &r).is_ok());
-        h.insert("mcp-method", "tools/list".parse().unwrap());
-        assert!(check_headers(&h, &r).unwrap_err().contains("Mcp-Method"));
     }
 }

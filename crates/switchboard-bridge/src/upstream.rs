@@ -459,12 +459,6 @@ impl Upstream {
         self.wait_ready(wait, false).await
     }
 
-    /// [`ready`](Self::ready) that waits through failed starts too (for
-    /// background work that wants the child whenever it comes up).
-    pub(crate) async fn ready_eventually(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
-        self.wait_ready(wait, true).await
-    }
-
     async fn wait_ready(&self, wait: Duration, patient: bool) -> Result<Arc<InitInfo>, String> {
         // The common case, without a timer.
         if let Status::Ready(info) = &*self.inner.status.borrow() {

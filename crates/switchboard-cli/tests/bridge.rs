@@ -228,6 +228,287 @@ async fn a_modern_client_answers_the_childs_elicitation_with_input_required() {
     assert_eq!(again.response(&json!(4))["error"]["code"], -32602);
 }
 
+/// A 2026-07-28 retry must repeat the method and params of the request that got
+/// `input_required` (2026-07-28 "Multi round-trip requests": the same method and
+/// params, a new id, `inputResponses` and `requestState` added). One with other
+/// arguments is -32602 and leaves the held call alone; the bridge used to
+/// resume the held call with it, so the client got the result of a call it had
+/// not made. The retry that repeats the params (its members in another order,
+/// with a `_meta` of its own) then resumes the held call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_other_arguments_does_not_resume_the_held_call() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let caps = json!({"sampling": {}});
+    let first = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/call",
+        json!({"name": "sample", "arguments": {"prompt": "a", "n": 1}}),
+        caps.clone(),
+    )
+    .await;
+    let result = first.response(&json!(1))["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let key = first_input_key(&result);
+    let state = result["requestState"].clone();
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"});
+    let others = [
+        json!({"prompt": "b", "n": 1}),
+        json!({"prompt": "a", "n": 2}),
+        json!({"prompt": "a"}),
+        json!({"prompt": "a", "n": 1, "more": true}),
+    ];
+    for (i, arguments) in others.into_iter().enumerate() {
+        let id = json!(10 + i);
+        let wrong = modern(
+            &c,
+            &bridge.url,
+            id.clone(),
+            "tools/call",
+            json!({"name": "sample", "arguments": arguments, "requestState": state,
+                   "inputResponses": {key.clone(): answer.clone()}}),
+            caps.clone(),
+        )
+        .await;
+        let error = &wrong.response(&id)["error"];
+        assert_eq!(error["code"], -32602, "{arguments}: {}", wrong.body);
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("another request"),
+            "{error}"
+        );
+    }
+    let retry = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"inputResponses": {key: answer}, "requestState": state,
+               "arguments": {"n": 1, "prompt": "a"}, "_meta": {"progressToken": "p2"},
+               "name": "sample"}),
+        caps,
+    )
+    .await;
+    let result = &retry.response(&json!(2))["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(first_text(result), "the model said: hi");
+}
+
+/// A legacy stdio server (2025-11-25) that records its pid in `argv[1]`; its
+/// `tools/list` has two pages, the second with tool `where`, whose `region`
+/// and `count` arguments carry `x-mcp-header` (`Region`, `Count`); `where`
+/// returns its arguments as JSON text. Tool `rename` renames `Region` to
+/// `Zone` and says so with `notifications/tools/list_changed`.
+const HEADER_CHILD: &str = r#"
+import json, sys, os
+open(sys.argv[1], "a").write(f"{os.getpid()}\n")
+header = ["Region"]
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def where():
+    return {"name": "where", "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": header[0]},
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "note": {"type": "string"}}}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m or "id" not in m:
+        continue
+    method, p = m["method"], m.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}},
+                  "serverInfo": {"name": "headers", "version": "1"}}
+    elif method == "tools/list" and p.get("cursor") == "2":
+        result = {"tools": [where()]}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "rename", "inputSchema": {"type": "object"}}], "nextCursor": "2"}
+    elif method == "tools/call" and p.get("name") == "rename":
+        header[0] = "Zone"
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        result = {"content": [{"type": "text", "text": "renamed"}]}
+    elif method == "tools/call":
+        text = json.dumps(p.get("arguments"), sort_keys=True)
+        result = {"content": [{"type": "text", "text": text}]}
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+        continue
+    send({"jsonrpc": "2.0", "id": m["id"], "result": result})
+"#;
+
+/// A 2026-07-28 `tools/call` of `where` with `arguments` and `extra` headers.
+async fn call_where(
+    c: &reqwest::Client,
+    url: &str,
+    id: u64,
+    arguments: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
+    let params = json!({"name": "where", "arguments": arguments});
+    modern_with(c, url, json!(id), "tools/call", params, json!({}), extra).await
+}
+
+/// The `Mcp-Param-*` headers of a 2026-07-28 `tools/call` are checked against
+/// the arguments the child's tool schema annotates with `x-mcp-header`
+/// (2026-07-28 "Request headers"; 400 / -32020 otherwise), with the library's
+/// own checking code. The bridge did not check them at all: it had no tool
+/// schemas. The very first call is checked (the bridge lists the tools, every
+/// page, before answering it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_param_headers_are_checked_against_the_childs_tool_schema() {
+    let pids = temp_path("param-headers");
+    let pid_arg = pids.display().to_string();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", HEADER_CHILD, &pid_arg],
+    )
+    .await;
+    let c = client();
+    let args = json!({"region": "eu-west", "count": 3});
+    let mismatch = call_where(
+        &c,
+        &bridge.url,
+        1,
+        args.clone(),
+        &[("mcp-param-region", "us-east"), ("mcp-param-count", "3")],
+    )
+    .await;
+    assert_eq!(mismatch.status, 400, "{}", mismatch.body);
+    let error = &mismatch.response(&json!(1))["error"];
+    assert_eq!(error["code"], -32020, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("Mcp-Param-Region"),
+        "{error}"
+    );
+    for (id, extra) in [
+        // Missing.
+        (2, vec![("mcp-param-count", "3")]),
+        // Integers compare numerically: 4 is not 3.
+        (
+            3,
+            vec![("mcp-param-region", "eu-west"), ("mcp-param-count", "4")],
+        ),
+        // Not valid base64.
+        (
+            4,
+            vec![
+                ("mcp-param-region", "=?base64?ZXUtd2VzdA?="),
+                ("mcp-param-count", "3"),
+            ],
+        ),
+    ] {
+        let reply = call_where(&c, &bridge.url, id, args.clone(), &extra).await;
+        assert_eq!(reply.status, 400, "{extra:?}: {}", reply.body);
+        assert_eq!(reply.response(&json!(id))["error"]["code"], -32020);
+    }
+    // A header for an argument that is absent.
+    let reply = call_where(&c, &bridge.url, 5, json!({}), &[("mcp-param-count", "3")]).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+
+    let ok = call_where(
+        &c,
+        &bridge.url,
+        6,
+        args.clone(),
+        &[("mcp-param-region", "eu-west"), ("mcp-param-count", "03")],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let result = &ok.response(&json!(6))["result"];
+    assert_eq!(first_text(result), r#"{"count": 3, "region": "eu-west"}"#);
+    // Base64-encoded, and an argument without x-mcp-header needs no header.
+    let ok = call_where(
+        &c,
+        &bridge.url,
+        7,
+        json!({"region": "été", "note": "n"}),
+        &[("mcp-param-region", "=?base64?w6l0w6k=?=")],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.response(&json!(7))["result"]["resultType"], "complete");
+    let _ = std::fs::remove_file(&pids);
+}
+
+/// The schemas the bridge checks `Mcp-Param-*` against follow the child: its
+/// `notifications/tools/list_changed` (the tool's header renamed) and its
+/// restart (a new process, the old name again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_param_headers_follow_list_changes_and_restarts() {
+    let pids = temp_path("param-headers-follow");
+    let pid_arg = pids.display().to_string();
+    let bridge = BridgeProc::start(
+        &["--child", "shared"],
+        &["python3", "-c", HEADER_CHILD, &pid_arg],
+    )
+    .await;
+    let c = client();
+    let args = json!({"region": "eu"});
+    let region = [("mcp-param-region", "eu")];
+    let zone = [("mcp-param-zone", "eu")];
+    let ok = call_where(&c, &bridge.url, 1, args.clone(), &region).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+
+    let renamed = modern(
+        &c,
+        &bridge.url,
+        json!(2),
+        "tools/call",
+        json!({"name": "rename", "arguments": {}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.body);
+    // The list is fetched again on the child's notification.
+    let mut id = 10;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        id += 1;
+        let reply = call_where(&c, &bridge.url, id, args.clone(), &zone).await;
+        if reply.status == 200 && reply.response(&json!(id)).get("result").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Zone never accepted: {}",
+            reply.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let old = call_where(&c, &bridge.url, 3, args.clone(), &region).await;
+    assert_eq!(old.status, 400, "{}", old.body);
+    assert!(old.body.contains("Mcp-Param-Zone"), "{}", old.body);
+
+    // A restarted child names it Region again.
+    wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
+    kill_hard(pids_in(&pids)[0]);
+    wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        id += 1;
+        let reply = call_where(&c, &bridge.url, id, args.clone(), &region).await;
+        if reply.status == 200 && reply.response(&json!(id)).get("result").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Region never accepted again: {}",
+            reply.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let stale = call_where(&c, &bridge.url, 4, args, &zone).await;
+    assert_eq!(stale.status, 400, "{}", stale.body);
+    let _ = std::fs::remove_file(&pids);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_session_answers_the_childs_sampling_request_on_the_calls_stream() {
     let bridge = BridgeProc::start(&[], &[]).await;

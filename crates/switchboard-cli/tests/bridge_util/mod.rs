@@ -236,8 +236,21 @@ pub async fn modern(
     url: &str,
     id: Value,
     method: &str,
+    params: Value,
+    capabilities: Value,
+) -> Reply {
+    modern_with(c, url, id, method, params, capabilities, &[]).await
+}
+
+/// [`modern`] with `extra` headers too (e.g. `Mcp-Param-*`).
+pub async fn modern_with(
+    c: &reqwest::Client,
+    url: &str,
+    id: Value,
+    method: &str,
     mut params: Value,
     capabilities: Value,
+    extra: &[(&str, &str)],
 ) -> Reply {
     let meta = params
         .as_object_mut()
@@ -262,6 +275,7 @@ pub async fn modern(
             headers.push(("mcp-name", n));
         }
     }
+    headers.extend_from_slice(extra);
     post(c, url, &headers, &body).await
 }
 

@@ -23,8 +23,11 @@
 //!   exchange, handed to the library as an
 //!   [`HttpSession`](server::HttpSession) of kind
 //!   [`SessionKind::Stateless`](server::SessionKind::Stateless); GET and DELETE
-//!   from a 2026-07-28 client get 405. The `Mcp-*` header checks are the
-//!   library's (they need the tool's schema).
+//!   from a 2026-07-28 client get 405.
+//! - [`mcp_headers`]: the checks of a stateless exchange's `MCP-Protocol-Version`,
+//!   `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers against its body (-32020),
+//!   called by whoever serves the exchange (the library's `Server`, the bridge),
+//!   which knows the called tool's schema.
 //! - [`client`]: the Streamable HTTP **client** ([`client::connect`]), a
 //!   [`Transport`](crate::Transport) to one endpoint URL with an
 //!   [`HttpClientHandle`](client::HttpClientHandle) beside it: JSON and SSE
@@ -42,6 +45,7 @@ pub mod client;
 mod clock;
 mod guard;
 pub mod legacy;
+pub mod mcp_headers;
 pub mod server;
 pub(crate) mod session;
 pub mod sse_client;

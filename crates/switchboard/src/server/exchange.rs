@@ -20,15 +20,16 @@
 //! Cost per exchange: no peer, no pending table, no lifecycle machine; one task,
 //! the checks, the handler.
 //!
-//! **Header checks** (`check_headers`, REVISIONS.md §5.4 "Request headers", "Header
-//! value encoding"): `MCP-Protocol-Version` must equal `_meta`'s protocol version;
+//! **Header checks** (`Server::check_exchange`, with the rules of
+//! `switchboard_transport::http::mcp_headers`, which the bridge shares;
+//! REVISIONS.md §5.4 "Request headers", "Header value encoding"): `MCP-Protocol-Version` must equal `_meta`'s protocol version;
 //! `Mcp-Method` must equal the body's `method`; `Mcp-Name` must equal `params.name`
 //! (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`); for `tools/call`
 //! every argument whose `inputSchema` property (reached through `properties` only)
 //! carries `"x-mcp-header": "N"` and is present and not null must be mirrored in
 //! `Mcp-Param-N`, and no such header may be sent for an absent or null argument.
 //! Values are compared after trimming spaces and tabs (RFC 9110 §5.5) and decoding
-//! `=?base64?…?=`; integers compare numerically, booleans as `true`/`false`. Any
+//! `=?base64?…?=` (standard, padded base64); integers compare numerically, booleans as `true`/`false`. Any
 //! failure is -32020 `HeaderMismatch` (HTTP 400).
 //!
 //! This module must not know bytes, sockets or HTTP statuses (the transport maps
@@ -37,19 +38,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
 use http::HeaderMap;
 use serde_json::{json, Map, Value};
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
-use switchboard_protocol::lifecycle::{check_modern_request, removed_in_modern, RequestContext};
+use switchboard_protocol::lifecycle::RequestContext;
 use switchboard_protocol::types::{
     meta, ClientRequest, ServerNotification, ServerRequest, SubscriptionFilter,
     SubscriptionsListenRequestParams, NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
     SUBSCRIPTIONS_LISTEN,
 };
+use switchboard_transport::http::mcp_headers;
 use switchboard_transport::http::server::HttpSession;
 use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tokio::sync::watch;
@@ -65,189 +65,34 @@ use crate::peer::{handler_panicked, CancelToken, CatchUnwind};
 /// Its result is discarded either way.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-/// The JSON-RPC code of a header mismatch (2026-07-28 `HeaderMismatch`).
-pub(crate) const HEADER_MISMATCH: i64 = -32020;
-
-fn mismatch(message: String) -> ErrorObject {
-    ErrorObject::new(HEADER_MISMATCH, message)
-}
-
-/// A header's value as the spec encodes it: trimmed of spaces and tabs, and
-/// `=?base64?…?=` decoded. `None`: absent, or not decodable (not visible ASCII,
-/// bad base64, not UTF-8).
-fn header_value(headers: &HeaderMap, name: &str) -> Option<Result<String, ()>> {
-    let raw = headers.get(name)?;
-    Some(raw.to_str().map_err(|_| ()).and_then(decode_header))
-}
-
-/// Decodes one header value (see [`header_value`]).
-pub(crate) fn decode_header(text: &str) -> Result<String, ()> {
-    let text = text.trim_matches([' ', '\t']);
-    match text
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
-        Some(b64) => {
-            let bytes = STANDARD.decode(b64).map_err(|_| ())?;
-            String::from_utf8(bytes).map_err(|_| ())
-        }
-        None => Ok(text.to_owned()),
-    }
-}
-
-/// `_meta["io.modelcontextprotocol/protocolVersion"]` of `params`, if a string.
-fn meta_version(params: Option<&Map<String, Value>>) -> Option<String> {
-    params?
-        .get("_meta")?
-        .get(meta::PROTOCOL_VERSION)?
-        .as_str()
-        .map(str::to_owned)
-}
-
-/// Whether an argument's value matches a header's decoded text.
-fn value_matches(value: &Value, text: &str) -> bool {
-    match value {
-        Value::String(s) => s == text,
-        Value::Bool(b) => text == if *b { "true" } else { "false" },
-        Value::Number(n) => match (n.as_i64(), text.parse::<i64>()) {
-            (Some(a), Ok(b)) => a == b,
-            _ => n.to_string() == text,
-        },
-        _ => false,
-    }
-}
-
-/// The `x-mcp-header` names of a tool's `inputSchema`: property name → header name
-/// (top-level `properties` only; REVISIONS.md §5.4 "Valid `x-mcp-header`").
-fn header_params(schema: &Map<String, Value>) -> Vec<(String, String)> {
-    let Some(Value::Object(props)) = schema.get("properties") else {
-        return Vec::new();
-    };
-    props
-        .iter()
-        .filter_map(|(name, p)| {
-            p.get("x-mcp-header")
-                .and_then(Value::as_str)
-                .map(|h| (name.clone(), h.to_owned()))
-        })
-        .collect()
-}
-
 impl Server {
     /// The checks of one 2026-07-28 HTTP request (see the module documentation),
-    /// in the order of REVISIONS.md §5.4's validation table.
+    /// in the order of REVISIONS.md §5.4's validation table; the header rules are
+    /// the transport's ([`mcp_headers`], shared with the bridge), the called
+    /// tool's `x-mcp-header` annotations this server's own.
     pub(crate) fn check_exchange(
         &self,
         request: &Request,
         params: Option<&Map<String, Value>>,
         headers: &HeaderMap,
     ) -> Result<RequestContext, ErrorObject> {
-        let method = request.method.as_str();
-        let raw = request.params.as_deref();
-        let caps = self.capabilities();
-        if removed_in_modern(method) {
-            return check_modern_request(self.supported(), caps, method, raw)
-                .map_err(ErrorObject::from);
-        }
-        let Some(body_version) = meta_version(params) else {
-            // -32602: `_meta` or its protocol version is missing or malformed.
-            return check_modern_request(self.supported(), caps, method, raw)
-                .map_err(ErrorObject::from);
-        };
-        match header_value(headers, "mcp-protocol-version") {
-            Some(Ok(v)) if v == body_version => {}
-            Some(Ok(v)) => {
-                return Err(mismatch(format!(
-                "MCP-Protocol-Version {v:?} does not match _meta protocolVersion {body_version:?}"
-            )))
-            }
-            _ => {
-                return Err(mismatch(
-                    "MCP-Protocol-Version header missing or malformed".into(),
-                ))
-            }
-        }
-        match header_value(headers, "mcp-method") {
-            Some(Ok(m)) if m == method => {}
-            Some(Ok(m)) => {
-                return Err(mismatch(format!(
-                    "Mcp-Method {m:?} does not match the body's method {method:?}"
-                )))
-            }
-            _ => return Err(mismatch("Mcp-Method header missing or malformed".into())),
-        }
-        let named = match method {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" => Some("uri"),
-            _ => None,
-        };
-        if let Some(member) = named {
-            let body = params.and_then(|p| p.get(member)).and_then(Value::as_str);
-            match (header_value(headers, "mcp-name"), body) {
-                (Some(Ok(h)), Some(b)) if h == b => {}
-                (Some(Ok(h)), Some(b)) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Name {h:?} does not match params.{member} {b:?}"
-                    )))
-                }
-                (Some(Ok(h)), None) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Name {h:?} given, but the body has no params.{member}"
-                    )))
-                }
-                _ => return Err(mismatch("Mcp-Name header missing or malformed".into())),
-            }
-        }
-        let ctx = check_modern_request(self.supported(), caps, method, raw)?;
-        if method == "tools/call" {
-            self.check_param_headers(params, headers)?;
+        let ctx = mcp_headers::check_exchange_headers(
+            self.supported(),
+            self.capabilities(),
+            request,
+            params,
+            headers,
+        )?;
+        if request.method == "tools/call" {
+            let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+            // An unknown tool: -32602 from the dispatch, no header to check.
+            let pairs = name
+                .and_then(|n| self.inner.tools.iter().find(|t| t.tool.name == n))
+                .map(|t| mcp_headers::tool_header_params(&t.tool.input_schema))
+                .unwrap_or_default();
+            mcp_headers::check_param_headers(&pairs, params, headers)?;
         }
         Ok(ctx)
-    }
-
-    fn check_param_headers(
-        &self,
-        params: Option<&Map<String, Value>>,
-        headers: &HeaderMap,
-    ) -> Result<(), ErrorObject> {
-        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
-            return Ok(());
-        };
-        let Some(tool) = self.inner.tools.iter().find(|t| t.tool.name == name) else {
-            return Ok(()); // unknown tool: -32602 from the dispatch
-        };
-        let args = params
-            .and_then(|p| p.get("arguments"))
-            .and_then(Value::as_object);
-        for (property, header) in header_params(&tool.tool.input_schema) {
-            let value = args.and_then(|a| a.get(&property)).filter(|v| !v.is_null());
-            let header_name = format!("mcp-param-{header}");
-            match (value, header_value(headers, &header_name)) {
-                (None, None) => {}
-                (Some(v), Some(Ok(text))) if value_matches(v, &text) => {}
-                (Some(v), Some(Ok(text))) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} {text:?} does not match argument {property} = {v}"
-                    )))
-                }
-                (Some(_), None) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} is required: argument {property} is present"
-                    )))
-                }
-                (None, Some(_)) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} sent but argument {property} is absent or null"
-                    )))
-                }
-                (Some(_), Some(Err(()))) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} is not a valid header value"
-                    )))
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -548,39 +393,5 @@ async fn listen(
                 break;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_decode() {
-        assert_eq!(decode_header("  plain\t").unwrap(), "plain");
-        assert_eq!(decode_header("=?base64?w6l0w6k=?=").unwrap(), "été");
-        assert!(decode_header("=?base64?***?=").is_err());
-    }
-
-    #[test]
-    fn arguments_compare_with_their_encoding() {
-        assert!(value_matches(&json!("a b"), "a b"));
-        assert!(value_matches(&json!(42), "42"));
-        assert!(value_matches(&json!(42), "042"));
-        assert!(!value_matches(&json!(42), "43"));
-        assert!(value_matches(&json!(true), "true"));
-        assert!(!value_matches(&json!(false), "true"));
-    }
-
-    #[test]
-    fn header_params_are_top_level_properties_only() {
-        let schema = json!({"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "nested": {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "X"}}},
-            "plain": {"type": "string"}}});
-        assert_eq!(
-            header_params(schema.as_object().unwrap()),
-            vec![("region".to_owned(), "Region".to_owned())]
-        );
     }
 }

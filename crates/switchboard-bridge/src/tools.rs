@@ -1,0 +1,318 @@
+//! The shared child's tools as far as the bridge must know them: their
+//! `x-mcp-header` annotations, for the `Mcp-Param-*` checks of 2026-07-28
+//! `tools/call` requests (MCP 2026-07-28 "Transports → Streamable HTTP →
+//! Request headers"; REVISIONS.md §5.4), and their names, for the allowlist's
+//! drift log.
+//!
+//! ```text
+//! ToolHeaders     tool name → (argument, header) pairs, from the child's tools/list
+//!                 (every page), as `mcp_headers::tool_header_params` reads an
+//!                 inputSchema; tagged with the child's start (restart count)
+//! follow          fetches it when the shared child is ready, again after each
+//!                 restart and on each notifications/tools/list_changed; logs drift
+//! ToolHeaders::of_tool   what a tools/call is checked against (see below)
+//! ```
+//!
+//! **Until the list is known** a 2026-07-28 `tools/call` waits for it: one that
+//! finds no list of the running child (not fetched yet, the child restarted
+//! since, or past the `ttlMs` a 2026-07-28 child gave, at least
+//! [`MIN_REFETCH`]) fetches it before its header checks, and one that comes
+//! while a fetch is in progress waits for that fetch. A call is never checked
+//! against the list of an earlier child, nor let through unchecked because the
+//! list is not known yet. A call naming a tool the list lacks fetches it once
+//! more (at most once per [`MIN_REFETCH`]): a child without `listChanged` may
+//! have added the tool since; still missing, the tool is unknown and has no
+//! headers to check (the child answers the call with its own error, as the
+//! library's server does for an unknown tool).
+//!
+//! A child without the `tools` capability, or one that answers `tools/list` with
+//! an error, declares no annotations: there is nothing to mirror (its clients
+//! cannot learn any either). A fetch that fails otherwise (the child died, or
+//! answered nothing within the request timeout) fails the call with -32603: the
+//! headers cannot be checked, so the call is not forwarded.
+//!
+//! While a fetch is in flight it is a call of its own on the shared child: a
+//! server→client request the child makes meanwhile has two owners in flight and
+//! is refused, as for any two concurrent calls (module `upstream`).
+//!
+//! This module must not know the header rules (the transport's `mcp_headers`).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use switchboard_protocol::jsonrpc::{Id, Message, Request};
+use switchboard_protocol::types::meta;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::mcp_headers::tool_header_params;
+use tokio::sync::{broadcast, watch};
+use tracing::{debug, info, warn};
+
+use crate::upstream::{Status, Step, Upstream};
+use crate::Core;
+
+/// The shortest time a fetched list is used before a call may fetch it again
+/// (for a tool it lacks, or past a 2026-07-28 child's `ttlMs`): 1 s.
+pub(crate) const MIN_REFETCH: Duration = Duration::from_secs(1);
+
+/// The most `tools/list` pages followed.
+const MAX_PAGES: usize = 100;
+
+/// (argument name, header name suffix) pairs of one tool.
+pub(crate) type HeaderParams = Vec<(String, String)>;
+
+/// One fetched list.
+struct Known {
+    /// [`Upstream::restarts`] when it was fetched: the child it belongs to.
+    generation: u64,
+    fetched: Instant,
+    /// Past this, fetch again (a 2026-07-28 child's `ttlMs`, at least
+    /// [`MIN_REFETCH`]); `None`: until a list change or a restart.
+    expires: Option<Instant>,
+    tools: HashMap<String, HeaderParams>,
+}
+
+/// What a fetch learnt, beside the list kept.
+pub(crate) enum Listed {
+    /// Every tool name the child reports.
+    Names(BTreeSet<String>),
+    /// The child has no tools capability or refused `tools/list` (why).
+    Refused(String),
+}
+
+/// The shared child's tools' `x-mcp-header` annotations (see the module
+/// documentation).
+#[derive(Default)]
+pub(crate) struct ToolHeaders {
+    /// Held while fetching: one fetch at a time, and callers wait for it.
+    known: tokio::sync::Mutex<Option<Known>>,
+}
+
+impl ToolHeaders {
+    /// The (argument, header) pairs of tool `name` on `up` (the shared child),
+    /// fetching the list first when it is not known for the running child (see
+    /// the module documentation). Empty for a tool without annotations or an
+    /// unknown one. Errors (for a -32603): the list could not be fetched.
+    pub(crate) async fn of_tool(
+        &self,
+        up: &Upstream,
+        owner: u64,
+        name: &str,
+        wait: Duration,
+    ) -> Result<HeaderParams, String> {
+        let mut known = self.known.lock().await;
+        let generation = up.restarts();
+        let now = Instant::now();
+        let current = known
+            .as_ref()
+            .filter(|k| k.generation == generation && k.expires.is_none_or(|e| now < e));
+        let usable = current
+            .is_some_and(|k| k.tools.contains_key(name) || k.fetched.elapsed() < MIN_REFETCH);
+        if !usable {
+            *known = Some(fetch(up, owner, wait).await?.0);
+        }
+        let k = known.as_ref().expect("fetched above when not usable");
+        Ok(k.tools.get(name).cloned().unwrap_or_default())
+    }
+
+    /// Fetches the list again now (a list change, a restart); what it learnt.
+    /// On failure the list is forgotten, so that the next call fetches it.
+    pub(crate) async fn refresh(
+        &self,
+        up: &Upstream,
+        owner: u64,
+        wait: Duration,
+    ) -> Result<Listed, String> {
+        let mut known = self.known.lock().await;
+        match fetch(up, owner, wait).await {
+            Ok((k, listed)) => {
+                *known = Some(k);
+                Ok(listed)
+            }
+            Err(why) => {
+                *known = None;
+                Err(why)
+            }
+        }
+    }
+}
+
+/// Lists every tool of `up` (following `nextCursor`, at most [`MAX_PAGES`]
+/// pages), each page within `wait`.
+async fn fetch(up: &Upstream, owner: u64, wait: Duration) -> Result<(Known, Listed), String> {
+    let generation = up.restarts();
+    let info = up.ready(wait).await?;
+    let mut known = Known {
+        generation,
+        fetched: Instant::now(),
+        expires: None,
+        tools: HashMap::new(),
+    };
+    if info.result.capabilities.tools.is_none() {
+        let why = "the upstream server has no tools capability".to_owned();
+        return Ok((known, Listed::Refused(why)));
+    }
+    let mut names = BTreeSet::new();
+    let mut ttl: Option<u64> = None;
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        if info.modern {
+            params["_meta"] = json!({
+                meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
+                meta::CLIENT_CAPABILITIES: {},
+            });
+        }
+        let request =
+            Request::new(Id::from(0u64), "tools/list", &params).map_err(|e| e.to_string())?;
+        let page = match page(up, request, owner, wait).await? {
+            Ok(page) => page,
+            Err(refused) => {
+                debug!(%refused, "the upstream server refused tools/list: no x-mcp-header to check");
+                return Ok((known, Listed::Refused(refused)));
+            }
+        };
+        if let Some(t) = page.get("ttlMs").and_then(Value::as_u64) {
+            ttl = Some(ttl.map_or(t, |old| old.min(t)));
+        }
+        for tool in page
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let pairs = tool
+                .get("inputSchema")
+                .and_then(Value::as_object)
+                .map(tool_header_params)
+                .unwrap_or_default();
+            names.insert(name.to_owned());
+            known.tools.insert(name.to_owned(), pairs);
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    if info.modern {
+        let ttl = Duration::from_millis(ttl.unwrap_or(0)).max(MIN_REFETCH);
+        known.expires = Some(known.fetched + ttl);
+    }
+    Ok((known, Listed::Names(names)))
+}
+
+/// One `tools/list` call: Ok(Ok(result)), Ok(Err(the child's error message)), or
+/// Err(the call failed: child gone, nothing within `wait`).
+async fn page(
+    up: &Upstream,
+    request: Request,
+    owner: u64,
+    wait: Duration,
+) -> Result<Result<Map<String, Value>, String>, String> {
+    let mut call = up.call(request, owner).await?;
+    let outcome = tokio::time::timeout(wait, async {
+        loop {
+            match call.next().await {
+                Step::Event(_) => continue,
+                Step::Done(m) => return Ok(m),
+                Step::Failed(why) => return Err(why),
+            }
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(Message::Response(r))) => serde_json::from_str(r.result.get())
+            .map(Ok)
+            .map_err(|e| format!("the upstream server's tools/list result is not an object: {e}")),
+        Ok(Ok(Message::Error(e))) => Ok(Err(e.error.message)),
+        Ok(Ok(_)) => Err("an unexpected answer to tools/list".to_owned()),
+        Ok(Err(why)) => Err(why),
+        Err(_) => {
+            call.cancel("timed out in the bridge").await;
+            Err(format!(
+                "the upstream server did not answer tools/list within {wait:?}"
+            ))
+        }
+    }
+}
+
+/// Keeps [`Core::tools`] current: fetches the shared child's tool list when it
+/// is ready, after each restart and on each `notifications/tools/list_changed`
+/// (a lagging receiver fetches too: it may have missed one); with an allowlist,
+/// logs the allowed names the child does not report (drift) each time.
+pub(crate) async fn follow(
+    core: Weak<Core>,
+    mut status: watch::Receiver<Status>,
+    mut changes: broadcast::Receiver<switchboard_protocol::jsonrpc::Notification>,
+) {
+    let mut listed: Option<u64> = None;
+    loop {
+        let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
+        let Some(strong) = core.upgrade() else { return };
+        let generation = strong.shared.restarts();
+        if ready && listed != Some(generation) {
+            listed = Some(generation);
+            refresh(&strong).await;
+        }
+        drop(strong);
+        tokio::select! {
+            changed = status.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            n = changes.recv() => {
+                match n {
+                    Ok(n) if n.method == "notifications/tools/list_changed" => {}
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+                let Some(strong) = core.upgrade() else { return };
+                refresh(&strong).await;
+            }
+        }
+    }
+}
+
+/// One refresh of [`Core::tools`], with the drift log.
+async fn refresh(core: &Arc<Core>) {
+    let outcome = core
+        .tools
+        .refresh(&core.shared, core.next_owner(), core.request_timeout)
+        .await;
+    match outcome {
+        Ok(Listed::Names(names)) if core.allow.is_restricted() => {
+            let missing = core.allow.drift(&names);
+            if missing.is_empty() {
+                info!(
+                    tools = names.len(),
+                    "every allowed tool is reported by the upstream server"
+                );
+            } else {
+                warn!(
+                    ?missing,
+                    "drift: allowed tools the upstream server does not report"
+                );
+            }
+        }
+        Ok(Listed::Refused(why)) if core.allow.is_restricted() => {
+            warn!(
+                why,
+                "could not list the upstream's tools for the drift check"
+            )
+        }
+        Ok(_) => {}
+        Err(why) => warn!(
+            why,
+            "could not list the upstream's tools (x-mcp-header annotations, drift check)"
+        ),
+    }
+}
