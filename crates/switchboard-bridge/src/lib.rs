@@ -67,7 +67,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn, Instrument};
 
 use crate::modern::Held;
-use crate::upstream::{Status, Step, Upstream, UpstreamConfig};
+use crate::upstream::{Status, Upstream, UpstreamConfig};
 
 /// How children are given to downstream sessions (`--child`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,7 +177,8 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// A fresh owner id for a session or exchange.
+    /// A fresh owner id for a session or exchange (from 1: 0 is
+    /// [`upstream::BRIDGE_OWNER`], the bridge's own calls).
     pub(crate) fn next_owner(&self) -> u64 {
         self.owners.fetch_add(1, Ordering::Relaxed)
     }
@@ -390,21 +391,11 @@ pub(crate) async fn call_once(
             ErrorObject::new(code::INTERNAL_ERROR, why),
         ))
     };
-    let mut call = match up.call(request, owner).await {
+    let call = match up.call(request, owner).await {
         Ok(c) => c,
         Err(why) => return failed(why),
     };
-    let outcome = tokio::time::timeout(wait, async {
-        loop {
-            match call.next().await {
-                Step::Event(_) => continue,
-                Step::Done(m) => return Ok(m),
-                Step::Failed(why) => return Err(why),
-            }
-        }
-    })
-    .await;
-    match outcome {
+    match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => Message::Response(Response {
             id,
             result: r.result,
@@ -412,12 +403,9 @@ pub(crate) async fn call_once(
         Ok(Ok(Message::Error(e))) => Message::Error(ErrorResponse::new(Some(id), e.error)),
         Ok(Ok(_)) => failed("an unexpected answer from the upstream server".to_owned()),
         Ok(Err(why)) => failed(why),
-        Err(_) => {
-            call.cancel("timed out in the bridge").await;
-            failed(format!(
-                "the upstream server did not answer within {wait:?}"
-            ))
-        }
+        Err(()) => failed(format!(
+            "the upstream server did not answer within {wait:?}"
+        )),
     }
 }
 

@@ -31,9 +31,11 @@
 //! answered nothing within the request timeout) fails the call with -32603: the
 //! headers cannot be checked, so the call is not forwarded.
 //!
-//! While a fetch is in flight it is a call of its own on the shared child: a
-//! server→client request the child makes meanwhile has two owners in flight and
-//! is refused, as for any two concurrent calls (module `upstream`).
+//! A fetch is a call of the bridge's own on the shared child
+//! ([`BRIDGE_OWNER`](crate::upstream::BRIDGE_OWNER)): it never owns a
+//! server→client request or a log of the child's, nor competes for one with a
+//! client's call in flight (a fetch at start-up would otherwise make the first
+//! client's sampling request ambiguous, and refused).
 //!
 //! This module must not know the header rules (the transport's `mcp_headers`).
 
@@ -49,7 +51,7 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
-use crate::upstream::{Status, Step, Upstream};
+use crate::upstream::{Status, Upstream};
 use crate::Core;
 
 /// The shortest time a fetched list is used before a call may fetch it again
@@ -216,30 +218,17 @@ async fn page(
     owner: u64,
     wait: Duration,
 ) -> Result<Result<Map<String, Value>, String>, String> {
-    let mut call = up.call(request, owner).await?;
-    let outcome = tokio::time::timeout(wait, async {
-        loop {
-            match call.next().await {
-                Step::Event(_) => continue,
-                Step::Done(m) => return Ok(m),
-                Step::Failed(why) => return Err(why),
-            }
-        }
-    })
-    .await;
-    match outcome {
+    let call = up.call(request, owner).await?;
+    match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => serde_json::from_str(r.result.get())
             .map(Ok)
             .map_err(|e| format!("the upstream server's tools/list result is not an object: {e}")),
         Ok(Ok(Message::Error(e))) => Ok(Err(e.error.message)),
         Ok(Ok(_)) => Err("an unexpected answer to tools/list".to_owned()),
         Ok(Err(why)) => Err(why),
-        Err(_) => {
-            call.cancel("timed out in the bridge").await;
-            Err(format!(
-                "the upstream server did not answer tools/list within {wait:?}"
-            ))
-        }
+        Err(()) => Err(format!(
+            "the upstream server did not answer tools/list within {wait:?}"
+        )),
     }
 }
 
@@ -286,7 +275,11 @@ pub(crate) async fn follow(
 async fn refresh(core: &Arc<Core>) {
     let outcome = core
         .tools
-        .refresh(&core.shared, core.next_owner(), core.request_timeout)
+        .refresh(
+            &core.shared,
+            crate::upstream::BRIDGE_OWNER,
+            core.request_timeout,
+        )
         .await;
     match outcome {
         Ok(Listed::Names(names)) if core.allow.is_restricted() => {

@@ -192,6 +192,34 @@ impl std::fmt::Debug for Call {
 }
 
 impl Call {
+    /// Waits up to `wait` for the call's answer, passing over its events
+    /// (progress, logs, requests): `Ok(Ok(answer))` (a response or error
+    /// response, still with the upstream id), `Ok(Err(why))` when the call
+    /// failed ([`Step::Failed`]), `Err(())` when `wait` passed first, after which
+    /// the call is cancelled upstream ("timed out in the bridge").
+    pub(crate) async fn answer_within(
+        mut self,
+        wait: Duration,
+    ) -> Result<Result<Message, String>, ()> {
+        let outcome = tokio::time::timeout(wait, async {
+            loop {
+                match self.next().await {
+                    Step::Event(_) => continue,
+                    Step::Done(m) => return Ok(m),
+                    Step::Failed(why) => return Err(why),
+                }
+            }
+        })
+        .await;
+        match outcome {
+            Ok(answer) => Ok(answer),
+            Err(_) => {
+                self.cancel("timed out in the bridge").await;
+                Err(())
+            }
+        }
+    }
+
     /// The next thing that belongs to this call. After `Done` or `Failed` it must
     /// not be called again. Cancel safe.
     pub(crate) async fn next(&mut self) -> Step {
@@ -275,6 +303,13 @@ impl Drop for Call {
         }
     }
 }
+
+/// The owner of the bridge's own calls to the child (its `tools/list` fetches,
+/// module `tools`): never the owner of a server→client request or a log of the
+/// child's, and never a rival of a client's call for one ([`pick_call`]): the
+/// child does not ask the bridge anything. Sessions and exchanges get owners
+/// from 1 (`Core::next_owner`).
+pub(crate) const BRIDGE_OWNER: u64 = 0;
 
 struct Slot {
     done: oneshot::Sender<Result<Message, String>>,
@@ -709,9 +744,11 @@ impl Upstream {
                 }
                 let now = Instant::now();
                 table.cancelled.retain(|_, (_, until)| *until > now);
-                table
-                    .cancelled
-                    .insert(id, (slot.owner, now + CANCELLED_GRACE));
+                if slot.owner != BRIDGE_OWNER {
+                    table
+                        .cancelled
+                        .insert(id, (slot.owner, now + CANCELLED_GRACE));
+                }
                 true
             }
             None => false,
@@ -1172,7 +1209,7 @@ fn take_open(table: &mut Table, ours: u64) -> Option<Id> {
 fn pick_call(table: &Table) -> Option<u64> {
     let mut owner = None;
     let mut best: Option<(u64, u64)> = None;
-    for (id, slot) in &table.calls {
+    for (id, slot) in table.calls.iter().filter(|(_, s)| s.owner != BRIDGE_OWNER) {
         match owner {
             None => owner = Some(slot.owner),
             Some(o) if o != slot.owner => return None,
@@ -1804,6 +1841,27 @@ for line in sys.stdin:
         };
         drop(call);
         assert!(open_tables_are_empty(&up), "no request left behind");
+        up.shutdown(Duration::ZERO).await;
+    }
+
+    /// A call of the bridge's own in flight (its `tools/list` fetch) is no rival
+    /// for the child's request: the client's call in flight beside it gets the
+    /// request. It used to count as a second owner, and the request was refused
+    /// (the first sampling call after the bridge started could fail so).
+    #[tokio::test]
+    async fn the_bridges_own_call_does_not_contest_a_childs_request() {
+        let up = python_upstream(ASKING_CHILD);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        // Never answered: the child asks instead (a request nobody owns).
+        let _own = up.call(tool("ask"), BRIDGE_OWNER).await.expect("started");
+        let mut call = up.call(tool("ask"), 1).await.expect("started");
+        let step = tokio::time::timeout(Duration::from_secs(10), next_step(&mut call))
+            .await
+            .expect("a step within 10 s");
+        assert!(
+            matches!(step, Step::Event(CallEvent::Request(_))),
+            "the child's request goes to the client's call: {step:?}"
+        );
         up.shutdown(Duration::ZERO).await;
     }
 }

@@ -352,6 +352,32 @@ async fn call_where(
     modern_with(c, url, json!(id), "tools/call", params, json!({}), extra).await
 }
 
+/// Calls `where` with `extra` headers, under ids counted on from `id`, until
+/// the call is answered with a result (the bridge may still know the child's
+/// old schemas for a while); fails after [`WAIT`].
+async fn until_answered(
+    c: &reqwest::Client,
+    url: &str,
+    id: &mut u64,
+    args: &Value,
+    extra: &[(&str, &str)],
+) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        *id += 1;
+        let reply = call_where(c, url, *id, args.clone(), extra).await;
+        if reply.status == 200 && reply.response(&json!(*id)).get("result").is_some() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never answered with {extra:?}: {}",
+            reply.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The `Mcp-Param-*` headers of a 2026-07-28 `tools/call` are checked against
 /// the arguments the child's tool schema annotates with `x-mcp-header`
 /// (2026-07-28 "Request headers"; 400 / -32020 otherwise), with the library's
@@ -468,20 +494,7 @@ async fn mcp_param_headers_follow_list_changes_and_restarts() {
     assert_eq!(renamed.status, 200, "{}", renamed.body);
     // The list is fetched again on the child's notification.
     let mut id = 10;
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        id += 1;
-        let reply = call_where(&c, &bridge.url, id, args.clone(), &zone).await;
-        if reply.status == 200 && reply.response(&json!(id)).get("result").is_some() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Zone never accepted: {}",
-            reply.body
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until_answered(&c, &bridge.url, &mut id, &args, &zone).await;
     let old = call_where(&c, &bridge.url, 3, args.clone(), &region).await;
     assert_eq!(old.status, 400, "{}", old.body);
     assert!(old.body.contains("Mcp-Param-Zone"), "{}", old.body);
@@ -490,20 +503,7 @@ async fn mcp_param_headers_follow_list_changes_and_restarts() {
     wait_until("the child recorded its pid", || pids_in(&pids).len() == 1).await;
     kill_hard(pids_in(&pids)[0]);
     wait_until("the child is restarted", || pids_in(&pids).len() == 2).await;
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        id += 1;
-        let reply = call_where(&c, &bridge.url, id, args.clone(), &region).await;
-        if reply.status == 200 && reply.response(&json!(id)).get("result").is_some() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Region never accepted again: {}",
-            reply.body
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until_answered(&c, &bridge.url, &mut id, &args, &region).await;
     let stale = call_where(&c, &bridge.url, 4, args, &zone).await;
     assert_eq!(stale.status, 400, "{}", stale.body);
     let _ = std::fs::remove_file(&pids);

@@ -9,6 +9,31 @@ use std::time::{Duration, Instant};
 use bridge_util::*;
 use serde_json::{json, Value};
 
+/// POSTs `body` on session `s` in a task of its own: the reply and how long it
+/// took, once it comes.
+fn spawn_post(
+    c: &reqwest::Client,
+    url: &str,
+    s: &Session,
+    body: Value,
+) -> tokio::task::JoinHandle<(Reply, Duration)> {
+    let (c, url) = (c.clone(), url.to_owned());
+    let headers: Vec<(String, String)> = s
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::spawn(async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let started = Instant::now();
+        let reply = post(&c, &url, &h, &body).await;
+        (reply, started.elapsed())
+    })
+}
+
 /// `sh` running the example server after recording its pid in `pids`.
 fn recorded_example(pids: &std::path::Path) -> Vec<String> {
     vec![
@@ -53,22 +78,7 @@ async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
     // A call that takes 20 s unless its child dies first.
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
-    let url = bridge.url.clone();
-    let headers: Vec<(String, String)> = s
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let c2 = c.clone();
-    let call = tokio::spawn(async move {
-        let h: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let started = Instant::now();
-        let reply = post(&c2, &url, &h, &body).await;
-        (reply, started.elapsed())
-    });
+    let call = spawn_post(&c, &bridge.url, &s, body);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let first = *pids_in(&pids).last().expect("the child recorded its pid");
     kill_hard(first);
@@ -125,22 +135,7 @@ async fn a_per_session_childs_death_ends_its_session() {
     let own = *pids_in(&pids).last().unwrap();
     assert!(!shared.contains(&own), "the session has a child of its own");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
-    let url = bridge.url.clone();
-    let headers: Vec<(String, String)> = s
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let c2 = c.clone();
-    let call = tokio::spawn(async move {
-        let h: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let started = Instant::now();
-        let reply = post(&c2, &url, &h, &body).await;
-        (reply, started.elapsed())
-    });
+    let call = spawn_post(&c, &bridge.url, &s, body);
     tokio::time::sleep(Duration::from_millis(500)).await;
     kill_hard(own);
     let (reply, took) = call.await.unwrap();
