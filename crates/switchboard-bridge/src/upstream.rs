@@ -1580,22 +1580,7 @@ time.sleep(60)
         // It never reads, so it never sees its stdin close: go to SIGTERM at once.
         child.shutdown.stdin_close_grace = Duration::ZERO;
         let up = Upstream::start(
-            UpstreamConfig {
-                child,
-                transport,
-                init_params: serde_json::value::to_raw_value(&serde_json::json!({
-                    "protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"}}))
-                .unwrap(),
-                prefer_modern: false,
-                restart: true,
-                init_timeout: Duration::from_secs(10),
-                backoff_initial: Duration::from_millis(100),
-                backoff_max: Duration::from_secs(1),
-                ready_wait: Duration::from_secs(10),
-                max_in_flight: 10_000,
-                queue_wait: Duration::from_secs(10),
-            },
+            test_config(child, transport, serde_json::json!({}), 10_000),
             None,
         );
         match up.try_call(request(1, "early"), 1) {
@@ -1672,11 +1657,27 @@ for line in sys.stdin:
 
     fn python_config(script: &str) -> UpstreamConfig {
         let child = ChildConfig::new("asking", "python3").arg("-c").arg(script);
+        test_config(
+            child,
+            TransportConfig::default(),
+            serde_json::json!({"sampling": {}}),
+            64,
+        )
+    }
+
+    /// A child's configuration for these tests: initialized in 2025-11-25 with
+    /// `capabilities`, restarted after 100 ms (backoff up to 1 s), 10 s waits.
+    fn test_config(
+        child: ChildConfig,
+        transport: TransportConfig,
+        capabilities: serde_json::Value,
+        max_in_flight: usize,
+    ) -> UpstreamConfig {
         UpstreamConfig {
             child,
-            transport: TransportConfig::default(),
+            transport,
             init_params: serde_json::value::to_raw_value(&serde_json::json!({
-                    "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                    "protocolVersion": "2025-11-25", "capabilities": capabilities,
                     "clientInfo": {"name": "t", "version": "1"}}))
             .unwrap(),
             prefer_modern: false,
@@ -1685,7 +1686,7 @@ for line in sys.stdin:
             backoff_initial: Duration::from_millis(100),
             backoff_max: Duration::from_secs(1),
             ready_wait: Duration::from_secs(10),
-            max_in_flight: 64,
+            max_in_flight,
             queue_wait: Duration::from_secs(10),
         }
     }

@@ -344,14 +344,7 @@ async fn delete_ends_the_sessions_own_child() {
         "one child for the session: {before:?} -> {after:?}"
     );
     assert!(alive(own[0]));
-    let deleted = c
-        .delete(&bridge.url)
-        .header("mcp-session-id", &s.id)
-        .header("mcp-protocol-version", &s.version)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status().as_u16(), 200);
+    assert_eq!(s.delete(&c, &bridge.url).await, 200);
     wait_until("the session's child has exited", || !alive(own[0])).await;
     assert!(
         before.iter().all(|p| alive(*p)),

@@ -760,14 +760,7 @@ async fn a_childs_request_is_answered_when_its_call_or_session_ends() {
                 .find(|m| m["method"] == "sampling/createMessage")
                 .expect("the request of the call that returned")
                 .clone();
-            let deleted = c
-                .delete(&bridge.url)
-                .header("mcp-session-id", &s.id)
-                .header("mcp-protocol-version", &s.version)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(deleted.status().as_u16(), 200);
+            assert_eq!(s.delete(&c, &bridge.url).await, 200);
             for request in [waiting, open] {
                 let child_id = request["params"]["messages"][0]["content"]["text"]
                     .as_str()

@@ -219,6 +219,18 @@ impl Session {
         let body = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
         post(c, url, &self.headers(), &body).await
     }
+
+    /// Ends the session (DELETE with its headers); the HTTP status.
+    pub async fn delete(&self, c: &reqwest::Client, url: &str) -> u16 {
+        c.delete(url)
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", &self.version)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
 }
 
 /// `_meta` of a 2026-07-28 request.
