@@ -103,7 +103,8 @@ pub(crate) enum Outlet {
 
 /// Why [`Outlet::try_send`] did not take a message.
 enum TryFail {
-    Full,
+    /// No room now: the message comes back, to wait with.
+    Full(Outbound),
     Closed,
 }
 
@@ -118,14 +119,13 @@ impl Outlet {
     fn try_send(&self, out: Outbound) -> Result<(), TryFail> {
         match self {
             Outlet::Queue(tx) => tx.try_send(out).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => TryFail::Full,
+                mpsc::error::TrySendError::Full(out) => TryFail::Full(out),
                 mpsc::error::TrySendError::Closed(_) => TryFail::Closed,
             }),
-            Outlet::Session(s) => match s.session.try_route(out) {
-                Ok(()) => Ok(()),
-                Err(true) => Err(TryFail::Full),
-                Err(false) => Err(TryFail::Closed),
-            },
+            Outlet::Session(s) => s.session.try_route(out).map_err(|full| match full {
+                Some(out) => TryFail::Full(out),
+                None => TryFail::Closed,
+            }),
         }
     }
 
@@ -315,13 +315,24 @@ impl Sender {
                 Outgoing::Message(message),
             ));
         }
-        let out = Outbound::new(encode_line(&message), Route::of(&message, related));
-        match self.out.send(out).await {
-            Ok(()) => Ok(()),
-            Err(_) => Err(SendError::new(
+        let closed = |message| {
+            Err(SendError::new(
                 SendErrorKind::Closed,
                 Outgoing::Message(message),
-            )),
+            ))
+        };
+        let out = Outbound::new(encode_line(&message), Route::of(&message, related));
+        // Without waiting first: a full queue is rare, and its wait, boxed, does
+        // not make the future of every send (kept in each task that sends, a
+        // request handler's among them) several hundred bytes larger.
+        let out = match self.out.try_send(out) {
+            Ok(()) => return Ok(()),
+            Err(TryFail::Closed) => return closed(message),
+            Err(TryFail::Full(out)) => out,
+        };
+        match Box::pin(self.out.send(out)).await {
+            Ok(()) => Ok(()),
+            Err(()) => closed(message),
         }
     }
 
@@ -361,7 +372,7 @@ impl Sender {
         let out = Outbound::new(encode_line(&message), Route::of(&message, None));
         match self.out.try_send(out) {
             Ok(()) => Ok(()),
-            Err(TryFail::Full) => Err(SendError::new(
+            Err(TryFail::Full(_)) => Err(SendError::new(
                 SendErrorKind::Full,
                 Outgoing::Message(message),
             )),

@@ -73,7 +73,9 @@ use switchboard_protocol::types::{
     CancelledNotificationParams, Meta, ProgressNotificationParams, ProgressToken,
     NOTIFICATION_CANCELLED, NOTIFICATION_PROGRESS,
 };
-use switchboard_transport::{CloseReason, DirectSink, Inbound, Receiver, Sender, Transport};
+use switchboard_transport::{
+    CloseReason, DirectSink, Inbound, Outgoing, Receiver, Sender, Transport,
+};
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -1222,7 +1224,19 @@ impl Dispatch {
                         Message::Error(ErrorResponse::new(Some(id), handler_panicked(&*panic)))
                     }
                 };
-                if peer.shared.sender.send(message).await.is_err() {
+                // Without waiting when there is room, as nearly always: only a
+                // full queue's wait is awaited, boxed, so this future, one per
+                // request, stays a few hundred bytes.
+                let sent = match peer.shared.sender.try_send(message) {
+                    Err(e) if e.is_full() => match e.into_inner() {
+                        Outgoing::Message(message) => {
+                            Box::pin(peer.shared.sender.send(message)).await
+                        }
+                        Outgoing::Batch(_) => unreachable!("one message was sent"),
+                    },
+                    sent => sent,
+                };
+                if sent.is_err() {
                     tracing::debug!("transport closed before the response could be sent");
                 }
             }

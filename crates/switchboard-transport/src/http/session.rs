@@ -704,18 +704,21 @@ impl Session {
         }
     }
 
-    /// [`route`](Self::route) without waiting: `Err(true)` when the
-    /// connection's queue is full, `Err(false)` once the session has ended.
-    pub(crate) fn try_route(&self, out: Outbound) -> Result<(), bool> {
+    /// [`route`](Self::route) without waiting: `Err(Some(out))`, the message
+    /// given back, when the connection's queue is full; `Err(None)` once the
+    /// session has ended.
+    pub(crate) fn try_route(&self, out: Outbound) -> Result<(), Option<Outbound>> {
         let Outbound {
-            mut line, route, ..
+            mut line,
+            route,
+            barrier,
         } = out;
         if line.last() == Some(&b'\n') {
             line.pop();
         }
         let mut st = self.lock();
         if st.ended {
-            return Err(false);
+            return Err(None);
         }
         let live =
             resolve(&st, &route).and_then(|t| st.streams.get(&t).and_then(|s| s.live.clone()));
@@ -724,12 +727,18 @@ impl Session {
             Some((generation, tx)) => match tx.try_reserve_owned() {
                 Ok(permit) => Room::Reserved(generation, permit),
                 Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
-                Err(mpsc::error::TrySendError::Full(_)) => return Err(true),
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    return Err(Some(Outbound {
+                        line,
+                        route,
+                        barrier,
+                    }))
+                }
             },
         };
         match self.commit(&mut st, &route, &mut line, room) {
             Commit::Done => Ok(()),
-            Commit::Ended | Commit::Again => Err(false),
+            Commit::Ended | Commit::Again => Err(None),
         }
     }
 

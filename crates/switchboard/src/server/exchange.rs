@@ -57,7 +57,7 @@ use tokio::sync::watch;
 use super::changes::{self, Change};
 use super::context::{BoxFuture, ContextError, ContextSink};
 use super::mrtr::{self, Round};
-use super::{Server, SessionState};
+use super::{Server, SessionState, Started};
 use crate::peer::{handler_panicked, CancelToken, CatchUnwind};
 
 /// How long a cancelled handler may run on after the client closed its stream, to
@@ -227,18 +227,24 @@ pub(crate) async fn serve(
     });
     let state = SessionState::new();
     let client_capabilities = Arc::new(ctx.client_capabilities.clone());
-    let handling = server.handle_with(
-        &state,
-        ctx.version,
-        &client_capabilities,
-        decoded,
-        sink,
-        round.clone(),
-    );
+    // The handler is called in here: a panic in its synchronous part is answered
+    // like one in its future.
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        server.start(
+            &state,
+            ctx.version,
+            &client_capabilities,
+            decoded,
+            sink,
+            round.clone(),
+        )
+    }))
+    .unwrap_or_else(|panic| Started::Ready(Err(handler_panicked(&*panic))));
     let run = async {
-        match &round {
-            Some(r) => mrtr::run(r, server.info(), handling).await,
-            None => handling.await,
+        match (&round, started) {
+            (Some(r), started) => mrtr::run(r, server.info(), started).await,
+            (None, Started::Ready(answer)) => answer,
+            (None, Started::Pending(handling)) => handling.await,
         }
     };
     tokio::pin!(run);

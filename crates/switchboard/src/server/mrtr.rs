@@ -30,7 +30,6 @@
 //! This module must not know transports or JSON-RPC ids.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::task::Poll;
@@ -298,21 +297,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Runs `handling` (the request's [`Server::handle`](super::Server::handle)
-/// future) under `round`: its outcome if it completes, else, as soon as it is
-/// pending with asks recorded, the `input_required` result (with
-/// `_meta["io.modelcontextprotocol/serverInfo"]` = `server_info`) or the error
-/// that ended it.
-pub(crate) async fn run<F>(
+/// Runs the request's answer under `round` (`started`, from
+/// [`Server::start`](super::Server::start)): its outcome if it completes, else,
+/// as soon as it is pending with asks recorded, the `input_required` result
+/// (with `_meta["io.modelcontextprotocol/serverInfo"]` = `server_info`) or the
+/// error that ended it.
+pub(crate) async fn run(
     round: &Round,
     server_info: &Implementation,
-    handling: F,
-) -> Result<Box<serde_json::value::RawValue>, ErrorObject>
-where
-    F: Future<Output = Result<Box<serde_json::value::RawValue>, ErrorObject>>,
-{
-    // Boxed so it can be dropped (the handler stopped) before the answer is built.
-    let mut handling = Box::pin(handling);
+    started: super::Started,
+) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+    match started {
+        super::Started::Ready(answer) => answer,
+        super::Started::Pending(handling) => run_pending(round, server_info, handling).await,
+    }
+}
+
+/// [`run`] for a handler still running; `handling` is boxed, so it can be
+/// dropped (the handler stopped) before the answer is built.
+async fn run_pending(
+    round: &Round,
+    server_info: &Implementation,
+    mut handling: BoxFuture<'_, Result<Box<serde_json::value::RawValue>, ErrorObject>>,
+) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
     let outcome = std::future::poll_fn(|cx| match handling.as_mut().poll(cx) {
         Poll::Ready(r) => Poll::Ready(Some(r)),
         Poll::Pending if round.blocked() => Poll::Ready(None),
@@ -367,14 +374,18 @@ mod tests {
     }
 
     async fn handler(round: &Round) -> Result<Value, ErrorObject> {
-        let raw = run(round, &Implementation::new("t", "1"), async {
-            let a = round.ask(Some("user_name".into()), elicit()).await;
-            let b = round.ask(None, elicit()).await;
-            Ok(
-                serde_json::value::to_raw_value(&json!({"a": a.unwrap(), "b": b.unwrap()}))
-                    .unwrap(),
-            )
-        })
+        let raw = run_pending(
+            round,
+            &Implementation::new("t", "1"),
+            Box::pin(async {
+                let a = round.ask(Some("user_name".into()), elicit()).await;
+                let b = round.ask(None, elicit()).await;
+                Ok(
+                    serde_json::value::to_raw_value(&json!({"a": a.unwrap(), "b": b.unwrap()}))
+                        .unwrap(),
+                )
+            }),
+        )
         .await?;
         Ok(serde_json::from_str(raw.get()).unwrap())
     }

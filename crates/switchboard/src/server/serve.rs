@@ -106,7 +106,7 @@ use tracing::Instrument;
 use super::changes::{self, Change};
 use super::context::{BoxFuture, ContextError, ContextSink};
 use super::mrtr::{self, Round};
-use super::{Server, SessionState};
+use super::{Server, SessionState, Started};
 use crate::error::Error;
 use crate::peer::{
     self, Driver, Handler, HandlerContext, HandlerFuture, Peer, PeerConfig, RequestOptions,
@@ -636,23 +636,23 @@ impl ServerHandler {
             Ok(d) => d,
             Err(e) => return refuse(e),
         };
-        let server = self.server.clone();
         let sink: Arc<dyn ContextSink> = Arc::new(sink);
-        Box::pin(async move {
-            let handling = server.handle_with(
-                &state,
-                version,
-                &client_capabilities,
-                decoded,
-                sink,
-                round.clone(),
-            );
-            let result = match &round {
-                Some(r) => mrtr::run(r, server.info(), handling).await?,
-                None => handling.await?,
-            };
-            Ok(result)
-        })
+        let started = self.server.start(
+            &state,
+            version,
+            &client_capabilities,
+            decoded,
+            sink,
+            round.clone(),
+        );
+        match (round, started) {
+            (None, Started::Ready(answer)) => Box::pin(std::future::ready(answer)),
+            (None, Started::Pending(handling)) => handling,
+            (Some(round), started) => {
+                let server = self.server.clone();
+                Box::pin(async move { mrtr::run(&round, server.info(), started).await })
+            }
+        }
     }
 }
 

@@ -115,31 +115,51 @@ fn error_result(message: String) -> CallToolResult {
     }
 }
 
-/// Runs `tools/call` for a found tool: validate, call, check the output.
-pub(crate) async fn call(
+/// A running tool handler: its future, from [`start`].
+pub(crate) type Running = BoxFuture<'static, Result<CallToolResult, ToolError>>;
+
+/// Starts `tools/call` for a found tool: validates the arguments against the
+/// tool's `inputSchema` and, when they pass, calls the handler, whose future
+/// comes back (its result goes to [`finish`]). Invalid arguments come back as the
+/// answer instead (boxed: it is rare, and large): `Ok` with an `isError` result
+/// from 2025-11-25 on, `Err` -32602 before.
+pub(crate) fn start(
     t: &RegisteredTool,
     version: ProtocolVersion,
     arguments: Option<Map<String, Value>>,
     ctx: ToolContext,
-) -> Result<CallToolResult, ErrorObject> {
+) -> Result<Running, Box<Result<CallToolResult, ErrorObject>>> {
     let args = Value::Object(arguments.unwrap_or_default());
-    let problems = violations(&t.input, &args);
-    if !problems.is_empty() {
+    // The messages are gathered only for arguments that fail: `is_valid` stops at
+    // the first problem and allocates nothing.
+    if !t.input.is_valid(&args) {
         let message = format!(
             "invalid arguments for tool {}: {}",
             t.tool.name,
-            problems.join("; ")
+            violations(&t.input, &args).join("; ")
         );
-        return if version >= ProtocolVersion::V2025_11_25 {
+        return Err(Box::new(if version >= ProtocolVersion::V2025_11_25 {
             Ok(error_result(message))
         } else {
             Err(ErrorObject::new(code::INVALID_PARAMS, message))
-        };
+        }));
     }
     let Value::Object(args) = args else {
         unreachable!("built from a map")
     };
-    let mut result = match (t.handler)(args, ctx).await {
+    Ok((t.handler)(args, ctx))
+}
+
+/// Finishes `tools/call` with the handler's `outcome` (see [`start`]): a
+/// [`ToolError`] becomes an `isError` result; a declared `outputSchema` is
+/// checked (-32603 when the result breaks it); structured content gets its text
+/// block when it has none, and is dropped before 2025-06-18.
+pub(crate) fn finish(
+    t: &RegisteredTool,
+    version: ProtocolVersion,
+    outcome: Result<CallToolResult, ToolError>,
+) -> Result<CallToolResult, ErrorObject> {
+    let mut result = match outcome {
         Ok(r) => r,
         Err(e) => return Ok(error_result(e.message)),
     };
