@@ -288,3 +288,64 @@ async fn a_2025_03_26_batch_is_answered_item_by_item_on_its_post() {
     })
     .await;
 }
+
+/// A tool that reports progress many times before its first await that waits
+/// (the events queue up while its request is still being delivered, before the
+/// POST takes them), on a server whose queues hold 4: every notification
+/// arrives, in order, then the result; and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_progress_beyond_the_queue_capacity_arrives_whole_and_in_order() {
+    bounded(async {
+        const STEPS: u64 = 50;
+        let mut config = HttpServerConfig::default();
+        config.transport.channel_capacity = 4;
+        let (http, acceptor) = HttpServer::bind(config).await.unwrap();
+        let server = echo_server::builder()
+            .tool(
+                serde_json::from_value(json!({
+                    "name": "burst",
+                    "inputSchema": {"type": "object"}
+                }))
+                .unwrap(),
+                |_args, cx: switchboard::server::ToolContext| async move {
+                    for i in 1..=STEPS {
+                        cx.progress(i as f64, Some(STEPS as f64), None).await?;
+                    }
+                    Ok(switchboard_protocol::types::CallToolResult {
+                        content: vec![
+                            switchboard_protocol::types::TextContent::new("burst done").into()
+                        ],
+                        ..Default::default()
+                    })
+                },
+            )
+            .build()
+            .unwrap();
+        let task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+        let url = http.url();
+        let c = client();
+        let sid = open_session(&c, &url, json!({})).await;
+        for round in 0..3 {
+            let id = 10 + round;
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "burst", "arguments": {}, "_meta": {"progressToken": round}}});
+            let mut resp = post(&c, &url, Some(&sid), call).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let msgs = read_stream(&mut resp, async |_| {}).await;
+            assert_eq!(msgs.len() as u64, STEPS + 1, "round {round}: {msgs:?}");
+            for (i, m) in msgs[..STEPS as usize].iter().enumerate() {
+                assert_eq!(m["method"], "notifications/progress", "{m}");
+                assert_eq!(m["params"]["progressToken"], round);
+                assert_eq!(m["params"]["progress"].as_f64(), Some((i + 1) as f64));
+            }
+            assert_eq!(msgs[STEPS as usize]["id"], id);
+            assert_eq!(
+                msgs[STEPS as usize]["result"]["content"][0]["text"],
+                "burst done"
+            );
+        }
+        drop(http);
+        task.await.unwrap();
+    })
+    .await;
+}

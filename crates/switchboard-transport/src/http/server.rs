@@ -49,7 +49,11 @@
 //!
 //! **One write per quick reply.** The SSE reply to a POST waits about
 //! [`HttpServerConfig::sse_first_event_wait`] for its first message, so the head,
-//! the priming event and a response ready by then leave in one write. The reply
+//! the priming event and a response ready by then leave in one write. What is
+//! sent on a POST's stream while its messages are being delivered waits in the
+//! session, up to the same capacity, until the POST takes it; a reply complete
+//! by then (a quick handler that answered during the delivery) never gets a
+//! connection queue at all. The reply
 //! to the `initialize` that opens a session waits for its first message however
 //! long it takes (see below).
 //!
@@ -1088,7 +1092,8 @@ async fn answer(
     // (2025-03-26 assumed) or not necessarily the one it negotiates: its reply
     // is primed below, by its answer.
     let primed = !json && !opening && session.primes(version);
-    let (stream, mut rx) = match session.open_request_stream(&ids, orphans.len(), json, primed) {
+    let (stream, generation) = match session.open_request_stream(&ids, orphans.len(), json, primed)
+    {
         Ok(opened) => opened,
         Err(StreamError::DuplicateId(id)) => {
             return rpc_error(
@@ -1098,6 +1103,13 @@ async fn answer(
             )
         }
         Err(_) => return session_not_found(),
+    };
+    // Dropped before it takes the stream's events (the client went while its
+    // messages were delivered): they wait for a resumption.
+    let attaching = Attaching {
+        session,
+        stream,
+        generation,
     };
     if opening {
         session.negotiates(&ids[0]);
@@ -1125,10 +1137,15 @@ async fn answer(
             return gone(session);
         }
     }
+    // What was sent while the messages were delivered (all of it, for a quick
+    // handler that answered meanwhile), and the queue of the rest, if any.
+    let (mut prefix, rx) = attaching.attach();
     if json {
-        let mut items = Vec::new();
-        while let Some(item) = rx.recv().await {
-            items.push(item);
+        let mut items = Vec::from(prefix);
+        if let Some(mut rx) = rx {
+            while let Some(item) = rx.recv().await {
+                items.push(item);
+            }
         }
         drop(guard);
         if items.is_empty() {
@@ -1153,18 +1170,23 @@ async fn answer(
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return response;
     }
-    let mut prefix = std::collections::VecDeque::new();
+    let waiting = prefix.is_empty();
     if primed {
-        prefix.push_back(priming(stream, 0, shared.config.sse_retry));
+        prefix.push_front(priming(stream, 0, shared.config.sse_retry));
     }
     if !opening {
-        let rx = first_events(
-            &mut prefix,
-            rx,
-            &shared.clock,
-            shared.config.sse_first_event_wait,
-        )
-        .await;
+        let rx = match rx {
+            Some(rx) if waiting => {
+                first_events(
+                    &mut prefix,
+                    rx,
+                    &shared.clock,
+                    shared.config.sse_first_event_wait,
+                )
+                .await
+            }
+            rx => rx,
+        };
         return sse_response(Body::stream(prefix, rx, guard));
     }
     // The reply to the `initialize` that opens the session: nothing goes out
@@ -1174,12 +1196,15 @@ async fn answer(
     // message is waited for: one sent before the answer (a related ping, say)
     // is never held back, and the reply is then primed only if the answer is
     // already queued behind it (nothing has been written yet either way).
-    let rx = match rx.recv().await {
-        Some(event) => {
-            prefix.push_back(event);
-            take_ready(&mut prefix, rx)
-        }
-        None => None,
+    let rx = match rx {
+        Some(mut rx) if waiting => match rx.recv().await {
+            Some(event) => {
+                prefix.push_back(event);
+                take_ready(&mut prefix, rx)
+            }
+            None => None,
+        },
+        rx => rx,
     };
     if session
         .negotiated()
@@ -1189,6 +1214,33 @@ async fn answer(
         prefix.push_front(priming(stream, 0, shared.config.sse_retry));
     }
     sse_response(Body::stream(prefix, rx, guard))
+}
+
+/// A POST's stream until the POST takes its events ([`Session::attach`]);
+/// dropped before that, it leaves them for a resumption ([`Session::detach`]).
+struct Attaching<'a> {
+    session: &'a Session,
+    stream: u64,
+    generation: u64,
+}
+
+impl Attaching<'_> {
+    fn attach(
+        self,
+    ) -> (
+        std::collections::VecDeque<Bytes>,
+        Option<mpsc::Receiver<Bytes>>,
+    ) {
+        let taken = self.session.attach(self.stream, self.generation);
+        std::mem::forget(self);
+        taken
+    }
+}
+
+impl Drop for Attaching<'_> {
+    fn drop(&mut self) {
+        self.session.detach(self.stream, self.generation);
+    }
 }
 
 /// Waits up to `wait` for the first event of a POST's stream and appends it,

@@ -137,8 +137,9 @@ struct Stream {
     json: bool,
     /// Requests of this POST still without a response.
     pending: usize,
-    /// The connection currently reading this stream: (generation, queue).
-    live: Option<(u64, mpsc::Sender<Bytes>)>,
+    /// Where the stream's events go now: (generation, outlet); `None` while no
+    /// connection reads it.
+    live: Option<(u64, Live)>,
     /// The last events, for replay: (seq, encoded event).
     buffer: VecDeque<(u64, Bytes)>,
     next_seq: u64,
@@ -181,8 +182,30 @@ impl Stream {
     }
 
     fn live_open(&self) -> bool {
-        self.live.as_ref().is_some_and(|(_, tx)| !tx.is_closed())
+        match &self.live {
+            Some((_, Live::Queue(tx))) => !tx.is_closed(),
+            Some((_, Live::Early(_))) => true,
+            None => false,
+        }
     }
+
+    /// A POST stream whose POST has not taken its events yet ([`Live::Early`]).
+    fn is_early(&self) -> bool {
+        matches!(self.live, Some((_, Live::Early(_))))
+    }
+}
+
+/// Where the events of a stream with a reader go.
+#[derive(Debug)]
+enum Live {
+    /// The POST that opened the stream is still delivering its messages and has
+    /// not taken its events yet ([`Session::attach`]): they wait here, in order,
+    /// at most [`Limits::capacity`] of them. A reply complete by then (a handler
+    /// that answered while its request was delivered, the usual quick tool) goes
+    /// out without a queue ever being made for it.
+    Early(VecDeque<Bytes>),
+    /// The queue of the connection reading the stream.
+    Queue(mpsc::Sender<Bytes>),
 }
 
 #[derive(Debug)]
@@ -253,6 +276,9 @@ pub(crate) struct Session {
     /// A request of this session named 2025-11-25 or later in
     /// `MCP-Protocol-Version`: its client knows priming events ([`Self::primes`]).
     primes: std::sync::atomic::AtomicBool,
+    /// Woken when a POST takes its early events or goes without them, for
+    /// senders that found those at capacity ([`Live::Early`]).
+    attached: tokio::sync::Notify,
 }
 
 /// Held by each open HTTP response of a session (in its body): the session is
@@ -304,6 +330,7 @@ impl Session {
             limits,
             registry,
             primes: std::sync::atomic::AtomicBool::new(false),
+            attached: tokio::sync::Notify::new(),
         });
         let transport = Transport {
             sender: Sender {
@@ -343,7 +370,7 @@ impl Session {
         st.next_gen += 1;
         let generation = st.next_gen;
         if let Some(s) = st.streams.get_mut(&stream) {
-            s.live = Some((generation, tx));
+            s.live = Some((generation, Live::Queue(tx)));
         }
         rx
     }
@@ -409,13 +436,17 @@ impl Session {
     /// on it with [`Route::Orphan`]; at least one of the two is non-zero), before
     /// they are delivered, so no response can miss it. `primed`: the caller sends
     /// a priming event (seq 0) first.
+    ///
+    /// Events of the stream wait in the session until the POST takes them with
+    /// [`attach`](Self::attach) (or gives up, [`detach`](Self::detach)), which it
+    /// does once its messages are delivered; `(stream, generation)` names them.
     pub(crate) fn open_request_stream(
         &self,
         ids: &[Id],
         orphans: usize,
         json: bool,
         primed: bool,
-    ) -> Result<(u64, mpsc::Receiver<Bytes>), StreamError> {
+    ) -> Result<(u64, u64), StreamError> {
         let mut st = self.lock();
         if st.ended {
             return Err(StreamError::Ended);
@@ -430,8 +461,65 @@ impl Session {
         for id in ids {
             st.requests.insert(id.clone(), stream);
         }
-        let rx = self.new_live(&mut st, stream);
-        Ok((stream, rx))
+        st.next_gen += 1;
+        let generation = st.next_gen;
+        if let Some(s) = st.streams.get_mut(&stream) {
+            s.live = Some((generation, Live::Early(VecDeque::new())));
+        }
+        Ok((stream, generation))
+    }
+
+    /// The POST that opened `stream` (as `generation`) takes its events: those
+    /// sent so far, and the queue of those to come unless the stream is complete
+    /// already (every response sent: the body is then whole, and no queue is
+    /// made). Nothing, and no queue, when the stream went meanwhile (the session
+    /// ended, or [`close_stream`](Self::close_stream) closed this connection:
+    /// its events wait for a resumption).
+    pub(crate) fn attach(
+        &self,
+        stream: u64,
+        generation: u64,
+    ) -> (VecDeque<Bytes>, Option<mpsc::Receiver<Bytes>>) {
+        let mut st = self.lock();
+        let Some(s) = st.streams.get_mut(&stream) else {
+            return (VecDeque::new(), None);
+        };
+        let events = match &mut s.live {
+            Some((g, Live::Early(events))) if *g == generation => std::mem::take(events),
+            _ => return (VecDeque::new(), None),
+        };
+        s.delivered = s.next_seq - 1;
+        if s.pending == 0 {
+            finish_stream(&mut st, stream, false);
+            return (events, None);
+        }
+        let (tx, rx) = mpsc::channel(self.limits.capacity);
+        s.live = Some((generation, Live::Queue(tx)));
+        drop(st);
+        // Senders that found the early events full wait for this.
+        self.attached.notify_waiters();
+        (events, Some(rx))
+    }
+
+    /// The POST that opened `stream` (as `generation`) goes without taking its
+    /// events (its connection closed): the stream has no reader from now on, as
+    /// when a connection goes, so its events wait in its replay buffer for a
+    /// resumption. Nothing when the POST has attached already.
+    pub(crate) fn detach(&self, stream: u64, generation: u64) {
+        let mut st = self.lock();
+        let Some(s) = st.streams.get_mut(&stream) else {
+            return;
+        };
+        if !matches!(&s.live, Some((g, Live::Early(_))) if *g == generation) {
+            return;
+        }
+        s.live = None;
+        if s.pending == 0 {
+            let keep = !s.json && s.next_seq - 1 > s.delivered;
+            finish_stream(&mut st, stream, keep);
+        }
+        drop(st);
+        self.attached.notify_waiters();
     }
 
     /// Forgets a stream whose requests were never delivered.
@@ -439,6 +527,8 @@ impl Session {
         let mut st = self.lock();
         st.streams.remove(&stream);
         st.requests.retain(|_, s| *s != stream);
+        drop(st);
+        self.attached.notify_waiters();
     }
 
     /// Opens the standalone stream for a GET without `Last-Event-ID`: events
@@ -560,10 +650,14 @@ impl Session {
                 return;
             }
             st.ended = true;
-            st.streams.clear();
+            // A reply complete before the session ended still goes to its POST,
+            // which is about to take it (as one already queued on a connection
+            // still goes out).
+            st.streams.retain(|_, s| s.is_early() && s.pending == 0);
             st.requests.clear();
             st.retained.clear();
         }
+        self.attached.notify_waiters();
         debug!(session = %self.id, %reason, "session ended");
         self.ended.send_replace(true);
         if let Some(registry) = self.registry.upgrade() {
@@ -611,7 +705,8 @@ impl Session {
             return;
         };
         s.pending = s.pending.saturating_sub(1);
-        if s.pending > 0 {
+        if s.pending > 0 || s.is_early() {
+            // An early stream ends when its POST takes its events.
             return;
         }
         let keep = !s.json && s.next_seq - 1 > s.delivered;
@@ -658,41 +753,68 @@ impl Session {
             line.pop();
         }
         loop {
-            let live = {
-                let st = self.lock();
+            let queue = {
+                let mut st = self.lock();
                 if st.ended {
                     return Err(());
                 }
-                match resolve(&st, &route) {
-                    Some(target) => st.streams.get(&target).and_then(|s| s.live.clone()),
-                    None => None,
+                let now = self.room_now(&st, &route);
+                let attached = match now {
+                    Now::Room(room) => match self.commit(&mut st, &route, &mut line, room) {
+                        Commit::Done => return Ok(()),
+                        Commit::Ended => return Err(()),
+                        Commit::Again => continue,
+                    },
+                    Now::Queue(generation, tx) => Ok((generation, tx)),
+                    // Registered under the lock, so the wake-up cannot be missed.
+                    Now::EarlyFull => {
+                        let mut attached = Box::pin(self.attached.notified());
+                        attached.as_mut().enable();
+                        Err(attached)
+                    }
+                };
+                attached
+            };
+            let (generation, tx) = match queue {
+                Ok(queue) => queue,
+                Err(attached) => {
+                    // Wait until the POST takes its early events (or goes).
+                    // Boxed, as the wait for a full queue below.
+                    let mut ended = self.ended.subscribe();
+                    let wait = Box::pin(async move {
+                        tokio::select! {
+                            () = attached => true,
+                            () = is_ended(&mut ended) => false,
+                        }
+                    });
+                    if !wait.await {
+                        return Err(());
+                    }
+                    continue;
                 }
             };
-            let room = match live {
-                None => Room::None,
-                Some((generation, tx)) => match tx.try_reserve_owned() {
-                    Ok(permit) => Room::Reserved(generation, permit),
-                    Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
-                    Err(mpsc::error::TrySendError::Full(tx)) => {
-                        // Boxed: the rare wait would otherwise make every send's
-                        // future (copied into each task that sends) several times
-                        // larger.
-                        let mut ended = self.ended.subscribe();
-                        let wait = Box::pin(async move {
-                            tokio::select! {
-                                r = tx.reserve_owned() => Some(match r {
-                                    Ok(permit) => Room::Reserved(generation, permit),
-                                    Err(_) => Room::Gone(generation),
-                                }),
-                                () = is_ended(&mut ended) => None,
-                            }
-                        });
-                        match wait.await {
-                            Some(room) => room,
-                            None => return Err(()),
+            let room = match tx.try_reserve_owned() {
+                Ok(permit) => Room::Reserved(generation, permit),
+                Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
+                Err(mpsc::error::TrySendError::Full(tx)) => {
+                    // Boxed: the rare wait would otherwise make every send's
+                    // future (copied into each task that sends) several times
+                    // larger.
+                    let mut ended = self.ended.subscribe();
+                    let wait = Box::pin(async move {
+                        tokio::select! {
+                            r = tx.reserve_owned() => Some(match r {
+                                Ok(permit) => Room::Reserved(generation, permit),
+                                Err(_) => Room::Gone(generation),
+                            }),
+                            () = is_ended(&mut ended) => None,
                         }
+                    });
+                    match wait.await {
+                        Some(room) => room,
+                        None => return Err(()),
                     }
-                },
+                }
             };
             let mut st = self.lock();
             match self.commit(&mut st, &route, &mut line, room) {
@@ -701,6 +823,21 @@ impl Session {
                 // The stream's connection changed while room was reserved.
                 Commit::Again => continue,
             }
+        }
+    }
+
+    /// Under the lock: the room there is now for a message routed by `route`,
+    /// or the connection queue to reserve room on.
+    fn room_now(&self, st: &State, route: &Route) -> Now {
+        let live =
+            resolve(st, route).and_then(|t| st.streams.get(&t).and_then(|s| s.live.as_ref()));
+        match live {
+            None => Now::Room(Room::None),
+            Some((generation, Live::Early(events))) if events.len() < self.limits.capacity => {
+                Now::Room(Room::Early(*generation))
+            }
+            Some((_, Live::Early(_))) => Now::EarlyFull,
+            Some((generation, Live::Queue(tx))) => Now::Queue(*generation, tx.clone()),
         }
     }
 
@@ -720,20 +857,20 @@ impl Session {
         if st.ended {
             return Err(None);
         }
-        let live =
-            resolve(&st, &route).and_then(|t| st.streams.get(&t).and_then(|s| s.live.clone()));
-        let room = match live {
-            None => Room::None,
-            Some((generation, tx)) => match tx.try_reserve_owned() {
+        let full = || {
+            Err(Some(Outbound {
+                line: std::mem::take(&mut line),
+                route: route.clone(),
+                barrier,
+            }))
+        };
+        let room = match self.room_now(&st, &route) {
+            Now::Room(room) => room,
+            Now::EarlyFull => return full(),
+            Now::Queue(generation, tx) => match tx.try_reserve_owned() {
                 Ok(permit) => Room::Reserved(generation, permit),
                 Err(mpsc::error::TrySendError::Closed(_)) => Room::Gone(generation),
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    return Err(Some(Outbound {
-                        line,
-                        route,
-                        barrier,
-                    }))
-                }
+                Err(mpsc::error::TrySendError::Full(_)) => return full(),
             },
         };
         match self.commit(&mut st, &route, &mut line, room) {
@@ -810,6 +947,13 @@ impl Session {
                 permit.send(item);
                 true
             }
+            Room::Early(_) => {
+                if let Some((_, Live::Early(events))) = &mut s.live {
+                    events.push_back(item);
+                }
+                // Handed to the connection when its POST takes it (attach).
+                false
+            }
             Room::Gone(_) => {
                 // The connection went away: keep buffering for a resumption.
                 s.live = None;
@@ -820,9 +964,10 @@ impl Session {
         if delivered {
             s.delivered = s.delivered.max(seq);
         }
-        if done {
+        if done && !s.is_early() {
             // The last response of the stream: its connection's queue is
-            // dropped with it, so the body ends right after this event.
+            // dropped with it, so the body ends right after this event. (An
+            // early stream ends when its POST takes its events.)
             let keep = !delivered && !s.json;
             finish_stream(st, target, keep);
         }
@@ -838,15 +983,27 @@ enum Room {
     Gone(u64),
     /// Room reserved on the queue of the connection of this generation.
     Reserved(u64, mpsc::OwnedPermit<Bytes>),
+    /// Room among the early events of this generation (taken under the lock
+    /// that commits the event).
+    Early(u64),
 }
 
 impl Room {
     fn generation(&self) -> Option<u64> {
         match self {
             Room::None => None,
-            Room::Gone(g) | Room::Reserved(g, _) => Some(*g),
+            Room::Gone(g) | Room::Reserved(g, _) | Room::Early(g) => Some(*g),
         }
     }
+}
+
+/// What [`Session::room_now`] found.
+enum Now {
+    Room(Room),
+    /// The early events are at capacity: wait for their POST.
+    EarlyFull,
+    /// The connection queue to reserve room on, and its generation.
+    Queue(u64, mpsc::Sender<Bytes>),
 }
 
 /// What [`Session::commit`] did.
@@ -928,6 +1085,184 @@ pub(crate) fn first_duplicate(ids: &[Id]) -> Option<Id> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn session(capacity: usize) -> (Arc<Session>, Transport) {
+        let limits = Limits {
+            replay: 16,
+            capacity,
+        };
+        Session::start("s".into(), limits, Weak::new(), &TransportConfig::default())
+    }
+
+    fn response(id: i64) -> Outbound {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        Outbound::new(line.into_bytes(), Route::Response(Id::from(id)))
+    }
+
+    fn progress(id: i64, n: u64) -> Outbound {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t","progress":{n}}}}}"#
+        );
+        Outbound::new(line.into_bytes(), Route::Related(Id::from(id)))
+    }
+
+    /// The `data:` lines of SSE events, in order.
+    fn data(events: &VecDeque<Bytes>) -> Vec<String> {
+        events
+            .iter()
+            .flat_map(|e| {
+                std::str::from_utf8(e)
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data: ").map(str::to_owned))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// A reply complete before its POST takes its events goes out whole, with no
+    /// queue made, and its stream is forgotten (everything reached the POST).
+    #[test]
+    fn a_reply_complete_before_its_post_attaches_needs_no_queue() {
+        let (s, _t) = session(4);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        s.try_route(progress(1, 1)).unwrap();
+        s.try_route(response(1)).unwrap();
+        let (events, rx) = s.attach(stream, generation);
+        assert!(rx.is_none());
+        let data = data(&events);
+        assert_eq!(data.len(), 2);
+        assert!(data[0].contains("notifications/progress"));
+        assert!(data[1].contains(r#""id":1"#));
+        assert_eq!(
+            s.resume(stream, 2, false).err(),
+            Some(StreamError::UnknownStream)
+        );
+    }
+
+    /// An unfinished reply: the events so far, then a queue for the rest.
+    #[tokio::test]
+    async fn an_unfinished_reply_gets_a_queue_for_the_rest() {
+        let (s, _t) = session(4);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        s.try_route(progress(1, 1)).unwrap();
+        let (events, rx) = s.attach(stream, generation);
+        assert_eq!(data(&events).len(), 1);
+        let mut rx = rx.expect("a queue");
+        s.try_route(response(1)).unwrap();
+        let last = rx.recv().await.unwrap();
+        assert!(data(&VecDeque::from([last]))[0].contains(r#""id":1"#));
+        assert!(
+            rx.recv().await.is_none(),
+            "the stream ends with its response"
+        );
+    }
+
+    /// Past the capacity, senders wait for the POST to take the early events,
+    /// and nothing is lost or reordered.
+    #[tokio::test]
+    async fn senders_wait_while_the_early_events_are_at_capacity() {
+        let (s, _t) = session(2);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        s.try_route(progress(1, 1)).unwrap();
+        s.try_route(progress(1, 2)).unwrap();
+        let back = s.try_route(progress(1, 3)).expect_err("at capacity");
+        assert!(back.is_some(), "full, not ended: the message comes back");
+        let sender = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.route(progress(1, 3)).await.unwrap();
+                s.route(response(1)).await.unwrap();
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(!sender.is_finished(), "waits for the POST");
+        let (events, rx) = s.attach(stream, generation);
+        let mut all = data(&events);
+        let mut rx = rx.expect("a queue");
+        while let Some(e) = rx.recv().await {
+            all.extend(data(&VecDeque::from([e])));
+        }
+        sender.await.unwrap();
+        assert_eq!(all.len(), 4, "{all:?}");
+        for (i, n) in [1, 2, 3].iter().enumerate() {
+            assert!(all[i].contains(&format!(r#""progress":{n}"#)), "{all:?}");
+        }
+        assert!(all[3].contains(r#""id":1"#));
+    }
+
+    /// A POST that goes before taking its events (its client went) leaves them
+    /// for a resumption, as a connection that goes does: later events are only
+    /// buffered, and none waits for a reader that will not come.
+    #[test]
+    fn a_post_that_goes_before_attaching_leaves_its_events_for_resumption() {
+        let (s, _t) = session(2);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        s.try_route(progress(1, 1)).unwrap();
+        s.detach(stream, generation);
+        for n in 2..=5 {
+            s.try_route(progress(1, n))
+                .expect("no reader: buffered, never full");
+        }
+        s.try_route(response(1)).unwrap();
+        // Attaching after going takes nothing.
+        let (events, rx) = s.attach(stream, generation);
+        assert!(events.is_empty() && rx.is_none());
+        let opened = s.resume(stream, 0, false).expect("kept for resumption");
+        assert!(opened.rx.is_none(), "complete");
+        let data = data(&opened.prefix);
+        assert_eq!(data.len(), 6, "{data:?}");
+        assert!(data[5].contains(r#""id":1"#));
+    }
+
+    /// Closing the connection of a stream before its POST attached: the POST
+    /// gets nothing, the events wait for the client's resumption.
+    #[test]
+    fn a_stream_closed_before_its_post_attaches_is_resumed() {
+        let (s, _t) = session(4);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        s.try_route(progress(1, 1)).unwrap();
+        assert!(s.close_stream(&Id::from(1)));
+        let (events, rx) = s.attach(stream, generation);
+        assert!(events.is_empty() && rx.is_none());
+        s.try_route(response(1)).unwrap();
+        let opened = s.resume(stream, 0, false).expect("kept for resumption");
+        let data = data(&opened.prefix);
+        assert_eq!(data.len(), 2, "{data:?}");
+        assert!(data[1].contains(r#""id":1"#));
+    }
+
+    /// A reply complete before the session ended still reaches its POST, as one
+    /// already on a connection's queue does; an unfinished one does not.
+    #[test]
+    fn a_complete_early_reply_outlives_the_end_of_its_session() {
+        let (s, _t) = session(4);
+        let (done, done_gen) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        let (open, open_gen) = s
+            .open_request_stream(&[Id::from(2)], 0, false, true)
+            .unwrap();
+        s.try_route(response(1)).unwrap();
+        s.try_route(progress(2, 1)).unwrap();
+        s.end(CloseReason::SessionClosed);
+        assert!(s.try_route(response(2)).is_err());
+        let (events, rx) = s.attach(done, done_gen);
+        assert_eq!(data(&events).len(), 1);
+        assert!(rx.is_none());
+        let (events, rx) = s.attach(open, open_gen);
+        assert!(events.is_empty() && rx.is_none());
+    }
 
     #[test]
     fn an_error_response_is_told_from_a_result() {
