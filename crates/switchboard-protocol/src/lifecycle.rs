@@ -609,7 +609,10 @@ pub fn requirements(
         (Direction::ClientToServer, m::TOOLS_LIST) => vec![server_method(S::Tools)],
         (Direction::ClientToServer, m::TOOLS_CALL) => {
             let mut v = vec![server_method(S::Tools)];
-            if !modern && peek(params).task.is_some() {
+            // Most calls have no `task`: the filter spares them the scan.
+            let may_have_task =
+                params.is_some_and(|p| crate::jsonrpc::may_have_member(p.get(), "task"));
+            if !modern && may_have_task && peek(params).task.is_some() {
                 v.push(server_method(S::TaskAugmentedToolCall));
             }
             v

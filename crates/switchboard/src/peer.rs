@@ -1171,6 +1171,8 @@ impl Dispatch {
         let progress_token = request
             .params
             .as_deref()
+            // Most requests carry no `_meta`: the filter spares them a decode.
+            .filter(|p| switchboard_protocol::jsonrpc::may_have_member(p.get(), "_meta"))
             .and_then(|p| serde_json::from_str::<MetaPeek>(p.get()).ok())
             .and_then(|m| m.meta)
             .and_then(|m| switchboard_protocol::types::meta::progress_token(&m));

@@ -17,4 +17,4 @@ pub use message::{
     decode_frame, encode_batch, Batching, DecodeError, DecodeErrorKind, ErrorObject, ErrorResponse,
     Frame, Message, MessageRef, Notification, Request, Response, JSONRPC_VERSION,
 };
-pub use peek::{peek, peek_tail, Peeked};
+pub use peek::{may_have_member, peek, peek_tail, Peeked};

@@ -35,6 +35,22 @@ impl Peeked {
     }
 }
 
+/// Whether the JSON text `json` may have a member named `name`, at any depth:
+/// `false` only when it certainly has none, because `"name"` (quoted) does not
+/// occur in it and it holds no `\`, so none of its strings spells `name` with an
+/// escape either. A filter that costs a substring search, before a decode that
+/// only wants that member (a request's `_meta` or `task` in its params, say).
+/// `name` must be written in JSON without escapes (no `"`, `\` or control
+/// characters).
+pub fn may_have_member(json: &str, name: &str) -> bool {
+    if json.contains('\\') {
+        return true;
+    }
+    let bytes = json.as_bytes();
+    json.match_indices(name)
+        .any(|(at, _)| at > 0 && bytes[at - 1] == b'"' && bytes.get(at + name.len()) == Some(&b'"'))
+}
+
 /// Reads the top-level members of the JSON object that `prefix` starts, as far as
 /// the prefix goes (see the module docs). Anything that is not an object gives an
 /// empty [`Peeked`].
@@ -207,6 +223,29 @@ fn value_end(b: &[u8], at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_name_is_ruled_out_only_when_it_cannot_be_there() {
+        let p = r#"{"name":"echo","arguments":{"text":"_meta task"}}"#;
+        assert!(
+            !may_have_member(p, "_meta"),
+            "only inside a value, unquoted"
+        );
+        assert!(!may_have_member(p, "task"));
+        assert!(may_have_member(p, "name"));
+        assert!(may_have_member(p, "text"), "at any depth");
+        assert!(may_have_member(r#"{"a":{"_meta":{}}}"#, "_meta"));
+        assert!(
+            may_have_member(r#"{"\u005fmeta":{}}"#, "_meta"),
+            "an escape anywhere may spell it"
+        );
+        assert!(may_have_member(r#"{"x":"line\nbreak"}"#, "_meta"));
+        // A string value equal to the name is not a member, but may be taken for
+        // one: the filter errs only that way.
+        assert!(may_have_member(r#"{"x":"task"}"#, "task"));
+        assert!(!may_have_member(r#"{"tasks":1}"#, "task"));
+        assert!(!may_have_member("", "task"));
+    }
 
     #[test]
     fn an_answer_s_id_comes_before_its_result() {

@@ -64,6 +64,10 @@ pub(crate) fn origin_ok(headers: &HeaderMap, allowed: &[String]) -> bool {
 fn accepted(headers: &HeaderMap) -> (bool, bool) {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(ACCEPT) {
+        // What the SDK clients send, read at a glance.
+        if value.as_bytes() == b"application/json, text/event-stream" {
+            return (true, true);
+        }
         for item in value.as_bytes().split(|&b| b == b',') {
             let media = item.split(|&b| b == b';').next().unwrap_or_default();
             let media = media.trim_ascii();
