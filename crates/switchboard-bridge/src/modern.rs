@@ -340,7 +340,7 @@ async fn check_param_headers(
     let pairs = match name {
         Some(name) => core
             .tools
-            .of_tool(&core.shared, crate::upstream::BRIDGE_OWNER, name, core.request_timeout)
+            .of_tool(&core.shared, name, core.request_timeout)
             .await
             .map_err(|why| {
                 ErrorObject::new(

@@ -99,7 +99,6 @@ impl ToolHeaders {
     pub(crate) async fn of_tool(
         &self,
         up: &Upstream,
-        owner: u64,
         name: &str,
         wait: Duration,
     ) -> Result<HeaderParams, String> {
@@ -112,7 +111,7 @@ impl ToolHeaders {
         let usable = current
             .is_some_and(|k| k.tools.contains_key(name) || k.fetched.elapsed() < MIN_REFETCH);
         if !usable {
-            *known = Some(fetch(up, owner, wait).await?.0);
+            *known = Some(fetch(up, wait).await?.0);
         }
         let k = known.as_ref().expect("fetched above when not usable");
         Ok(k.tools.get(name).cloned().unwrap_or_default())
@@ -120,14 +119,9 @@ impl ToolHeaders {
 
     /// Fetches the list again now (a list change, a restart); what it learnt.
     /// On failure the list is forgotten, so that the next call fetches it.
-    pub(crate) async fn refresh(
-        &self,
-        up: &Upstream,
-        owner: u64,
-        wait: Duration,
-    ) -> Result<Listed, String> {
+    pub(crate) async fn refresh(&self, up: &Upstream, wait: Duration) -> Result<Listed, String> {
         let mut known = self.known.lock().await;
-        match fetch(up, owner, wait).await {
+        match fetch(up, wait).await {
             Ok((k, listed)) => {
                 *known = Some(k);
                 Ok(listed)
@@ -142,7 +136,7 @@ impl ToolHeaders {
 
 /// Lists every tool of `up` (following `nextCursor`, at most [`MAX_PAGES`]
 /// pages), each page within `wait`.
-async fn fetch(up: &Upstream, owner: u64, wait: Duration) -> Result<(Known, Listed), String> {
+async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String> {
     let generation = up.restarts();
     let info = up.ready(wait).await?;
     let mut known = Known {
@@ -171,7 +165,7 @@ async fn fetch(up: &Upstream, owner: u64, wait: Duration) -> Result<(Known, List
         }
         let request =
             Request::new(Id::from(0u64), "tools/list", &params).map_err(|e| e.to_string())?;
-        let page = match page(up, request, owner, wait).await? {
+        let page = match page(up, request, wait).await? {
             Ok(page) => page,
             Err(refused) => {
                 debug!(%refused, "the upstream server refused tools/list: no x-mcp-header to check");
@@ -215,10 +209,10 @@ async fn fetch(up: &Upstream, owner: u64, wait: Duration) -> Result<(Known, List
 async fn page(
     up: &Upstream,
     request: Request,
-    owner: u64,
     wait: Duration,
 ) -> Result<Result<Map<String, Value>, String>, String> {
-    let call = up.call(request, owner).await?;
+    // The bridge's own call: it never owns or contests a child's request.
+    let call = up.call(request, crate::upstream::BRIDGE_OWNER).await?;
     match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => serde_json::from_str(r.result.get())
             .map(Ok)
@@ -273,14 +267,7 @@ pub(crate) async fn follow(
 
 /// One refresh of [`Core::tools`], with the drift log.
 async fn refresh(core: &Arc<Core>) {
-    let outcome = core
-        .tools
-        .refresh(
-            &core.shared,
-            crate::upstream::BRIDGE_OWNER,
-            core.request_timeout,
-        )
-        .await;
+    let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
     match outcome {
         Ok(Listed::Names(names)) if core.allow.is_restricted() => {
             let missing = core.allow.drift(&names);

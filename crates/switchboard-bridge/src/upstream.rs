@@ -731,12 +731,15 @@ impl Upstream {
             .filter(|(_, open)| open.call == Some(id))
             .map(|(ours, _)| *ours)
             .collect();
-        let why = format!("the call it was made for is over ({why})");
-        let answers: Vec<Message> = mine
-            .into_iter()
-            .filter_map(|ours| take_open(&mut table, ours))
-            .map(|child| abandoned(child, &why))
-            .collect();
+        let answers: Vec<Message> = if mine.is_empty() {
+            Vec::new()
+        } else {
+            let why = format!("the call it was made for is over ({why})");
+            mine.into_iter()
+                .filter_map(|ours| take_open(&mut table, ours))
+                .map(|child| abandoned(child, &why))
+                .collect()
+        };
         let removed = match table.calls.remove(&id) {
             Some(slot) => {
                 if let Some((ours, _)) = slot.token {
