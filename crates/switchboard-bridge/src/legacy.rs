@@ -44,7 +44,9 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO,
 };
-use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
+use switchboard_protocol::types::{
+    CancelledNotificationParams, InitializeRequestParams, LoggingLevel, NOTIFICATION_CANCELLED,
+};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
@@ -312,9 +314,36 @@ fn child_cancelled(session: &Session, n: Notification) -> Option<Notification> {
 /// Forgets the child's requests forwarded for the client's call `down_id`,
 /// which ended without the child's answer (cancelled, timed out, failed): the
 /// upstream has answered them to the child already (or the child is gone), so
-/// the client's late answers are dropped.
-fn forget_forwarded(session: &Session, down_id: &Id) {
-    lock(&session.server_requests).retain(|_, f| f.call.as_ref() != Some(down_id));
+/// the client's late answers would go nowhere. The client is told that each is
+/// cancelled (`notifications/cancelled` with `reason`, on the call's stream
+/// while it is open; every revision's "Cancellation": either side may cancel a
+/// request it sent), so it stops working on them (a sampling dialog, say).
+async fn cancel_forwarded(session: &Session, down_id: &Id, reason: &str) {
+    let cancelled: Vec<Id> = {
+        let mut forwarded = lock(&session.server_requests);
+        let mine = forwarded
+            .iter()
+            .filter(|(_, f)| f.call.as_ref() == Some(down_id))
+            .map(|(id, _)| id.clone())
+            .collect::<Vec<_>>();
+        for id in &mine {
+            forwarded.remove(id);
+        }
+        mine
+    };
+    for id in cancelled {
+        let params = CancelledNotificationParams {
+            request_id: Some(id),
+            reason: Some(reason.to_owned()),
+            ..Default::default()
+        };
+        if let Ok(n) = Notification::new(NOTIFICATION_CANCELLED, &params) {
+            let _ = session
+                .tx
+                .send_related(Message::Notification(n), Some(down_id.clone()))
+                .await;
+        }
+    }
 }
 
 /// Whether a broadcast notification is for this session: everything but
@@ -807,7 +836,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
 /// Answers the client's request `down_id` with -32603 and `why`, and forgets it.
 async fn fail(session: &Arc<Session>, down_id: Id, why: String) {
     lock(&session.calls).remove(&down_id);
-    forget_forwarded(session, &down_id);
+    cancel_forwarded(session, &down_id, "the call it was made for failed").await;
     let _ = session
         .tx
         .send(error(down_id, code::INTERNAL_ERROR, why))
@@ -879,7 +908,7 @@ async fn pump(
             reason = &mut cancel => {
                 let reason = reason.unwrap_or_else(|_| "cancelled".to_owned());
                 call.cancel(&reason).await;
-                forget_forwarded(&session, &down_id);
+                cancel_forwarded(&session, &down_id, "the call it was made for was cancelled").await;
                 // The client gets no response (it cancelled, or its session
                 // ended): its POST stops waiting for one.
                 session.tx.forget(&down_id);

@@ -694,7 +694,8 @@ async fn error_answer(log: &std::path::Path, child_id: &str) -> Value {
 /// The child waits for the answer to its `sampling/createMessage`, made for a
 /// call that the client then cancels: the bridge answers the child's request
 /// itself (-32603, saying why) instead of leaving the child waiting until it
-/// is restarted. Both child modes. With the shared child, which outlives the
+/// is restarted, and tells the client the request is cancelled. Both child
+/// modes. With the shared child, which outlives the
 /// session, the same when the session ends (DELETE) with a call's request
 /// open, or with a request still open after its call returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -736,6 +737,12 @@ async fn a_childs_request_is_answered_when_its_call_or_session_ends() {
                 .is_some_and(|m| m.contains("changed my mind") || m.contains("cancelled")),
             "{mode}: the error says why: {answer}"
         );
+        // And the client is told the request it was asked is cancelled, on the
+        // call's stream, before that stream ends.
+        let told = next_with_method(&mut stream, "notifications/cancelled")
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the client is told its request is over"));
+        assert_eq!(told["params"]["requestId"], asked["id"], "{mode}: {told}");
         if mode == "shared" {
             // A call in flight with its request open, and a request whose call
             // has returned, when the session ends.
