@@ -865,3 +865,43 @@ async fn a_panicking_tool_gets_the_same_answer_in_every_era() {
     assert_eq!(answer["id"], 9, "{answer}");
     assert_eq!(answer["error"], want, "{answer}");
 }
+
+/// A tool whose synchronous part panics (before it returns its future), in a
+/// stateless 2026-07-28 exchange with an SSE
+/// reply (progress token) and a JSON reply: -32603 with the request's id, and the
+/// server goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_panics_before_its_future_is_answered_in_a_stateless_exchange() {
+    let panics: switchboard_protocol::types::Tool =
+        serde_json::from_value(json!({"name": "sync_panics", "inputSchema": {"type": "object"}}))
+            .unwrap();
+    let server = fixture::with_2026_fixtures(fixture::builder())
+        .tool(panics, |_, _ctx: ToolContext| {
+            if std::hint::black_box(true) {
+                panic!("a synchronous bug in the tool")
+            }
+            async { unreachable!() }
+        })
+        .build()
+        .unwrap();
+    let http = start(server).await;
+    let want = json!({"code": -32603, "message": "internal error: the handler failed"});
+    for id in [7u64, 8] {
+        let mut params = tool_call("sync_panics", json!({}), json!({}));
+        if id == 8 {
+            params["_meta"]["progressToken"] = json!("p");
+        }
+        let r = bounded(call(&http, id, "tools/call", params)).await;
+        let last = r.last();
+        assert_eq!(last["id"], id, "{last}");
+        assert_eq!(last["error"], want, "{last}");
+        let r = call(
+            &http,
+            id + 10,
+            "tools/call",
+            tool_call("test_simple_text", json!({}), json!({})),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+}

@@ -185,13 +185,23 @@ impl Stream {
         match &self.live {
             Some((_, Live::Queue(tx))) => !tx.is_closed(),
             Some((_, Live::Early(_))) => true,
-            None => false,
+            Some((_, Live::Closing(..))) | None => false,
         }
     }
 
-    /// A POST stream whose POST has not taken its events yet ([`Live::Early`]).
+    /// A POST stream whose POST has not taken its events yet ([`Live::Early`],
+    /// [`Live::Closing`]): it ends when the POST takes them or goes.
     fn is_early(&self) -> bool {
-        matches!(self.live, Some((_, Live::Early(_))))
+        matches!(self.live, Some((_, Live::Early(_) | Live::Closing(..))))
+    }
+
+    /// The generation of the connection that takes the stream's next events:
+    /// `None` when none does (a closing POST takes no more).
+    fn reader(&self) -> Option<u64> {
+        match &self.live {
+            Some((g, Live::Early(_) | Live::Queue(_))) => Some(*g),
+            Some((_, Live::Closing(..))) | None => None,
+        }
     }
 }
 
@@ -204,6 +214,10 @@ enum Live {
     /// that answered while its request was delivered, the usual quick tool) goes
     /// out without a queue ever being made for it.
     Early(VecDeque<Bytes>),
+    /// Early events whose connection [`Session::close_stream`] closed before its
+    /// POST took them, and the seq of the last: the POST still sends them, then
+    /// its body ends; later events only wait for a resumption.
+    Closing(VecDeque<Bytes>, u64),
     /// The queue of the connection reading the stream.
     Queue(mpsc::Sender<Bytes>),
 }
@@ -480,14 +494,41 @@ impl Session {
         stream: u64,
         generation: u64,
     ) -> (VecDeque<Bytes>, Option<mpsc::Receiver<Bytes>>) {
+        let taken = self.take_early(stream, generation);
+        // Senders that found the early events full wait for this, whatever came
+        // of it (a queue, or the stream's end).
+        self.attached.notify_waiters();
+        taken
+    }
+
+    /// [`attach`](Self::attach) under the lock.
+    fn take_early(
+        &self,
+        stream: u64,
+        generation: u64,
+    ) -> (VecDeque<Bytes>, Option<mpsc::Receiver<Bytes>>) {
         let mut st = self.lock();
         let Some(s) = st.streams.get_mut(&stream) else {
             return (VecDeque::new(), None);
         };
-        let events = match &mut s.live {
-            Some((g, Live::Early(events))) if *g == generation => std::mem::take(events),
+        let (events, closing) = match &mut s.live {
+            Some((g, Live::Early(events))) if *g == generation => (std::mem::take(events), false),
+            Some((g, Live::Closing(events, last))) if *g == generation => {
+                s.delivered = *last;
+                (std::mem::take(events), true)
+            }
             _ => return (VecDeque::new(), None),
         };
+        if closing {
+            // Its connection was closed: what came after the events it takes
+            // waits for a resumption.
+            s.live = None;
+            if s.pending == 0 {
+                let keep = !s.json && s.next_seq - 1 > s.delivered;
+                finish_stream(&mut st, stream, keep);
+            }
+            return (events, None);
+        }
         s.delivered = s.next_seq - 1;
         if s.pending == 0 {
             finish_stream(&mut st, stream, false);
@@ -495,9 +536,6 @@ impl Session {
         }
         let (tx, rx) = mpsc::channel(self.limits.capacity);
         s.live = Some((generation, Live::Queue(tx)));
-        drop(st);
-        // Senders that found the early events full wait for this.
-        self.attached.notify_waiters();
         (events, Some(rx))
     }
 
@@ -510,7 +548,7 @@ impl Session {
         let Some(s) = st.streams.get_mut(&stream) else {
             return;
         };
-        if !matches!(&s.live, Some((g, Live::Early(_))) if *g == generation) {
+        if !matches!(&s.live, Some((g, Live::Early(_) | Live::Closing(..))) if *g == generation) {
             return;
         }
         s.live = None;
@@ -588,7 +626,9 @@ impl Session {
         if s.json {
             return Err(StreamError::UnknownStream);
         }
-        if after > s.delivered || (after == 0 && !s.sent_zero) {
+        // A POST stream not taken by its POST yet has sent nothing at all, not
+        // even its priming event.
+        if after > s.delivered || (after == 0 && !s.sent_zero) || s.is_early() {
             return Err(StreamError::NeverSent);
         }
         if stream == STANDALONE && s.live_open() {
@@ -727,13 +767,26 @@ impl Session {
         let Some(&target) = st.requests.get(id) else {
             return false;
         };
-        match st.streams.get_mut(&target) {
+        let closed = match st.streams.get_mut(&target) {
             Some(s) if !s.json && s.primed && s.live_open() => {
-                s.live = None;
+                s.live = match s.live.take() {
+                    // The events its POST has not taken yet still go out on it:
+                    // they are the connection's, as those on its queue would be.
+                    Some((g, Live::Early(events))) => {
+                        Some((g, Live::Closing(events, s.next_seq - 1)))
+                    }
+                    _ => None,
+                };
                 true
             }
             _ => false,
+        };
+        drop(st);
+        if closed {
+            // Senders waiting for room among early events: there is no reader now.
+            self.attached.notify_waiters();
         }
+        closed
     }
 
     /// Puts one outbound message on its stream (see
@@ -837,6 +890,7 @@ impl Session {
                 Now::Room(Room::Early(*generation))
             }
             Some((_, Live::Early(_))) => Now::EarlyFull,
+            Some((_, Live::Closing(..))) => Now::Room(Room::None),
             Some((generation, Live::Queue(tx))) => Now::Queue(*generation, tx.clone()),
         }
     }
@@ -899,10 +953,7 @@ impl Session {
             }
             return Commit::Done;
         };
-        let current = st
-            .streams
-            .get(&target)
-            .and_then(|s| s.live.as_ref().map(|(g, _)| *g));
+        let current = st.streams.get(&target).and_then(Stream::reader);
         if current != room.generation() {
             return Commit::Again;
         }
@@ -1224,22 +1275,74 @@ mod tests {
     }
 
     /// Closing the connection of a stream before its POST attached: the POST
-    /// gets nothing, the events wait for the client's resumption.
+    /// still sends what was sent before (it was that connection's), and its
+    /// body ends there; the rest waits for the client's resumption, even with
+    /// a replay buffer shorter than what the POST took.
     #[test]
-    fn a_stream_closed_before_its_post_attaches_is_resumed() {
-        let (s, _t) = session(4);
+    fn a_stream_closed_before_its_post_attaches_sends_what_came_before() {
+        let limits = Limits {
+            replay: 2,
+            capacity: 8,
+        };
+        let (s, _t) = Session::start("s".into(), limits, Weak::new(), &TransportConfig::default());
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, false, true)
+            .unwrap();
+        for n in 1..=5 {
+            s.try_route(progress(1, n)).unwrap();
+        }
+        assert!(s.close_stream(&Id::from(1)));
+        assert_eq!(
+            s.resume(stream, 0, false).err(),
+            Some(StreamError::NeverSent),
+            "nothing was sent on it yet"
+        );
+        s.try_route(progress(1, 6)).unwrap();
+        let (events, rx) = s.attach(stream, generation);
+        assert!(rx.is_none(), "the connection ends after them");
+        let sent = data(&events);
+        assert_eq!(sent.len(), 5, "{sent:?}");
+        for (i, d) in sent.iter().enumerate() {
+            assert!(d.contains(&format!(r#""progress":{}"#, i + 1)), "{sent:?}");
+        }
+        s.try_route(response(1)).unwrap();
+        let opened = s.resume(stream, 5, false).expect("kept for resumption");
+        let rest = data(&opened.prefix);
+        assert_eq!(rest.len(), 2, "{rest:?}");
+        assert!(rest[0].contains(r#""progress":6"#));
+        assert!(rest[1].contains(r#""id":1"#));
+    }
+
+    /// A sender waiting for room among the early events is let go when the
+    /// stream's connection is closed before its POST takes them: its event
+    /// waits for the resumption instead.
+    #[tokio::test]
+    async fn closing_the_stream_lets_a_waiting_sender_go() {
+        let (s, _t) = session(2);
         let (stream, generation) = s
             .open_request_stream(&[Id::from(1)], 0, false, true)
             .unwrap();
         s.try_route(progress(1, 1)).unwrap();
+        s.try_route(progress(1, 2)).unwrap();
+        let sender = {
+            let s = s.clone();
+            tokio::spawn(async move { s.route(progress(1, 3)).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!sender.is_finished(), "waits for room");
         assert!(s.close_stream(&Id::from(1)));
+        tokio::time::timeout(Duration::from_secs(5), sender)
+            .await
+            .expect("the sender went on")
+            .unwrap()
+            .unwrap();
         let (events, rx) = s.attach(stream, generation);
-        assert!(events.is_empty() && rx.is_none());
+        assert_eq!(data(&events).len(), 2);
+        assert!(rx.is_none());
         s.try_route(response(1)).unwrap();
-        let opened = s.resume(stream, 0, false).expect("kept for resumption");
-        let data = data(&opened.prefix);
-        assert_eq!(data.len(), 2, "{data:?}");
-        assert!(data[1].contains(r#""id":1"#));
+        let rest = data(&s.resume(stream, 2, false).expect("kept").prefix);
+        assert_eq!(rest.len(), 2, "{rest:?}");
+        assert!(rest[0].contains(r#""progress":3"#));
     }
 
     /// A reply complete before the session ended still reaches its POST, as one
