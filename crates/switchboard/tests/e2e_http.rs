@@ -375,6 +375,28 @@ async fn all_events(resp: &mut reqwest::Response) -> Vec<(Option<String>, String
     out
 }
 
+/// The messages of the session's stream resumed (GET with `Last-Event-ID`)
+/// after the last event of `evs`, read to the stream's end.
+async fn resume_after(
+    c: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    evs: &[(Option<String>, String)],
+) -> Vec<Value> {
+    let last = evs.last().unwrap().0.clone().expect("an event id");
+    let mut resumed = c
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", VERSION)
+        .header("last-event-id", last)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    msgs(&all_events(&mut resumed).await)
+}
+
 fn msgs(evs: &[(Option<String>, String)]) -> Vec<Value> {
     evs.iter()
         .filter(|(_, d)| !d.is_empty())
@@ -437,20 +459,8 @@ async fn close_sse_stream_during_early_phase_does_not_strand_a_waiting_sender() 
         let mut resp = post(&c, &url, Some(&sid), call).send().await.unwrap();
         assert_eq!(resp.status(), 200);
         let evs = all_events(&mut resp).await;
-        eprintln!("POST body events: {evs:?}");
-        let last = evs.last().unwrap().0.clone().expect("an event id");
-        let mut resumed = c
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", VERSION)
-            .header("last-event-id", last)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resumed.status(), 200);
         let mut got = msgs(&evs);
-        got.extend(msgs(&all_events(&mut resumed).await));
+        got.extend(resume_after(&c, &url, &sid, &evs).await);
         let result = got.last().unwrap();
         assert_eq!(result["id"], 2);
         let t = result["result"]["content"][0]["text"].as_str().unwrap();
@@ -754,18 +764,7 @@ async fn events_sent_before_close_sse_stream_in_the_first_poll_are_not_lost() {
         let mut resp = post(&c, &url, Some(&sid), call).send().await.unwrap();
         let evs = all_events(&mut resp).await;
         let mut got = msgs(&evs);
-        let last = evs.last().unwrap().0.clone().expect("an event id");
-        let mut resumed = c
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", VERSION)
-            .header("last-event-id", last)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resumed.status(), 200);
-        got.extend(msgs(&all_events(&mut resumed).await));
+        got.extend(resume_after(&c, &url, &sid, &evs).await);
         let progress: Vec<_> = got
             .iter()
             .filter(|m| m["method"] == "notifications/progress")

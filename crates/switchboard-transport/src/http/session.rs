@@ -1145,6 +1145,13 @@ mod tests {
         Session::start("s".into(), limits, Weak::new(), &TransportConfig::default())
     }
 
+    /// Opens the primed SSE stream of a POST carrying request `id`: (stream,
+    /// generation).
+    fn open_post(s: &Session, id: i64) -> (u64, u64) {
+        s.open_request_stream(&[Id::from(id)], 0, false, true)
+            .unwrap()
+    }
+
     fn response(id: i64) -> Outbound {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
         Outbound::new(line.into_bytes(), Route::Response(Id::from(id)))
@@ -1176,9 +1183,7 @@ mod tests {
     #[test]
     fn a_reply_complete_before_its_post_attaches_needs_no_queue() {
         let (s, _t) = session(4);
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         s.try_route(progress(1, 1)).unwrap();
         s.try_route(response(1)).unwrap();
         let (events, rx) = s.attach(stream, generation);
@@ -1197,9 +1202,7 @@ mod tests {
     #[tokio::test]
     async fn an_unfinished_reply_gets_a_queue_for_the_rest() {
         let (s, _t) = session(4);
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         s.try_route(progress(1, 1)).unwrap();
         let (events, rx) = s.attach(stream, generation);
         assert_eq!(data(&events).len(), 1);
@@ -1218,9 +1221,7 @@ mod tests {
     #[tokio::test]
     async fn senders_wait_while_the_early_events_are_at_capacity() {
         let (s, _t) = session(2);
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         s.try_route(progress(1, 1)).unwrap();
         s.try_route(progress(1, 2)).unwrap();
         let back = s.try_route(progress(1, 3)).expect_err("at capacity");
@@ -1254,9 +1255,7 @@ mod tests {
     #[test]
     fn a_post_that_goes_before_attaching_leaves_its_events_for_resumption() {
         let (s, _t) = session(2);
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         s.try_route(progress(1, 1)).unwrap();
         s.detach(stream, generation);
         for n in 2..=5 {
@@ -1285,9 +1284,7 @@ mod tests {
             capacity: 8,
         };
         let (s, _t) = Session::start("s".into(), limits, Weak::new(), &TransportConfig::default());
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         for n in 1..=5 {
             s.try_route(progress(1, n)).unwrap();
         }
@@ -1319,9 +1316,7 @@ mod tests {
     #[tokio::test]
     async fn closing_the_stream_lets_a_waiting_sender_go() {
         let (s, _t) = session(2);
-        let (stream, generation) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
+        let (stream, generation) = open_post(&s, 1);
         s.try_route(progress(1, 1)).unwrap();
         s.try_route(progress(1, 2)).unwrap();
         let sender = {
@@ -1350,12 +1345,8 @@ mod tests {
     #[test]
     fn a_complete_early_reply_outlives_the_end_of_its_session() {
         let (s, _t) = session(4);
-        let (done, done_gen) = s
-            .open_request_stream(&[Id::from(1)], 0, false, true)
-            .unwrap();
-        let (open, open_gen) = s
-            .open_request_stream(&[Id::from(2)], 0, false, true)
-            .unwrap();
+        let (done, done_gen) = open_post(&s, 1);
+        let (open, open_gen) = open_post(&s, 2);
         s.try_route(response(1)).unwrap();
         s.try_route(progress(2, 1)).unwrap();
         s.end(CloseReason::SessionClosed);
