@@ -807,101 +807,72 @@ async fn a_handler_closes_its_stream_and_the_client_resumes() {
 /// A tool that panics is answered the same way in a stateless 2026-07-28 exchange
 /// as in a session: -32603 "internal error: the handler failed" with the request's
 /// id (not a `null`-id error for a request that "ended without a response"), and
-/// the server goes on answering both.
+/// the server goes on answering both. Whether it panics in its future or before
+/// it returns one (its synchronous part, which the server calls first), and
+/// with or without a progress token (an SSE or a JSON reply).
 #[tokio::test]
 async fn a_panicking_tool_gets_the_same_answer_in_every_era() {
-    let panics: switchboard_protocol::types::Tool =
-        serde_json::from_value(json!({"name": "panics", "inputSchema": {"type": "object"}}))
-            .unwrap();
+    let tool = |name: &str| -> switchboard_protocol::types::Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+    };
     let server = fixture::with_2026_fixtures(fixture::builder())
-        .tool(panics, |_, _ctx: ToolContext| async move {
+        .tool(tool("panics"), |_, _ctx: ToolContext| async move {
             tokio::task::yield_now().await;
             panic!("a bug in the tool")
         })
-        .build()
-        .unwrap();
-    let http = start(server).await;
-    let want = json!({"code": -32603, "message": "internal error: the handler failed"});
-    for id in [7, 8] {
-        let r = call(
-            &http,
-            id,
-            "tools/call",
-            tool_call("panics", json!({}), json!({})),
-        )
-        .await;
-        let last = r.last();
-        assert_eq!(last["id"], id, "{last}");
-        assert_eq!(last["error"], want, "{last}");
-        let r = call(
-            &http,
-            id + 10,
-            "tools/call",
-            tool_call("test_simple_text", json!({}), json!({})),
-        )
-        .await;
-        assert_eq!(r.status, 200);
-        assert_eq!(
-            r.last()["id"],
-            id + 10,
-            "the server goes on: {:?}",
-            r.messages
-        );
-        assert!(r.last().get("result").is_some(), "{:?}", r.messages);
-    }
-    let c = client();
-    let sid = legacy_session(&c, &http, json!({})).await;
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-        "params": {"name": "panics", "arguments": {}}});
-    let r = bounded(legacy_post(&c, &http, body, Some(&sid)).send())
-        .await
-        .unwrap();
-    let text = bounded(r.text()).await.unwrap();
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap_or(&text);
-    let answer: Value = serde_json::from_str(line).unwrap();
-    assert_eq!(answer["id"], 9, "{answer}");
-    assert_eq!(answer["error"], want, "{answer}");
-}
-
-/// A tool whose synchronous part panics (before it returns its future), in a
-/// stateless 2026-07-28 exchange with an SSE
-/// reply (progress token) and a JSON reply: -32603 with the request's id, and the
-/// server goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_that_panics_before_its_future_is_answered_in_a_stateless_exchange() {
-    let panics: switchboard_protocol::types::Tool =
-        serde_json::from_value(json!({"name": "sync_panics", "inputSchema": {"type": "object"}}))
-            .unwrap();
-    let server = fixture::with_2026_fixtures(fixture::builder())
-        .tool(panics, |_, _ctx: ToolContext| {
+        .tool(tool("sync_panics"), |_, _ctx: ToolContext| {
             if std::hint::black_box(true) {
-                panic!("a synchronous bug in the tool")
+                panic!("a bug in the tool's synchronous part")
             }
             async { unreachable!() }
         })
         .build()
         .unwrap();
     let http = start(server).await;
+    let c = client();
+    let sid = legacy_session(&c, &http, json!({})).await;
     let want = json!({"code": -32603, "message": "internal error: the handler failed"});
-    for id in [7u64, 8] {
-        let mut params = tool_call("sync_panics", json!({}), json!({}));
-        if id == 8 {
-            params["_meta"]["progressToken"] = json!("p");
+    let mut id = 7;
+    for name in ["panics", "sync_panics"] {
+        for progress in [false, true] {
+            id += 20;
+            let mut params = tool_call(name, json!({}), json!({}));
+            if progress {
+                params["_meta"]["progressToken"] = json!("p");
+            }
+            let r = bounded(call(&http, id, "tools/call", params)).await;
+            let last = r.last();
+            assert_eq!(last["id"], id, "{name}: {last}");
+            assert_eq!(last["error"], want, "{name}: {last}");
+            let r = call(
+                &http,
+                id + 10,
+                "tools/call",
+                tool_call("test_simple_text", json!({}), json!({})),
+            )
+            .await;
+            assert_eq!(r.status, 200);
+            assert_eq!(
+                r.last()["id"],
+                id + 10,
+                "the server goes on: {:?}",
+                r.messages
+            );
+            assert!(r.last().get("result").is_some(), "{:?}", r.messages);
         }
-        let r = bounded(call(&http, id, "tools/call", params)).await;
-        let last = r.last();
-        assert_eq!(last["id"], id, "{last}");
-        assert_eq!(last["error"], want, "{last}");
-        let r = call(
-            &http,
-            id + 10,
-            "tools/call",
-            tool_call("test_simple_text", json!({}), json!({})),
-        )
-        .await;
-        assert_eq!(r.status, 200);
+        id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}});
+        let r = bounded(legacy_post(&c, &http, body, Some(&sid)).send())
+            .await
+            .unwrap();
+        let text = bounded(r.text()).await.unwrap();
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(&text);
+        let answer: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(answer["id"], id, "{name}: {answer}");
+        assert_eq!(answer["error"], want, "{name}: {answer}");
     }
 }
