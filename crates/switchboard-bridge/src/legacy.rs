@@ -166,7 +166,16 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 break;
             }
             n = recv_broadcast(&mut feeds.broadcasts) => {
-                if let Some(n) = n.filter(|n| wants(&session, n)) {
+                let n = n.filter(|n| wants(&session, n)).and_then(|n| {
+                    // A shared child's cancellation of a request whose call is
+                    // over: only for the session that holds the request.
+                    if n.method == NOTIFICATION_CANCELLED {
+                        child_cancelled(&session, n)
+                    } else {
+                        Some(n)
+                    }
+                });
+                if let Some(n) = n {
                     let _ = session.tx.send(Message::Notification(n)).await;
                 }
                 continue;

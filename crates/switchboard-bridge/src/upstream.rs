@@ -25,8 +25,9 @@
 //!   goes to every owner only when no call is in flight at all;
 //! - `notifications/cancelled` for one of the child's own open requests: with
 //!   `requestId` rewritten to the id the request was handed on under, to where
-//!   the request went (its call, or the owning session), and the request is
-//!   forgotten; for any other id it is dropped;
+//!   the request went (its call, or the owning session; a shared child's request
+//!   whose call is over: to every session, where only the one holding it passes
+//!   it on), and the request is forgotten; for any other id it is dropped;
 //! - `ping`: answered here;
 //! - every other notification (list changes, resource updates): broadcast to every
 //!   owner.
@@ -1473,12 +1474,22 @@ fn child_cancelled(inner: &Arc<Inner>, n: Notification) {
         },
         None => event,
     };
-    match &inner.orphans {
-        Some(tx) if tx.try_send(*event).is_ok() => {}
-        _ => debug!(
-            id = ours,
-            "the child cancelled a request whose call is over (or whose owner is not keeping up): dropped"
-        ),
+    match (&inner.orphans, *event) {
+        (Some(tx), event) => {
+            if tx.try_send(event).is_err() {
+                debug!(
+                    id = ours,
+                    "the child cancelled a request whose session is not keeping up: dropped"
+                );
+            }
+        }
+        // A shared child: the request's call is over, and which session holds
+        // the request is the sessions' to know. To every session; only the one
+        // that was handed the request passes it on (under the id it used).
+        (None, CallEvent::Notification(n)) => {
+            let _ = inner.broadcast.send(n);
+        }
+        (None, CallEvent::Request(_)) => {}
     }
 }
 

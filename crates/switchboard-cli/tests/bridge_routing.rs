@@ -571,6 +571,12 @@ def ask_and_wait(call_id):
 def ask_and_return(call_id):
     ask("r")
     done(call_id, "asked")
+def ask_return_cancel(call_id):
+    i = ask("c")
+    done(call_id, "asked")
+    time.sleep(0.5)
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": i, "reason": "changed its mind"}})
 for line in sys.stdin:
     m = json.loads(line)
     if "method" not in m:
@@ -585,7 +591,8 @@ for line in sys.stdin:
               "capabilities": {"tools": {}}, "serverInfo": {"name": "cancelling", "version": "1"}}})
     elif m["method"] == "tools/call":
         tool = {"ask_then_cancel": ask_then_cancel, "ask_and_wait": ask_and_wait,
-                "ask_and_return": ask_and_return}[m["params"]["name"]]
+                "ask_and_return": ask_and_return,
+                "ask_return_cancel": ask_return_cancel}[m["params"]["name"]]
         threading.Thread(target=tool, args=(m["id"],), daemon=True).start()
     elif "id" in m:
         send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
@@ -668,6 +675,65 @@ async fn a_childs_cancellation_of_its_request_names_the_id_the_client_saw() {
             rest.iter()
                 .all(|m| m["method"] != "notifications/cancelled"),
             "{mode}: the cancellation of a request never made was passed on: {rest:?}"
+        );
+        bridge.terminate();
+        let _ = std::fs::remove_file(&log);
+    }
+}
+
+/// The child cancels its `sampling/createMessage` after the call it was made
+/// for has returned: the session that was handed the request gets the
+/// `notifications/cancelled` (on its GET stream, with the id it saw), and no
+/// other session does. Both child modes (with a shared child the cancellation
+/// used to be dropped, and the request stayed open for the client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_cancellation_after_its_call_returned_reaches_the_session_that_holds_it() {
+    for mode in ["per-session", "shared"] {
+        let log = temp_path(&format!("late-cancel-{mode}"));
+        let log_arg = log.to_string_lossy().into_owned();
+        let bridge = BridgeProc::start(
+            &["--child", mode],
+            &["python3", "-c", CANCELLING_CHILD, &log_arg],
+        )
+        .await;
+        let c = client();
+        let asker = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+        let other = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
+        let mut asker_stream = get_stream(&c, &bridge.url, &asker).await;
+        let mut other_stream = get_stream(&c, &bridge.url, &other).await;
+        let returned = asker
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "tools/call",
+                json!({"name": "ask_return_cancel", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(first_text(&returned.response(&json!(1))["result"]), "asked");
+        let asked = returned
+            .messages
+            .iter()
+            .find(|m| m["method"] == "sampling/createMessage")
+            .unwrap_or_else(|| panic!("{mode}: the child's request: {:?}", returned.messages))
+            .clone();
+        let told = tokio::time::timeout(
+            Duration::from_secs(10),
+            next_with_method(&mut asker_stream, "notifications/cancelled"),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{mode}: the cancellation never came"))
+        .unwrap_or_else(|| panic!("{mode}: the GET stream ended"));
+        assert_eq!(told["params"]["requestId"], asked["id"], "{mode}: {told}");
+        assert_eq!(told["params"]["reason"], "changed its mind", "{mode}");
+        let leaked = tokio::time::timeout(
+            Duration::from_millis(700),
+            next_with_method(&mut other_stream, "notifications/cancelled"),
+        )
+        .await;
+        assert!(
+            leaked.is_err(),
+            "{mode}: another session was told: {leaked:?}"
         );
         bridge.terminate();
         let _ = std::fs::remove_file(&log);
