@@ -598,6 +598,19 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
 "#;
 
+/// A bridge (`--child mode`) in front of [`CANCELLING_CHILD`], and the file the
+/// child logs the answers it gets to (`name` in the temporary folder).
+async fn cancelling_bridge(mode: &str, name: &str) -> (BridgeProc, std::path::PathBuf) {
+    let log = temp_path(&format!("{name}-{mode}"));
+    let log_arg = log.to_string_lossy().into_owned();
+    let bridge = BridgeProc::start(
+        &["--child", mode],
+        &["python3", "-c", CANCELLING_CHILD, &log_arg],
+    )
+    .await;
+    (bridge, log)
+}
+
 /// The responses the child of [`CANCELLING_CHILD`] logged to `file`.
 fn responses_in(file: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(file)
@@ -627,13 +640,7 @@ async fn next_with_method(stream: &mut SseStream, method: &str) -> Option<Value>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_cancellation_of_its_request_names_the_id_the_client_saw() {
     for mode in ["per-session", "shared"] {
-        let log = temp_path(&format!("child-cancels-{mode}"));
-        let log_arg = log.to_string_lossy().into_owned();
-        let bridge = BridgeProc::start(
-            &["--child", mode],
-            &["python3", "-c", CANCELLING_CHILD, &log_arg],
-        )
-        .await;
+        let (bridge, log) = cancelling_bridge(mode, "child-cancels").await;
         let c = client();
         let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -689,13 +696,7 @@ async fn a_childs_cancellation_of_its_request_names_the_id_the_client_saw() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_cancellation_after_its_call_returned_reaches_the_session_that_holds_it() {
     for mode in ["per-session", "shared"] {
-        let log = temp_path(&format!("late-cancel-{mode}"));
-        let log_arg = log.to_string_lossy().into_owned();
-        let bridge = BridgeProc::start(
-            &["--child", mode],
-            &["python3", "-c", CANCELLING_CHILD, &log_arg],
-        )
-        .await;
+        let (bridge, log) = cancelling_bridge(mode, "late-cancel").await;
         let c = client();
         let asker = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
         let other = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
@@ -767,13 +768,7 @@ async fn error_answer(log: &std::path::Path, child_id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_request_is_answered_when_its_call_or_session_ends() {
     for mode in ["per-session", "shared"] {
-        let log = temp_path(&format!("abandoned-{mode}"));
-        let log_arg = log.to_string_lossy().into_owned();
-        let bridge = BridgeProc::start(
-            &["--child", mode],
-            &["python3", "-c", CANCELLING_CHILD, &log_arg],
-        )
-        .await;
+        let (bridge, log) = cancelling_bridge(mode, "abandoned").await;
         let c = client();
         let s = open_session(&c, &bridge.url, "2025-11-25", json!({"sampling": {}})).await;
         let ask = |id: i64, tool: &str| {

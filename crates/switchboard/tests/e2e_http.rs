@@ -88,6 +88,18 @@ async fn read_stream(
     out
 }
 
+/// Serves `server` over HTTP with `config` (on 127.0.0.1): the HTTP server
+/// (drop it to stop) and its endpoint URL.
+async fn serve(
+    config: HttpServerConfig,
+    server: switchboard::server::Server,
+) -> (HttpServer, String) {
+    let (http, acceptor) = HttpServer::bind(config).await.unwrap();
+    tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+    let url = http.url();
+    (http, url)
+}
+
 /// `initialize` then `notifications/initialized`; returns the session id.
 async fn open_session(c: &reqwest::Client, url: &str, capabilities: Value) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -424,7 +436,6 @@ async fn close_sse_stream_during_early_phase_does_not_strand_a_waiting_sender() 
     bounded(async {
         let mut config = HttpServerConfig::default();
         config.transport.channel_capacity = 2;
-        let (http, acceptor) = HttpServer::bind(config).await.unwrap();
         let server = echo_server::builder()
             .tool(tool("poll"), |_args, cx: ToolContext| async move {
                 // Progress and the switch to polling, side by side in one task:
@@ -450,8 +461,7 @@ async fn close_sse_stream_during_early_phase_does_not_strand_a_waiting_sender() 
             })
             .build()
             .unwrap();
-        let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-        let url = http.url();
+        let (_http, url) = serve(config, server).await;
         let c = client();
         let sid = open_session_as(&c, &url, VERSION).await;
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -510,9 +520,7 @@ async fn sync_panic_over_a_session_is_answered_and_the_session_goes_on() {
     bounded(async {
         for json_mode in [false, true] {
             let (config, server) = sync_panic_server(1, json_mode);
-            let (http, acceptor) = HttpServer::bind(config).await.unwrap();
-            let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-            let url = http.url();
+            let (_http, url) = serve(config, server).await;
             let c = client();
             let sid = open_session_as(&c, &url, VERSION).await;
             for id in [5, 6] {
@@ -585,9 +593,7 @@ async fn open_session_as(c: &reqwest::Client, url: &str, version: &str) -> Strin
 async fn escaped_meta_still_carries_the_progress_token() {
     bounded(async {
         let (config, server) = sync_panic_server(64, false);
-        let (http, acceptor) = HttpServer::bind(config).await.unwrap();
-        let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-        let url = http.url();
+        let (_http, url) = serve(config, server).await;
         let c = client();
         let sid = open_session_as(&c, &url, VERSION).await;
         let bodies = [
@@ -623,9 +629,7 @@ async fn big_batches_with_capacity_one() {
         for json_mode in [false, true] {
             for capacity in [1, 2] {
                 let (config, server) = sync_panic_server(capacity, json_mode);
-                let (http, acceptor) = HttpServer::bind(config).await.unwrap();
-                let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-                let url = http.url();
+                let (_http, url) = serve(config, server).await;
                 let c = client();
                 let sid = open_session_as(&c, &url, "2025-03-26").await;
                 let mut batch = Vec::new();
@@ -669,9 +673,7 @@ async fn many_sessions_with_deletes_never_hang() {
         for json_mode in [false, true] {
             let (mut config, server) = sync_panic_server(1, json_mode);
             config.max_sessions = 1000;
-            let (http, acceptor) = HttpServer::bind(config).await.unwrap();
-            let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-            let url = http.url();
+            let (_http, url) = serve(config, server).await;
             let c = client();
             let mut tasks = Vec::new();
             for s in 0..24 {
@@ -744,7 +746,6 @@ async fn events_sent_before_close_sse_stream_in_the_first_poll_are_not_lost() {
     bounded(async {
         let mut config = HttpServerConfig::default();
         config.sse_replay_buffer = 2;
-        let (http, acceptor) = HttpServer::bind(config).await.unwrap();
         let server = echo_server::builder()
             .tool(tool("poll5"), |_args, cx: ToolContext| async move {
                 for i in 1..=5 {
@@ -755,8 +756,7 @@ async fn events_sent_before_close_sse_stream_in_the_first_poll_are_not_lost() {
             })
             .build()
             .unwrap();
-        let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
-        let url = http.url();
+        let (_http, url) = serve(config, server).await;
         let c = client();
         let sid = open_session_as(&c, &url, VERSION).await;
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
