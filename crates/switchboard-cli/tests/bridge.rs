@@ -589,15 +589,7 @@ async fn the_allowlist_is_an_intersection_and_refuses_other_calls() {
         .clone();
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0]["name"], "echo");
-    let ok = s
-        .request(
-            &c,
-            &bridge.url,
-            json!(4),
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"fine"}}),
-        )
-        .await;
+    let ok = s.echo(&c, &bridge.url, 4, "fine").await;
     assert_eq!(first_text(&ok.response(&json!(4))["result"]), "fine");
 }
 

@@ -94,15 +94,7 @@ async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
         "failed fast, not after the tool's 20 s: {took:?}"
     );
     // The next call works on a restarted child.
-    let ok = s
-        .request(
-            &c,
-            &bridge.url,
-            json!(2),
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"again"}}),
-        )
-        .await;
+    let ok = s.echo(&c, &bridge.url, 2, "again").await;
     assert_eq!(
         first_text(&ok.response(&json!(2))["result"]),
         "again",
@@ -174,15 +166,7 @@ async fn a_per_session_childs_death_ends_its_session() {
     );
     // The client starts over: a new session, a new child.
     let again = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let ok = again
-        .request(
-            &c,
-            &bridge.url,
-            json!(1),
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"again"}}),
-        )
-        .await;
+    let ok = again.echo(&c, &bridge.url, 1, "again").await;
     assert_eq!(first_text(&ok.response(&json!(1))["result"]), "again");
     assert_eq!(pids_in(&pids).len(), shared.len() + 2, "a new child");
 
@@ -211,15 +195,7 @@ async fn a_banner_on_the_childs_stdout_is_skipped() {
     let bridge = BridgeProc::start(&[], &["sh", "-c", script, BIN]).await;
     let c = client();
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let reply = s
-        .request(
-            &c,
-            &bridge.url,
-            json!(1),
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"through"}}),
-        )
-        .await;
+    let reply = s.echo(&c, &bridge.url, 1, "through").await;
     assert_eq!(first_text(&reply.response(&json!(1))["result"]), "through");
     assert_eq!(
         reply.messages.len(),
@@ -305,15 +281,7 @@ async fn a_client_gone_mid_stream_does_not_hurt_its_session_or_others() {
     let _ = modern_stream.next_message().await;
     drop(modern_stream);
     for (session, id) in [(&s, 2), (&other, 3)] {
-        let reply = session
-            .request(
-                &c,
-                &bridge.url,
-                json!(id),
-                "tools/call",
-                json!({"name":"echo","arguments":{"text":"still here"}}),
-            )
-            .await;
+        let reply = session.echo(&c, &bridge.url, id, "still here").await;
         assert_eq!(
             first_text(&reply.response(&json!(id))["result"]),
             "still here"

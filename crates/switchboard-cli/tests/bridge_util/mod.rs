@@ -220,6 +220,12 @@ impl Session {
         post(c, url, &self.headers(), &body).await
     }
 
+    /// `tools/call` of the example server's `echo` with `text`, as request `id`.
+    pub async fn echo(&self, c: &reqwest::Client, url: &str, id: i64, text: &str) -> Reply {
+        let params = json!({"name": "echo", "arguments": {"text": text}});
+        self.request(c, url, json!(id), "tools/call", params).await
+    }
+
     /// Ends the session (DELETE with its headers); the HTTP status.
     pub async fn delete(&self, c: &reqwest::Client, url: &str) -> u16 {
         c.delete(url)
