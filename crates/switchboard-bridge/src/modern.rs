@@ -22,7 +22,11 @@
 //!                           requestState: <random handle>}
 //!                          its retry (new id, same method and params, inputResponses[k],
 //!                          requestState) hands the answer to the child and goes on
-//!                          waiting for the held call's result; a retry whose method
+//!                          waiting for the held call's result; a request the
+//!                          child cancels (notifications/cancelled) before it is
+//!                          answered is dropped: not asked (again), an answer to
+//!                          it ignored, and with nothing else left to answer the
+//!                          retry just goes on waiting; a retry whose method
 //!                          or params differ (compared as decoded JSON, `_meta`
 //!                          aside) is -32602 and the held call stays as it was;
 //!                        not declared: the child's request is answered -32601
@@ -70,7 +74,8 @@ const DISCOVER_TTL_MS: u64 = 60_000;
 pub(crate) struct Held {
     call: Call,
     upstream: Upstream,
-    /// The child's pending server→client request, by the key the client got.
+    /// The child's pending server→client requests, by the key the client got;
+    /// one the child cancels is dropped (`drop_cancelled`).
     pending: HashMap<String, Request>,
     method: String,
     name: Option<String>,
@@ -379,6 +384,10 @@ async fn resume(
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
+    // The child may have cancelled some of its requests while the call was
+    // held: those are over, not to be answered or asked again (an answer in
+    // `inputResponses` for one is ignored, as for any key not asked).
+    drop_cancelled(&mut held);
     let keys: Vec<String> = held.pending.keys().cloned().collect();
     for key in keys {
         if let Some(answer) = responses.remove(&key) {
@@ -399,7 +408,24 @@ async fn resume(
         // Some answers are missing: ask again for those (MRTR: SHOULD ask again).
         return Some(input_required(core, id, held));
     }
+    // Nothing left to answer (all answered, or cancelled by the child): the
+    // call goes on, to its next request or its result.
     run(core, tx, rx, id, held).await
+}
+
+/// Drops the pending requests the child no longer has open: it cancelled them
+/// (`notifications/cancelled`; the upstream forgot them, whether it routed the
+/// notification to this call's queue, which `run` then passes over, or, the
+/// call having returned meanwhile, out with the broadcasts), or it died.
+fn drop_cancelled(held: &mut Held) {
+    let upstream = &held.upstream;
+    held.pending.retain(|key, request| {
+        let open = upstream.is_open(&request.id);
+        if !open {
+            debug!(key, method = %request.method, "the child cancelled a request it had asked the client for: dropped from the held call");
+        }
+        open
+    });
 }
 
 /// Forwards the call's progress and logs to the exchange until it ends or needs
@@ -454,7 +480,11 @@ async fn run(
                     // The child cancelled one of its requests for this call. A
                     // 2026-07-28 client got it as an input request, under a key,
                     // never an id: nothing to tell it. The upstream has
-                    // forgotten the request; an answer in the retry is dropped.
+                    // forgotten the request, so a pending one is dropped
+                    // (`drop_cancelled`) before input_required goes out or when
+                    // the retry comes; one whose answer the retry already
+                    // handed on is over anyway (the upstream dropped that
+                    // answer if it came too late).
                     debug!("the child cancelled one of its requests: not forwarded to a 2026-07-28 client");
                     continue;
                 }
@@ -495,6 +525,13 @@ async fn run(
                             } else {
                                 refuse(&held.upstream, more).await;
                             }
+                        }
+                        // The child may already have cancelled some of them:
+                        // never ask the client for those. None left: the call
+                        // goes on.
+                        drop_cancelled(&mut held);
+                        if held.pending.is_empty() {
+                            continue;
                         }
                         return Some(input_required(core, id, held));
                     }

@@ -690,6 +690,16 @@ impl Upstream {
         }
     }
 
+    /// Whether the child's server→client request handed on under `ours` (see
+    /// [`CallEvent::Request`]) is still open: not answered, not cancelled by
+    /// the child (`notifications/cancelled`, however that was routed), not
+    /// made by a child that has since died, not answered here because its
+    /// call ended.
+    pub(crate) fn is_open(&self, ours: &Id) -> bool {
+        let table = lock(&self.inner.table);
+        upstream_id(ours).is_some_and(|n| table.open_requests.contains_key(&n))
+    }
+
     /// Answers one of the child's server→client requests (its own id). An answer
     /// to a request the running child did not make (it was made by a child
     /// that has since died and been restarted, or it was answered already) is

@@ -534,7 +534,10 @@ async fn subscriptions_survive_a_restart_of_the_shared_child() {
 ///   (`notifications/cancelled`), cancels `"zz"` (never asked), and 1.5 s
 ///   later returns the answers it got to the cancelled request (JSON text);
 /// - `ask_and_wait` asks and waits (up to 30 s) for the answer;
-/// - `ask_and_return` asks and returns at once, the request still open.
+/// - `ask_and_return` asks and returns at once, the request still open;
+/// - `ask_cancel_ask` asks, cancels that request 0.3 s later, asks again and
+///   waits (up to 30 s) for the answer to the second request, then returns
+///   the answers it got to both (`{"cancelled": [...], "answered": [...]}`).
 const CANCELLING_CHILD: &str = r#"
 import json, sys, threading, time
 log = sys.argv[1]
@@ -571,6 +574,14 @@ def ask_and_wait(call_id):
 def ask_and_return(call_id):
     ask("r")
     done(call_id, "asked")
+def ask_cancel_ask(call_id):
+    i = ask("a")
+    time.sleep(0.3)
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": i, "reason": "asked the wrong thing"}})
+    j = ask("b")
+    events[j].wait(30)
+    done(call_id, json.dumps({"cancelled": got.get(i, []), "answered": got.get(j, [])}))
 def ask_return_cancel(call_id):
     i = ask("c")
     done(call_id, "asked")
@@ -592,7 +603,8 @@ for line in sys.stdin:
     elif m["method"] == "tools/call":
         tool = {"ask_then_cancel": ask_then_cancel, "ask_and_wait": ask_and_wait,
                 "ask_and_return": ask_and_return,
-                "ask_return_cancel": ask_return_cancel}[m["params"]["name"]]
+                "ask_return_cancel": ask_return_cancel,
+                "ask_cancel_ask": ask_cancel_ask}[m["params"]["name"]]
         threading.Thread(target=tool, args=(m["id"],), daemon=True).start()
     elif "id" in m:
         send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
@@ -846,4 +858,114 @@ async fn a_childs_request_is_answered_when_its_call_or_session_ends() {
         bridge.terminate();
         let _ = std::fs::remove_file(&log);
     }
+}
+
+/// The text of the first message of an `input_required` result's only input
+/// request (the child's id of its `sampling/createMessage`), and its key.
+fn only_input_request(result: &Value) -> (String, String) {
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{result}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "sampling/createMessage", "{result}");
+    let text = request["params"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (key.clone(), text)
+}
+
+/// A 2026-07-28 client's call is held for `input_required` while the child
+/// (2025-11-25, shared) cancels the `sampling/createMessage` it asked for: the
+/// retry does not ask for that request again. With nothing else to answer,
+/// the retry resumes the call (whether its `inputResponses` are empty or
+/// answer the cancelled request, whose answer never reaches the child), and
+/// when the child asks something else instead, only that is asked. The bridge
+/// used to keep the cancelled request pending and ask the client for it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_child_cancels_while_its_call_is_held_is_not_asked_again() {
+    let (bridge, log) = cancelling_bridge("shared", "held-cancel").await;
+    let c = client();
+    let caps = json!({"sampling": {}});
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"});
+    let mut id = 0;
+    let mut call = |name: &'static str, extra: Value| {
+        id += 1;
+        let mut params = json!({"name": name, "arguments": {}});
+        if let Value::Object(m) = extra {
+            params.as_object_mut().unwrap().extend(m);
+        }
+        let (c, url, caps) = (c.clone(), bridge.url.clone(), caps.clone());
+        async move {
+            let reply = modern(&c, &url, json!(id), "tools/call", params, caps).await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            reply.response(&json!(id))["result"].clone()
+        }
+    };
+
+    // ask_then_cancel: asks, cancels 0.3 s later, returns 1.5 s after that
+    // the answers it got to the cancelled request. Retried once with no
+    // answer, once with an answer to the cancelled request.
+    for responses in [json!({}), json!(null)] {
+        let result = call("ask_then_cancel", json!({})).await;
+        assert_eq!(result["resultType"], "input_required", "{result}");
+        let (key, _) = only_input_request(&result);
+        let state = result["requestState"].clone();
+        // The child cancels its request meanwhile.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let responses = if responses.is_null() {
+            json!({ key: answer.clone() })
+        } else {
+            responses
+        };
+        let result = call(
+            "ask_then_cancel",
+            json!({"requestState": state, "inputResponses": responses}),
+        )
+        .await;
+        assert_eq!(
+            result["resultType"], "complete",
+            "asked again for the request the child cancelled ({responses}): {result}"
+        );
+        assert_eq!(
+            first_text(&result),
+            "[]",
+            "the answer to a cancelled request reached the child"
+        );
+    }
+
+    // ask_cancel_ask: the second request, asked while the call is held, is
+    // the only one asked on the retry; its answer reaches the child.
+    let result = call("ask_cancel_ask", json!({})).await;
+    let (_, first) = only_input_request(&result);
+    assert!(first.starts_with('a'), "{result}");
+    let state = result["requestState"].clone();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let result = call(
+        "ask_cancel_ask",
+        json!({"requestState": state, "inputResponses": {}}),
+    )
+    .await;
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let (key, second) = only_input_request(&result);
+    assert!(
+        second.starts_with('b'),
+        "asked again for the request the child cancelled ({first}): {result}"
+    );
+    let state = result["requestState"].clone();
+    let result = call(
+        "ask_cancel_ask",
+        json!({"requestState": state, "inputResponses": { key: answer.clone() }}),
+    )
+    .await;
+    assert_eq!(result["resultType"], "complete", "{result}");
+    let got: Value = serde_json::from_str(first_text(&result)).unwrap();
+    assert_eq!(got["cancelled"], json!([]), "{got}");
+    assert_eq!(got["answered"].as_array().map(Vec::len), Some(1), "{got}");
+    assert_eq!(
+        got["answered"][0]["result"]["content"]["text"], "late",
+        "{got}"
+    );
+    bridge.terminate();
+    let _ = std::fs::remove_file(&log);
 }
