@@ -272,17 +272,12 @@ async fn open_legacy(
         Err(failure) => Some(Inbound::failure_response(init.id.clone(), failure)),
     };
     if let Some(answer) = answer {
-        if let Message::Response(r) = &answer {
-            let version = serde_json::from_str::<Value>(r.result.get())
-                .ok()
-                .and_then(|v| {
-                    v.get("protocolVersion")?
-                        .as_str()
-                        .and_then(ProtocolVersion::parse)
-                });
+        if let Message::Response(_) = &answer {
+            let version = negotiated(&answer);
             handle.set_protocol_version(version);
             info!(url = %config.url, version = ?version.map(|v| v.as_str()), "connected over Streamable HTTP");
         }
+        allow_batches(down_tx, &answer);
         let _ = down_tx.send(answer).await;
         return Ok((tx, rx));
     }
@@ -317,8 +312,34 @@ async fn open_legacy(
         .await?
         .unwrap_or_else(|failure| Inbound::failure_response(init.id.clone(), failure));
     info!(url = %config.url, "connected over HTTP+SSE");
+    allow_batches(down_tx, &answer);
     let _ = down_tx.send(answer).await;
     Ok((tx, rx))
+}
+
+/// The `protocolVersion` an `initialize` answer negotiated, if it is a result
+/// naming one we know.
+fn negotiated(answer: &Message) -> Option<ProtocolVersion> {
+    let Message::Response(r) = answer else {
+        return None;
+    };
+    serde_json::from_str::<Value>(r.result.get())
+        .ok()
+        .and_then(|v| {
+            v.get("protocolVersion")?
+                .as_str()
+                .and_then(ProtocolVersion::parse)
+        })
+}
+
+/// Sets the host app's batching rule from the `initialize` answer before it is
+/// relayed: a 2025-03-26 session takes JSON-RPC batches on stdio (MCP
+/// 2025-03-26, "Base protocol → Batching": MUST accept), as the library's own
+/// stdio server does; the items are relayed to the remote one by one.
+fn allow_batches(down_tx: &Sender, answer: &Message) {
+    if let Some(version) = negotiated(answer) {
+        down_tx.set_batching(version.batching());
+    }
 }
 
 async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, Receiver), String> {
@@ -418,8 +439,18 @@ impl Relay {
                         self.up(Inbound::failure_response(id, error)).await?;
                     }
                     Some(Inbound::Batch(items)) => {
-                        for m in items.into_iter().flatten() {
-                            let _ = self.up(m).await;
+                        for item in items {
+                            match item {
+                                Ok(m) => {
+                                    let _ = self.up(m).await;
+                                }
+                                // JSON-RPC 2.0 §6: an invalid item gets its own
+                                // error response (none for a broken notification).
+                                Err(e) if e.wants_response() => {
+                                    let _ = self.down_tx.send(Message::Error(e.to_response())).await;
+                                }
+                                Err(_) => {}
+                            }
                         }
                     }
                     Some(Inbound::Closed { .. }) | None => {

@@ -859,6 +859,54 @@ async fn connect_relays_a_host_app_to_a_remote_of_every_era() {
     assert_eq!(first_text(&answer["result"]), "modern");
 }
 
+/// MCP 2025-03-26 ("Base protocol → Batching"): implementations MUST support
+/// receiving JSON-RPC batches, and on stdio a line may be a batch. A host app
+/// that negotiated 2025-03-26 through `connect` gets every item of its batch
+/// answered (an invalid item with its own error, JSON-RPC 2.0 §6), as from the
+/// library's own stdio server; `connect` used to refuse the whole batch
+/// (-32600 "batches are not supported in this protocol revision").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_takes_a_batch_from_a_2025_03_26_host_app() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let mut host = Connect::start(&bridge.url);
+    host.send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}),
+    )
+    .await;
+    let answer = host.answer(json!(0)).await;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-03-26",
+        "{answer}"
+    );
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    host.send(json!([
+        {"jsonrpc":"2.0","id":1,"method":"ping"},
+        {"jsonrpc":"2.0","id":2,"method":"tools/call",
+            "params":{"name":"echo","arguments":{"text":"in a batch"}}},
+        {"jsonrpc":"2.0","id":3}
+    ]))
+    .await;
+    let (out, status) = host.close_and_collect().await;
+    assert!(status.success(), "{out:?}");
+    let answer = |id: u64| {
+        out.iter()
+            .find(|m| m["id"] == id && m.get("method").is_none())
+    };
+    assert_eq!(answer(1).map(|m| &m["result"]), Some(&json!({})), "{out:?}");
+    assert_eq!(
+        answer(2).map(|m| first_text(&m["result"])),
+        Some("in a batch"),
+        "{out:?}"
+    );
+    assert_eq!(
+        answer(3).and_then(|m| m["error"]["code"].as_i64()),
+        Some(-32600),
+        "{out:?}"
+    );
+}
+
 /// Requests before the host app's first `initialize` (or 2026-07-28 request) are
 /// answered by `connect` itself, which then goes on: `ping` with `{}`, anything
 /// else with -32600; it used to exit, leaving the host app with no answer.
