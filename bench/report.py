@@ -63,6 +63,12 @@ def machine():
     return model, load_end
 
 
+def rust_workers():
+    """bare-hyper's tokio worker count, as bench/run set it."""
+    w = os.environ.get("BENCH_RUST_WORKERS", "1")
+    return f"{w} tokio worker(s) (TOKIO_WORKER_THREADS)" if w else "tokio's default workers (one per core)"
+
+
 def render(runs):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     seconds = os.environ.get("BENCH_SECONDS", "?")
@@ -76,7 +82,8 @@ def render(runs):
     rounds = os.environ.get("BENCH_ROUNDS", "1")
     out.append(
         f"`BENCH_SECONDS={seconds} BENCH_ROUNDS={rounds} bench/run` (warm-up {warmup} s, load generator on {threads} "
-        f"thread(s); {rounds} round(s) with the targets interleaved, the round with the median calls/s shown "
+        f"thread(s); bare-hyper on {rust_workers()}; "
+        f"{rounds} round(s) with the targets interleaved, the round with the median calls/s shown "
         f"with the range of all rounds); {os.cpu_count()} cores ({model or 'unknown CPU'}), Linux {platform.release()}; "
         f"load average {load_start} at the start, {load_end} at the end (the machine is shared: "
         "load generator, bridge, upstream and other work compete for the same cores)."

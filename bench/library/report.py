@@ -77,6 +77,12 @@ def cpu_per_1000(r):
     return (s["cpu_s"] + s.get("descendants_cpu_s", 0.0)) * 1000.0 / r["requests"]
 
 
+def rust_workers():
+    """The Rust servers' tokio worker count, as bench/library/run set it."""
+    w = os.environ.get("BENCH_RUST_WORKERS", "1")
+    return f"{w} tokio worker(s) (TOKIO_WORKER_THREADS)" if w else "tokio's default workers (one per core)"
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -99,7 +105,8 @@ def render(runs, memory, versions):
         f"`bench/library/run`, {os.environ.get('BENCH_SECONDS', '?')} s measured after "
         f"{os.environ.get('BENCH_WARMUP', '?')} s of warm-up per row, "
         f"{os.environ.get('BENCH_ROUNDS', '1')} round(s) with the targets interleaved (median round shown), loadgen on "
-        f"{os.environ.get('BENCH_THREADS', '?')} thread(s), each server started fresh per row; "
+        f"{os.environ.get('BENCH_THREADS', '?')} thread(s), the Rust servers on "
+        f"{rust_workers()}, each server started fresh per row; "
         f"{os.cpu_count()} cores ({cpu_model()}), load average {os.environ.get('BENCH_LOAD_START', '?')} "
         f"at the start and {load_end} at the end (the machine is shared: other builds run beside it)."
     )

@@ -5,8 +5,9 @@
 //! ```
 //!
 //! Prints `listening on http://127.0.0.1:PORT/mcp` on stdout once bound; stops on
-//! Ctrl-C or SIGTERM. Tokio's default multi-threaded runtime (one worker per core),
-//! no logging subscriber.
+//! Ctrl-C or SIGTERM. Tokio's default multi-threaded runtime (one worker per core,
+//! or `TOKIO_WORKER_THREADS`; `bench/library/run` sets one), no logging
+//! subscriber.
 
 use std::process::ExitCode;
 
