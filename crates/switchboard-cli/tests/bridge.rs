@@ -1365,3 +1365,41 @@ fn a_busy_port_is_named_in_the_error() {
         .unwrap_or_default();
     assert!(line.contains(&addr), "{stderr}");
 }
+
+/// The banner's legacy, health and readiness URLs are the ones the bridge
+/// serves: with `--path /a/b/mcp` it printed `/a/b/sse`, `/a/b/healthz` and
+/// `/a/b/readyz`, which are 404 (they are at the listener's root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_banner_names_the_urls_served_with_a_nested_path() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["bridge", "--listen", "127.0.0.1:0", "--path", "/a/b/mcp"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut urls = Vec::new();
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(std::time::Duration::from_secs(2), lines.next_line()).await
+    {
+        if line.contains(" tools ") {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if word.starts_with("http://") {
+                urls.push(word.to_owned());
+            }
+        }
+    }
+    assert_eq!(urls.len(), 4, "mcp, sse, healthz, readyz: {urls:?}");
+    assert!(urls[0].ends_with("/a/b/mcp"), "{urls:?}");
+    let c = client();
+    for url in &urls[1..] {
+        let resp = c.get(url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{url} (of {urls:?})");
+    }
+    let _ = child.kill().await;
+}
