@@ -45,7 +45,8 @@ use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
 };
 use switchboard_protocol::types::{
-    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SUBSCRIPTIONS_LISTEN,
+    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SERVER_DISCOVER,
+    SUBSCRIPTIONS_LISTEN,
 };
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
@@ -120,6 +121,23 @@ pub async fn relay_from(
 ) -> Result<(), String> {
     let first = loop {
         match down_rx.recv().await {
+            // A 2026-aware host app probes with `server/discover` and, when the
+            // remote refuses it (a server of 2025-11-25 or older), falls back
+            // to `initialize`: the probe is one exchange of its own, and a
+            // refusal leaves the era open.
+            Some(Inbound::Message(Message::Request(r)))
+                if r.method == SERVER_DISCOVER && is_modern(&r) =>
+            {
+                if let Some(modern) = probe_modern(&config, r, &down_tx).await? {
+                    let ends = Relay {
+                        down_tx,
+                        up_tx: modern.0,
+                        unanswered: HashSet::new(),
+                        drain: config.drain_on_close,
+                    };
+                    return ends.run(down_rx, modern.1).await;
+                }
+            }
             Some(Inbound::Message(Message::Request(r)))
                 if r.method == "initialize" || is_modern(&r) =>
             {
@@ -319,6 +337,32 @@ async fn open_legacy(
     info!(url = %config.url, "connected over HTTP+SSE");
     let _ = down_tx.send(answer).await;
     Ok((tx, rx))
+}
+
+/// The host app's `server/discover` probe, sent as a 2026-07-28 request and its
+/// answer relayed: `Some` (the 2026-07-28 relay's ends) when the remote answered
+/// it with a result, `None` when it refused it (the host app got the refusal and
+/// may go on with `initialize`).
+async fn probe_modern(
+    config: &ConnectConfig,
+    probe: Request,
+    down_tx: &Sender,
+) -> Result<Option<(Sender, Receiver)>, String> {
+    let (transport, handle) =
+        http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
+    handle.set_protocol_version(Some(ProtocolVersion::V2026_07_28));
+    let (tx, mut rx) = transport.split();
+    let answer = first_answer(config, &tx, &mut rx, &probe, down_tx)
+        .await?
+        .unwrap_or_else(|failure| Inbound::failure_response(probe.id.clone(), failure));
+    let accepted = matches!(answer, Message::Response(_));
+    let _ = down_tx.send(answer).await;
+    if accepted {
+        info!(url = %config.url, "relaying 2026-07-28 requests");
+        return Ok(Some((tx, rx)));
+    }
+    info!(url = %config.url, "the remote refused server/discover; waiting for initialize");
+    Ok(None)
 }
 
 async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, Receiver), String> {

@@ -859,6 +859,41 @@ async fn connect_relays_a_host_app_to_a_remote_of_every_era() {
     assert_eq!(first_text(&answer["result"]), "modern");
 }
 
+/// A 2026-aware host app (the official Python SDK's default) probes with
+/// `server/discover` and falls back to `initialize` when the remote refuses the
+/// probe. In front of a remote without 2026-07-28 (here the bridge's legacy
+/// HTTP+SSE endpoint), `connect` took the probe for the era and sent the
+/// `initialize` and everything after it as stateless 2026-07-28 requests, which
+/// such a remote refuses: the host app could never get a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_lets_a_host_app_fall_back_after_a_refused_discover() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let mut host = Connect::start(&format!("{}/sse", bridge.base));
+    host.send(
+        json!({"jsonrpc":"2.0","id":"d","method":"server/discover","params":{
+        "_meta": modern_meta(json!({}))}}),
+    )
+    .await;
+    let refused = host.answer(json!("d")).await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    host.send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name":"host","version":"1"}}}),
+    )
+    .await;
+    let answer = host.answer(json!(0)).await;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2024-11-05",
+        "{answer}"
+    );
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    host.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the probe"}}})).await;
+    let answer = host.answer(json!(1)).await;
+    assert_eq!(first_text(&answer["result"]), "after the probe", "{answer}");
+}
+
 /// Requests before the host app's first `initialize` (or 2026-07-28 request) are
 /// answered by `connect` itself, which then goes on: `ping` with `{}`, anything
 /// else with -32600; it used to exit, leaving the host app with no answer.
