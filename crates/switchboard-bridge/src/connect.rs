@@ -101,7 +101,7 @@ pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
     let down = stdio::serve(&TransportConfig::default());
     let (down_tx, down_rx) = down.split();
     let out = down_tx.clone();
-    let outcome = relay_from(config, down_tx, down_rx).await;
+    let outcome = relay_until(config, down_tx, down_rx, Box::pin(stop_signal())).await;
     // What is queued for the host app (an answer to its last request, the error
     // answer to its `initialize`) is written before the process ends; bounded, as
     // a host app that stopped reading would hold it forever.
@@ -117,10 +117,50 @@ pub const CONNECT_FLUSH_BOUND: Duration = Duration::from_secs(5);
 pub async fn relay_from(
     config: ConnectConfig,
     down_tx: Sender,
+    down_rx: Receiver,
+) -> Result<(), String> {
+    relay_until(config, down_tx, down_rx, Box::pin(std::future::pending())).await
+}
+
+/// SIGTERM, SIGINT or SIGHUP: a host app that stops `connect` with a signal
+/// instead of closing stdin (Node's `child.kill()` sends SIGTERM) ends the
+/// remote session too, which would otherwise be left for its idle timeout.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => {}
+            }
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// [`relay_from`] until `stop` too: then the remote session is ended at once
+/// (no drain: the host app is going) and the relay returns `Ok`.
+async fn relay_until(
+    config: ConnectConfig,
+    down_tx: Sender,
     mut down_rx: Receiver,
+    mut stop: Stop,
 ) -> Result<(), String> {
     let first = loop {
-        match down_rx.recv().await {
+        let event = tokio::select! {
+            event = down_rx.recv() => event,
+            () = &mut stop => return Ok(()),
+        };
+        match event {
             // A 2026-aware host app probes with `server/discover` and, when the
             // remote refuses it (a server of 2025-11-25 or older), falls back
             // to `initialize`: the probe is one exchange of its own, and a
@@ -135,7 +175,7 @@ pub async fn relay_from(
                         unanswered: HashSet::new(),
                         drain: config.drain_on_close,
                     };
-                    return ends.run(down_rx, modern.1).await;
+                    return ends.run(down_rx, modern.1, stop).await;
                 }
             }
             Some(Inbound::Message(Message::Request(r)))
@@ -171,7 +211,7 @@ pub async fn relay_from(
         unanswered,
         drain: config.drain_on_close,
     };
-    ends.run(down_rx, up_rx).await
+    ends.run(down_rx, up_rx, stop).await
 }
 
 /// The answer to a request that comes before the host app has chosen an era
@@ -451,9 +491,19 @@ impl Relay {
         let _ = self.down_tx.send(m).await;
     }
 
-    async fn run(mut self, mut down_rx: Receiver, mut up_rx: Receiver) -> Result<(), String> {
+    async fn run(
+        mut self,
+        mut down_rx: Receiver,
+        mut up_rx: Receiver,
+        mut stop: Stop,
+    ) -> Result<(), String> {
         loop {
             tokio::select! {
+                () = &mut stop => {
+                    info!("stopped by a signal; ending the remote session");
+                    end_session(self.up_tx, up_rx).await;
+                    return Ok(());
+                }
                 event = down_rx.recv() => match event {
                     Some(Inbound::Message(m)) => self.up(m).await?,
                     // The host app's answer to a remote request was too long to read:
