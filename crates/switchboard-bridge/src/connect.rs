@@ -45,7 +45,8 @@ use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
 };
 use switchboard_protocol::types::{
-    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SUBSCRIPTIONS_LISTEN,
+    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SERVER_DISCOVER,
+    SUBSCRIPTIONS_LISTEN,
 };
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
@@ -100,7 +101,7 @@ pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
     let down = stdio::serve(&TransportConfig::default());
     let (down_tx, down_rx) = down.split();
     let out = down_tx.clone();
-    let outcome = relay_from(config, down_tx, down_rx).await;
+    let outcome = relay_until(config, down_tx, down_rx, Box::pin(stop_signal())).await;
     // What is queued for the host app (an answer to its last request, the error
     // answer to its `initialize`) is written before the process ends; bounded, as
     // a host app that stopped reading would hold it forever.
@@ -116,10 +117,67 @@ pub const CONNECT_FLUSH_BOUND: Duration = Duration::from_secs(5);
 pub async fn relay_from(
     config: ConnectConfig,
     down_tx: Sender,
+    down_rx: Receiver,
+) -> Result<(), String> {
+    relay_until(config, down_tx, down_rx, Box::pin(std::future::pending())).await
+}
+
+/// SIGTERM, SIGINT or SIGHUP: a host app that stops `connect` with a signal
+/// instead of closing stdin (Node's `child.kill()` sends SIGTERM) ends the
+/// remote session too, which would otherwise be left for its idle timeout.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => {}
+            }
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// [`relay_from`] until `stop` too: then the remote session is ended at once
+/// (no drain: the host app is going) and the relay returns `Ok`.
+async fn relay_until(
+    config: ConnectConfig,
+    down_tx: Sender,
     mut down_rx: Receiver,
+    mut stop: Stop,
 ) -> Result<(), String> {
     let first = loop {
-        match down_rx.recv().await {
+        let event = tokio::select! {
+            event = down_rx.recv() => event,
+            () = &mut stop => return Ok(()),
+        };
+        match event {
+            // A 2026-aware host app probes with `server/discover` and, when the
+            // remote refuses it (a server of 2025-11-25 or older), falls back
+            // to `initialize`: the probe is one exchange of its own, and a
+            // refusal leaves the era open.
+            Some(Inbound::Message(Message::Request(r)))
+                if r.method == SERVER_DISCOVER && is_modern(&r) =>
+            {
+                if let Some(modern) = probe_modern(&config, r, &down_tx).await? {
+                    let ends = Relay {
+                        down_tx,
+                        up_tx: modern.0,
+                        unanswered: HashSet::new(),
+                        drain: config.drain_on_close,
+                    };
+                    return ends.run(down_rx, modern.1, stop).await;
+                }
+            }
             Some(Inbound::Message(Message::Request(r)))
                 if r.method == "initialize" || is_modern(&r) =>
             {
@@ -153,7 +211,7 @@ pub async fn relay_from(
         unanswered,
         drain: config.drain_on_close,
     };
-    ends.run(down_rx, up_rx).await
+    ends.run(down_rx, up_rx, stop).await
 }
 
 /// The answer to a request that comes before the host app has chosen an era
@@ -342,6 +400,32 @@ fn allow_batches(down_tx: &Sender, answer: &Message) {
     }
 }
 
+/// The host app's `server/discover` probe, sent as a 2026-07-28 request and its
+/// answer relayed: `Some` (the 2026-07-28 relay's ends) when the remote answered
+/// it with a result, `None` when it refused it (the host app got the refusal and
+/// may go on with `initialize`).
+async fn probe_modern(
+    config: &ConnectConfig,
+    probe: Request,
+    down_tx: &Sender,
+) -> Result<Option<(Sender, Receiver)>, String> {
+    let (transport, handle) =
+        http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
+    handle.set_protocol_version(Some(ProtocolVersion::V2026_07_28));
+    let (tx, mut rx) = transport.split();
+    let answer = first_answer(config, &tx, &mut rx, &probe, down_tx)
+        .await?
+        .unwrap_or_else(|failure| Inbound::failure_response(probe.id.clone(), failure));
+    let accepted = matches!(answer, Message::Response(_));
+    let _ = down_tx.send(answer).await;
+    if accepted {
+        info!(url = %config.url, "relaying 2026-07-28 requests");
+        return Ok(Some((tx, rx)));
+    }
+    info!(url = %config.url, "the remote refused server/discover; waiting for initialize");
+    Ok(None)
+}
+
 async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, Receiver), String> {
     let (transport, handle) =
         http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
@@ -428,9 +512,19 @@ impl Relay {
         let _ = self.down_tx.send(m).await;
     }
 
-    async fn run(mut self, mut down_rx: Receiver, mut up_rx: Receiver) -> Result<(), String> {
+    async fn run(
+        mut self,
+        mut down_rx: Receiver,
+        mut up_rx: Receiver,
+        mut stop: Stop,
+    ) -> Result<(), String> {
         loop {
             tokio::select! {
+                () = &mut stop => {
+                    info!("stopped by a signal; ending the remote session");
+                    end_session(self.up_tx, up_rx).await;
+                    return Ok(());
+                }
                 event = down_rx.recv() => match event {
                     Some(Inbound::Message(m)) => self.up(m).await?,
                     // The host app's answer to a remote request was too long to read:

@@ -328,10 +328,9 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             }
         };
         let url = bridge.url();
-        let base = url
-            .trim_end_matches(|c| c != '/')
-            .trim_end_matches('/')
-            .to_owned();
+        // The legacy endpoints and the probes are at the listener's root, not
+        // beside `--path` (`--path /a/b/mcp` has `/sse`, not `/a/b/sse`).
+        let base = origin_of(&url).to_owned();
         let mut lines = vec![format!("switchboard bridge: serving {command_text}")];
         lines.push(format!("  Streamable HTTP and 2026-07-28: {url}"));
         if let Some(sse) = sse {
@@ -357,6 +356,15 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         bridge.shutdown().await;
         ExitCode::SUCCESS
     })
+}
+
+/// `http://host:port` of `http://host:port/path...`.
+fn origin_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
 }
 
 async fn wait_for_signal() {

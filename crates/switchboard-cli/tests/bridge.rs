@@ -907,6 +907,41 @@ async fn connect_takes_a_batch_from_a_2025_03_26_host_app() {
     );
 }
 
+/// A 2026-aware host app (the official Python SDK's default) probes with
+/// `server/discover` and falls back to `initialize` when the remote refuses the
+/// probe. In front of a remote without 2026-07-28 (here the bridge's legacy
+/// HTTP+SSE endpoint), `connect` took the probe for the era and sent the
+/// `initialize` and everything after it as stateless 2026-07-28 requests, which
+/// such a remote refuses: the host app could never get a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_lets_a_host_app_fall_back_after_a_refused_discover() {
+    let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let mut host = Connect::start(&format!("{}/sse", bridge.base));
+    host.send(
+        json!({"jsonrpc":"2.0","id":"d","method":"server/discover","params":{
+        "_meta": modern_meta(json!({}))}}),
+    )
+    .await;
+    let refused = host.answer(json!("d")).await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    host.send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name":"host","version":"1"}}}),
+    )
+    .await;
+    let answer = host.answer(json!(0)).await;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2024-11-05",
+        "{answer}"
+    );
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    host.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the probe"}}})).await;
+    let answer = host.answer(json!(1)).await;
+    assert_eq!(first_text(&answer["result"]), "after the probe", "{answer}");
+}
+
 /// Requests before the host app's first `initialize` (or 2026-07-28 request) are
 /// answered by `connect` itself, which then goes on: `ping` with `{}`, anything
 /// else with -32600; it used to exit, leaving the host app with no answer.
@@ -1412,4 +1447,42 @@ fn a_busy_port_is_named_in_the_error() {
         .find(|l| l.starts_with("switchboard: "))
         .unwrap_or_default();
     assert!(line.contains(&addr), "{stderr}");
+}
+
+/// The banner's legacy, health and readiness URLs are the ones the bridge
+/// serves: with `--path /a/b/mcp` it printed `/a/b/sse`, `/a/b/healthz` and
+/// `/a/b/readyz`, which are 404 (they are at the listener's root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_banner_names_the_urls_served_with_a_nested_path() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["bridge", "--listen", "127.0.0.1:0", "--path", "/a/b/mcp"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut urls = Vec::new();
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(std::time::Duration::from_secs(2), lines.next_line()).await
+    {
+        if line.contains(" tools ") {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if word.starts_with("http://") {
+                urls.push(word.to_owned());
+            }
+        }
+    }
+    assert_eq!(urls.len(), 4, "mcp, sse, healthz, readyz: {urls:?}");
+    assert!(urls[0].ends_with("/a/b/mcp"), "{urls:?}");
+    let c = client();
+    for url in &urls[1..] {
+        let resp = c.get(url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{url} (of {urls:?})");
+    }
+    let _ = child.kill().await;
 }

@@ -840,3 +840,34 @@ async fn sigterm_ends_listen_streams_with_their_final_result_at_once() {
         );
     }
 }
+
+/// A client that gives up on its `initialize` before the answer (a child slow
+/// to start, a client's timeout) never learns the session's id, so nobody can
+/// use or DELETE that session: it held a `--max-sessions` slot and its child
+/// until the idle timeout (30 min by default), and with the slots full every
+/// new client got 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_abandoned_before_its_answer_frees_its_session() {
+    let script = "sleep 1; exec \"$0\" example-server";
+    let bridge = BridgeProc::start(&["--max-sessions", "1"], &["sh", "-c", script, BIN]).await;
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name":"impatient","version":"1"}}});
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let gave_up = impatient
+        .post(&bridge.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the child answers after 1 s: {gave_up:?}");
+    // The slot is free again: the next client gets its session.
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let reply = s.echo(&c, &bridge.url, 1, "a slot").await;
+    assert_eq!(first_text(&reply.response(&json!(1))["result"]), "a slot");
+}

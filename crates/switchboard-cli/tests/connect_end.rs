@@ -104,3 +104,53 @@ fn an_open_listen_does_not_hold_the_end_of_stdin() {
     assert!(answered, "{run:?}");
     assert!(run.elapsed < Duration::from_secs(5), "{run:?}");
 }
+
+/// A host app that stops `connect` with SIGTERM instead of closing stdin (Node's
+/// `child.kill()`, a supervisor) ends the remote session too: `connect` used to
+/// die at once, leaving the session (and, behind a bridge, its child) for the
+/// remote's idle timeout.
+#[test]
+fn sigterm_deletes_the_remote_session() {
+    use std::io::{BufRead, BufReader, Write};
+    let remote = HttpExample::start();
+    let mut child = std::process::Command::new(common::exe())
+        .args(["connect", &remote.url])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&lines(&init())).unwrap();
+    stdin.flush().unwrap();
+    // Its answer says the session is open; stdin stays open.
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains("\"result\""), "{answer}");
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.try_wait().unwrap();
+    let _ = child.kill();
+    assert!(status.is_some(), "connect ends on SIGTERM");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while remote.logged(DELETED) < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        remote.logged(DELETED),
+        1,
+        "the remote session was not deleted; remote's log:\n{}",
+        remote.log()
+    );
+    drop(stdin);
+}

@@ -964,7 +964,13 @@ async fn post(
         }
     };
     let opening = created.is_some();
+    // The client that goes before the answer to its `initialize` (a timeout, a
+    // child slow to start) never learns the session's id: nobody can use or
+    // DELETE the session, which would hold a `max_sessions` slot (and a
+    // bridge's child) until the idle timeout. Ended when this is dropped armed.
+    let mut unclaimed = Unclaimed(opening.then(|| session.clone()));
     let mut response = answer(shared, &session, frame, version, opening).await;
+    unclaimed.0 = None;
     if let Some(id) = created {
         if session.initialize_failed() {
             // The error answer is in the reply already; the session that was
@@ -976,6 +982,19 @@ async fn post(
         }
     }
     response
+}
+
+/// A session whose `initialize` POST is still waiting for its answer: ended if
+/// the POST's future is dropped (its connection closed) before it answers.
+struct Unclaimed(Option<Arc<Session>>);
+
+impl Drop for Unclaimed {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            debug!(session = %session.id, "the client went before the answer to initialize; session ended");
+            session.end(CloseReason::PeerClosed);
+        }
+    }
 }
 
 async fn create_session(
