@@ -353,8 +353,9 @@ async fn open_legacy(
         Ok(t) => t,
         Err(e) => {
             let why = format!(
-                "{}: neither Streamable HTTP nor HTTP+SSE answered: {e}",
-                config.url
+                "{}: neither Streamable HTTP nor HTTP+SSE answered: {}",
+                config.url,
+                switchboard_transport::error_chain(&e)
             );
             // The host app gets an answer to its initialize, never silence.
             let refusal = Message::Error(ErrorResponse::new(

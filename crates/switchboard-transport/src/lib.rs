@@ -81,3 +81,21 @@ pub use handle::{
     STDERR_TAIL_CHARS, TRANSPORT_ERROR,
 };
 pub use line::{connect, Role};
+
+/// An error as one line: its own text, then each cause's (`std::error::Error::source`)
+/// that it does not already contain, joined with `": "`, newlines turned into
+/// spaces. For messages a user reads: a failed HTTP request says "error sending
+/// request for url (…)" and only its causes say why ("Connection refused").
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        source = cause.source();
+    }
+    s.replace('\n', " ")
+}

@@ -60,7 +60,7 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::version::Era;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildProcess, ChildTransport};
-use switchboard_transport::{Transport, TransportConfig};
+use switchboard_transport::{error_chain, Transport, TransportConfig};
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -273,24 +273,9 @@ impl Failure {
     }
 }
 
-/// An error of the library as one line: its own text and each cause's.
-fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let c = cause.to_string();
-        if !s.contains(&c) {
-            s.push_str(": ");
-            s.push_str(&c);
-        }
-        source = cause.source();
-    }
-    s.replace('\n', " ")
-}
-
 impl From<switchboard::Error> for Failure {
     fn from(e: switchboard::Error) -> Self {
-        Failure::new(one_line(&e))
+        Failure::new(error_chain(&e))
     }
 }
 
@@ -547,7 +532,7 @@ async fn connect_target(
     }
     Client::connect_url(url, options, config)
         .await
-        .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", one_line(&e))))
+        .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", error_chain(&e))))
 }
 
 /// Connects to `target`; a signal (Ctrl-C, SIGTERM, SIGHUP: see [`Signals`])
@@ -579,10 +564,10 @@ async fn connect(
                 receiver,
                 process,
             } = spawn(config, &TransportConfig::default())
-                .map_err(|e| Failure::new(one_line(&e)))?;
+                .map_err(|e| Failure::new(error_chain(&e)))?;
             let handshake = tokio::select! {
                 r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
-                    Failure::new(format!("cannot connect to {target}: {}", one_line(&e)))
+                    Failure::new(format!("cannot connect to {target}: {}", error_chain(&e)))
                 }),
                 why = signals.next() => Err(Failure::new(why)),
             };
