@@ -275,7 +275,10 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 }
 
 /// Runs `switchboard bridge` until SIGTERM or Ctrl-C, then drains and ends the
-/// children. Exit 0 after a clean stop, 2 when it cannot start.
+/// children; a second SIGTERM or Ctrl-C meanwhile stops it at once, children
+/// killed (exit 1). Exit 0 after a clean stop, 2 when it cannot start: a bad flag, a
+/// server command that is not an executable file or not in `PATH`
+/// (`ChildConfig::find_program`), a listener that cannot bind.
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
@@ -305,6 +308,13 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A command that can never start (a typo, a missing file) is a mistake in
+    // this command line, not a child to restart with backoff forever: said at
+    // once, exit 2. One that starts and then dies is supervised as usual.
+    if let Err(e) = config.child.find_program() {
+        eprintln!("switchboard: cannot run the server command: {e}");
+        return ExitCode::from(2);
+    }
     let mut builder = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -352,9 +362,19 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         }
         println!("{}", lines.join("\n"));
         wait_for_signal().await;
-        eprintln!("switchboard bridge: stopping (draining requests in flight)");
-        bridge.shutdown().await;
-        ExitCode::SUCCESS
+        eprintln!(
+            "switchboard bridge: stopping (draining requests in flight; a second signal stops at once)"
+        );
+        tokio::select! {
+            () = bridge.shutdown() => ExitCode::SUCCESS,
+            // Asked twice: no more drain, nor graces for the children. Leaving
+            // the runtime kills each child's process group (SIGKILL), as
+            // `ChildProcess` promises when its runtime ends first.
+            () = wait_for_signal() => {
+                eprintln!("switchboard bridge: second signal: stopped at once, children killed");
+                ExitCode::from(1)
+            }
+        }
     })
 }
 

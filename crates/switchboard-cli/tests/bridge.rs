@@ -1449,6 +1449,47 @@ fn a_busy_port_is_named_in_the_error() {
     assert!(line.contains(&addr), "{stderr}");
 }
 
+/// A server command that can never start (no such file, not in `PATH`, not
+/// executable) fails at once with exit 2 and one line naming it; the bridge used
+/// to keep running, restarting it with backoff forever, `/readyz` at 503.
+#[test]
+fn a_server_command_that_cannot_start_is_refused_at_once() {
+    let plain = std::env::temp_dir().join(format!("sb-plain-{}", std::process::id()));
+    std::fs::write(&plain, "not a program").unwrap();
+    let plain = plain.to_string_lossy().into_owned();
+    for (command, says) in [
+        ("/nonexistent/mcp-server", "/nonexistent/mcp-server"),
+        ("no-such-mcp-server-anywhere", "not found in PATH"),
+        (plain.as_str(), "not an executable file"),
+    ] {
+        let mut bridge = std::process::Command::new(BIN)
+            .args(["bridge", "--listen", "127.0.0.1:0", "--", command])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded: a bridge that keeps running fails the test, not hangs it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while bridge.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = bridge.kill();
+                panic!("{command}: the bridge kept running");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = bridge.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("switchboard: cannot run the server command: "))
+            .unwrap_or_default();
+        assert!(line.contains(says), "{command}: {stderr}");
+    }
+    std::fs::remove_file(&plain).unwrap();
+}
+
 /// The banner's legacy, health and readiness URLs are the ones the bridge
 /// serves: with `--path /a/b/mcp` it printed `/a/b/sse`, `/a/b/healthz` and
 /// `/a/b/readyz`, which are 404 (they are at the listener's root).

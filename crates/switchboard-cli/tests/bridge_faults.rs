@@ -376,6 +376,74 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
     assert!(status.success(), "{status:?}");
 }
 
+/// A second SIGTERM while the bridge drains stops it at once: no more drain,
+/// no graces for a child that ignores SIGTERM (it is killed), exit 1. With one
+/// signal this stop takes the drain (here 60 s) and then 5 s + 5 s of graces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_stops_the_bridge_at_once() {
+    let pids = temp_path("second-term");
+    // The example server with SIGTERM ignored (kept across exec); it answers the
+    // calls in flight for up to 10 s after its stdin closes.
+    let cmd = [
+        "sh".to_owned(),
+        "-c".to_owned(),
+        "trap '' TERM; echo $$ >> \"$0\"; exec \"$1\" example-server".to_owned(),
+        pids.to_string_lossy().into_owned(),
+        BIN.to_owned(),
+    ];
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let mut bridge =
+        BridgeProc::start(&["--child", "shared", "--drain-timeout", "60s"], &cmd).await;
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let child = pids_in(&pids)[0];
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let (url, c2) = (bridge.url.clone(), c.clone());
+    let headers: Vec<(String, String)> = s
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let call = tokio::spawn(async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":60,"steps":60}}});
+        post(&c2, &url, &h, &body).await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    bridge.terminate();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        bridge.child.try_wait().unwrap().is_none(),
+        "one SIGTERM drains: the call is in flight for a minute"
+    );
+    let second = Instant::now();
+    bridge.terminate();
+    let status = tokio::time::timeout(Duration::from_secs(5), bridge.child.wait())
+        .await
+        .expect("the bridge exits at once on the second SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    // Killed, not left to ignore SIGTERM: gone or a zombie awaiting its reaper.
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    wait_until("the child that ignores SIGTERM is killed", gone).await;
+    assert!(
+        second.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        second.elapsed()
+    );
+    call.abort();
+    let _ = std::fs::remove_file(&pids);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_readiness_follow_the_child() {
     let pids = temp_path("ready");
@@ -537,9 +605,10 @@ async fn a_per_session_childs_own_request_reaches_its_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_initialize_leaves_no_session_behind() {
+    let program = unspawnable_program("failed-init");
     let bridge = BridgeProc::start(
         &["--max-sessions", "2", "--init-timeout", "1s"],
-        &["/nonexistent/mcp-server"],
+        &[program.as_str()],
     )
     .await;
     let c = client();
@@ -699,7 +768,8 @@ async fn a_call_cancelled_while_waiting_for_a_slot_ends_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_cannot_start_fails_requests_at_once() {
     for mode in ["per-session", "shared"] {
-        let bridge = BridgeProc::start(&["--child", mode], &["/nonexistent/mcp-server"]).await;
+        let program = unspawnable_program(&format!("cannot-start-{mode}"));
+        let bridge = BridgeProc::start(&["--child", mode], &[program.as_str()]).await;
         let c = client();
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});

@@ -426,6 +426,18 @@ pub fn first_text(result: &Value) -> &str {
 
 /// A temporary file path unique to this test process and `tag` (removed first
 /// if it exists).
+/// An executable file that is no program (no `#!`, no ELF header): it passes
+/// the bridge's start-up check (`ChildConfig::find_program`), and every spawn of
+/// it fails ("Exec format error"), as a spawn can fail after start-up (the file
+/// replaced, no file descriptors left).
+pub fn unspawnable_program(tag: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = temp_path(tag);
+    std::fs::write(&p, b"\x00\x01 not a program\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
 pub fn temp_path(tag: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("sb-bridge-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_file(&p);

@@ -147,6 +147,59 @@ impl ChildConfig {
             .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         self
     }
+
+    /// The executable [`spawn`] would run, found as `execvp(3)` finds it: a
+    /// `command` with a `/` is a path (relative to our working directory), any
+    /// other is looked up in the child's `PATH` (the last `PATH` of
+    /// [`env`](Self::env), else ours). `Ok(None)` when it cannot be told
+    /// beforehand (a relative path with [`current_dir`](Self::current_dir) set,
+    /// or no `PATH` to search); a caller that would rather fail at once than
+    /// supervise a child that can never start (a typo in a command line) calls
+    /// this first.
+    ///
+    /// # Errors
+    /// `NotFound` (no such file, or not in any `PATH` directory) or
+    /// `PermissionDenied` (found, but not an executable file), with the command
+    /// in the message.
+    pub fn find_program(&self) -> io::Result<Option<PathBuf>> {
+        use std::os::unix::fs::PermissionsExt;
+        let runnable = |p: &std::path::Path| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        let command = std::path::Path::new(&self.command);
+        let shown = command.display();
+        if self.command.as_encoded_bytes().contains(&b'/') {
+            if command.is_relative() && self.current_dir.is_some() {
+                return Ok(None);
+            }
+            return match std::fs::metadata(command) {
+                Err(e) => Err(io::Error::new(e.kind(), format!("{shown}: {e}"))),
+                Ok(_) if runnable(command) => Ok(Some(command.to_owned())),
+                Ok(_) => Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{shown}: not an executable file"),
+                )),
+            };
+        }
+        let path = match self.env.iter().rev().find(|(k, _)| k == "PATH") {
+            Some((_, v)) => Some(v.clone()),
+            None if self.env_clear => None,
+            None => std::env::var_os("PATH"),
+        };
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let found = std::env::split_paths(&path)
+            .map(|dir| dir.join(command))
+            .find(|candidate| runnable(candidate));
+        match found {
+            Some(p) => Ok(Some(p)),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{shown}: not found in PATH"),
+            )),
+        }
+    }
 }
 
 /// The step of [`ChildProcess::shutdown`] at which the child was seen to exit.
@@ -746,6 +799,51 @@ mod tests {
         assert_eq!(c.current_dir, None);
         assert_eq!(c.args, ["a", "b"]);
         assert_eq!(c.env, [("K".into(), "V".into())]);
+    }
+
+    #[test]
+    fn find_program_finds_what_spawn_would_run() {
+        // In PATH, by name.
+        let sh = ChildConfig::new("n", "sh").find_program().unwrap().unwrap();
+        assert!(sh.ends_with("sh"), "{sh:?}");
+        // By path.
+        let exe = std::env::current_exe().unwrap();
+        let c = ChildConfig::new("n", &exe);
+        assert_eq!(c.find_program().unwrap(), Some(exe.clone()));
+        // Missing, by path and by name.
+        let e = ChildConfig::new("n", "/nonexistent/cmd")
+            .find_program()
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("/nonexistent/cmd"), "{e}");
+        let e = ChildConfig::new("n", "no-such-command-anywhere")
+            .find_program()
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("not found in PATH"), "{e}");
+        // A file that is not executable, and a directory.
+        let dir = std::env::temp_dir().join(format!("sb-find-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = dir.join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        for p in [&plain, &dir] {
+            let e = ChildConfig::new("n", p).find_program().unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{p:?}: {e}");
+        }
+        // The child's own PATH is the one searched.
+        let in_dir =
+            ChildConfig::new("n", exe.file_name().unwrap()).env("PATH", exe.parent().unwrap());
+        assert!(in_dir.find_program().unwrap().is_some());
+        let elsewhere = ChildConfig::new("n", "sh").env("PATH", &dir);
+        assert!(elsewhere.find_program().is_err());
+        // What cannot be told beforehand is left to spawn.
+        let mut relative = ChildConfig::new("n", "./server");
+        relative.current_dir = Some(dir.clone());
+        assert_eq!(relative.find_program().unwrap(), None);
+        let mut cleared = ChildConfig::new("n", "sh");
+        cleared.env_clear = true;
+        assert_eq!(cleared.find_program().unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
