@@ -1385,9 +1385,9 @@ async fn priming_events_carry_the_configured_retry() {
     }
 }
 
-/// The banner's lines up to the last client command (read with a bound), then
-/// the bridge is stopped.
-async fn banner(args: &[&str]) -> String {
+/// A bridge started with `args` and its banner's lines up to the last client
+/// command (read with a bound); the bridge runs on (killed when dropped).
+async fn bridge_and_banner(args: &[&str]) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let mut child = tokio::process::Command::new(BIN)
         .args(["bridge", "--listen", "127.0.0.1:0"])
@@ -1407,6 +1407,12 @@ async fn banner(args: &[&str]) -> String {
         text.push_str(&line);
         text.push('\n');
     }
+    (child, text)
+}
+
+/// The banner's lines (see [`bridge_and_banner`]), then the bridge is stopped.
+async fn banner(args: &[&str]) -> String {
+    let (mut child, text) = bridge_and_banner(args).await;
     let _ = child.kill().await;
     text
 }
@@ -1495,34 +1501,18 @@ fn a_server_command_that_cannot_start_is_refused_at_once() {
 /// `/a/b/readyz`, which are 404 (they are at the listener's root).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_banner_names_the_urls_served_with_a_nested_path() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut child = tokio::process::Command::new(BIN)
-        .args(["bridge", "--listen", "127.0.0.1:0", "--path", "/a/b/mcp"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut urls = Vec::new();
-    while let Ok(Ok(Some(line))) =
-        tokio::time::timeout(std::time::Duration::from_secs(2), lines.next_line()).await
-    {
-        if line.contains(" tools ") {
-            continue;
-        }
-        for word in line.split_whitespace() {
-            if word.starts_with("http://") {
-                urls.push(word.to_owned());
-            }
-        }
-    }
+    let (mut child, text) = bridge_and_banner(&["--path", "/a/b/mcp"]).await;
+    let urls: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.contains(" tools "))
+        .flat_map(str::split_whitespace)
+        .filter(|word| word.starts_with("http://"))
+        .collect();
     assert_eq!(urls.len(), 4, "mcp, sse, healthz, readyz: {urls:?}");
     assert!(urls[0].ends_with("/a/b/mcp"), "{urls:?}");
     let c = client();
     for url in &urls[1..] {
-        let resp = c.get(url).send().await.unwrap();
+        let resp = c.get(*url).send().await.unwrap();
         assert_eq!(resp.status(), 200, "{url} (of {urls:?})");
     }
     let _ = child.kill().await;

@@ -326,21 +326,8 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
     let mut bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
     let c = client();
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let url = bridge.url.clone();
-    let headers: Vec<(String, String)> = s
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let c2 = c.clone();
-    let call = tokio::spawn(async move {
-        let h: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":3,"steps":3}}});
-        post(&c2, &url, &h, &body).await
-    });
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":3,"steps":3}}});
+    let call = spawn_post(&c, &bridge.url, &s, body);
     tokio::time::sleep(Duration::from_millis(400)).await;
     bridge.terminate();
     // Draining: not ready, and no new session starts.
@@ -362,7 +349,7 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
         "a new session during the drain is refused: {}",
         late.body
     );
-    let reply = call.await.unwrap();
+    let (reply, _) = call.await.unwrap();
     let result: &Value = &reply.response(&json!(1))["result"];
     assert!(
         result["content"].is_array(),
@@ -398,20 +385,8 @@ async fn a_second_sigterm_stops_the_bridge_at_once() {
     let child = pids_in(&pids)[0];
     let c = client();
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let (url, c2) = (bridge.url.clone(), c.clone());
-    let headers: Vec<(String, String)> = s
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let call = tokio::spawn(async move {
-        let h: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":60,"steps":60}}});
-        post(&c2, &url, &h, &body).await
-    });
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":60,"steps":60}}});
+    let call = spawn_post(&c, &bridge.url, &s, body);
     tokio::time::sleep(Duration::from_millis(400)).await;
     bridge.terminate();
     tokio::time::sleep(Duration::from_millis(300)).await;
