@@ -72,6 +72,7 @@ mod config;
 mod handle;
 pub mod http;
 mod line;
+mod log_limit;
 pub mod memory;
 pub mod stdio;
 

@@ -21,6 +21,8 @@ use crate::config::TransportConfig;
 use crate::handle::{
     BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Route, Sender, Transport,
 };
+use crate::log_limit::{LogLimit, LogLines, Stream};
+use crate::stdio::DEFAULT_LOG_LIMIT;
 
 /// How many bytes one read asks for (64 KiB). Independent of the line limit: the
 /// line decoder assembles lines across reads.
@@ -47,7 +49,13 @@ pub enum Role {
     /// We are the client, reading what a server wrote (e.g. a child's stdout). A
     /// bad line (a banner, a stray print, an invalid envelope) is the server's
     /// fault: it is logged (warn, with `peer`) and skipped; nothing is sent back and
-    /// the session goes on. Except a request of the server's over the line limit
+    /// the session goes on. These warnings are rate limited (a burst of 50, then
+    /// 10 a second: [`DEFAULT_LOG_LIMIT`], or
+    /// [`ChildConfig::log_limit`](crate::stdio::ChildConfig::log_limit) for a
+    /// child); the lines beyond are skipped the same way and summed up in one
+    /// warning when logging resumes, at the latest every
+    /// [`LOG_SUMMARY_INTERVAL`](crate::stdio::LOG_SUMMARY_INTERVAL), and at the end
+    /// of the input. Except a request of the server's over the line limit
     /// whose id its ends show: it is answered with -32700 and that id, so the
     /// server does not wait for its timeout.
     Client {
@@ -147,7 +155,15 @@ where
 {
     let (input_ended, ended) = tokio::sync::watch::channel(false);
     let watch = hangup.map(|check| Hangup { check, ended });
-    let started = start_watched(input, output, role, config, span.clone(), watch);
+    let started = start_watched(
+        input,
+        output,
+        role,
+        config,
+        DEFAULT_LOG_LIMIT,
+        span.clone(),
+        watch,
+    );
     let Started {
         transport,
         reader,
@@ -174,19 +190,21 @@ where
 }
 
 /// Spawns the reader and writer tasks; the reader does not send
-/// [`Inbound::Closed`] (the caller does, from [`Started::events`]).
+/// [`Inbound::Closed`] (the caller does, from [`Started::events`]). In the client
+/// role, the warnings about bad lines are limited by `log_limit`.
 pub(crate) fn start<R, W>(
     input: R,
     output: W,
     role: Role,
     config: &TransportConfig,
+    log_limit: LogLimit,
     span: Span,
 ) -> Started
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    start_watched(input, output, role, config, span, None)
+    start_watched(input, output, role, config, log_limit, span, None)
 }
 
 /// [`start`], the writer also ending when `hangup` says the output's reader is
@@ -196,6 +214,7 @@ fn start_watched<R, W>(
     output: W,
     role: Role,
     config: &TransportConfig,
+    log_limit: LogLimit,
     span: Span,
     hangup: Option<Hangup>,
 ) -> Started
@@ -208,8 +227,16 @@ where
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
     let skipped = Arc::new(Skipped::default());
+    let limit = match &role {
+        Role::Client { peer } => Some(LogLines::new(
+            log_limit,
+            Stream::Stdout { peer: peer.clone() },
+        )),
+        Role::Server => None,
+    };
     let reader = ReaderTask {
         role,
+        limit,
         skipped: skipped.clone(),
         events: in_tx.clone(),
         replies: out_tx.downgrade(),
@@ -367,6 +394,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 
 struct ReaderTask {
     role: Role,
+    /// The client role's limit on warnings about the server's bad lines; its last
+    /// summary is logged when the task ends (it is dropped).
+    limit: Option<LogLines>,
     skipped: Arc<Skipped>,
     events: crate::handle::InboundTx,
     /// For answering bad lines (server role) without keeping the writer alive.
@@ -392,11 +422,31 @@ const EXCERPT_CHARS: usize = 200;
 /// The receiver is gone.
 struct Gone;
 
+/// Whether one more warning about the server's lines may be logged (always
+/// without a limit).
+fn admit(limit: &mut Option<LogLines>) -> bool {
+    limit.as_mut().is_none_or(LogLines::admit)
+}
+
 impl ReaderTask {
     async fn run<R: AsyncRead + Unpin>(mut self, mut input: R) -> ReadEnd {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
-            let n = match input.read(&mut buf).await {
+            let read = match self.limit.as_ref().and_then(LogLines::due) {
+                None => input.read(&mut buf).await,
+                // Warnings were suppressed: their summary is due then, even if
+                // the server falls silent. (`read` is cancel safe.)
+                Some(due) => tokio::select! {
+                    read = input.read(&mut buf) => read,
+                    () = tokio::time::sleep_until(due) => {
+                        if let Some(limit) = self.limit.as_mut() {
+                            limit.flush();
+                        }
+                        continue;
+                    }
+                },
+            };
+            let n = match read {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -435,7 +485,9 @@ impl ReaderTask {
             Ok(Frame::Batch(items)) => {
                 if let Role::Client { peer } = &self.role {
                     for e in items.iter().filter_map(|i| i.as_ref().err()) {
-                        warn!(peer = %peer, error = %e, "invalid batch item from the server");
+                        if admit(&mut self.limit) {
+                            warn!(peer = %peer, error = %e, "invalid batch item from the server");
+                        }
                     }
                 }
                 Inbound::Batch(items)
@@ -474,12 +526,16 @@ impl ReaderTask {
             // gets its error like a client's would, so the server need not wait
             // for its timeout.
             Role::Client { peer } if server_request_too_long => {
-                warn!(peer = %peer, error = %e, "the server's request is too long to read; answering with an error");
+                if admit(&mut self.limit) {
+                    warn!(peer = %peer, error = %e, "the server's request is too long to read; answering with an error");
+                }
                 self.answer(e.to_response()).await;
             }
             Role::Client { peer } => {
                 let line = text.map(excerpt).unwrap_or_default();
-                warn!(peer = %peer, error = %e, line, "the server wrote a line that is not a valid JSON-RPC message; skipped");
+                if admit(&mut self.limit) {
+                    warn!(peer = %peer, error = %e, line, "the server wrote a line that is not a valid JSON-RPC message; skipped");
+                }
                 if line.is_empty() {
                     self.skipped.record(&e.to_string());
                 } else {
@@ -520,6 +576,7 @@ impl ReaderTask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log_limit::LOG_SUMMARY_INTERVAL;
     use std::time::Duration;
     use switchboard_protocol::jsonrpc::{Id, Request};
     use tokio::io::{duplex, split, AsyncReadExt, AsyncWriteExt};
@@ -568,6 +625,104 @@ mod tests {
             Span::none(),
         );
         (t, peer_out, peer_in)
+    }
+
+    /// Everything logged at INFO and above in this thread (the tests run on a
+    /// current-thread runtime: the transport's tasks too) while the guard lives.
+    fn capture_logs() -> (
+        tracing::subscriber::DefaultGuard,
+        Arc<std::sync::Mutex<Vec<u8>>>,
+    ) {
+        #[derive(Clone)]
+        struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl io::Write for Buffer {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let buffer = Buffer(logs.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || buffer.clone())
+            .finish();
+        (tracing::subscriber::set_default(subscriber), logs)
+    }
+
+    fn lines_with(logs: &std::sync::Mutex<Vec<u8>>, needle: &str) -> Vec<String> {
+        String::from_utf8_lossy(&logs.lock().unwrap())
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// A server's stray lines are warned about within the limit; the rest are
+    /// summed up once the summary is due, though the server has fallen silent
+    /// and its output is still open. Every line is counted as skipped, nothing
+    /// is answered, and the session goes on. (Paused time: the clock moves only
+    /// when every task waits.)
+    #[tokio::test(start_paused = true)]
+    async fn stray_lines_beyond_the_log_limit_are_counted_not_logged() {
+        let (_guard, logs) = capture_logs();
+        let (peer, ours) = duplex(64 * 1024);
+        let (our_in, our_out) = split(ours);
+        let (mut peer_out, mut peer_in) = split(peer);
+        let started = start(
+            our_in,
+            our_out,
+            Role::Client {
+                peer: "looping".to_owned(),
+            },
+            &TransportConfig::default(),
+            LogLimit::new(50, 10),
+            Span::none(),
+        );
+        let Transport {
+            sender,
+            mut receiver,
+        } = started.transport;
+        let mut noise = String::new();
+        for i in 1..=1000 {
+            noise.push_str(&format!("debug {i}\n"));
+        }
+        peer_in.write_all(noise.as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let warned = "not a valid JSON-RPC message; skipped";
+        let summed = "more lines that are not valid JSON-RPC messages";
+        assert_eq!(lines_with(&logs, warned).len(), 50);
+        assert!(lines_with(&logs, summed).is_empty());
+        assert_eq!(started.skipped.get(), (1000, Some("debug 1000".to_owned())));
+        // Five seconds after the first suppressed line: its summary.
+        tokio::time::sleep(LOG_SUMMARY_INTERVAL).await;
+        let summary = lines_with(&logs, summed);
+        assert_eq!(summary.len(), 1, "{summary:?}");
+        assert!(
+            summary[0].contains("suppressed=950") && summary[0].contains("in 5.0s"),
+            "{summary:?}"
+        );
+        assert!(summary[0].contains("looping"), "{summary:?}");
+        // The bucket has refilled meanwhile; a message still gets through.
+        peer_in.write_all(b"one more\n").await.unwrap();
+        peer_in.write_all(&encode_line(&ping(7))).await.unwrap();
+        match tokio::time::timeout(Duration::from_secs(5), receiver.recv()).await {
+            Ok(Some(Inbound::Message(m))) => assert_eq!(m, ping(7)),
+            other => panic!("expected ping 7, got {other:?}"),
+        }
+        assert_eq!(lines_with(&logs, warned).len(), 51);
+        assert_eq!(started.skipped.get().0, 1001);
+        peer_in.shutdown().await.unwrap();
+        assert!(matches!(started.reader.await, Ok(ReadEnd::Eof)));
+        assert_eq!(lines_with(&logs, summed).len(), 1, "nothing left to sum up");
+        // Nothing was written back.
+        drop((sender, receiver, started.events));
+        let mut written = Vec::new();
+        peer_out.read_to_end(&mut written).await.unwrap();
+        assert!(written.is_empty(), "{}", String::from_utf8_lossy(&written));
     }
 
     /// In the client role, a request of the server's over the line limit is

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -336,6 +337,142 @@ async fn skipped_lines_are_counted() {
     assert_eq!(count, 2);
     assert_eq!(last.as_deref(), Some("x".repeat(200).as_str()));
     let _ = within("shutdown", child.process.shutdown()).await;
+}
+
+/// Everything logged at INFO and above in this thread while the guard lives: a
+/// `#[tokio::test]` runs on a current-thread runtime, so the child's tasks log
+/// here too, and nothing of the other tests does.
+fn capture_this_threads_logs() -> (tracing::subscriber::DefaultGuard, Arc<Mutex<Vec<u8>>>) {
+    #[derive(Clone)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let buffer = Buffer(logs.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || buffer.clone())
+        .finish();
+    (tracing::subscriber::set_default(subscriber), logs)
+}
+
+/// Of the captured log lines that contain `needle`: how many, and the sum of
+/// their `suppressed=` fields.
+fn count_and_suppressed(logs: &Mutex<Vec<u8>>, needle: &str) -> (u64, u64) {
+    let logs = logs.lock().unwrap();
+    let text = String::from_utf8_lossy(&logs);
+    let mut count = 0;
+    let mut suppressed = 0;
+    for line in text.lines().filter(|l| l.contains(needle)) {
+        count += 1;
+        if let Some((_, rest)) = line.split_once("suppressed=") {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            suppressed += digits.parse::<u64>().unwrap();
+        }
+    }
+    (count, suppressed)
+}
+
+/// A child in a debug loop (100,000 stderr lines and 10,000 stdout lines that
+/// are not JSON-RPC) does not flood the log: each stream logs its burst and then
+/// about its rate; the rest is counted in summaries, exactly. The stderr tail
+/// and the skipped count still see every line, and the session goes on: the
+/// request sent before the flood is answered.
+#[tokio::test]
+async fn a_flooding_child_is_logged_within_its_limit() {
+    let (_guard, logs) = capture_this_threads_logs();
+    let started = std::time::Instant::now();
+    let script = "seq 1 100000 | sed 's/^/debug line /' >&2 &
+        seq 1 10000 | sed 's/^/not json /'
+        wait
+        read request
+        echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ok\":true}}'
+        exit 3";
+    let config = sh("flooder", script);
+    assert_eq!(config.log_limit, stdio::DEFAULT_LOG_LIMIT);
+    let stdio::LogLimit {
+        burst, per_second, ..
+    } = config.log_limit;
+    let child = stdio::spawn(config, &TransportConfig::default()).unwrap();
+    let mut rx = child.receiver;
+    within("send", child.sender.send(request(1, "tools/list")))
+        .await
+        .unwrap();
+    match next_message(&mut rx).await {
+        Message::Response(r) => {
+            assert_eq!(r.id, 1.into());
+            assert_eq!(r.result.get(), r#"{"ok":true}"#);
+        }
+        other => panic!("expected the answer to request 1, got {other:?}"),
+    }
+    // The last stderr line is the real last one, logged or not.
+    match next(&mut rx).await {
+        Inbound::Closed {
+            reason: CloseReason::ChildExited(status, tail),
+        } => {
+            assert_eq!(status.code(), Some(3));
+            assert_eq!(tail.as_deref(), Some("debug line 100000"));
+        }
+        other => panic!("expected the child's exit, got {other:?}"),
+    }
+    assert_eq!(
+        child.process.skipped_lines(),
+        (10_000, Some("not json 10000".to_owned()))
+    );
+    within("shutdown", child.process.shutdown()).await.unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+
+    // Per stream: the lines logged plus those summed up are every line, and the
+    // lines logged are the burst and the refill over the run, no more.
+    let bound = u64::from(burst) + (f64::from(per_second) * elapsed).ceil() as u64 + 1;
+    for (stream, line, summary, total, target) in [
+        (
+            "stderr",
+            "stderr: debug line",
+            "more lines not logged",
+            100_000,
+            "switchboard_transport::stdio::child:",
+        ),
+        (
+            "stdout",
+            "not a valid JSON-RPC message; skipped",
+            "more lines that are not valid JSON-RPC messages",
+            10_000,
+            "switchboard_transport::line:",
+        ),
+    ] {
+        // The summaries go where the lines go: the same target.
+        let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+        for l in text
+            .lines()
+            .filter(|l| l.contains(line) || l.contains(summary))
+        {
+            assert!(l.contains(target), "{stream}: not under {target}: {l}");
+        }
+        let (logged, _) = count_and_suppressed(&logs, line);
+        let (summaries, suppressed) = count_and_suppressed(&logs, summary);
+        assert!(
+            (u64::from(burst)..=bound).contains(&logged),
+            "{stream}: {logged} lines logged in {elapsed:.1} s (at most {bound} expected)"
+        );
+        assert!(summaries >= 1, "{stream}: no summary");
+        assert!(
+            summaries <= logged - u64::from(burst) + 2 + (elapsed / 5.0) as u64,
+            "{stream}: {summaries} summaries"
+        );
+        assert_eq!(
+            logged + suppressed,
+            total,
+            "{stream}: {logged} logged, {suppressed} summed up"
+        );
+    }
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 use crate::config::TransportConfig;
 use crate::handle::{CloseReason, Inbound, Receiver, Sender, STDERR_TAIL_CHARS};
 use crate::line::{start, ReadEnd, Role, Skipped, Started};
+use crate::log_limit::{LogLimit, LogLines, Stream};
 
 /// Default [`ShutdownConfig::stdin_close_grace`]: 5 seconds.
 pub const DEFAULT_STDIN_CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -30,6 +31,10 @@ pub const DEFAULT_SIGTERM_GRACE: Duration = Duration::from_secs(5);
 
 /// Default [`ChildConfig::stderr_max_line_len`]: 64 KiB (65 536 bytes).
 pub const DEFAULT_STDERR_MAX_LINE_LEN: usize = 64 * 1024;
+
+/// Default [`ChildConfig::log_limit`]: a burst of 50 lines, then 10 lines per
+/// second, for each of the child's stderr and stdout.
+pub const DEFAULT_LOG_LIMIT: LogLimit = LogLimit::new(50, 10);
 
 /// How long, once a child has exited, the transport waits for the rest of its
 /// stdout (and, to report its last stderr line, for its stderr) before reporting
@@ -104,6 +109,17 @@ pub struct ChildConfig {
     /// The longest stderr line logged whole, in bytes; a longer line is logged as
     /// dropped, with its length. Default [`DEFAULT_STDERR_MAX_LINE_LEN`] (64 KiB).
     pub stderr_max_line_len: usize,
+    /// How many log events the child's output may cause, for each stream on its
+    /// own: its stderr lines (each logged at info) and its stdout lines that are
+    /// not valid JSON-RPC messages (each logged at warn). Lines beyond the limit
+    /// are not logged; their count (and how long the suppression lasted) is, in
+    /// one event when logging resumes, at the latest every
+    /// [`LOG_SUMMARY_INTERVAL`](crate::stdio::LOG_SUMMARY_INTERVAL) (5 s), and when
+    /// the stream ends. Unlogged lines are still kept as the stderr tail of
+    /// [`CloseReason::ChildExited`] and counted by
+    /// [`ChildProcess::skipped_lines`]. Default [`DEFAULT_LOG_LIMIT`] (a burst of
+    /// 50 lines, then 10 lines per second).
+    pub log_limit: LogLimit,
     /// How [`ChildProcess::shutdown`] stops it.
     pub shutdown: ShutdownConfig,
 }
@@ -120,6 +136,7 @@ impl ChildConfig {
             env_clear: false,
             current_dir: None,
             stderr_max_line_len: DEFAULT_STDERR_MAX_LINE_LEN,
+            log_limit: DEFAULT_LOG_LIMIT,
             shutdown: ShutdownConfig::default(),
         }
     }
@@ -304,7 +321,7 @@ impl KillSwitch {
 impl ChildProcess {
     /// The lines of the child's stdout skipped so far because they are not valid
     /// JSON-RPC messages (a banner, a stray print; each is logged, warn, as it
-    /// comes), and the latest of them, cut to 200 characters. A caller whose
+    /// comes, within [`ChildConfig::log_limit`]; every one is counted), and the latest of them, cut to 200 characters. A caller whose
     /// request timed out can tell its user that the server writes something
     /// else than MCP.
     pub fn skipped_lines(&self) -> (u64, Option<String>) {
@@ -377,7 +394,8 @@ impl Drop for ChildProcess {
 /// The child's stdin, stdout and stderr are pipes. Its stderr is read line by line
 /// and each line logged with `tracing` at `info` (lines longer than
 /// [`ChildConfig::stderr_max_line_len`] or not UTF-8 are logged as dropped); it
-/// never reaches our stdout. All tasks run in a `stdio_child` span with the
+/// never reaches our stdout. Both logs are rate limited
+/// ([`ChildConfig::log_limit`]), what is not logged is counted in a summary. All tasks run in a `stdio_child` span with the
 /// fields `name` and `pid`.
 ///
 /// When the child exits on its own, the [`Receiver`] gets [`Inbound::Closed`] with
@@ -439,6 +457,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
             peer: config.name.clone(),
         },
         transport,
+        config.log_limit,
         span.clone(),
     );
     let stderr_tail = Arc::new(Mutex::new(None));
@@ -447,6 +466,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
             stderr,
             config.name.clone(),
             config.stderr_max_line_len,
+            config.log_limit,
             stderr_tail.clone(),
         )
         .instrument(span.clone()),
@@ -479,19 +499,31 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     })
 }
 
-/// Logs each stderr line of the child until end of file, and keeps the last
-/// non-empty one in `tail` (cut to [`STDERR_TAIL_CHARS`] characters).
+/// Logs each stderr line of the child until end of file, within `limit` (the
+/// lines beyond it counted in summaries instead), and keeps the last non-empty
+/// one in `tail` (cut to [`STDERR_TAIL_CHARS`] characters), logged or not.
 async fn log_stderr<R: AsyncRead + Unpin>(
     mut stderr: R,
     name: String,
     max: usize,
+    limit: LogLimit,
     tail: Arc<Mutex<Option<Arc<str>>>>,
 ) {
     let mut lines = LineDecoder::with_max_line_len(max);
     let mut buf = vec![0u8; 8 * 1024];
-    let log = |line: Result<String, _>| match line {
+    // Dropped with this task (at end of file, or when it is ended): the last
+    // summary.
+    let mut limit = LogLines::new(
+        limit,
+        Stream::Stderr {
+            child: name.clone(),
+        },
+    );
+    let log = |line: Result<String, _>, limit: &mut LogLines| match line {
         Ok(text) => {
-            info!(child = %name, "stderr: {text}");
+            if limit.admit() {
+                info!(child = %name, "stderr: {text}");
+            }
             let text = text.trim();
             if !text.is_empty() {
                 let cut = match text.char_indices().nth(STDERR_TAIL_CHARS) {
@@ -501,12 +533,32 @@ async fn log_stderr<R: AsyncRead + Unpin>(
                 *tail.lock().unwrap_or_else(|e| e.into_inner()) = Some(cut.into());
             }
         }
-        Err(e) => info!(child = %name, "stderr line dropped: {e}"),
+        Err(e) => {
+            if limit.admit() {
+                info!(child = %name, "stderr line dropped: {e}");
+            }
+        }
     };
     loop {
-        match stderr.read(&mut buf).await {
+        let read = match limit.due() {
+            None => stderr.read(&mut buf).await,
+            // Lines were suppressed: their summary is due then, even if the
+            // child falls silent. (`read` is cancel safe.)
+            Some(due) => tokio::select! {
+                read = stderr.read(&mut buf) => read,
+                () = tokio::time::sleep_until(due) => {
+                    limit.flush();
+                    continue;
+                }
+            },
+        };
+        match read {
             Ok(0) => break,
-            Ok(n) => lines.feed(&buf[..n]).for_each(log),
+            Ok(n) => {
+                for line in lines.feed(&buf[..n]) {
+                    log(line, &mut limit);
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 debug!(error = %e, "reading the child's stderr failed");
@@ -514,7 +566,9 @@ async fn log_stderr<R: AsyncRead + Unpin>(
             }
         }
     }
-    lines.finish().for_each(log);
+    for line in lines.finish() {
+        log(line, &mut limit);
+    }
 }
 
 /// Waits for an optional task; never resolves for `None`.
@@ -795,6 +849,8 @@ mod tests {
         assert_eq!(c.shutdown.stdin_close_grace, Duration::from_secs(5));
         assert_eq!(c.shutdown.sigterm_grace, Duration::from_secs(5));
         assert_eq!(c.stderr_max_line_len, 65_536);
+        assert_eq!(c.log_limit, LogLimit::new(50, 10));
+        assert_eq!(c.log_limit, DEFAULT_LOG_LIMIT);
         assert!(!c.env_clear);
         assert_eq!(c.current_dir, None);
         assert_eq!(c.args, ["a", "b"]);

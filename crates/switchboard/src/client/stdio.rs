@@ -21,7 +21,8 @@ pub(super) type OwnedChild = Arc<Mutex<Option<ChildProcess>>>;
 impl Client {
     /// Starts `config`'s command as a stdio MCP server (MCP "Transports →
     /// stdio", client side; the child's stderr is logged with its name, a line of
-    /// its stdout that is not JSON-RPC is logged and skipped) and opens a session
+    /// its stdout that is not JSON-RPC is logged and skipped, both within
+    /// `config.log_limit`, the rest counted) and opens a session
     /// with it as [`Client::connect`] does, the era by [`ClientOptions::era`]
     /// (default: the legacy handshake).
     ///
