@@ -206,6 +206,54 @@ async fn a_child_that_ignores_sigterm_is_killed_and_reaped() {
     assert_reaped(pid);
 }
 
+/// What the child leaves behind in its process group gets the spec's order too:
+/// here the child (a wrapper) ends at stdin's end, but its own child ignores
+/// SIGTERM; after the SIGTERM grace it gets SIGKILL (it used to be left running).
+#[tokio::test]
+async fn a_grandchild_that_ignores_sigterm_is_killed_after_the_grace() {
+    let pids = std::env::temp_dir().join(format!("sb-grandchild-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pids);
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; cat > /dev/null",
+        pids.display()
+    );
+    let child = stdio::spawn(quick(sh("wrapper", &script)), &TransportConfig::default()).unwrap();
+    let grandchild = within("the grandchild's pid", async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&pids)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let report = within("shutdown", child.process.shutdown()).await.unwrap();
+    assert_eq!(report.step, ShutdownStep::StdinClosed);
+    // Killed: gone, or a zombie until its new parent reaps it (a SIGKILL just
+    // sent takes a moment to land; with none it runs for 1,000 s).
+    let stat = || std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    let runs = |state: &str| {
+        state
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while runs(&stat()) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let state = stat();
+    let running = runs(&state);
+    if running {
+        let _ = kill(Pid::from_raw(grandchild), nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = std::fs::remove_file(&pids);
+    assert!(!running, "the grandchild outlived the shutdown: {state}");
+}
+
 /// A kill switch cuts the spec's shutdown order short: a child that ignores
 /// both stdin's end and SIGTERM, with graces of a minute each, is killed and
 /// reaped at once when asked, the shutdown reporting SIGKILL.

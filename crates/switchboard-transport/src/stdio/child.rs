@@ -165,10 +165,13 @@ impl ChildConfig {
         self
     }
 
-    /// The executable [`spawn`] would run, found as `execvp(3)` finds it: a
+    /// The executable [`spawn`] would run, found by `execvp(3)`'s path search: a
     /// `command` with a `/` is a path (relative to our working directory), any
     /// other is looked up in the child's `PATH` (the last `PATH` of
-    /// [`env`](Self::env), else ours). `Ok(None)` when it cannot be told
+    /// [`env`](Self::env), else ours). It checks that the file is an executable
+    /// file, not what is in it: a script with no `#!` line passes, and then its
+    /// spawn fails ("Exec format error"; unlike `execvp`, the spawn does not run
+    /// such a file with `/bin/sh`). `Ok(None)` when it cannot be told
     /// beforehand (a relative path with [`current_dir`](Self::current_dir) set,
     /// or no `PATH` to search); a caller that would rather fail at once than
     /// supervise a child that can never start (a typo in a command line) calls
@@ -281,7 +284,7 @@ type ShutdownReply = oneshot::Sender<io::Result<ShutdownReport>>;
 /// process group of its own, and the signals go to that group: a server started
 /// through a wrapper (`sh -c`, `npx`, `uvx`) is stopped with the wrapper; once
 /// the child is reaped the group gets a last SIGTERM, for processes it left
-/// behind.
+/// behind, and SIGKILL if some are still there after the SIGTERM grace.
 ///
 /// Keep it bound (`let ChildTransport { sender, receiver, process } = ...`):
 /// destructuring with `..` drops it, and with it the child.
@@ -705,7 +708,7 @@ impl Supervisor {
             Event::Shutdown(reply) => {
                 let report = self.shutdown_sequence().await;
                 if report.is_ok() {
-                    self.sweep_group();
+                    self.sweep_group().await;
                 }
                 match &report {
                     Ok(report) => {
@@ -828,12 +831,36 @@ impl Supervisor {
     }
 
     /// After the child was reaped: SIGTERM to what is left of its process group
-    /// (e.g. a grandchild that outlived a wrapper). Nothing left is the common case.
-    fn sweep_group(&self) {
-        if let Ok(pid) = i32::try_from(self.pid) {
-            if killpg(Pid::from_raw(pid), Signal::SIGTERM).is_ok() {
-                debug!("signalled processes the child left behind");
+    /// (e.g. a grandchild that outlived a wrapper that ended at stdin's end), then,
+    /// if some of it is still there after the SIGTERM grace (it ignores SIGTERM),
+    /// SIGKILL: the spec's order, for the whole group. Nothing left is the common
+    /// case, and costs one `killpg`. The group's id cannot be taken by another
+    /// process while a member lives, and the wait stops as soon as none does.
+    /// The kill switch, pulled before or during the grace, ends it at once.
+    async fn sweep_group(&self) {
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return;
+        };
+        let group = Pid::from_raw(pid);
+        if killpg(group, Signal::SIGTERM).is_err() {
+            return;
+        }
+        debug!("signalled processes the child left behind (SIGTERM)");
+        let left = || killpg(group, None).is_ok();
+        let grace = if self.hurried {
+            Duration::ZERO
+        } else {
+            self.shutdown.sigterm_grace
+        };
+        let deadline = Instant::now() + grace;
+        while left() && Instant::now() < deadline {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                () = self.hurry.notified() => break,
             }
+        }
+        if left() && killpg(group, Signal::SIGKILL).is_ok() {
+            info!("processes the child left behind outlived SIGTERM: killed (SIGKILL)");
         }
     }
 }
