@@ -183,9 +183,7 @@ impl ChildConfig {
     /// in the message.
     pub fn find_program(&self) -> io::Result<Option<PathBuf>> {
         use std::os::unix::fs::PermissionsExt;
-        let runnable = |p: &std::path::Path| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        };
+        let runnable = |m: &std::fs::Metadata| m.is_file() && m.permissions().mode() & 0o111 != 0;
         let command = std::path::Path::new(&self.command);
         let shown = command.display();
         if self.command.as_encoded_bytes().contains(&b'/') {
@@ -194,7 +192,7 @@ impl ChildConfig {
             }
             return match std::fs::metadata(command) {
                 Err(e) => Err(io::Error::new(e.kind(), format!("{shown}: {e}"))),
-                Ok(_) if runnable(command) => Ok(Some(command.to_owned())),
+                Ok(m) if runnable(&m) => Ok(Some(command.to_owned())),
                 Ok(_) => Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     format!("{shown}: not an executable file"),
@@ -211,7 +209,7 @@ impl ChildConfig {
         };
         let found = std::env::split_paths(&path)
             .map(|dir| dir.join(command))
-            .find(|candidate| runnable(candidate));
+            .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| runnable(&m)));
         match found {
             Some(p) => Ok(Some(p)),
             None => Err(io::Error::new(
@@ -324,9 +322,9 @@ impl KillSwitch {
 impl ChildProcess {
     /// The lines of the child's stdout skipped so far because they are not valid
     /// JSON-RPC messages (a banner, a stray print; each is logged, warn, as it
-    /// comes, within [`ChildConfig::log_limit`]; every one is counted), and the latest of them, cut to 200 characters. A caller whose
-    /// request timed out can tell its user that the server writes something
-    /// else than MCP.
+    /// comes, within [`ChildConfig::log_limit`]; every one is counted), and the
+    /// latest of them, cut to 200 characters. A caller whose request timed out
+    /// can tell its user that the server writes something else than MCP.
     pub fn skipped_lines(&self) -> (u64, Option<String>) {
         self.skipped.get()
     }
@@ -398,8 +396,8 @@ impl Drop for ChildProcess {
 /// and each line logged with `tracing` at `info` (lines longer than
 /// [`ChildConfig::stderr_max_line_len`] or not UTF-8 are logged as dropped); it
 /// never reaches our stdout. Both logs are rate limited
-/// ([`ChildConfig::log_limit`]), what is not logged is counted in a summary. All tasks run in a `stdio_child` span with the
-/// fields `name` and `pid`.
+/// ([`ChildConfig::log_limit`]); what is not logged is counted in a summary. All
+/// tasks run in a `stdio_child` span with the fields `name` and `pid`.
 ///
 /// When the child exits on its own, the [`Receiver`] gets [`Inbound::Closed`] with
 /// [`CloseReason::ChildExited`] and the status as soon as the exit is seen (after
