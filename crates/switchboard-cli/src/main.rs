@@ -123,6 +123,13 @@ fn server_filter(verbose: u8) -> &'static str {
     }
 }
 
+/// The process's allocator: mimalloc. The bridge allocates and frees a few small
+/// blocks per forwarded message (a task, channels, map entries, buffers); glibc's
+/// malloc spent about a tenth of the shared bridge's samples on them (`perf`, 64
+/// sessions). See docs/benchmarks.md for the measured effect.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Decode {
