@@ -630,8 +630,12 @@ impl Bridge {
     /// requests in flight, stops serving HTTP (every session ends), then ends
     /// every child in the spec's order (close stdin, SIGTERM, SIGKILL).
     pub async fn shutdown(mut self) {
-        // Orchestrators stop sending traffic once /readyz says so.
+        // Orchestrators stop sending traffic once /readyz says so; a new
+        // session that comes meanwhile gets 503, to be retried elsewhere.
         self.core.draining.store(true, Ordering::Relaxed);
+        if let Some(server) = &self.server {
+            server.refuse_new_sessions();
+        }
         let drain = self.core.config.drain_timeout;
         let deadline = tokio::time::Instant::now() + drain;
         while self.core.in_flight() > 0 && tokio::time::Instant::now() < deadline {

@@ -321,6 +321,8 @@ async fn delete_ends_the_sessions_own_child() {
     let _ = std::fs::remove_file(&pids);
 }
 
+/// SIGTERM: the call in flight completes, `/readyz` turns 503, and a new session
+/// of either kind gets 503 (`HttpServer::refuse_new_sessions`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_requests_in_flight_then_exits() {
     let mut bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
@@ -342,13 +344,24 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
         "protocolVersion":"2025-11-25","capabilities":{},
         "clientInfo":{"name":"late","version":"0"}}});
     let late = post(&c, &bridge.url, &[], &init).await;
+    // 503, which a load balancer retries elsewhere; an error inside a 200
+    // would end the client's attempt.
+    assert_eq!(late.status, 503, "{}", late.body);
     assert!(
-        late.response(&json!(9))["error"]["message"]
+        late.messages[0]["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("shutting down")),
         "a new session during the drain is refused: {}",
         late.body
     );
+    let legacy = c
+        .get(format!("{}/sse", bridge.base))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(legacy.status(), 503, "a new legacy session too");
+    assert!(legacy.text().await.unwrap().contains("shutting down"));
     let (reply, _) = call.await.unwrap();
     let result: &Value = &reply.response(&json!(1))["result"];
     assert!(

@@ -629,6 +629,44 @@ async fn max_sessions_gives_503() {
     .await
 }
 
+/// After `refuse_new_sessions` (a drain): a new session of either kind gets
+/// 503 with a JSON-RPC error, while a live session is served as before.
+#[tokio::test]
+async fn refused_new_sessions_get_503_and_live_ones_go_on() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        server.refuse_new_sessions();
+        let resp = post(&c, &url, None, initialize(1)).send().await.unwrap();
+        assert_eq!(resp.status(), 503);
+        let body: serde_json::Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["code"], -32000, "{body}");
+        assert!(body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"));
+        let sse = format!("http://{}/sse", server.local_addr());
+        let legacy = c
+            .get(&sse)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(legacy.status(), 503);
+        let resp = post(&c, &url, Some(&sid), request(2, "echo"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let msgs = messages(&resp.bytes().await.unwrap());
+        assert_eq!(msgs[0]["id"], 2, "{msgs:?}");
+        assert_eq!(server.session_count(), 1);
+    })
+    .await
+}
+
 #[tokio::test]
 async fn the_get_stream_receives_unrelated_server_messages_and_resumes() {
     bounded(async {

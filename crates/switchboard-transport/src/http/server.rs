@@ -28,7 +28,7 @@
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
 //! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
-//! | `initialize` with [`HttpServerConfig::max_sessions`] live, or the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`] | 503 |
+//! | `initialize` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`], or with the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`] | 503 |
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
@@ -80,7 +80,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -396,7 +396,14 @@ struct Shared {
     clock: Arc<Clock>,
     /// POSTs to stateful sessions being answered now (see [`answer`]).
     answering: AtomicUsize,
+    /// Set by [`HttpServer::refuse_new_sessions`]: a new session of either
+    /// kind gets 503.
+    refusing: AtomicBool,
 }
+
+/// The message of the 503 a new session gets after
+/// [`HttpServer::refuse_new_sessions`].
+pub(crate) const SHUTTING_DOWN: &str = "the server is shutting down; no new sessions";
 
 /// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
 /// stops accepting connections, ends every session
@@ -454,6 +461,7 @@ impl HttpServer {
         let shared = Arc::new(Shared {
             clock: Clock::new(config.sse_first_event_wait / 2),
             answering: AtomicUsize::new(0),
+            refusing: AtomicBool::new(false),
             stopping: shutdown_rx.clone(),
             exchanges: Arc::new(tokio::sync::Semaphore::new(
                 config
@@ -493,6 +501,16 @@ impl HttpServer {
     /// How many sessions are live.
     pub fn session_count(&self) -> usize {
         self.shared.registry.len()
+    }
+
+    /// From now on, a request that would open a session (`initialize` on the
+    /// endpoint, a GET on the legacy SSE path) gets 503 with a JSON-RPC error
+    /// (-32000, "the server is shutting down"); live sessions and stateless
+    /// 2026-07-28 exchanges are served as before. For a drain: a client
+    /// behind a load balancer retries a 503 elsewhere (RFC 9110 §15.6.4),
+    /// where an error inside a 200 would end its attempt.
+    pub fn refuse_new_sessions(&self) {
+        self.shared.refusing.store(true, Ordering::Relaxed);
     }
 
     /// Stops the server; the same as dropping it.
@@ -668,6 +686,7 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
             registry: &shared.registry,
             limits: &shared.limits,
             acceptor: &shared.acceptor,
+            refusing: &shared.refusing,
         };
         return super::legacy::handle(&ctx, endpoint, req).await;
     }
@@ -1004,6 +1023,9 @@ async fn create_session(
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
     let unavailable =
         |why: &str| rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why.to_owned());
+    if shared.refusing.load(Ordering::Relaxed) {
+        return Err(Box::new(unavailable(SHUTTING_DOWN)));
+    }
     if shared.registry.len() >= shared.config.max_sessions {
         return Err(Box::new(unavailable("too many sessions")));
     }
