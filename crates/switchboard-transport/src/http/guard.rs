@@ -69,13 +69,40 @@ fn accepted(headers: &HeaderMap) -> (bool, bool) {
             return (true, true);
         }
         for item in value.as_bytes().split(|&b| b == b',') {
-            let media = item.split(|&b| b == b';').next().unwrap_or_default();
-            let media = media.trim_ascii();
+            let Some(media) = accepted_media(item) else {
+                continue;
+            };
             json |= media.eq_ignore_ascii_case(b"application/json");
             sse |= media.eq_ignore_ascii_case(b"text/event-stream");
         }
     }
     (json, sse)
+}
+
+/// The media range of one `Accept` item (`type/subtype;param=value...`), trimmed;
+/// `None` when its weight is zero, `q=0` (RFC 9110 §12.4.2: "not acceptable").
+pub(crate) fn accepted_media(item: &[u8]) -> Option<&[u8]> {
+    let mut parts = item.split(|&b| b == b';');
+    let media = parts.next().unwrap_or_default().trim_ascii();
+    for param in parts {
+        let Some(eq) = param.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let (name, value) = (param[..eq].trim_ascii(), param[eq + 1..].trim_ascii());
+        // A qvalue is `0[.ddd]` or `1[.000]`: zero when it starts with 0 and
+        // every digit after the point is 0.
+        if name.eq_ignore_ascii_case(b"q")
+            && value.first() == Some(&b'0')
+            && value[1..]
+                .strip_prefix(b".")
+                .unwrap_or(&value[1..])
+                .iter()
+                .all(|&b| b == b'0')
+        {
+            return None;
+        }
+    }
+    Some(media)
 }
 
 /// POST: `Accept` must list both `application/json` and `text/event-stream`
@@ -268,6 +295,23 @@ mod tests {
             "application/json text/event-stream"
         )])));
         assert!(!post_accept_ok(&headers(&[])));
+        // A weight of zero refuses the type (RFC 9110 §12.4.2).
+        assert!(!post_accept_ok(&headers(&[(
+            "accept",
+            "application/json, text/event-stream;q=0"
+        )])));
+        assert!(!post_accept_ok(&headers(&[(
+            "accept",
+            "application/json; Q = 0.000, text/event-stream"
+        )])));
+        assert!(post_accept_ok(&headers(&[(
+            "accept",
+            "application/json;q=0.001, text/event-stream;q=1"
+        )])));
+        assert!(!get_accept_ok(&headers(&[(
+            "accept",
+            "text/event-stream;level=1;q=0.0"
+        )])));
         assert!(get_accept_ok(&headers(&[("accept", "text/event-stream")])));
         assert!(!get_accept_ok(&headers(&[("accept", "application/json")])));
         assert!(content_type_ok(&headers(&[(

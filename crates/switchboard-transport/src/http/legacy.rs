@@ -208,21 +208,32 @@ fn rpc_error(status: StatusCode, code: i64, message: impl Into<String>) -> Respo
 }
 
 /// Whether `Accept` allows `text/event-stream`: absent (anything goes, RFC 9110
-/// §12.5.1), or listing `text/event-stream`, `text/*` or `*/*`.
+/// §12.5.1), or listing `text/event-stream`, `text/*` or `*/*` with a weight
+/// above zero, and not `text/event-stream;q=0`.
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(ACCEPT).iter().peekable();
     if values.peek().is_none() {
         return true;
     }
-    values
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|item| item.split(';').next().unwrap_or("").trim())
-        .any(|t| {
-            ["text/event-stream", "text/*", "*/*"]
-                .iter()
-                .any(|ok| t.eq_ignore_ascii_case(ok))
-        })
+    let (mut allowed, mut refused) = (false, false);
+    for item in values.flat_map(|v| v.as_bytes().split(|&b| b == b',')) {
+        match super::guard::accepted_media(item) {
+            Some(t) => {
+                allowed |= [&b"text/event-stream"[..], b"text/*", b"*/*"]
+                    .iter()
+                    .any(|ok| t.eq_ignore_ascii_case(ok));
+            }
+            None => {
+                let media = item.split(|&b| b == b';').next().unwrap_or_default();
+                refused |= media
+                    .trim_ascii()
+                    .eq_ignore_ascii_case(b"text/event-stream");
+            }
+        }
+    }
+    // The most specific range wins (RFC 9110 §12.5.1): `text/event-stream;q=0`
+    // refuses it even beside `*/*`.
+    allowed && !refused
 }
 
 /// The `sessionId` query parameter's value, if present and non-empty.
@@ -550,6 +561,10 @@ mod tests {
         assert!(with(&["*/*"]));
         assert!(with(&["text/*"]));
         assert!(!with(&["application/json"]));
+        assert!(!with(&["text/event-stream;q=0"]));
+        assert!(!with(&["*/*", "text/event-stream; q=0.0"]));
+        assert!(with(&["text/*;q=0.1"]));
+        assert!(!with(&["*/*;q=0"]));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! | a POST that is a 2026-07-28 exchange: no `Mcp-Session-Id` (or a modern `MCP-Protocol-Version`, which wins over a session id, ignored as 2026-07-28 says) and either a modern `MCP-Protocol-Version` or a body whose `params._meta` names `io.modelcontextprotocol/protocolVersion` (then even with an unsupported header version: the library answers -32022 or -32020) | after the Accept, Content-Type and size checks below: served statelessly, see [`super::stateless`] for its answers |
 //! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
-//! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` | 406 |
+//! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` (a type listed with `q=0` counts as lacking, RFC 9110 §12.4.2) | 406 |
 //! | POST whose `Content-Type` is not `application/json` | 415 |
 //! | POST body over [`HttpServerConfig::max_body_bytes`] | 413 |
 //! | `Mcp-Session-Id` naming no live session | 404 |
