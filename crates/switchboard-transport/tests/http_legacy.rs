@@ -270,6 +270,17 @@ async fn bad_posts_get_the_spec_answers() {
             .await
             .unwrap();
         assert_eq!(resp.status(), 415);
+        // A coded body is not decoded: 415 naming what would do.
+        let resp = c
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("content-encoding", "gzip")
+            .body(request(4, "ping").to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 415);
+        assert_eq!(resp.headers()["accept-encoding"], "identity");
 
         let big = json!({"jsonrpc": "2.0", "method": "x", "params": {"pad": "y".repeat(2000)}});
         let resp = post(&c, &url, big.to_string()).send().await.unwrap();

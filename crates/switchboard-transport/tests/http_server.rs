@@ -667,6 +667,34 @@ async fn refused_new_sessions_get_503_and_live_ones_go_on() {
     .await
 }
 
+/// A POST whose body is gzip-coded gets 415 with `Accept-Encoding: identity`,
+/// not a -32700 for bytes that were never JSON; the session goes on.
+#[tokio::test]
+async fn a_coded_body_gets_415_and_the_session_goes_on() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let resp = post(&c, &url, Some(&sid), request(2, "echo"))
+            .header("content-encoding", "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 415);
+        assert_eq!(resp.headers()["accept-encoding"], "identity");
+        let resp = post(&c, &url, Some(&sid), request(3, "echo"))
+            .header("content-encoding", "identity")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let msgs = messages(&resp.bytes().await.unwrap());
+        assert_eq!(msgs[0]["id"], 3, "{msgs:?}");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn the_get_stream_receives_unrelated_server_messages_and_resumes() {
     bounded(async {

@@ -4,7 +4,9 @@
 
 use std::net::SocketAddr;
 
-use http::header::{AsHeaderName, HeaderName, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{
+    AsHeaderName, HeaderName, ACCEPT, CONTENT_ENCODING, CONTENT_TYPE, HOST, ORIGIN,
+};
 use http::HeaderMap;
 use switchboard_protocol::ProtocolVersion;
 
@@ -124,6 +126,17 @@ pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// POST: no `Content-Encoding` but `identity` (RFC 9110 §8.4): the body is read
+/// as it comes, never decompressed.
+pub(crate) fn content_encoding_ok(headers: &HeaderMap) -> bool {
+    headers.get_all(CONTENT_ENCODING).iter().all(|v| {
+        v.as_bytes()
+            .split(|&b| b == b',')
+            .map(<[u8]>::trim_ascii)
+            .all(|c| c.is_empty() || c.eq_ignore_ascii_case(b"identity"))
+    })
 }
 
 // Header names as `HeaderName`s, not text: a lookup by `&str` parses the name
@@ -314,6 +327,19 @@ mod tests {
         )])));
         assert!(get_accept_ok(&headers(&[("accept", "text/event-stream")])));
         assert!(!get_accept_ok(&headers(&[("accept", "application/json")])));
+        assert!(content_encoding_ok(&headers(&[])));
+        assert!(content_encoding_ok(&headers(&[(
+            "content-encoding",
+            "Identity"
+        )])));
+        assert!(!content_encoding_ok(&headers(&[(
+            "content-encoding",
+            "gzip"
+        )])));
+        assert!(!content_encoding_ok(&headers(&[(
+            "content-encoding",
+            "identity, br"
+        )])));
         assert!(content_type_ok(&headers(&[(
             "content-type",
             "application/json; charset=utf-8"

@@ -22,7 +22,7 @@
 //! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
 //! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` (a type listed with `q=0` counts as lacking, RFC 9110 §12.4.2) | 406 |
-//! | POST whose `Content-Type` is not `application/json` | 415 |
+//! | POST whose `Content-Type` is not `application/json`, or with a `Content-Encoding` other than `identity` (gzip and the rest are not decoded; `Accept-Encoding: identity` in the answer) | 415 |
 //! | POST body over [`HttpServerConfig::max_body_bytes`] | 413 |
 //! | `Mcp-Session-Id` naming no live session | 404 |
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
@@ -85,7 +85,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{
+    HeaderValue, ACCEPT_ENCODING, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE,
+};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -792,7 +794,8 @@ fn request_ids(frame: &Frame) -> Vec<Id> {
     }
 }
 
-/// A POST's JSON body: `Content-Type` must be `application/json` (else 415), and
+/// A POST's JSON body: `Content-Type` must be `application/json` and no
+/// `Content-Encoding` other than `identity` may be named (else 415), and
 /// the body at most `max` bytes, by its declared length and as read (else 413,
 /// sent once the rest of the body is read and thrown away, see [`DRAIN_BYTES`]);
 /// a body that cannot be read is 400. The answer for a refused body comes back as
@@ -809,6 +812,19 @@ pub(crate) async fn read_json_body(
             code::INVALID_REQUEST,
             "Content-Type must be application/json",
         )));
+    }
+    if !guard::content_encoding_ok(headers) {
+        // RFC 9110 §15.5.16: an unsupported content coding is 415, with
+        // `Accept-Encoding` naming what would do (none but identity).
+        let mut refused = rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            "Content-Encoding is not supported: send the body as is",
+        );
+        refused
+            .headers_mut()
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        return Err(Box::new(refused));
     }
     let too_large = || {
         Box::new(rpc_error(
