@@ -531,6 +531,82 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
     .await;
 }
 
+/// A new session after a 404 gets the old one's state again, after
+/// `notifications/initialized`: the last log level and the subscriptions still
+/// in force (not one undone by `resources/unsubscribe`), under ids of the
+/// transport's own, whose answers never reach the receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_after_a_404_gets_the_log_level_and_subscriptions_again() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let counter = inits.clone();
+        let (url, mut seen, _task) = stub(session_script(inits.clone(), move |seen| {
+            let current = format!("s{}", counter.load(Ordering::SeqCst));
+            if seen.header("mcp-session-id") != Some(current.as_str()) {
+                return Reply::Full {
+                    status: 404,
+                    headers: Vec::new(),
+                    body: "no such session".into(),
+                };
+            }
+            json_reply(200, result_for(&seen.body, json!({})))
+        }))
+        .await;
+        let (tx, mut rx, handle) = open(&url).await;
+        let setup = [
+            (2, "logging/setLevel", json!({"level": "info"})),
+            (3, "resources/subscribe", json!({"uri": "file:///a"})),
+            (4, "resources/subscribe", json!({"uri": "file:///b"})),
+            (5, "logging/setLevel", json!({"level": "debug"})),
+            (6, "resources/unsubscribe", json!({"uri": "file:///a"})),
+        ];
+        for (id, method, params) in setup {
+            tx.send(request(id, method, params)).await.unwrap();
+            assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(id));
+        }
+        while seen.try_recv().is_ok() {}
+        // The server forgets s1; the replayed initialize gets s3.
+        inits.store(2, Ordering::SeqCst);
+        tx.send(request(7, "tools/list", json!({}))).await.unwrap();
+        let m = next_answer(&mut rx).await;
+        assert_eq!(answer_id(&m), Id::from(7), "{m:?}");
+        assert_eq!(handle.session_id().as_deref(), Some("s3"));
+        let mut on_s3 = Vec::new();
+        while let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(300), seen.recv()).await
+        {
+            if s.header("mcp-session-id") == Some("s3") {
+                on_s3.push((s.rpc_method().to_owned(), s.body.clone()));
+            }
+        }
+        let methods: Vec<&str> = on_s3.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(
+            methods,
+            [
+                "notifications/initialized",
+                "logging/setLevel",
+                "resources/subscribe",
+                "tools/list"
+            ],
+            "{on_s3:?}"
+        );
+        assert_eq!(on_s3[1].1["params"], json!({"level": "debug"}));
+        assert_eq!(on_s3[2].1["params"], json!({"uri": "file:///b"}));
+        for (_, body) in &on_s3[1..3] {
+            assert!(body["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("switchboard-replay-")));
+        }
+        // Nothing else reached the receiver: the replays' answers were dropped.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), rx.recv())
+                .await
+                .is_err(),
+            "no stray answer"
+        );
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_reply_cut_after_an_event_id_is_resumed_with_last_event_id() {
     bounded(async {

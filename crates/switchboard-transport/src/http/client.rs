@@ -14,7 +14,9 @@
 //!              response      -> POST, waits for 202
 //!              HTTP error    -> the body's JSON-RPC error for that id, else
 //!                               Inbound::Failed (code TRANSPORT_ERROR)
-//!              404 + session -> re-initialize once (replay initialize + initialized),
+//!              404 + session -> re-initialize once (replay initialize + initialized,
+//!                               then the session's state: the last logging/setLevel
+//!                               and each resources/subscribe still in force),
 //!                               then re-send the failed message
 //! optional GET stream (standalone_stream) -> Receiver
 //! last Sender dropped -> DELETE the session (bounded), Inbound::Closed
@@ -164,6 +166,9 @@ struct State {
     initialize: Option<Bytes>,
     /// The body of `notifications/initialized`, replayed after it.
     initialized: Option<Bytes>,
+    /// What the session's client set up on the server, replayed on a new
+    /// session after those two.
+    setup: SessionSetup,
     tool_headers: HashMap<String, ToolHeaders>,
     last_error_status: Option<u16>,
     standalone: Option<AbortHandle>,
@@ -171,6 +176,73 @@ struct State {
     in_flight: HashMap<Id, AbortHandle>,
     /// The inbound queue; `None` once closed.
     inbound: Option<crate::handle::InboundTx>,
+}
+
+/// The state a client's requests set up in a Streamable HTTP session, which a
+/// server that lost the session (404) has lost too: the log level
+/// (`logging/setLevel`, 2025-03-26 to 2025-11-25 "Utilities → Logging") and the
+/// resource subscriptions (`resources/subscribe` not undone by
+/// `resources/unsubscribe`, "Server Features → Resources → Subscriptions"). A
+/// host app behind `connect` never sees the session change, so without a replay
+/// its subscriptions would go silent and its log level would fall back to the
+/// server's default.
+#[derive(Default)]
+struct SessionSetup {
+    /// The `params` of the last `logging/setLevel`.
+    log_level: Option<Box<serde_json::value::RawValue>>,
+    /// `uri` → the `params` of its `resources/subscribe`, in the order made.
+    subscriptions: Vec<(String, Box<serde_json::value::RawValue>)>,
+    /// Numbers the replayed requests' ids (`switchboard-replay-N`).
+    replays: u64,
+}
+
+impl SessionSetup {
+    /// Notes what an outbound request sets up, if anything.
+    fn note(&mut self, request: &switchboard_protocol::jsonrpc::Request) {
+        let Some(params) = &request.params else {
+            return;
+        };
+        let uri = || {
+            serde_json::from_str::<Value>(params.get())
+                .ok()
+                .and_then(|p| p.get("uri")?.as_str().map(str::to_owned))
+        };
+        match request.method.as_str() {
+            "logging/setLevel" => self.log_level = Some(params.clone()),
+            "resources/subscribe" => {
+                if let Some(uri) = uri() {
+                    self.subscriptions.retain(|(u, _)| *u != uri);
+                    self.subscriptions.push((uri, params.clone()));
+                }
+            }
+            "resources/unsubscribe" => {
+                if let Some(uri) = uri() {
+                    self.subscriptions.retain(|(u, _)| *u != uri);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The requests that set it all up again, under ids of the transport's own.
+    fn replay(&mut self) -> Vec<Bytes> {
+        let mut made = Vec::new();
+        let level = self.log_level.iter().map(|p| ("logging/setLevel", p));
+        let subs = self
+            .subscriptions
+            .iter()
+            .map(|(_, p)| ("resources/subscribe", p));
+        for (method, params) in level.chain(subs) {
+            self.replays += 1;
+            let request = switchboard_protocol::jsonrpc::Request {
+                id: Id::from(format!("switchboard-replay-{}", self.replays)),
+                method: method.to_owned(),
+                params: Some(params.clone()),
+            };
+            made.push(Bytes::from(Message::Request(request).encode()));
+        }
+        made
+    }
 }
 
 struct Inner {
@@ -236,6 +308,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
             version: None,
             initialize: None,
             initialized: None,
+            setup: SessionSetup::default(),
             tool_headers: HashMap::new(),
             last_error_status: None,
             standalone: None,
@@ -615,6 +688,10 @@ async fn run(inner: Arc<Inner>, mut out: mpsc::Receiver<Outbound>, batching: Bat
             Some(Message::Request(r)) if r.method == "initialize");
         if is_initialize {
             lock(&inner.state).initialize = Some(body.clone());
+        } else if let Some(Message::Request(r)) = &message {
+            if !inner.modern() {
+                lock(&inner.state).setup.note(r);
+            }
         }
         let task_inner = inner.clone();
         let task_ids = ids.clone();
@@ -1027,27 +1104,9 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     }
     take_session_id(inner, resp.headers());
     // Swallow the initialize response: the library has its result already.
-    if is_sse(resp.headers()) {
-        let mut parser = SseParser::new();
-        let mut resp = resp;
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    let done = parser.feed(&chunk).any(|i| {
-                        matches!(i, Ok(SseItem::Event(e)) if matches!(
-                            Message::decode(e.data.as_bytes()),
-                            Ok(Message::Response(_) | Message::Error(_))))
-                    });
-                    if done {
-                        break;
-                    }
-                }
-                _ => return Err("the initialize reply ended without a response".into()),
-            }
-        }
-    } else {
-        let _ = read_limited(resp, inner.config.max_body_bytes).await;
-    }
+    swallow_reply(inner, resp)
+        .await
+        .map_err(|()| "the initialize reply ended without a response".to_owned())?;
     if let Some(n) = initialized {
         let resp = inner.post(n, None).await?;
         if !resp.status().is_success() {
@@ -1055,6 +1114,18 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
                 "notifications/initialized was answered HTTP {}",
                 resp.status()
             ));
+        }
+    }
+    // The session's state, made again; a refusal is logged, not fatal (the
+    // server may no longer have that resource).
+    let setup = lock(&inner.state).setup.replay();
+    for body in setup {
+        let refused = match inner.post(body.clone(), None).await {
+            Ok(resp) if resp.status().is_success() => swallow_reply(inner, resp).await.is_err(),
+            Ok(_) | Err(_) => true,
+        };
+        if refused {
+            tracing::warn!(request = %String::from_utf8_lossy(&body), "the new session did not take a request that set up the old one");
         }
     }
     let standalone = {
@@ -1067,6 +1138,34 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     }
     tracing::info!(session = ?inner.state.lock().ok().and_then(|s| s.session_id.clone()), "new session started");
     Ok(())
+}
+
+/// Reads and drops the reply to a POST the transport made itself (a replay):
+/// a JSON body, or an SSE stream up to its response. `Err` when the reply ended
+/// without one, or it is an error response.
+async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<(), ()> {
+    if !is_sse(resp.headers()) {
+        let body = read_limited(resp, inner.config.max_body_bytes).await;
+        return match Message::decode(&body) {
+            Ok(Message::Error(_)) | Err(_) => Err(()),
+            Ok(_) => Ok(()),
+        };
+    }
+    let mut parser = SseParser::new();
+    loop {
+        let Ok(Some(chunk)) = resp.chunk().await else {
+            return Err(());
+        };
+        for item in parser.feed(&chunk) {
+            if let Ok(SseItem::Event(e)) = item {
+                match Message::decode(e.data.as_bytes()) {
+                    Ok(Message::Response(_)) => return Ok(()),
+                    Ok(Message::Error(_)) => return Err(()),
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 /// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
