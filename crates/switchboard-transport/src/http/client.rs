@@ -1106,7 +1106,7 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     // Swallow the initialize response: the library has its result already.
     swallow_reply(inner, resp)
         .await
-        .map_err(|()| "the initialize reply ended without a response".to_owned())?;
+        .map_err(|()| "the initialize reply brought no result".to_owned())?;
     if let Some(n) = initialized {
         let resp = inner.post(n, None).await?;
         if !resp.status().is_success() {
@@ -1120,10 +1120,14 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     // server may no longer have that resource).
     let setup = lock(&inner.state).setup.replay();
     for body in setup {
-        let refused = match inner.post(body.clone(), None).await {
-            Ok(resp) if resp.status().is_success() => swallow_reply(inner, resp).await.is_err(),
-            Ok(_) | Err(_) => true,
+        // Bounded: every other message waits for this recovery to end.
+        let replay = async {
+            match inner.post(body.clone(), None).await {
+                Ok(resp) if resp.status().is_success() => swallow_reply(inner, resp).await,
+                Ok(_) | Err(_) => Err(()),
+            }
         };
+        let refused = !matches!(tokio::time::timeout(REPLAY_WAIT, replay).await, Ok(Ok(())));
         if refused {
             tracing::warn!(request = %String::from_utf8_lossy(&body), "the new session did not take a request that set up the old one");
         }
@@ -1139,6 +1143,10 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     tracing::info!(session = ?inner.state.lock().ok().and_then(|s| s.session_id.clone()), "new session started");
     Ok(())
 }
+
+/// How long a new session waits for the answer to each request of the old
+/// one's state that it replays ([`SessionSetup`]), before going on without it.
+const REPLAY_WAIT: Duration = Duration::from_secs(10);
 
 /// Reads and drops the reply to a POST the transport made itself (a replay):
 /// a JSON body, or an SSE stream up to its response. `Err` when the reply ended
