@@ -229,20 +229,23 @@ async fn page(
 /// Keeps [`Core::tools`] current: fetches the shared child's tool list when it
 /// is ready, after each restart and on each `notifications/tools/list_changed`
 /// (a lagging receiver fetches too: it may have missed one); with an allowlist,
-/// logs the allowed names the child does not report (drift) each time.
+/// logs the allowed names the child does not report (drift) when they differ
+/// from the last ones logged (a child may say its list changed when it did not,
+/// many times over).
 pub(crate) async fn follow(
     core: Weak<Core>,
     mut status: watch::Receiver<Status>,
     mut changes: broadcast::Receiver<switchboard_protocol::jsonrpc::Notification>,
 ) {
     let mut listed: Option<u64> = None;
+    let mut logged: Option<Vec<String>> = None;
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         let Some(strong) = core.upgrade() else { return };
         let generation = strong.shared.restarts();
         if ready && listed != Some(generation) {
             listed = Some(generation);
-            refresh(&strong).await;
+            refresh(&strong, &mut logged).await;
         }
         drop(strong);
         tokio::select! {
@@ -259,18 +262,24 @@ pub(crate) async fn follow(
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
                 let Some(strong) = core.upgrade() else { return };
-                refresh(&strong).await;
+                refresh(&strong, &mut logged).await;
             }
         }
     }
 }
 
-/// One refresh of [`Core::tools`], with the drift log.
-async fn refresh(core: &Arc<Core>) {
+/// One refresh of [`Core::tools`], with the drift log: written when the missing
+/// names differ from `logged`, the ones last written about (then updated).
+async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
     match outcome {
         Ok(Listed::Names(names)) if core.allow.is_restricted() => {
             let missing = core.allow.drift(&names);
+            let now: Vec<String> = missing.iter().map(|n| (*n).to_owned()).collect();
+            if logged.as_ref() == Some(&now) {
+                return;
+            }
+            *logged = Some(now);
             if missing.is_empty() {
                 info!(
                     tools = names.len(),

@@ -960,7 +960,8 @@ async fn run_child(
 /// `notifications/initialized`. A child that refuses `initialize` is asked
 /// `server/discover` (2026-07-28, "Lifecycle → Discovery"; REVISIONS.md §6): a
 /// 2026-07-28-only server is then served with each request's `_meta` instead of a
-/// session ([`InitInfo::modern`]).
+/// session ([`InitInfo::modern`]); one that does not answer that within
+/// [`DISCOVER_PROBE`] fails with its refusal of `initialize`.
 async fn initialize(
     inner: &Arc<Inner>,
     sender: &Sender,
@@ -1010,10 +1011,14 @@ async fn initialize(
         // Already asked: not a 2026-07-28 server.
         return Err(refusal);
     }
-    // Perhaps a server of 2026-07-28 only: ask what it is.
-    discover(inner, sender, receiver)
-        .await
-        .map_err(|why| format!("{refusal}; {}", why.text()))
+    // Perhaps a server of 2026-07-28 only: ask what it is. Bounded as the probe
+    // above: a legacy server that refused `initialize` may ignore the unknown
+    // method, and its refusal is then the reason (REVISIONS.md §6: a timeout
+    // means legacy).
+    match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver)).await {
+        Ok(outcome) => outcome.map_err(|why| format!("{refusal}; {}", why.text())),
+        Err(_) => Err(format!("{refusal}; no answer to server/discover")),
+    }
 }
 
 /// Why the child's transport closed, as the bridge tells it to HTTP clients
@@ -1886,6 +1891,42 @@ for line in sys.stdin:
         assert!(
             matches!(step, Step::Event(CallEvent::Request(_))),
             "the child's request goes to the client's call: {step:?}"
+        );
+        up.shutdown(Duration::ZERO).await;
+    }
+
+    /// A child that refuses `initialize` and ignores the `server/discover` asked
+    /// then (a legacy server that drops unknown requests) fails its start with
+    /// its own refusal within [`DISCOVER_PROBE`]; the probe was unbounded there,
+    /// so a session's first request waited the whole `init_timeout` (30 s in the
+    /// bridge) and got "no answer to initialize" instead of the child's reason.
+    #[tokio::test]
+    async fn a_refused_initialize_fails_fast_with_the_childs_reason() {
+        let refuses = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+              "error": {"code": -32602, "message": "no such version"}}), flush=True)
+"#;
+        let mut config = python_config(refuses);
+        config.restart = false;
+        config.init_timeout = Duration::from_secs(20);
+        let up = Upstream::start(config, None);
+        let started = Instant::now();
+        let why = up
+            .ready(Duration::from_secs(30))
+            .await
+            .expect_err("the child refused initialize");
+        assert!(
+            why.contains("initialize failed: no such version (-32602)"),
+            "{why}"
+        );
+        assert!(
+            started.elapsed() < DISCOVER_PROBE + Duration::from_secs(3),
+            "failed after {:?}",
+            started.elapsed()
         );
         up.shutdown(Duration::ZERO).await;
     }

@@ -446,10 +446,14 @@ fn prompts(b: ServerBuilder) -> ServerBuilder {
         ),
         |a| async move {
             let code = a.get("code").map_or("", String::as_str);
-            let language = a.get("language").map_or("", String::as_str);
+            // "this Python code", or "this code" without a language.
+            let language = a
+                .get("language")
+                .filter(|l| !l.is_empty())
+                .map_or(String::new(), |l| format!("{l} "));
             Ok(from::<GetPromptResult>(json!({"messages": [
                 {"role": "user", "content": {"type": "text",
-                    "text": format!("Please review this {language} code:\n\n{code}")}},
+                    "text": format!("Please review this {language}code:\n\n{code}")}},
                 {"role": "assistant", "content": {"type": "text",
                     "text": "Sure: what should I focus on?"}}]})))
         },

@@ -1517,3 +1517,50 @@ async fn the_banner_names_the_urls_served_with_a_nested_path() {
     }
     let _ = child.kill().await;
 }
+
+/// A child that says `notifications/tools/list_changed` again and again without
+/// changing its list (server-everything does so six times at start-up) gets one
+/// drift warning for an allowed tool it lacks, not one per notification: the
+/// warning is repeated only when the missing names change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_logged_once_while_the_missing_names_stay_the_same() {
+    use tokio::io::AsyncReadExt;
+    let child = r#"
+import json, sys
+def send(m): print(json.dumps(m), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {"listChanged": True}},
+              "serverInfo": {"name": "noisy", "version": "1"}}})
+    elif m.get("method") == "notifications/initialized":
+        for _ in range(5):
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif m.get("method") == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [
+              {"name": "echo", "inputSchema": {"type": "object"}}]}})
+    elif "id" in m and "method" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+    let mut bridge = tokio::process::Command::new(BIN)
+        .args(["bridge", "--listen", "127.0.0.1:0", "--child", "shared"])
+        .args(["--allow-tool", "echo", "--allow-tool", "missing"])
+        .args(["--", "python3", "-c", child])
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = bridge.stderr.take().unwrap();
+    // Start-up, the five notifications and their refetches: well within 3 s.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let _ = bridge.kill().await;
+    let mut text = String::new();
+    let _ = tokio::time::timeout(WAIT, stderr.read_to_string(&mut text)).await;
+    let drift = text.lines().filter(|l| l.contains("drift:")).count();
+    assert_eq!(drift, 1, "{text}");
+    assert!(text.contains(r#"missing=["missing"]"#), "{text}");
+}

@@ -424,6 +424,28 @@ fn prompts_list_and_get_with_arguments() {
     assert_eq!(r.code, Some(0), "{r:?}");
     let v = json_line(&r.stdout);
     assert_eq!(v["messages"][1]["role"], "assistant");
+    // Without the optional `language`, no gap where it would be (it read
+    // "Please review this  code:").
+    assert_eq!(
+        v["messages"][0]["content"]["text"],
+        "Please review this code:\n\nx = 1"
+    );
+    let r = against_example(&[
+        "prompts",
+        "get",
+        "review_code",
+        "--arg",
+        "code=x = 1",
+        "--arg",
+        "language=Python",
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let v = json_line(&r.stdout);
+    assert_eq!(
+        v["messages"][0]["content"]["text"],
+        "Please review this Python code:\n\nx = 1"
+    );
 
     // A required argument missing: the server's -32602, exit 2.
     let r = against_example(&["prompts", "get", "greet"]);
