@@ -132,13 +132,14 @@ impl From<EraArg> for EraPolicy {
 /// `--timeout`: a positive, finite number of seconds (0 would fail every request
 /// before it was sent, so it is refused here with a clear message).
 fn parse_seconds(s: &str) -> Result<Duration, String> {
+    // clap names the value given before each message.
     let secs: f64 = s
         .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+        .map_err(|_| "not a number of seconds (e.g. 30 or 2.5)".to_owned())?;
     match Duration::try_from_secs_f64(secs) {
-        Ok(d) if d.is_zero() => Err(format!("{s:?}: the timeout must be more than 0 seconds")),
+        Ok(d) if d.is_zero() => Err("the timeout must be more than 0 seconds".to_owned()),
         Ok(d) => Ok(d),
-        Err(_) => Err(format!("{s:?} is not a usable timeout")),
+        Err(_) => Err("the timeout must be a positive, finite number of seconds".to_owned()),
     }
 }
 
@@ -1011,13 +1012,14 @@ fn with_skipped(failure: Failure, child: &ChildProcess) -> Failure {
     if count == 0 || failure.code != EXIT_FAILURE {
         return failure;
     }
-    let lines = if count == 1 { "line" } else { "lines" };
     let last = last.unwrap_or_default();
+    let wrote = if count == 1 {
+        format!("1 line on stdout that is not JSON-RPC ({last:?})")
+    } else {
+        format!("{count} lines on stdout that are not JSON-RPC (the latest: {last:?})")
+    };
     Failure {
-        message: format!(
-            "{}; the server wrote {count} {lines} on stdout that are not JSON-RPC (the latest: {last:?})",
-            failure.message
-        ),
+        message: format!("{}; the server wrote {wrote}", failure.message),
         ..failure
     }
 }

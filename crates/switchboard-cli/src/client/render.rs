@@ -101,12 +101,32 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_owned()
 }
 
-/// How many bytes the base64 text `data` decodes to (without decoding it).
-pub fn base64_len(data: &str) -> usize {
-    let data = data.trim_end();
-    let padding = data.bytes().rev().take_while(|b| *b == b'=').count().min(2);
-    let n = data.len();
-    (n / 4 * 3 + (n % 4).saturating_sub(1)).saturating_sub(padding)
+/// How many bytes the base64 text `data` (RFC 4648 §4, padded or not) decodes
+/// to, without decoding it; `None` when it is not base64: a character outside
+/// the alphabet, `=` anywhere but at the end (at most two), or a length no
+/// base64 text has.
+pub fn base64_len(data: &str) -> Option<usize> {
+    let data = data.trim_end().as_bytes();
+    let padding = data.iter().rev().take_while(|b| **b == b'=').count();
+    let body = &data[..data.len() - padding];
+    let alphabet = |b: &u8| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/';
+    if padding > 2 || !body.iter().all(alphabet) {
+        return None;
+    }
+    let (n, rest) = (body.len(), body.len() % 4);
+    let padded_ok = padding == 0 || (data.len() % 4 == 0 && padding == (4 - rest) % 4);
+    if rest == 1 || !padded_ok {
+        return None;
+    }
+    Some(n / 4 * 3 + rest.saturating_sub(1))
+}
+
+/// `N bytes`, the size of base64 `data`, or `not base64` ([`base64_len`]).
+fn base64_size(data: &str) -> String {
+    match base64_len(data) {
+        Some(n) => format!("{n} bytes"),
+        None => "not base64".to_owned(),
+    }
 }
 
 /// A tool's arguments as `name*: type` (`*` marks required ones), comma separated,
@@ -226,11 +246,7 @@ pub fn resource_contents(c: &Value) -> String {
     if let Some(text) = c.get("text").and_then(Value::as_str) {
         text.to_owned()
     } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
-        format!(
-            "[blob {}{mime}, {} bytes]",
-            str_of(c, "uri"),
-            base64_len(blob)
-        )
+        format!("[blob {}{mime}, {}]", str_of(c, "uri"), base64_size(blob))
     } else {
         format!("[resource {}{mime}]", str_of(c, "uri"))
     }
@@ -244,9 +260,9 @@ pub fn content_block(block: &Value) -> String {
     match kind {
         "text" => str_of(block, "text").to_owned(),
         "image" | "audio" => format!(
-            "[{kind} {}, {} bytes]",
+            "[{kind} {}, {}]",
             str_of(block, "mimeType"),
-            base64_len(str_of(block, "data"))
+            base64_size(str_of(block, "data"))
         ),
         "resource" => {
             let r = block.get("resource").unwrap_or(&Value::Null);
@@ -382,9 +398,19 @@ mod tests {
             ("Zm9v", 3),
             ("Zm9vYg==", 4),
             ("Zm9vYmFy", 6),
+            ("Zm9vYg", 4),
+            ("Zm8", 2),
+            ("a+/9", 3),
         ] {
-            assert_eq!(base64_len(text), n, "{text}");
+            assert_eq!(base64_len(text), Some(n), "{text}");
         }
+        for bad in ["not base64!", "Zg=a", "Z", "Zg===", "Zg=", "Zm9vY", "é123"] {
+            assert_eq!(base64_len(bad), None, "{bad}");
+        }
+        assert_eq!(
+            content_block(&json!({"type": "image", "data": "%%%", "mimeType": "image/png"})),
+            "[image image/png, not base64]"
+        );
     }
 
     #[test]
