@@ -623,8 +623,19 @@ async fn max_sessions_gives_503() {
         let c = client();
         open_session(&c, &url).await;
         open_session(&c, &url).await;
-        let resp = post(&c, &url, None, initialize(1)).send().await.unwrap();
+        let resp = post(&c, &url, None, initialize(7)).send().await.unwrap();
         assert_eq!(resp.status(), 503);
+        // The answer to that initialize, under its id, naming the limit.
+        let body: serde_json::Value =
+            serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["id"], 7, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("limit of 2 live sessions"),
+            "{body}"
+        );
     })
     .await
 }

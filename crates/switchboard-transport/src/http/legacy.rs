@@ -272,7 +272,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
         return unavailable(super::server::SHUTTING_DOWN);
     }
     if ctx.registry.len() >= ctx.config.max_sessions {
-        return unavailable("too many sessions");
+        return unavailable(&super::server::too_many_sessions(ctx.config.max_sessions));
     }
     let id = match mint_session_id() {
         Ok(id) => id,
@@ -293,7 +293,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     );
     if !ctx.registry.insert(session.clone()) {
         session.end(CloseReason::SessionClosed);
-        return unavailable("too many sessions");
+        return unavailable(&super::server::too_many_sessions(ctx.config.max_sessions));
     }
     let Transport {
         sender: inner_sender,

@@ -407,6 +407,12 @@ struct Shared {
 /// [`HttpServer::refuse_new_sessions`].
 pub(crate) const SHUTTING_DOWN: &str = "the server is shutting down; no new sessions";
 
+/// The message of the 503 a new session gets when `max` are live
+/// ([`HttpServerConfig::max_sessions`]).
+pub(crate) fn too_many_sessions(max: usize) -> String {
+    format!("too many sessions: the server's limit of {max} live sessions is reached; try again once one has ended")
+}
+
 /// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
 /// stops accepting connections, ends every session
 /// ([`CloseReason::SessionClosed`]) and closes open connections once their
@@ -984,12 +990,11 @@ async fn post(
     let (session, created) = match session {
         Some(s) => (s, None),
         None => {
-            let is_initialize =
-                matches!(&frame, Frame::Single(Message::Request(r)) if r.method == "initialize");
-            if !is_initialize {
-                return session_required();
-            }
-            match create_session(shared, headers, version).await {
+            let initialize = match &frame {
+                Frame::Single(Message::Request(r)) if r.method == "initialize" => r.id.clone(),
+                _ => return session_required(),
+            };
+            match create_session(shared, headers, version, initialize).await {
                 Ok(s) => {
                     let id = s.id.clone();
                     (s, Some(id))
@@ -1032,18 +1037,27 @@ impl Drop for Unclaimed {
     }
 }
 
+/// A new session for the `initialize` request `initialize` (its id, for the
+/// error answer when there is none to be had: 503, or 500 without randomness).
 async fn create_session(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
     version: ProtocolVersion,
+    initialize: Id,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
-    let unavailable =
-        |why: &str| rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why.to_owned());
+    let unavailable = |why: String| {
+        let error = ErrorObject::new(-32000, why);
+        error_body(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorResponse::new(Some(initialize.clone()), error),
+        )
+    };
+    let full = || too_many_sessions(shared.config.max_sessions);
     if shared.refusing.load(Ordering::Relaxed) {
-        return Err(Box::new(unavailable(SHUTTING_DOWN)));
+        return Err(Box::new(unavailable(SHUTTING_DOWN.to_owned())));
     }
     if shared.registry.len() >= shared.config.max_sessions {
-        return Err(Box::new(unavailable("too many sessions")));
+        return Err(Box::new(unavailable(full())));
     }
     let id = mint_session_id().map_err(|e| {
         warn!(error = %e, "the OS random source failed");
@@ -1061,7 +1075,7 @@ async fn create_session(
     );
     if !shared.registry.insert(session.clone()) {
         session.end(CloseReason::SessionClosed);
-        return Err(Box::new(unavailable("too many sessions")));
+        return Err(Box::new(unavailable(full())));
     }
     let info = HttpSession {
         transport,
@@ -1073,7 +1087,7 @@ async fn create_session(
     if shared.acceptor.send(info).await.is_err() {
         session.end(CloseReason::SessionClosed);
         return Err(Box::new(unavailable(
-            "the server is not accepting sessions",
+            "the server is not accepting sessions".to_owned(),
         )));
     }
     debug!(session = %session.id, "new session");
