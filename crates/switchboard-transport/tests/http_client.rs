@@ -407,6 +407,27 @@ fn session_script(
     }
 }
 
+/// A [`session_script`] server that knows only session `s<inits>` (the latest
+/// handed out, or one set by the test): any other session id gets 404; a
+/// request on it gets `result(session id)`.
+fn knows_only_the_latest_session(
+    inits: Arc<AtomicUsize>,
+    result: impl Fn(&str) -> Value + Send + Sync + 'static,
+) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
+    let counter = inits.clone();
+    session_script(inits, move |seen| {
+        let current = format!("s{}", counter.load(Ordering::SeqCst));
+        if seen.header("mcp-session-id") != Some(current.as_str()) {
+            return Reply::Full {
+                status: 404,
+                headers: Vec::new(),
+                body: "no such session".into(),
+            };
+        }
+        json_reply(200, result_for(&seen.body, result(&current)))
+    })
+}
+
 async fn open(
     url: &str,
 ) -> (
@@ -475,18 +496,10 @@ async fn a_json_reply_and_an_sse_reply_with_comments_and_notifications() {
 async fn a_404_starts_one_new_session_and_no_request_is_lost() {
     bounded(async {
         let inits = Arc::new(AtomicUsize::new(0));
-        let counter = inits.clone();
-        let (url, mut seen, _task) = stub(session_script(inits.clone(), move |seen| {
-            let current = format!("s{}", counter.load(Ordering::SeqCst));
-            if seen.header("mcp-session-id") != Some(current.as_str()) {
-                return Reply::Full {
-                    status: 404,
-                    headers: Vec::new(),
-                    body: "no such session".into(),
-                };
-            }
-            json_reply(200, result_for(&seen.body, json!({"session": current})))
-        }))
+        let (url, mut seen, _task) = stub(knows_only_the_latest_session(
+            inits.clone(),
+            |s| json!({"session": s}),
+        ))
         .await;
         let (tx, mut rx, handle) = open(&url).await;
         assert_eq!(handle.session_id().as_deref(), Some("s1"));
@@ -539,19 +552,8 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
 async fn a_new_session_after_a_404_gets_the_log_level_and_subscriptions_again() {
     bounded(async {
         let inits = Arc::new(AtomicUsize::new(0));
-        let counter = inits.clone();
-        let (url, mut seen, _task) = stub(session_script(inits.clone(), move |seen| {
-            let current = format!("s{}", counter.load(Ordering::SeqCst));
-            if seen.header("mcp-session-id") != Some(current.as_str()) {
-                return Reply::Full {
-                    status: 404,
-                    headers: Vec::new(),
-                    body: "no such session".into(),
-                };
-            }
-            json_reply(200, result_for(&seen.body, json!({})))
-        }))
-        .await;
+        let (url, mut seen, _task) =
+            stub(knows_only_the_latest_session(inits.clone(), |_| json!({}))).await;
         let (tx, mut rx, handle) = open(&url).await;
         let setup = [
             (2, "logging/setLevel", json!({"level": "info"})),

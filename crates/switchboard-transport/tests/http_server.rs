@@ -626,8 +626,7 @@ async fn max_sessions_gives_503() {
         let resp = post(&c, &url, None, initialize(7)).send().await.unwrap();
         assert_eq!(resp.status(), 503);
         // The answer to that initialize, under its id, naming the limit.
-        let body: serde_json::Value =
-            serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
         assert_eq!(body["id"], 7, "{body}");
         assert!(
             body["error"]["message"]
