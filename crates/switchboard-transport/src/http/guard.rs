@@ -71,9 +71,10 @@ fn accepted(headers: &HeaderMap) -> (bool, bool) {
             return (true, true);
         }
         for item in value.as_bytes().split(|&b| b == b',') {
-            let Some(media) = accepted_media(item) else {
+            let (media, refused) = media_range(item);
+            if refused {
                 continue;
-            };
+            }
             json |= media.eq_ignore_ascii_case(b"application/json");
             sse |= media.eq_ignore_ascii_case(b"text/event-stream");
         }
@@ -81,9 +82,9 @@ fn accepted(headers: &HeaderMap) -> (bool, bool) {
     (json, sse)
 }
 
-/// The media range of one `Accept` item (`type/subtype;param=value...`), trimmed;
-/// `None` when its weight is zero, `q=0` (RFC 9110 §12.4.2: "not acceptable").
-pub(crate) fn accepted_media(item: &[u8]) -> Option<&[u8]> {
+/// The media range of one `Accept` item (`type/subtype;param=value...`), trimmed,
+/// and whether its weight is zero, `q=0` (RFC 9110 §12.4.2: "not acceptable").
+pub(crate) fn media_range(item: &[u8]) -> (&[u8], bool) {
     let mut parts = item.split(|&b| b == b';');
     let media = parts.next().unwrap_or_default().trim_ascii();
     for param in parts {
@@ -101,10 +102,10 @@ pub(crate) fn accepted_media(item: &[u8]) -> Option<&[u8]> {
                 .iter()
                 .all(|&b| b == b'0')
         {
-            return None;
+            return (media, true);
         }
     }
-    Some(media)
+    (media, false)
 }
 
 /// POST: `Accept` must list both `application/json` and `text/event-stream`

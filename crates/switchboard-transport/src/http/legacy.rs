@@ -217,18 +217,13 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
     }
     let (mut allowed, mut refused) = (false, false);
     for item in values.flat_map(|v| v.as_bytes().split(|&b| b == b',')) {
-        match super::guard::accepted_media(item) {
-            Some(t) => {
+        match super::guard::media_range(item) {
+            (t, false) => {
                 allowed |= [&b"text/event-stream"[..], b"text/*", b"*/*"]
                     .iter()
                     .any(|ok| t.eq_ignore_ascii_case(ok));
             }
-            None => {
-                let media = item.split(|&b| b == b';').next().unwrap_or_default();
-                refused |= media
-                    .trim_ascii()
-                    .eq_ignore_ascii_case(b"text/event-stream");
-            }
+            (t, true) => refused |= t.eq_ignore_ascii_case(b"text/event-stream"),
         }
     }
     // The most specific range wins (RFC 9110 §12.5.1): `text/event-stream;q=0`

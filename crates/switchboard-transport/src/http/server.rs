@@ -1037,8 +1037,8 @@ impl Drop for Unclaimed {
     }
 }
 
-/// A new session for the `initialize` request `initialize` (its id, for the
-/// error answer when there is none to be had: 503, or 500 without randomness).
+/// A new session for the `initialize` request whose id is `initialize`; when
+/// none can be had, the 503 answers that request under its id.
 async fn create_session(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
