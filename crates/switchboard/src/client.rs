@@ -162,7 +162,11 @@ pub struct ClientOptions {
     pub elicitation: Option<ElicitationHandler>,
     /// Answers `roots/list`; declares `roots{}`. Default none.
     pub roots: Option<RootsHandler>,
-    /// Receives the server's notifications. Default none (dropped).
+    /// Receives the server's notifications. Default none (dropped). Over legacy
+    /// Streamable HTTP, those not related to a call (list changes, resource
+    /// updates) come on the standalone GET stream only: set
+    /// `HttpClientConfig::standalone_stream` to hear list changes
+    /// ([`Client::subscribe`] opens the stream itself).
     pub on_notification: Option<NotificationCallback>,
     /// Which era [`Client::connect`] speaks. Default `None`: [`EraPolicy::Legacy`]
     /// for [`Client::connect`], [`EraPolicy::Auto`] for [`Client::connect_url`].
@@ -1009,7 +1013,9 @@ impl Client {
     /// Subscribes to `notifications/resources/updated` for `uri` (needs
     /// `resources.subscribe`); updates arrive at the notification callback.
     ///
-    /// Legacy: `resources/subscribe{uri}`. Modern (2026-07-28, where
+    /// Legacy: `resources/subscribe{uri}`; over Streamable HTTP the server sends
+    /// the updates on the standalone GET stream, so this also opens it when
+    /// `HttpClientConfig::standalone_stream` left it closed. Modern (2026-07-28, where
     /// `resources/subscribe` is removed): opens a `subscriptions/listen` stream with
     /// `notifications.resourceSubscriptions = [uri]` and returns once the server
     /// sent `notifications/subscriptions/acknowledged` for it (within
@@ -1027,8 +1033,11 @@ impl Client {
                     ..Default::default()
                 })?;
                 self.call::<Value>("resources/subscribe", params, CallOptions::default())
-                    .await
-                    .map(|_| ())
+                    .await?;
+                if let Some(http) = &self.http {
+                    http.open_standalone_stream();
+                }
+                Ok(())
             }
             EraState::Modern(m) => self.listen(m, uri).await,
         }

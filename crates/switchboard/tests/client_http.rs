@@ -160,6 +160,68 @@ async fn close_returns_once_the_session_is_deleted() {
     .await;
 }
 
+/// `Client::subscribe` says updates arrive at the notification callback. Over a
+/// legacy Streamable HTTP session the server sends `notifications/resources/updated`
+/// (and list changes) on the standalone GET stream, which `HttpClientConfig::new`
+/// leaves closed: `subscribe` succeeded, yet every update was silently lost.
+/// `subscribe` now opens the GET stream itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_http_subscription_hears_its_updates_without_the_standalone_option() {
+    bounded(async {
+        let uri = "test://watched";
+        let builder = echo_server::builder().resource(
+            serde_json::from_value(json!({"uri": uri, "name": "watched"})).unwrap(),
+            |r| async move {
+                Ok(vec![serde_json::from_value(
+                    json!({"uri": r.uri, "text": "x"}),
+                )
+                .unwrap()])
+            },
+        );
+        let announcer = builder.announcer();
+        let (http, acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let server = builder.build().unwrap();
+        let _task = tokio::spawn(server.serve_http(acceptor, ServeOptions::default()));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let client = Client::connect_url(
+            &http.url(),
+            options()
+                .with_era(EraPolicy::Legacy)
+                .with_notifications(move |n| {
+                    let _ = tx.send(n);
+                }),
+            HttpClientConfig::new(""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(client.era(), Era::Legacy);
+        client.subscribe(uri).await.unwrap();
+        // The GET stream opens in the background after `initialized`; announce
+        // until one arrives (an update sent before it opened has nowhere to go).
+        let heard = async {
+            loop {
+                announcer.resource_updated(uri);
+                if let Ok(Some(n)) =
+                    tokio::time::timeout(Duration::from_millis(200), rx.recv()).await
+                {
+                    return n;
+                }
+            }
+        };
+        let n = tokio::time::timeout(Duration::from_secs(5), heard)
+            .await
+            .expect("no notifications/resources/updated within 5 s");
+        match n {
+            switchboard_protocol::types::ServerNotification::ResourceUpdated(p) => {
+                assert_eq!(p.uri, uri)
+            }
+            other => panic!("unexpected notification {other:?}"),
+        }
+        client.close().await;
+    })
+    .await;
+}
+
 /// The documented errors of `connect_url`: a URL that is not http(s) is
 /// `is_closed`; nothing listening (connection refused) is `is_transport` with
 /// code -32000 and no HTTP status (the docs said `is_closed`).

@@ -172,6 +172,9 @@ struct State {
     tool_headers: HashMap<String, ToolHeaders>,
     last_error_status: Option<u16>,
     standalone: Option<AbortHandle>,
+    /// [`HttpClientHandle::open_standalone_stream`] was called: a new session
+    /// opens the stream too, as with `standalone_stream`.
+    standalone_wanted: bool,
     /// In-flight POSTs of requests, by request id.
     in_flight: HashMap<Id, AbortHandle>,
     /// The inbound queue; `None` once closed.
@@ -312,6 +315,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
             tool_headers: HashMap::new(),
             last_error_status: None,
             standalone: None,
+            standalone_wanted: false,
             in_flight: HashMap::new(),
             inbound: Some(in_tx),
         }),
@@ -368,6 +372,28 @@ impl HttpClientHandle {
     /// (the era fallback of MCP 2026-07-28 §6 looks at it).
     pub fn last_error_status(&self) -> Option<u16> {
         lock(&self.inner.state).last_error_status
+    }
+
+    /// Opens the standalone GET stream now, as
+    /// [`HttpClientConfig::standalone_stream`] would have after
+    /// `notifications/initialized`, and for every session that replaces this one
+    /// (404). For a client that turns out to need the server's unrelated messages
+    /// (`notifications/resources/updated` after `resources/subscribe`, list
+    /// changes), which a legacy server sends only there. Returns whether a stream
+    /// was started: `false` when one already runs (or the server refused one with
+    /// 405), before `notifications/initialized` was sent (it then opens after it),
+    /// in 2026-07-28 (no sessions) and once the transport is closed.
+    pub fn open_standalone_stream(&self) -> bool {
+        let start = {
+            let mut st = lock(&self.inner.state);
+            st.standalone_wanted = true;
+            st.standalone.is_none() && st.initialized.is_some() && st.inbound.is_some()
+        };
+        let start = start && !self.inner.modern();
+        if start {
+            start_standalone(&self.inner);
+        }
+        start
     }
 
     /// Cancels the request with `id` by dropping its HTTP exchange (2026-07-28:
@@ -674,7 +700,8 @@ async fn run(inner: Arc<Inner>, mut out: mpsc::Receiver<Outbound>, batching: Bat
                 lock(&inner.state).initialized = Some(body.clone());
             }
             let ok = post_one(&inner, body, message, Vec::new(), &batching).await;
-            if ok && is_initialized && inner.config.standalone_stream && !inner.modern() {
+            let wanted = inner.config.standalone_stream || lock(&inner.state).standalone_wanted;
+            if ok && is_initialized && wanted && !inner.modern() {
                 start_standalone(&inner);
             }
             if let Some(id) = cancelled {
@@ -1135,7 +1162,7 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     let standalone = {
         let mut st = lock(&inner.state);
         st.generation += 1;
-        inner.config.standalone_stream
+        inner.config.standalone_stream || st.standalone_wanted
     };
     if standalone {
         start_standalone(inner);
