@@ -595,3 +595,43 @@ fn registration_errors_are_reported_by_build() {
     ));
     assert!(err.to_string().starts_with("7 registration error(s)"));
 }
+
+/// A tool handler sees the request's `_meta` as the client sent it: the
+/// progress token, trace context and keys of the client's own; empty without
+/// one.
+#[tokio::test]
+async fn a_tool_handler_sees_the_requests_meta() {
+    let server = Server::builder(info())
+        .tool(
+            tool("meta", json!({"type": "object"}), None),
+            |_, ctx: ToolContext| async move {
+                let meta = serde_json::to_string(ctx.meta()).unwrap();
+                let r = json!({"content": [{"type": "text", "text": meta}]});
+                Ok(serde_json::from_value::<CallToolResult>(r).unwrap())
+            },
+        )
+        .build()
+        .unwrap();
+    for v in ALL {
+        let h = Harness::new(server.clone(), v);
+        let sent = json!({"progressToken": 7, "traceparent": "00-abc-def-01",
+                          "example.com/tenant": {"id": 3}});
+        let r = h
+            .call("tools/call", json!({"name": "meta", "_meta": sent}))
+            .await
+            .unwrap();
+        let seen: Value = serde_json::from_str(first_text(&r)).unwrap();
+        for (k, value) in sent.as_object().unwrap() {
+            assert_eq!(&seen[k], value, "{v}: {k} in {seen}");
+        }
+        let r = h.call_tool("meta", json!({})).await.unwrap();
+        let seen: Value = serde_json::from_str(first_text(&r)).unwrap();
+        let own: Vec<&String> = seen
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !k.starts_with("io.modelcontextprotocol/"))
+            .collect();
+        assert!(own.is_empty(), "{v}: {seen}");
+    }
+}

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchboard_protocol::types::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    meta, ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, IncludeContext, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
-    ProgressNotificationParams, ProgressToken, ServerNotification, ServerRequest,
+    Meta, ProgressNotificationParams, ProgressToken, ServerNotification, ServerRequest,
 };
 use switchboard_protocol::ProtocolVersion;
 
@@ -140,6 +140,8 @@ struct Inner {
     version: ProtocolVersion,
     client_capabilities: Arc<ClientCapabilities>,
     progress_token: Option<ProgressToken>,
+    /// The request's `_meta`, as the client sent it.
+    meta: Meta,
     last_progress: Mutex<Option<f64>>,
     log: LogGate,
     /// 2026-07-28 `tools/call` / `prompts/get`: asks become `input_required` rounds.
@@ -198,7 +200,7 @@ impl ToolContext {
         sink: Arc<dyn ContextSink>,
         version: ProtocolVersion,
         client_capabilities: Arc<ClientCapabilities>,
-        progress_token: Option<ProgressToken>,
+        meta: Meta,
         log: LogGate,
         round: Option<Arc<Round>>,
     ) -> Self {
@@ -207,7 +209,8 @@ impl ToolContext {
                 sink,
                 version,
                 client_capabilities,
-                progress_token,
+                progress_token: meta::progress_token(&meta),
+                meta,
                 last_progress: Mutex::new(None),
                 log,
                 round,
@@ -241,6 +244,15 @@ impl ToolContext {
     /// The request's `_meta.progressToken`, if it asked for progress.
     pub fn progress_token(&self) -> Option<&ProgressToken> {
         self.inner.progress_token.as_ref()
+    }
+
+    /// The request's `params._meta` as the client sent it (every revision,
+    /// "Basic → `_meta`"): the progress token, and whatever else the client put
+    /// there, such as trace context (`traceparent`) or keys of its own; in
+    /// 2026-07-28 also the `io.modelcontextprotocol/*` keys of the request.
+    /// Empty when the request had none.
+    pub fn meta(&self) -> &Meta {
+        &self.inner.meta
     }
 
     /// Reports progress (`notifications/progress{progressToken, progress, total?,

@@ -919,7 +919,7 @@ impl Server {
                     sink,
                     version,
                     client_capabilities.clone(),
-                    meta::progress_token(&request_meta),
+                    request_meta,
                     log,
                     round,
                 );
@@ -1040,7 +1040,7 @@ impl Server {
                     sink,
                     version,
                     client_capabilities.clone(),
-                    meta::progress_token(&request_meta),
+                    request_meta,
                     log,
                     round,
                 );
