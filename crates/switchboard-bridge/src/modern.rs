@@ -64,6 +64,7 @@ use switchboard_transport::http::mcp_headers;
 use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tracing::{debug, warn};
 
+use crate::raw::RawObject;
 use crate::upstream::{Call, CallEvent, Step, Upstream};
 use crate::Core;
 
@@ -280,9 +281,15 @@ async fn handle(
         };
         return resume(core, tx, rx, r.id, held, input_responses).await;
     }
-    let raw_params = match serde_json::value::to_raw_value(&params) {
-        Ok(p) => p,
-        Err(e) => return Some(error(r.id, code::INTERNAL_ERROR, e.to_string())),
+    // What the legacy child gets: the client's params without the 2026 members,
+    // every other value as the client wrote it (not `params`, which went
+    // through `serde_json::Value` and its number model).
+    let Some(raw_params) = legacy_params(r.params.as_deref()) else {
+        return Some(error(
+            r.id,
+            code::INVALID_PARAMS,
+            "params must be an object",
+        ));
     };
     params.remove("_meta");
     let method = r.method.clone();
@@ -316,6 +323,35 @@ async fn handle(
         },
     )
     .await
+}
+
+/// A 2026-07-28 request's params for a legacy child, edited as raw members
+/// ([`RawObject`]): `inputResponses` and `requestState` removed, and from
+/// `_meta` the 2026 members (`_meta` itself when nothing else is left); `{}`
+/// when absent, `None` when not an object.
+fn legacy_params(params: Option<&RawValue>) -> Option<Box<RawValue>> {
+    let Some(params) = params else {
+        return Some(crate::upstream::empty_object());
+    };
+    let mut p = RawObject::parse(params.get()).ok()?;
+    p.remove("inputResponses");
+    p.remove("requestState");
+    if let Some(mut m) = p.get_object("_meta") {
+        for key in [
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_CAPABILITIES,
+            meta::CLIENT_INFO,
+            meta::LOG_LEVEL,
+        ] {
+            m.remove(key);
+        }
+        if m.is_empty() {
+            p.remove("_meta");
+        } else {
+            p.insert("_meta", m.to_raw());
+        }
+    }
+    Some(p.to_raw())
 }
 
 /// The request's params as an object (`{}` when absent).

@@ -52,6 +52,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::raw::RawObject;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
@@ -318,7 +320,7 @@ struct Slot {
     owner: u64,
     seq: u64,
     /// The token we put upstream, and the caller's own.
-    token: Option<(String, Value)>,
+    token: Option<(String, Box<RawValue>)>,
     /// A 2026-07-28 `subscriptions/listen`: open until its client leaves, so
     /// not a request in flight ([`Upstream::in_flight`]).
     listen: bool,
@@ -819,31 +821,32 @@ impl Upstream {
 }
 
 /// Replaces `params._meta.progressToken` (when present) with `"sb-<id>"`; returns
-/// (ours, the caller's). Params without the member are not parsed beyond a
-/// substring check.
+/// (ours, the caller's, as its raw JSON text). Params without the member are not
+/// parsed beyond a substring check; those with it are edited as raw members
+/// ([`RawObject`]), so every other value reaches the child as the client wrote it.
 fn map_progress_token(
     params: &mut Option<Box<RawValue>>,
     id: u64,
-) -> Result<Option<(String, Value)>, serde_json::Error> {
+) -> Result<Option<(String, Box<RawValue>)>, serde_json::Error> {
     let Some(raw) = params.as_ref() else {
         return Ok(None);
     };
     if !raw.get().contains("progressToken") {
         return Ok(None);
     }
-    let mut obj: Map<String, Value> = match serde_json::from_str(raw.get()) {
-        Ok(o) => o,
-        Err(_) => return Ok(None), // not an object: the child will answer -32602
+    let Ok(mut obj) = RawObject::parse(raw.get()) else {
+        return Ok(None); // not an object: the child will answer -32602
     };
-    let Some(Value::Object(meta)) = obj.get_mut("_meta") else {
+    let Some(mut meta) = obj.get_object("_meta") else {
         return Ok(None);
     };
-    let Some(original) = meta.get("progressToken").cloned() else {
+    let Some(original) = meta.get("progressToken").map(ToOwned::to_owned) else {
         return Ok(None);
     };
     let ours = format!("sb-{id}");
-    meta.insert("progressToken".to_owned(), Value::String(ours.clone()));
-    *params = Some(serde_json::value::to_raw_value(&obj)?);
+    meta.insert("progressToken", serde_json::value::to_raw_value(&ours)?);
+    obj.insert("_meta", meta.to_raw());
+    *params = Some(obj.to_raw());
     Ok(Some((ours, original)))
 }
 
@@ -1370,13 +1373,15 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
             let Some(mut params) = n
                 .params
                 .as_ref()
-                .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+                .and_then(|p| RawObject::parse(p.get()).ok())
             else {
                 return;
             };
-            let token = match params.get("progressToken") {
-                Some(Value::String(s)) => s.clone(),
-                _ => return,
+            let Some(token) = params
+                .get("progressToken")
+                .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
+            else {
+                return;
             };
             let Some(call) = table.tokens.get(&token).copied() else {
                 debug!(token, "progress for no call in flight");
@@ -1386,9 +1391,9 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
                 return;
             };
             if let Some((_, original)) = &slot.token {
-                params.insert("progressToken".to_owned(), original.clone());
+                params.insert("progressToken", original.clone());
             }
-            n.params = serde_json::value::to_raw_value(&params).ok();
+            n.params = Some(params.to_raw());
             Some(call)
         }
         "notifications/cancelled" => {
@@ -1555,7 +1560,7 @@ mod tests {
         );
         let (ours, original) = map_progress_token(&mut params, 42).unwrap().unwrap();
         assert_eq!(ours, "sb-42");
-        assert_eq!(original, serde_json::json!(7));
+        assert_eq!(original.get(), "7");
         let v: Value = serde_json::from_str(params.unwrap().get()).unwrap();
         assert_eq!(v["_meta"]["progressToken"], "sb-42");
         assert_eq!(
