@@ -17,7 +17,8 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+
+use crate::raw::RawObject;
 
 /// The allowed tool names; empty means every tool.
 #[derive(Debug, Clone, Default)]
@@ -75,18 +76,43 @@ impl Allowlist {
         if !self.is_restricted() {
             return result;
         }
-        let Ok(mut obj) = serde_json::from_str::<Map<String, Value>>(result.get()) else {
+        // Edited as raw members: the tools kept, and every other member, stay as
+        // the child wrote them.
+        let Ok(mut obj) = RawObject::parse(result.get()) else {
             return result;
         };
-        let Some(Value::Array(tools)) = obj.get_mut("tools") else {
+        let Some(tools) = obj
+            .get("tools")
+            .and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok())
+        else {
             return result;
         };
-        tools.retain(|t| {
-            t.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| self.permits(n))
-        });
-        serde_json::value::to_raw_value(&obj).unwrap_or(result)
+        /// A tool's name, all this needs of it.
+        #[derive(serde::Deserialize)]
+        struct Named<'a> {
+            #[serde(borrow)]
+            name: Option<std::borrow::Cow<'a, str>>,
+        }
+        let mut kept = String::from("[");
+        for tool in tools {
+            let name = serde_json::from_str::<Named>(tool.get())
+                .ok()
+                .and_then(|t| t.name);
+            if name.is_some_and(|n| self.permits(&n)) {
+                if kept.len() > 1 {
+                    kept.push(',');
+                }
+                kept.push_str(tool.get());
+            }
+        }
+        kept.push(']');
+        match RawValue::from_string(kept) {
+            Ok(kept) => {
+                obj.insert("tools", kept);
+                obj.to_raw()
+            }
+            Err(_) => result,
+        }
     }
 
     /// The allowed names missing from `reported` (the names the upstream lists).
@@ -102,6 +128,7 @@ impl Allowlist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
@@ -134,5 +161,17 @@ mod tests {
         assert!(a.check_call(None).is_err());
         let reported: BTreeSet<String> = ["echo".to_owned(), "rm".to_owned()].into();
         assert_eq!(a.drift(&reported), vec!["missing"]);
+    }
+
+    /// The tools kept and the other members are the child's own text: numbers
+    /// beyond `f64`, `-0`, escapes; a tool without a readable name goes.
+    #[test]
+    fn a_filtered_list_keeps_what_it_keeps_as_written() {
+        let a = Allowlist::new(["écho", "big"]);
+        let text = r#"{"tools":[{"name":"\u00e9cho","x":1.50},{"name":"rm"},{"name":"big","inputSchema":{"maximum":123456789012345678901234567890}},7,{"name":3}],"nextCursor":-0,"_meta":{"n":1e400}}"#;
+        assert_eq!(
+            a.filter_list_result(raw(text)).get(),
+            r#"{"tools":[{"name":"\u00e9cho","x":1.50},{"name":"big","inputSchema":{"maximum":123456789012345678901234567890}}],"nextCursor":-0,"_meta":{"n":1e400}}"#
+        );
     }
 }

@@ -53,6 +53,7 @@ use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
+use crate::raw::RawObject;
 use crate::upstream::{empty_object, CallEvent, Status, Step, TryCall, Upstream};
 use crate::{ChildMode, Core};
 
@@ -1040,45 +1041,53 @@ fn legacy_result(result: Box<RawValue>) -> Box<RawValue> {
     if !MODERN_ONLY.iter().any(|k| text.contains(k)) && !text.contains(SERVER_INFO) {
         return result;
     }
-    let Ok(mut fields) = serde_json::from_str::<Map<String, Value>>(text) else {
+    // Edited as raw members: every other value stays as the child wrote it.
+    let Ok(mut fields) = RawObject::parse(text) else {
         return result;
     };
     for k in MODERN_ONLY {
         fields.remove(k);
     }
-    if let Some(Value::Object(m)) = fields.get_mut("_meta") {
+    if let Some(mut m) = fields.get_object("_meta") {
         m.remove(SERVER_INFO);
         if m.is_empty() {
             fields.remove("_meta");
+        } else {
+            fields.insert("_meta", m.to_raw());
         }
     }
-    serde_json::value::to_raw_value(&fields).unwrap_or(result)
+    fields.to_raw()
 }
 
 /// The most `input_required` rounds one call may take.
 const MAX_INPUT_ROUNDS: u32 = 16;
 
-/// `params` with `_meta` members added (kept when the client set them itself).
+/// `params` with `_meta` members added (kept when the client set them itself),
+/// edited as raw members: every other value stays as the client wrote it.
 fn with_meta(
     params: Option<&RawValue>,
     meta: &Map<String, Value>,
 ) -> Result<Box<RawValue>, String> {
-    let mut p: Map<String, Value> = match params {
-        None => Map::new(),
-        Some(raw) => {
-            serde_json::from_str(raw.get()).map_err(|_| "params must be an object".to_owned())?
-        }
+    let mut p = match params {
+        None => RawObject::default(),
+        Some(raw) => RawObject::parse(raw.get()).map_err(|_| "params must be an object")?,
     };
-    let m = p
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(m) = m else {
-        return Err("params._meta must be an object".to_owned());
+    let mut m = match p.get("_meta") {
+        None => RawObject::default(),
+        Some(_) => p
+            .get_object("_meta")
+            .ok_or("params._meta must be an object")?,
     };
     for (k, v) in meta {
-        m.entry(k.clone()).or_insert_with(|| v.clone());
+        if m.get(k).is_none() {
+            m.insert(
+                k,
+                serde_json::value::to_raw_value(v).map_err(|e| e.to_string())?,
+            );
+        }
     }
-    serde_json::value::to_raw_value(&p).map_err(|e| e.to_string())
+    p.insert("_meta", m.to_raw());
+    Ok(p.to_raw())
 }
 
 /// Whether a result is a 2026-07-28 `input_required` (MRTR) result.
@@ -1189,4 +1198,49 @@ async fn forward_server_request(session: &Arc<Session>, req: Request, related: O
         .tx
         .send_related(Message::Request(forwarded), related)
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    /// The 2026-07-28 members go; the rest stays as the child wrote it.
+    #[test]
+    fn a_legacy_result_keeps_the_childs_text() {
+        let text = r#"{"content":[{"type":"text","text":"\u00e9"}],"structuredContent":{"n":123456789012345678901234567890,"z":-0,"f":1.50,"e":1e400},"resultType":"complete","ttlMs":5,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"k":1.0}}"#;
+        assert_eq!(
+            legacy_result(raw(text)).get(),
+            r#"{"content":[{"type":"text","text":"\u00e9"}],"structuredContent":{"n":123456789012345678901234567890,"z":-0,"f":1.50,"e":1e400},"_meta":{"k":1.0}}"#
+        );
+        let only = r#"{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
+        assert_eq!(legacy_result(raw(only)).get(), "{}");
+        let untouched = r#"{"content":[] ,"x":1.50}"#;
+        assert_eq!(legacy_result(raw(untouched)).get(), untouched);
+    }
+
+    /// Members added to `_meta` only where the client set none; every value of
+    /// the client's kept as written.
+    #[test]
+    fn with_meta_adds_members_and_keeps_the_clients_text() {
+        let mut meta = Map::new();
+        meta.insert("a".into(), Value::from(1));
+        meta.insert("progressToken".into(), Value::from("ours"));
+        let p = raw(
+            r#"{"arguments":{"n":123456789012345678901234567890,"z":-0},"_meta":{"progressToken":1e400}}"#,
+        );
+        assert_eq!(
+            with_meta(Some(&p), &meta).unwrap().get(),
+            r#"{"arguments":{"n":123456789012345678901234567890,"z":-0},"_meta":{"progressToken":1e400,"a":1}}"#
+        );
+        assert_eq!(
+            with_meta(None, &meta).unwrap().get(),
+            r#"{"_meta":{"a":1,"progressToken":"ours"}}"#
+        );
+        assert!(with_meta(Some(&raw("[1]")), &meta).is_err());
+        assert!(with_meta(Some(&raw(r#"{"_meta":3}"#)), &meta).is_err());
+    }
 }
