@@ -15,7 +15,7 @@
 //! |---|---|
 //! | `GET <sse_path>` whose `Accept` allows `text/event-stream` (absent, `*/*`, `text/*` or `text/event-stream`) | 200 `text/event-stream`: a new session; the first event is `event: endpoint` with `data: <message_path>?sessionId=<id>` (a relative URI; the id is 32 lowercase hex digits from the OS's CSPRNG, as `Mcp-Session-Id`); then every message the library sends on the session's [`Sender`] as one `message` event (JSON in `data`, no event id: the transport has no resumption); an SSE comment (`: keep-alive`) every [`HttpServerConfig::sse_keep_alive`] while nothing else is sent |
 //! | `GET <sse_path>` with another `Accept` | 406 |
-//! | `GET <sse_path>` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`](super::HttpServer::refuse_new_sessions), or with the acceptor dropped | 503 |
+//! | `GET <sse_path>` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`](super::server::HttpServer::refuse_new_sessions), or with the acceptor dropped | 503 |
 //! | `POST <message_path>` without `sessionId` | 400 |
 //! | `POST <message_path>?sessionId=<id>` naming no live legacy session | 404 |
 //! | ... whose `Content-Type` is not `application/json` | 415 |
@@ -157,7 +157,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) limits: &'a Limits,
     /// Where new sessions go.
     pub(crate) acceptor: &'a mpsc::Sender<HttpSession>,
-    /// New sessions are refused ([`super::HttpServer::refuse_new_sessions`]).
+    /// New sessions are refused ([`super::server::HttpServer::refuse_new_sessions`]).
     pub(crate) refusing: &'a AtomicBool,
 }
 
