@@ -485,15 +485,23 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
     match n.method.as_str() {
         "notifications/initialized" => {}
         "notifications/cancelled" => {
-            let id = n
+            // Read as raw members: the id exactly as the client wrote it (an
+            // integer beyond 64 bits included), and its reason, which goes on
+            // to the child.
+            let params = n
                 .params
                 .as_ref()
-                .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok())
-                .and_then(|p| p.get("requestId").cloned())
-                .and_then(|v| serde_json::value::to_raw_value(&v).ok())
-                .and_then(|raw| Id::from_raw(&raw).ok());
+                .and_then(|p| RawObject::parse(p.get()).ok());
+            let Some(params) = params else { return };
+            let id = params
+                .get("requestId")
+                .and_then(|raw| Id::from_raw(raw).ok());
+            let reason = params
+                .get("reason")
+                .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+                .unwrap_or_else(|| "cancelled by the client".to_owned());
             if let Some(cancel) = id.and_then(|id| lock(&session.calls).remove(&id)) {
-                let _ = cancel.send("cancelled by the client".to_owned());
+                let _ = cancel.send(reason);
             }
         }
         _ => {

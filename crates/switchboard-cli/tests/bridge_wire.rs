@@ -175,3 +175,81 @@ async fn a_2026_request_reaches_a_legacy_child_with_its_arguments_as_written() {
         );
     }
 }
+
+/// A child that never answers `tools/call`: it appends each `tools/call` and
+/// `notifications/cancelled` line it reads to the file named by its argument.
+const RECORDS_CANCELS: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "cancels", "version": "1"}}}) + "\n")
+        sys.stdout.flush()
+    elif m.get("method") in ("tools/call", "notifications/cancelled"):
+        with open(sys.argv[1], "a") as f:
+            f.write(line)
+"#;
+
+/// A client's cancellation reaches the child under the child's own id, with
+/// the client's reason, also for a request id wider than 64 bits (read as
+/// written, never through `f64`). Both child modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancellation_reaches_the_child_with_the_clients_reason() {
+    for mode in ["shared", "per-session"] {
+        let seen = temp_path(&format!("cancels-{mode}"));
+        let file = seen.to_string_lossy().into_owned();
+        let bridge = BridgeProc::start(
+            &["--child", mode],
+            &["python3", "-c", RECORDS_CANCELS, &file],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", serde_json::json!({})).await;
+        let id = "123456789012345678901234567890";
+        let headers: Vec<(String, String)> = s
+            .headers()
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let (c2, url) = (c.clone(), bridge.url.clone());
+        let call = tokio::spawn(async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, &**v)).collect();
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x"}}}}"#
+            );
+            post_text(&c2, &url, &h, body).await
+        });
+        let read = || std::fs::read_to_string(&seen).unwrap_or_default();
+        wait_until("the call reached the child", || {
+            read().contains("tools/call")
+        })
+        .await;
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the user pressed stop"}}}}"#
+        );
+        let (status, _) = post_text(&c, &bridge.url, &s.headers(), cancel).await;
+        assert_eq!(status, 202, "{mode}");
+        wait_until("the child saw the cancellation", || {
+            read().contains("notifications/cancelled")
+        })
+        .await;
+        let text = read();
+        let line = text
+            .lines()
+            .find(|l| l.contains("notifications/cancelled"))
+            .unwrap();
+        assert!(
+            line.contains(r#""reason": "the user pressed stop""#)
+                || line.contains(r#""reason":"the user pressed stop""#),
+            "{mode}: the client's reason, got {line}"
+        );
+        assert!(!line.contains(id), "{mode}: the child's own id, got {line}");
+        let (_, reply) = tokio::time::timeout(WAIT, call)
+            .await
+            .expect("the cancelled call's POST ends")
+            .unwrap();
+        assert!(!reply.contains(r#""result""#), "{mode}: {reply}");
+        let _ = std::fs::remove_file(&seen);
+    }
+}
