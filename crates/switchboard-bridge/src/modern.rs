@@ -224,19 +224,9 @@ async fn handle(
         .map(str::to_owned);
     let input_responses = params.remove("inputResponses");
     let request_state = params.remove("requestState");
-    if let Some(Value::Object(m)) = params.get_mut("_meta") {
-        for key in [
-            meta::PROTOCOL_VERSION,
-            meta::CLIENT_CAPABILITIES,
-            meta::CLIENT_INFO,
-            meta::LOG_LEVEL,
-        ] {
-            m.remove(key);
-        }
-        if m.is_empty() {
-            params.remove("_meta");
-        }
-    }
+    // What a held call is compared by: the params without `_meta`, which a retry
+    // may change (a new progress token). The child gets `legacy_params` below.
+    params.remove("_meta");
     if let Some(state) = request_state {
         let Some(state) = state.as_str() else {
             return Some(error(
@@ -250,7 +240,6 @@ async fn handle(
         // plus inputResponses and requestState; `_meta` may change, e.g. a new
         // progress token). Compared as decoded JSON: member order and
         // whitespace do not matter.
-        params.remove("_meta");
         let held = {
             let mut table = core.held.lock().unwrap_or_else(|p| p.into_inner());
             match table.get(state) {
@@ -291,7 +280,6 @@ async fn handle(
             "params must be an object",
         ));
     };
-    params.remove("_meta");
     let method = r.method.clone();
     let forwarded = Request {
         id: r.id.clone(),
