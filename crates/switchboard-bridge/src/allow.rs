@@ -128,11 +128,8 @@ impl Allowlist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::raw;
     use serde_json::Value;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
 
     #[test]
     fn empty_list_allows_everything_and_leaves_results_alone() {

@@ -1211,10 +1211,7 @@ async fn forward_server_request(session: &Arc<Session>, req: Request, related: O
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
+    use crate::raw::raw;
 
     /// The 2026-07-28 members go; the rest stays as the child wrote it.
     #[test]

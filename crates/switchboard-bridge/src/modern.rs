@@ -919,10 +919,7 @@ async fn subscribe(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
+    use crate::raw::raw;
 
     #[test]
     fn result_type_is_spliced_without_decoding() {

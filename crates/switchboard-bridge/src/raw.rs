@@ -101,6 +101,12 @@ impl<'de> serde::Deserialize<'de> for RawObject {
     }
 }
 
+/// `s`, which must be valid JSON, as a raw value: for the crate's tests.
+#[cfg(test)]
+pub(crate) fn raw(s: &str) -> Box<RawValue> {
+    RawValue::from_string(s.to_owned()).expect("valid JSON")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
