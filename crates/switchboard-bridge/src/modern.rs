@@ -209,12 +209,14 @@ async fn handle(
     let mut params = match (decoded, &r.params) {
         (Some(p), _) => p,
         (None, None) => Map::new(),
-        (None, Some(_)) => {
-            return Some(error(
-                r.id,
-                code::INVALID_PARAMS,
-                "params must be an object",
-            ))
+        (None, Some(p)) => {
+            // An object this bridge cannot decode (a number beyond a 64-bit
+            // float, say) is not "not an object": say what went wrong.
+            let why = match serde_json::from_str::<Map<String, Value>>(p.get()) {
+                Err(e) if p.get().starts_with('{') => format!("params could not be read: {e}"),
+                _ => "params must be an object".to_owned(),
+            };
+            return Some(error(r.id, code::INVALID_PARAMS, why));
         }
     };
     let name = params

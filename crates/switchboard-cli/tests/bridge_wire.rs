@@ -253,3 +253,31 @@ async fn a_cancellation_reaches_the_child_with_the_clients_reason() {
         let _ = std::fs::remove_file(&seen);
     }
 }
+
+/// A 2026-07-28 request whose params hold a number beyond a 64-bit float (valid
+/// JSON the bridge's checks cannot decode) is refused with -32602 saying so,
+/// not "params must be an object".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_request_the_bridge_cannot_decode_is_told_why() {
+    let bridge =
+        BridgeProc::start(&["--child", "shared"], &["python3", "-c", RAW_ECHO_CHILD]).await;
+    let c = client();
+    let meta = modern_meta(serde_json::json!({})).to_string();
+    let meta = &meta[1..meta.len() - 1];
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{ARGS},"_meta":{{{meta}}}}}}}"#
+    );
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "x"),
+    ];
+    let (_, reply) = post_text(&c, &bridge.url, &headers, body).await;
+    let v: serde_json::Value = serde_json::from_str(&raw_messages(&reply)[0]).unwrap();
+    assert_eq!(v["error"]["code"], -32602, "{reply}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("could not be read") && message.contains("out of range"),
+        "{message}"
+    );
+}
