@@ -142,6 +142,24 @@ async fn a_mapped_progress_token_leaves_the_rest_of_the_message_as_written() {
 const MODERN_ARGS: &str =
     r#"{"big":123456789012345678901234567890,"neg0":-0,"f":1.50,"u":"\u00e9"}"#;
 
+/// The headers of a 2026-07-28 `tools/call` of tool `x`.
+const MODERN_HEADERS: [(&str, &str); 3] = [
+    ("mcp-protocol-version", "2026-07-28"),
+    ("mcp-method", "tools/call"),
+    ("mcp-name", "x"),
+];
+
+/// The body of a 2026-07-28 `tools/call` of tool `x` with `args` (raw JSON) and
+/// the request `_meta` of 2026-07-28, followed by `more_meta` (raw members,
+/// each with a leading comma).
+fn modern_call(args: &str, more_meta: &str) -> String {
+    let meta = modern_meta(serde_json::json!({})).to_string();
+    let meta = &meta[1..meta.len() - 1];
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{args},"_meta":{{{meta}{more_meta}}}}}}}"#
+    )
+}
+
 /// A 2026-07-28 client in front of a legacy child: the bridge removes the 2026
 /// `_meta` members, and must leave the arguments as the client wrote them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,17 +168,11 @@ async fn a_2026_request_reaches_a_legacy_child_with_its_arguments_as_written() {
         let bridge =
             BridgeProc::start(&["--child", mode], &["python3", "-c", RAW_ECHO_CHILD]).await;
         let c = client();
-        let meta = modern_meta(serde_json::json!({})).to_string();
-        let meta = &meta[1..meta.len() - 1];
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{MODERN_ARGS},"_meta":{{{meta},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}}}}"#
+        let body = modern_call(
+            MODERN_ARGS,
+            r#","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01""#,
         );
-        let headers = [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "x"),
-        ];
-        let (status, reply) = post_text(&c, &bridge.url, &headers, body).await;
+        let (status, reply) = post_text(&c, &bridge.url, &MODERN_HEADERS, body).await;
         assert_eq!(status, 200, "{mode}: {reply}");
         let seen = child_saw(&raw_messages(&reply));
         assert!(
@@ -262,17 +274,7 @@ async fn a_2026_request_the_bridge_cannot_decode_is_told_why() {
     let bridge =
         BridgeProc::start(&["--child", "shared"], &["python3", "-c", RAW_ECHO_CHILD]).await;
     let c = client();
-    let meta = modern_meta(serde_json::json!({})).to_string();
-    let meta = &meta[1..meta.len() - 1];
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{ARGS},"_meta":{{{meta}}}}}}}"#
-    );
-    let headers = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", "x"),
-    ];
-    let (_, reply) = post_text(&c, &bridge.url, &headers, body).await;
+    let (_, reply) = post_text(&c, &bridge.url, &MODERN_HEADERS, modern_call(ARGS, "")).await;
     let v: serde_json::Value = serde_json::from_str(&raw_messages(&reply)[0]).unwrap();
     assert_eq!(v["error"]["code"], -32602, "{reply}");
     let message = v["error"]["message"].as_str().unwrap();
