@@ -8,8 +8,13 @@
 //! task per server ticks every `tick` while waits are pending and for one tick
 //! after; a wait ends at the first tick at or after its deadline, so it lasts
 //! between the asked length and that plus one tick. Starting a wait takes a lock
-//! and a queue push; the ticking timer is re-armed from the task it woke, which
-//! never needs the `eventfd`.
+//! and a queue push.
+//!
+//! The ticks come from two timers a tick apart, each re-armed two ticks ahead
+//! when it fires. Tokio unparks its driver when a timer is armed earlier than
+//! every other pending one, and right after a timer fires there may be no other:
+//! a single timer re-armed from the task it woke wrote the `eventfd` on nearly
+//! every tick. With two, the one re-armed is always later than the other.
 //!
 //! This module must not know HTTP, sessions or MCP; it only ends waits.
 //!
@@ -78,11 +83,17 @@ impl Clock {
 }
 
 /// The ticking task: ends every wait whose deadline has passed, each `tick`,
-/// until a tick finds nothing pending and nothing new.
+/// until a tick finds nothing pending and nothing new. The ticks alternate
+/// between two timers (see the module documentation).
 async fn tick(clock: Arc<Clock>) {
-    let mut next = Instant::now() + clock.tick;
+    let start = Instant::now();
+    let mut timers = [
+        Box::pin(tokio::time::sleep_until(start + clock.tick)),
+        Box::pin(tokio::time::sleep_until(start + 2 * clock.tick)),
+    ];
+    let mut turn = 0;
     loop {
-        tokio::time::sleep_until(next).await;
+        timers[turn].as_mut().await;
         let now = Instant::now();
         let mut ended = Vec::new();
         {
@@ -109,7 +120,19 @@ async fn tick(clock: Arc<Clock>) {
         for flag in ended {
             flag.set();
         }
-        next = now + clock.tick;
+        let other = 1 - turn;
+        if timers[other].deadline() <= now {
+            // This tick came over a tick late: the pair starts again from now
+            // (re-arming both may take the `eventfd` once).
+            timers[other].as_mut().reset(now + clock.tick);
+            timers[turn].as_mut().reset(now + 2 * clock.tick);
+        } else {
+            // Two ticks after this timer's own deadline: the other timer, due
+            // one tick after it, stays the earlier of the two.
+            let next = timers[turn].deadline() + 2 * clock.tick;
+            timers[turn].as_mut().reset(next);
+        }
+        turn = other;
     }
 }
 
@@ -203,6 +226,28 @@ mod tests {
         let start = Instant::now();
         clock.wait(Duration::from_millis(2)).await;
         assert!(start.elapsed() <= Duration::from_millis(3));
+    }
+
+    /// A tick that comes late (both timers overdue) starts the pair again:
+    /// the waits due end at once, and later waits end on time, not in a burst
+    /// of catch-up ticks.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_tick_ends_what_is_due_and_the_ticks_go_on() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let mut late = std::pin::pin!(clock.wait(Duration::from_millis(2)));
+        assert!(futures_poll_once(late.as_mut()).is_pending());
+        // The runtime was busy for 10 ms: no tick ran in between.
+        tokio::time::advance(Duration::from_millis(10)).await;
+        late.await;
+        for _ in 0..5 {
+            let start = Instant::now();
+            clock.wait(Duration::from_millis(2)).await;
+            let took = start.elapsed();
+            assert!(
+                took >= Duration::from_millis(2) && took <= Duration::from_millis(3),
+                "{took:?}"
+            );
+        }
     }
 
     fn futures_poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
