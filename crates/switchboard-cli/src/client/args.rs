@@ -62,51 +62,15 @@ fn declared_types(schema: &Value) -> Vec<String> {
 }
 
 /// The integer that the JSON number `text` denotes exactly (`3.0`, `1e3`,
-/// `-2.50e1`), read from its decimal digits (no rounding through a double), or
-/// `None` when it has a fractional part, is not a JSON number, or does not fit an
-/// `i64`/`u64`.
+/// `-2.50e1`), read from its decimal digits (no rounding through a double;
+/// [`switchboard_protocol::jsonrpc::number`]), or `None` when it has a
+/// fractional part, is not a JSON number, or does not fit an `i64`/`u64`.
 fn whole_number(text: &str) -> Option<Value> {
-    if !matches!(serde_json::from_str::<Value>(text), Ok(Value::Number(_))) {
-        return None;
-    }
-    let (negative, rest) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
-        None => (rest, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = format!("{int}{frac}");
-    // Where the decimal point falls in `digits` once the exponent is applied.
-    let point = int.len() as i64 + exponent;
-    let whole = if point <= 0 {
-        String::new()
-    } else if point as usize >= digits.len() {
-        if point > 40 {
-            // Past any u64, unless it is zero.
-            return digits.bytes().all(|b| b == b'0').then(|| Value::from(0));
-        }
-        format!("{digits:0<width$}", width = point as usize)
-    } else {
-        digits[..point as usize].to_owned()
-    };
-    let fraction = &digits[whole.len().min(digits.len())..];
-    if point <= 0 && !digits.bytes().all(|b| b == b'0')
-        || point > 0 && fraction.bytes().any(|b| b != b'0')
-    {
-        return None;
-    }
-    let whole = whole.trim_start_matches('0');
-    if whole.is_empty() {
-        return Some(Value::from(0));
-    }
-    if negative {
-        format!("-{whole}").parse::<i64>().ok().map(Value::from)
-    } else {
-        whole.parse::<u64>().ok().map(Value::from)
-    }
+    let n = switchboard_protocol::jsonrpc::number::whole_value(text)?;
+    i64::try_from(n)
+        .map(Value::from)
+        .ok()
+        .or_else(|| u64::try_from(n).ok().map(Value::from))
 }
 
 /// Parses `text` as JSON of the declared type `ty`, or `None` when it does not fit.

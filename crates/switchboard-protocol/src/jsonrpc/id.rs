@@ -4,6 +4,12 @@
 //! "Requests" in the base protocol) narrows it to a string or an integer and forbids
 //! null. An integer id is stored as its literal text, so `0` stays `0`, `-0` stays
 //! `-0` and `123456789012345678901234567890` is not rounded through `f64`.
+//!
+//! "Integer" is the schemas' word (`RequestId` is `{"type": ["string",
+//! "integer"]}` in every revision's `schema.json`), and JSON Schema counts any
+//! number with a zero fractional part as an integer: `1.0`, `1e3` and `-2.50e1`
+//! are integer ids too, kept as written like the others. `1.5` and `1e-1` are
+//! not.
 
 use std::fmt;
 
@@ -11,6 +17,8 @@ use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use super::number;
 
 /// A JSON-RPC request id: a string or an integer (MCP base protocol, all revisions).
 ///
@@ -21,8 +29,8 @@ use serde_json::value::RawValue;
 /// numeric (`10` sorts before `9`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Id {
-    /// An integer id, as its JSON literal text (an optional `-` then digits, no
-    /// fraction and no exponent).
+    /// An integer id, as its JSON literal text: a JSON number whose value is a
+    /// whole number (`7`, `-0`, `1.0`, `1e3`; see the module documentation).
     Int(IntId),
     /// A string id, decoded (escapes resolved).
     Str(String),
@@ -47,7 +55,7 @@ enum IntText {
 }
 
 impl IntId {
-    /// Wraps literal text already checked to be a JSON integer.
+    /// Wraps literal text already checked to be an integer-valued JSON number.
     fn from_checked(text: &str) -> IntId {
         if text.len() <= INLINE {
             let mut bytes = [0; INLINE];
@@ -61,9 +69,9 @@ impl IntId {
         }
     }
 
-    /// The literal text, e.g. `"42"` or `"-7"`.
+    /// The literal text, e.g. `"42"`, `"-7"` or `"1e3"`.
     pub fn as_str(&self) -> &str {
-        // Only ASCII digits and `-` are ever stored.
+        // Only the ASCII of a JSON number is ever stored.
         std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 
@@ -77,21 +85,30 @@ impl IntId {
         }
     }
 
-    /// The value when it fits an `i64`.
+    /// The value when it fits an `i64`, whatever the literal's form: `1e3`
+    /// gives 1000, `-0` and `0.0` give 0.
     pub fn as_i64(&self) -> Option<i64> {
-        self.as_str().parse().ok()
+        let text = self.as_str();
+        text.parse()
+            .ok()
+            .or_else(|| number::whole_value(text).and_then(|v| i64::try_from(v).ok()))
     }
 
-    /// Checks `text` is a JSON integer literal: `-?(0|[1-9][0-9]*)`.
+    /// The value when the literal is plain digits (`-?(0|[1-9][0-9]*)`) that
+    /// fit an `i64`, except `-0`: the ids written back as a number token.
+    fn plain_i64(&self) -> Option<i64> {
+        let text = self.as_str();
+        if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+            return None;
+        }
+        text.parse().ok()
+    }
+
+    /// Checks `text` is a JSON number literal (RFC 8259 §6:
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`) whose value is a
+    /// whole number.
     pub fn parse(text: &str) -> Option<IntId> {
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        let ok = match digits.as_bytes() {
-            [] => false,
-            [b'0'] => true,
-            [b'0', ..] => false,
-            bytes => bytes.iter().all(u8::is_ascii_digit),
-        };
-        ok.then(|| IntId::from_checked(text))
+        number::is_whole(text).then(|| IntId::from_checked(text))
     }
 }
 
@@ -166,21 +183,26 @@ impl From<String> for Id {
 pub enum IdError {
     /// `null`: MCP forbids it on requests (and it is not a notification either).
     Null,
-    /// A number with a fraction or an exponent, a boolean, an array or an object.
+    /// A number that is not a whole number (`1.5`, `1e-1`), a boolean, an array
+    /// or an object.
     NotStringOrInteger,
+    /// A string that cannot be decoded: an escape for half of a UTF-16
+    /// surrogate pair (`"\ud800"`), which no Unicode string can hold.
+    BadString,
 }
 
 impl Id {
     /// Reads an id from the raw JSON text of the `id` member.
     ///
-    /// Errors: [`IdError::Null`] for `null`, [`IdError::NotStringOrInteger`] for
-    /// anything but a string or an integer literal.
+    /// Errors: [`IdError::Null`] for `null`, [`IdError::BadString`] for a string
+    /// with a lone surrogate escape, [`IdError::NotStringOrInteger`] for
+    /// anything but a string or an integer-valued number.
     pub fn from_raw(raw: &RawValue) -> Result<Id, IdError> {
         let text = raw.get();
         match text.as_bytes().first() {
             Some(b'"') => serde_json::from_str::<String>(text)
                 .map(Id::Str)
-                .map_err(|_| IdError::NotStringOrInteger),
+                .map_err(|_| IdError::BadString),
             Some(b'n') => Err(IdError::Null),
             _ => IntId::parse(text)
                 .map(Id::Int)
@@ -218,10 +240,11 @@ impl Serialize for Id {
         match self {
             Id::Str(s) => serializer.serialize_str(s),
             Id::Int(n) => {
-                match n.as_i64() {
-                    Some(v) if v != 0 || n.as_str() == "0" => serializer.serialize_i64(v),
-                    _ => {
-                        // Beyond i64: emit the literal itself so nothing is rounded.
+                match n.plain_i64() {
+                    Some(v) => serializer.serialize_i64(v),
+                    None => {
+                        // Beyond i64, `-0`, `1.0`, `1e3`: emit the literal itself
+                        // so nothing is rounded or rewritten.
                         let raw = RawValue::from_string(n.as_str().to_owned())
                             .map_err(serde::ser::Error::custom)?;
                         raw.serialize(serializer)
@@ -249,10 +272,18 @@ impl<'de> Deserialize<'de> for Id {
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
                 Ok(Id::from(v))
             }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
-                Err(E::custom(
-                    "id must be a string or an integer, not a fractional or out-of-range number",
-                ))
+            /// `1.0` or `1e3` read into a number first: the value is kept
+            /// (as `1`, `1000`), not the literal; only [`Id::from_raw`] keeps that.
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                // Whole and within ±2^53, where an f64 holds every integer exactly.
+                const EXACT: f64 = 9_007_199_254_740_992.0;
+                if v.fract() == 0.0 && v.abs() <= EXACT {
+                    Ok(Id::from(v as i64))
+                } else {
+                    Err(E::custom(
+                        "id must be a string or an integer, not a fractional or out-of-range number",
+                    ))
+                }
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 Ok(Id::Str(v.to_owned()))
@@ -304,19 +335,57 @@ mod tests {
     #[test]
     fn rejects_null_fractions_and_others() {
         assert_eq!(Id::from_raw(&raw("null")), Err(IdError::Null));
-        for text in ["01", "-", "", "1.0", "+1", " 1"] {
-            assert!(
-                IntId::parse(text).is_none(),
-                "{text:?} is no integer literal"
-            );
+        for text in [
+            "01", "-", "", "+1", " 1", "1.", ".5", "1e", "1e+", "--1", "1.5", "1e-1", "0.01e1",
+            "2.5e0", "1x",
+        ] {
+            assert!(IntId::parse(text).is_none(), "{text:?} is no integer");
         }
-        for text in ["1.0", "1e3", "-1E2", "true", "[]", "{}"] {
+        for text in ["1.5", "1e-1", "-2.25", "true", "[]", "{}"] {
             assert_eq!(
                 Id::from_raw(&raw(text)).err(),
                 Some(IdError::NotStringOrInteger),
                 "{text}"
             );
         }
+        assert_eq!(Id::from_raw(&raw(r#""\ud800""#)), Err(IdError::BadString));
+    }
+
+    /// JSON Schema's `integer` (the schemas' `RequestId`) is any whole number:
+    /// such ids are accepted, kept as written, and read for their value.
+    #[test]
+    fn whole_numbers_in_any_form_are_integer_ids_kept_as_written() {
+        for (text, value) in [
+            ("1.0", Some(1)),
+            ("1e3", Some(1000)),
+            ("1E+3", Some(1000)),
+            ("-2.50e1", Some(-25)),
+            ("10e-1", Some(1)),
+            ("0.0", Some(0)),
+            ("-0.0e-7", Some(0)),
+            ("0e999", Some(0)),
+            ("1.000000000000000000000000000001e30", None),
+            ("9.223372036854775807e18", Some(i64::MAX)),
+            ("-9.223372036854775808e18", Some(i64::MIN)),
+            ("9.223372036854775808e18", None),
+            ("1e400", None),
+        ] {
+            let id = Id::from_raw(&raw(text)).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            assert_eq!(
+                serde_json::to_string(&id).unwrap(),
+                text,
+                "written back as sent"
+            );
+            assert_eq!(id.to_string(), text);
+            assert_eq!(id.as_i64(), value, "{text}");
+        }
+        // Equality is of the literal: `1.0` is not the id `1`.
+        assert_ne!(Id::from_raw(&raw("1.0")).unwrap(), Id::from(1));
+        // The typed path (a number read first) keeps the value.
+        let typed: Id = serde_json::from_str("1.0").unwrap();
+        assert_eq!(typed, Id::from(1));
+        assert!(serde_json::from_str::<Id>("1.5").is_err());
+        assert!(serde_json::from_str::<Id>("1e300").is_err());
     }
 
     #[test]

@@ -473,6 +473,11 @@ impl<'a> MessageRef<'a> {
                 Err(IdError::NotStringOrInteger) => {
                     return Err(invalid("\"id\" must be a string or an integer"))
                 }
+                Err(IdError::BadString) => {
+                    return Err(invalid(
+                        "\"id\" is a string with a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), which no Unicode string holds",
+                    ))
+                }
             },
         };
         let with_id = |mut e: DecodeError| {
@@ -871,6 +876,31 @@ mod tests {
 
     fn reencode(s: &str) -> Value {
         serde_json::from_slice(&decode(s).unwrap().encode()).unwrap()
+    }
+
+    /// A request whose id is a whole number written `1.0` or `1e3` (an
+    /// integer to JSON Schema, and so to the schemas' `RequestId`) is a
+    /// request, and its response carries the id as it was written.
+    #[test]
+    fn whole_number_ids_in_other_forms_are_answered_as_written() {
+        for id in ["1.0", "1e3", "-2.50E+1"] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let Ok(Message::Request(r)) = decode(&text) else {
+                panic!("{text} is a request")
+            };
+            let answer = Response::new(r.id, &json!({})).unwrap();
+            let out = String::from_utf8(Message::from(answer).encode()).unwrap();
+            assert!(out.contains(&format!(r#""id":{id}"#)), "{out}");
+        }
+        let e = decode(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#).unwrap_err();
+        assert_eq!(e.code(), code::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn a_lone_surrogate_string_id_is_named_as_such() {
+        let e = decode(r#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#).unwrap_err();
+        assert_eq!(e.code(), code::INVALID_REQUEST);
+        assert!(e.to_string().contains("lone UTF-16 surrogate"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod code;
 mod id;
 mod message;
+pub mod number;
 mod peek;
 mod scan;
 

@@ -1,0 +1,155 @@
+//! Whole numbers in JSON number literals, read from their digits.
+//!
+//! JSON Schema (2020-12, "Validation" §6.1.1; also drafts 6 and 7) counts any
+//! number with a zero fractional part as an `integer`: `1.0`, `1e3` and
+//! `-2.50e1` are integers to it, and so to every `schema.json` field typed
+//! `integer` (the request id among them). These functions tell such literals
+//! apart and read their value exactly, with no rounding through a double.
+//!
+//! This module must not know messages or ids; it only reads number literals.
+
+/// The parts of a JSON number literal (RFC 8259 §6:
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`): integer digits, fraction
+/// digits, and the exponent (saturated to `i64`). `None` when `text` is not one
+/// (no surrounding whitespace allowed).
+fn parts(text: &str) -> Option<(&[u8], &[u8], i64)> {
+    let b = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    let int_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let (int, mut rest) = b.split_at(int_len);
+    if int.is_empty() || (int.len() > 1 && int[0] == b'0') {
+        return None;
+    }
+    let mut frac: &[u8] = &[];
+    if let [b'.', after @ ..] = rest {
+        let n = after.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return None;
+        }
+        (frac, rest) = after.split_at(n);
+    }
+    let mut exp: i64 = 0;
+    if let [b'e' | b'E', after @ ..] = rest {
+        let (negative, digits) = match after {
+            [b'-', d @ ..] => (true, d),
+            [b'+', d @ ..] => (false, d),
+            d => (false, d),
+        };
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        for d in digits {
+            exp = exp.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+        }
+        if negative {
+            exp = -exp;
+        }
+        rest = &[];
+    }
+    rest.is_empty().then_some((int, frac, exp))
+}
+
+/// Whether `text` is a JSON number literal whose value is a whole number:
+/// `7`, `-0`, `1.0`, `1e3`, `10e-1`, `1e400` are; `1.5`, `1e-1`, `01`, `+1`,
+/// ` 1` are not.
+pub fn is_whole(text: &str) -> bool {
+    let Some((int, frac, exp)) = parts(text) else {
+        return false;
+    };
+    let digits = || int.iter().chain(frac);
+    if digits().all(|&d| d == b'0') {
+        return true;
+    }
+    // value = (int ++ frac) × 10^(exp − frac.len()): whole when the last
+    // `frac.len() − exp` digits (if that is positive) are zeros.
+    let shift = i64::try_from(frac.len())
+        .unwrap_or(i64::MAX)
+        .saturating_sub(exp);
+    let trailing_zeros = digits().rev().take_while(|&&d| d == b'0').count();
+    shift <= 0 || i64::try_from(trailing_zeros).is_ok_and(|z| z >= shift)
+}
+
+/// The value of a whole-number literal (see [`is_whole`]) when it fits an
+/// `i128` (so every `i64` and `u64`): `1e3` gives 1000, `-2.50e1` gives -25,
+/// `-0.0` and `0e999` give 0. `None` for a literal that is not a whole number
+/// or lies beyond `i128`.
+pub fn whole_value(text: &str) -> Option<i128> {
+    if !is_whole(text) {
+        return None;
+    }
+    let (int, frac, exp) = parts(text)?;
+    if int.iter().chain(frac).all(|&d| d == b'0') {
+        return Some(0);
+    }
+    let mut plain = String::with_capacity(48);
+    if text.starts_with('-') {
+        plain.push('-');
+    }
+    let digits = int.iter().chain(frac).map(|&d| char::from(d));
+    let shift = i64::try_from(frac.len()).ok()?.checked_sub(exp)?;
+    if shift >= 0 {
+        // The dropped digits are zeros (the value is whole).
+        let keep = (int.len() + frac.len()).checked_sub(usize::try_from(shift).ok()?)?;
+        plain.extend(digits.take(keep.max(1)));
+    } else {
+        // No i128 has more than 39 digits: more zeros than that cannot fit.
+        let zeros = usize::try_from(-shift).ok().filter(|&z| z <= 40)?;
+        plain.extend(digits);
+        plain.extend(std::iter::repeat_n('0', zeros));
+    }
+    plain.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_are_told_from_others() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "1.0",
+            "1e3",
+            "1E+3",
+            "-2.50e1",
+            "10e-1",
+            "0.0",
+            "0e-5",
+            "1e400",
+            "123456789012345678901234567890",
+        ] {
+            assert!(is_whole(text), "{text} is whole");
+        }
+        for text in [
+            "", "-", "01", "+1", " 1", "1 ", "1.", ".5", "1e", "1e+", "--1", "1.5", "1e-1",
+            "0.01e1", "2.5e0", "1x", "1e-400", "0x10", "NaN",
+        ] {
+            assert!(!is_whole(text), "{text:?} is not whole");
+        }
+    }
+
+    #[test]
+    fn values_are_read_from_the_digits() {
+        for (text, value) in [
+            ("7", Some(7)),
+            ("-0", Some(0)),
+            ("1.0", Some(1)),
+            ("1e3", Some(1000)),
+            ("-2.50e1", Some(-25)),
+            ("10e-1", Some(1)),
+            ("-0.0e-7", Some(0)),
+            ("0e999", Some(0)),
+            ("9.223372036854775807e18", Some(i128::from(i64::MAX))),
+            ("18446744073709551615.000", Some(i128::from(u64::MAX))),
+            // 2^53 + 1: a double would round it.
+            ("9.007199254740993e15", Some(9_007_199_254_740_993)),
+            ("1e38", Some(10_i128.pow(38))),
+            ("1e39", None),
+            ("1e400", None),
+            ("1.5", None),
+        ] {
+            assert_eq!(whole_value(text), value, "{text}");
+        }
+    }
+}
