@@ -36,7 +36,7 @@
 //! This module must not know what the messages mean beyond the first one (and,
 //! for the end of stdin, which ids of the host app's requests are unanswered).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -173,6 +173,7 @@ async fn relay_until(
                         down_tx,
                         up_tx: modern.0,
                         unanswered: HashSet::new(),
+                        asked: HashMap::new(),
                         drain: config.drain_on_close,
                     };
                     return ends.run(down_rx, modern.1, stop).await;
@@ -209,6 +210,7 @@ async fn relay_until(
         down_tx,
         up_tx,
         unanswered,
+        asked: HashMap::new(),
         drain: config.drain_on_close,
     };
     ends.run(down_rx, up_rx, stop).await
@@ -473,6 +475,11 @@ struct Relay {
     down_tx: Sender,
     up_tx: Sender,
     unanswered: HashSet<Id>,
+    /// The ids of the remote's requests relayed to the host app and not answered
+    /// by it yet: when the host app closes stdin, each gets an error at once (no
+    /// answer can come), so a call of the host app's that waits on one (a tool
+    /// asking for elicitation) can still end within the grace.
+    asked: HashMap<Id, String>,
     drain: Duration,
 }
 
@@ -482,6 +489,12 @@ impl Relay {
         match &m {
             Message::Request(r) if owed(r) => {
                 self.unanswered.insert(r.id.clone());
+            }
+            // The host app's answer to a request of the remote's.
+            Message::Response(_) | Message::Error(_) => {
+                if let Some(id) = m.id() {
+                    self.asked.remove(id);
+                }
             }
             // A cancelled request is not answered (MCP "Cancellation"): not owed.
             Message::Notification(n) if n.method == NOTIFICATION_CANCELLED => {
@@ -505,10 +518,16 @@ impl Relay {
     /// Forwards one message of the remote's to the host app, striking an answer's
     /// id off.
     async fn down(&mut self, m: Message) {
-        if m.method().is_none() {
-            if let Some(id) = m.id() {
-                self.unanswered.remove(id);
+        match &m {
+            Message::Request(r) => {
+                self.asked.insert(r.id.clone(), r.method.clone());
             }
+            _ if m.method().is_none() => {
+                if let Some(id) = m.id() {
+                    self.unanswered.remove(id);
+                }
+            }
+            _ => {}
         }
         let _ = self.down_tx.send(m).await;
     }
@@ -588,21 +607,22 @@ impl Relay {
     /// A message of the remote's for the host app (see [`Self::on_remote`]).
     async fn for_host(&mut self, m: Message, draining: bool) {
         match m {
-            Message::Request(r) if draining => {
-                let refusal = ErrorResponse::new(
-                    Some(r.id),
-                    ErrorObject::new(
-                        code::INTERNAL_ERROR,
-                        format!(
-                            "{}: the client closed its input; no answer can come",
-                            r.method
-                        ),
-                    ),
-                );
-                let _ = self.up_tx.send(Message::Error(refusal)).await;
-            }
+            Message::Request(r) if draining => self.refuse(r.id, &r.method).await,
             m => self.down(m).await,
         }
+    }
+
+    /// Answers a request of the remote's with an error: the host app closed
+    /// stdin, so no answer can come.
+    async fn refuse(&self, id: Id, method: &str) {
+        let refusal = ErrorResponse::new(
+            Some(id),
+            ErrorObject::new(
+                code::INTERNAL_ERROR,
+                format!("{method}: the client closed its input; no answer can come"),
+            ),
+        );
+        let _ = self.up_tx.send(Message::Error(refusal)).await;
     }
 
     /// The host app closed stdin: relays the remote's messages until every request
@@ -611,6 +631,13 @@ impl Relay {
     async fn drain(&mut self, up_rx: &mut Receiver) -> Result<(), String> {
         if self.unanswered.is_empty() || self.drain.is_zero() {
             return Ok(());
+        }
+        // The remote's requests the host app got and did not answer will never
+        // be answered now: refused at once, or the calls waiting on them (a
+        // tool asking for elicitation) would hold the whole grace and end
+        // unanswered.
+        for (id, method) in std::mem::take(&mut self.asked) {
+            self.refuse(id, &method).await;
         }
         info!(
             waiting = self.unanswered.len(),

@@ -154,3 +154,55 @@ fn sigterm_deletes_the_remote_session() {
     );
     drop(stdin);
 }
+
+/// The host app closes stdin while a request of the remote's (the `elicit`
+/// tool's `elicitation/create`) is still unanswered: no answer can come, so
+/// `connect` refuses it at once and the tool's own answer is relayed, instead of
+/// the call waiting out the whole 10 s grace and ending unanswered.
+#[test]
+fn an_unanswered_request_of_the_remote_is_refused_when_stdin_closes() {
+    use std::io::{BufRead, BufReader, Write};
+    let remote = HttpExample::start();
+    let mut child = std::process::Command::new(common::exe())
+        .args(["connect", &remote.url])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let [mut i, n] = init();
+    i["params"]["capabilities"] = json!({"elicitation":{}});
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"elicit","arguments":{}}});
+    stdin.write_all(&lines(&[i, n, call])).unwrap();
+    stdin.flush().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    // Read until the remote's elicitation/create has reached the host app.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "no elicitation/create");
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "stdout ended early");
+        let m: Value = serde_json::from_str(&line).expect("only JSON-RPC on stdout");
+        if m["method"] == "elicitation/create" {
+            break;
+        }
+    }
+    let closed = Instant::now();
+    drop(stdin);
+    let rest: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).expect("only JSON-RPC on stdout"))
+        .collect();
+    let status = child.wait().unwrap();
+    let elapsed = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        rest.iter()
+            .any(|m| m["id"] == 1 && m.get("method").is_none()),
+        "the tools/call got no answer: {rest:?}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+}
