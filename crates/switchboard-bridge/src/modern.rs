@@ -94,6 +94,19 @@ impl Held {
     }
 }
 
+/// The child's capabilities as `server/discover` tells them to a 2026-07-28
+/// client: without `tasks`, the 2025-11-25 (experimental) task capability, which
+/// 2026-07-28's `ServerCapabilities` does not have (tasks became the
+/// `io.modelcontextprotocol/tasks` extension, and the `tasks/*` methods it
+/// promises answer -32601 in 2026-07-28). Everything else as the child said.
+fn discover_capabilities(
+    child: &switchboard_protocol::types::ServerCapabilities,
+) -> switchboard_protocol::types::ServerCapabilities {
+    let mut caps = child.clone();
+    caps.tasks = None;
+    caps
+}
+
 fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
     Message::Error(ErrorResponse::new(
         Some(id),
@@ -160,7 +173,7 @@ async fn handle(
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),
-            info.result.capabilities.clone(),
+            discover_capabilities(&info.result.capabilities),
             DISCOVER_TTL_MS,
             CacheScope::Public,
             Some(&info.result.server_info),
@@ -922,6 +935,27 @@ async fn subscribe(
 mod tests {
     use super::*;
     use crate::raw::raw;
+
+    #[test]
+    fn discover_drops_the_2025_11_25_tasks_capability() {
+        let child: switchboard_protocol::types::ServerCapabilities =
+            serde_json::from_value(json!({
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+                "extensions": {"com.example/x": {}}
+            }))
+            .unwrap();
+        let told = serde_json::to_value(discover_capabilities(&child)).unwrap();
+        assert_eq!(
+            told,
+            json!({
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true},
+                "extensions": {"com.example/x": {}}
+            })
+        );
+    }
 
     #[test]
     fn result_type_is_spliced_without_decoding() {
