@@ -105,8 +105,11 @@ use modern::{ModernState, Outcome};
 
 pub use self::http::{connect_url_cache_clear, HttpClientConfig};
 
-/// Options of one call: timeout, progress callback, cancellation (the peer's
-/// [`RequestOptions`]).
+/// Options of one call: timeout, progress callback, cancellation, members of the
+/// caller's own for `params._meta` ([`RequestOptions::meta`]: merged with the
+/// library's `progressToken` and, in 2026-07-28, its `io.modelcontextprotocol/*`
+/// members; reserved keys and `progressToken` refused). The peer's
+/// [`RequestOptions`].
 pub type CallOptions = RequestOptions;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -750,7 +753,14 @@ impl Client {
     /// input this client declared no capability for; [`Error::is_closed`] once the
     /// session is closed; [`Error::is_limit`] after
     /// [`ClientOptions::max_input_rounds`] rounds; [`Error::is_decode`] for an
-    /// unknown `resultType`; otherwise as [`Peer::request`].
+    /// unknown `resultType`, or (nothing sent) for a key of
+    /// [`RequestOptions::meta`] that the caller may not set; otherwise as
+    /// [`Peer::request`].
+    ///
+    /// `options.meta` goes into `params._meta` in every era (see
+    /// [`RequestOptions::meta`]); in 2026-07-28 the library's own members are
+    /// merged in first, and they are under the reserved prefix the caller's keys
+    /// may not use, so neither overwrites the other.
     pub async fn request(
         &self,
         method: &str,
@@ -942,12 +952,16 @@ impl Client {
             .await
     }
 
-    /// `tools/call` with a timeout, a progress callback or a cancellation token.
-    /// In 2026-07-28 over HTTP a -32020 (header mismatch) re-lists the tools (to
-    /// refresh the `Mcp-Param-*` map) and retries once (spec notes §5.4).
+    /// `tools/call` with a timeout, a progress callback, a cancellation token or
+    /// `_meta` members of the caller's own (trace context, vendor keys; see
+    /// [`RequestOptions::meta`] for the merge with the library's `progressToken`
+    /// and 2026-07-28 members, and the keys refused). In 2026-07-28 over HTTP a
+    /// -32020 (header mismatch) re-lists the tools (to refresh the `Mcp-Param-*`
+    /// map) and retries once (spec notes §5.4).
     ///
     /// Errors: as [`call_tool`](Self::call_tool); [`Error::is_decode`] when
-    /// `arguments` is neither an object nor `null` (nothing sent).
+    /// `arguments` is neither an object nor `null`, or a key of `options.meta` is
+    /// refused (nothing sent either way).
     pub async fn call_tool_with(
         &self,
         name: &str,
