@@ -20,8 +20,12 @@
 //!   ([`Error::is_local_refusal`]) and nothing is sent;
 //! - server→client requests go through the lifecycle's `recv_request`: an undeclared
 //!   capability (no handler) is answered -32601;
-//! - a tool's own failure (`isError: true`) is an `Ok(CallToolResult)`; only a
-//!   JSON-RPC error is an `Err`;
+//! - a tool's own failure (`isError: true`) is an `Ok(CallToolResult)`; a
+//!   JSON-RPC error is an `Err`, and so is a successful result whose
+//!   `structuredContent` breaks the `outputSchema` of the session's last
+//!   `tools/list` (2025-06-18+: clients SHOULD validate; schemas kept per session,
+//!   forgotten on `notifications/tools/list_changed`; see
+//!   [`Client::call_tool_with`]);
 //! - listings follow `nextCursor` until it is absent, at most
 //!   [`ClientOptions::max_list_pages`] pages ([`Error::is_limit`] beyond).
 //!
@@ -87,7 +91,8 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::types::{
     DiscoverResult, SubscriptionFilter, SubscriptionsListenRequestParams,
-    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, SERVER_DISCOVER,
+    SUBSCRIPTIONS_LISTEN,
 };
 use switchboard_protocol::version::Era;
 use switchboard_protocol::version::Supported;
@@ -105,8 +110,11 @@ use modern::{ModernState, Outcome};
 
 pub use self::http::{connect_url_cache_clear, HttpClientConfig};
 
-/// Options of one call: timeout, progress callback, cancellation (the peer's
-/// [`RequestOptions`]).
+/// Options of one call: timeout, progress callback, cancellation, members of the
+/// caller's own for `params._meta` ([`RequestOptions::meta`]: merged with the
+/// library's `progressToken` and, in 2026-07-28, its `io.modelcontextprotocol/*`
+/// members; reserved keys and `progressToken` refused). The peer's
+/// [`RequestOptions`].
 pub type CallOptions = RequestOptions;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -178,6 +186,12 @@ pub struct ClientOptions {
     /// The most `input_required` rounds one 2026-07-28 call may take before it
     /// fails with [`Error::is_limit`]. Default 8.
     pub max_input_rounds: usize,
+    /// Check each successful `tools/call` result's `structuredContent` against the
+    /// tool's `outputSchema` (MCP 2025-06-18+ "Tools → Output Schema": clients
+    /// SHOULD validate), for the tools whose schema this session's `tools/list`
+    /// gave; see [`Client::call_tool_with`]. Default `true`; `false` takes results
+    /// as the server sent them (and keeps no schemas).
+    pub validate_structured_content: bool,
 }
 
 /// Which era a client speaks (spec notes §1, §3, §6).
@@ -205,6 +219,10 @@ impl std::fmt::Debug for ClientOptions {
             .field("era", &self.era)
             .field("probe_timeout", &self.probe_timeout)
             .field("max_input_rounds", &self.max_input_rounds)
+            .field(
+                "validate_structured_content",
+                &self.validate_structured_content,
+            )
             .field("capabilities", &self.capabilities())
             .finish()
     }
@@ -228,6 +246,7 @@ impl ClientOptions {
             era: None,
             probe_timeout: Duration::from_secs(10),
             max_input_rounds: 8,
+            validate_structured_content: true,
         }
     }
 
@@ -394,6 +413,7 @@ impl Started {
             options: options.clone(),
             modern: AtomicBool::new(false),
             acks: Mutex::new(HashMap::new()),
+            output_schemas: Mutex::new(OutputSchemas::default()),
         });
         let config = PeerConfig {
             name: options.client_info.name.clone(),
@@ -750,7 +770,14 @@ impl Client {
     /// input this client declared no capability for; [`Error::is_closed`] once the
     /// session is closed; [`Error::is_limit`] after
     /// [`ClientOptions::max_input_rounds`] rounds; [`Error::is_decode`] for an
-    /// unknown `resultType`; otherwise as [`Peer::request`].
+    /// unknown `resultType`, or (nothing sent) for a key of
+    /// [`RequestOptions::meta`] that the caller may not set; otherwise as
+    /// [`Peer::request`].
+    ///
+    /// `options.meta` goes into `params._meta` in every era (see
+    /// [`RequestOptions::meta`]); in 2026-07-28 the library's own members are
+    /// merged in first, and they are under the reserved prefix the caller's keys
+    /// may not use, so neither overwrites the other.
     pub async fn request(
         &self,
         method: &str,
@@ -889,10 +916,56 @@ impl Client {
     /// (logged at warn; spec notes §5.4) and the rest give the transport its
     /// `Mcp-Param-*` map.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        let generation = self.handler.schema_generation();
         let tools = self
             .list_all("tools/list", |r: ListToolsResult| (r.tools, r.next_cursor))
             .await?;
-        Ok(self.check_tool_headers(tools))
+        let tools = self.check_tool_headers(tools);
+        self.keep_output_schemas(&tools, generation, true);
+        Ok(tools)
+    }
+
+    /// Whether `structuredContent` is checked in this session: asked for, and a
+    /// revision that has `outputSchema` (2025-06-18+).
+    fn validates_structured_content(&self) -> bool {
+        self.handler.options.validate_structured_content
+            && self.protocol_version() >= ProtocolVersion::V2025_06_18
+    }
+
+    fn keep_output_schemas(&self, tools: &[Tool], generation: u64, replace: bool) {
+        if self.validates_structured_content() {
+            self.handler.keep_schemas(tools, generation, replace);
+        }
+    }
+
+    /// The `outputSchema` check of [`call_tool_with`](Self::call_tool_with).
+    fn check_structured_content(
+        &self,
+        name: &str,
+        result: CallToolResult,
+    ) -> Result<CallToolResult, Error> {
+        if result.is_error() || !self.validates_structured_content() {
+            return Ok(result);
+        }
+        let Some(schema) = self.handler.output_schema(name) else {
+            return Ok(result);
+        };
+        let reason = match &result.structured_content {
+            None => format!(
+                "tool {name:?} declares an outputSchema but its result has no structuredContent"
+            ),
+            Some(structured) => {
+                let problems = crate::server::tools::violations(&schema, structured);
+                if problems.is_empty() {
+                    return Ok(result);
+                }
+                format!(
+                    "tool {name:?} returned structuredContent that does not match its outputSchema: {}",
+                    problems.join("; ")
+                )
+            }
+        };
+        Err(Error::structured_content(result, reason).with_method("tools/call"))
     }
 
     fn check_tool_headers(&self, tools: Vec<Tool>) -> Vec<Tool> {
@@ -920,6 +993,8 @@ impl Client {
 
     /// One page of `tools/list`, from `cursor` (`None`: the first).
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, Error> {
+        let generation = self.handler.schema_generation();
+        let first = cursor.is_none();
         let params = match cursor {
             None => None,
             Some(c) => to_params(&PaginatedRequestParams {
@@ -931,23 +1006,48 @@ impl Client {
             .call("tools/list", params, CallOptions::default())
             .await?;
         page.tools = self.check_tool_headers(std::mem::take(&mut page.tools));
+        self.keep_output_schemas(&page.tools, generation, first);
         Ok(page)
     }
 
     /// `tools/call` with `arguments` (a JSON object, or `null` for none) and default
     /// options. A tool's own failure is `Ok` with `is_error()`; a JSON-RPC error
-    /// (unknown tool: -32602) is `Err`.
+    /// (unknown tool: -32602) is `Err`, and so is `structuredContent` that breaks
+    /// the tool's listed `outputSchema` (see [`call_tool_with`](Self::call_tool_with)).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.call_tool_with(name, arguments, CallOptions::default())
             .await
     }
 
-    /// `tools/call` with a timeout, a progress callback or a cancellation token.
-    /// In 2026-07-28 over HTTP a -32020 (header mismatch) re-lists the tools (to
-    /// refresh the `Mcp-Param-*` map) and retries once (spec notes §5.4).
+    /// `tools/call` with a timeout, a progress callback, a cancellation token or
+    /// `_meta` members of the caller's own (trace context, vendor keys; see
+    /// [`RequestOptions::meta`] for the merge with the library's `progressToken`
+    /// and 2026-07-28 members, and the keys refused). In 2026-07-28 over HTTP a
+    /// -32020 (header mismatch) re-lists the tools (to refresh the `Mcp-Param-*`
+    /// map) and retries once (spec notes §5.4).
+    ///
+    /// **`structuredContent` check** (MCP 2025-06-18+ "Tools → Structured Content"
+    /// and "Output Schema": servers MUST return conforming structured results,
+    /// clients SHOULD validate them). When this session's last `tools/list`
+    /// ([`list_tools`](Self::list_tools), or the pages of
+    /// [`list_tools_page`](Self::list_tools_page)) gave the tool an
+    /// `outputSchema`, a result that is not `isError` must carry
+    /// `structuredContent` that validates against it (JSON Schema 2020-12 unless
+    /// its `$schema` says otherwise; no remote `$ref` is fetched), else the call
+    /// fails with [`Error::is_invalid_structured_content`] (the validation
+    /// messages in `Display`, the result in [`Error::call_tool_result`]). An
+    /// `isError` result is not checked (it reports a failure, not the tool's
+    /// output). Not checked: tools the session has not listed (nothing is listed
+    /// behind the caller's back), any tool after
+    /// `notifications/tools/list_changed` until the next `tools/list`, schemas
+    /// that do not compile (logged at warn when listed), revisions before
+    /// 2025-06-18 (no `outputSchema`), [`request`](Self::request) (raw), and
+    /// everything when [`ClientOptions::validate_structured_content`] is `false`.
     ///
     /// Errors: as [`call_tool`](Self::call_tool); [`Error::is_decode`] when
-    /// `arguments` is neither an object nor `null` (nothing sent).
+    /// `arguments` is neither an object nor `null`, or a key of `options.meta` is
+    /// refused (nothing sent either way); [`Error::is_invalid_structured_content`]
+    /// as above.
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -965,7 +1065,7 @@ impl Client {
             }
         };
         let params = to_params(&CallToolRequestParams::new(name, arguments))?;
-        match self
+        let result = match self
             .call("tools/call", params.clone(), options.clone())
             .await
         {
@@ -979,7 +1079,8 @@ impl Client {
                 self.call("tools/call", params, options).await
             }
             other => other,
-        }
+        }?;
+        self.check_structured_content(name, result)
     }
 
     /// `resources/list`, every page (needs `resources`).
@@ -1209,6 +1310,69 @@ struct ClientHandler {
     modern: AtomicBool,
     /// Waiters for `notifications/subscriptions/acknowledged`, by listen id.
     acks: Mutex<HashMap<String, oneshot::Sender<()>>>,
+    /// The compiled `outputSchema`s of the last `tools/list`.
+    output_schemas: Mutex<OutputSchemas>,
+}
+
+/// The `outputSchema` of each tool of this session's last `tools/list` that has
+/// one, compiled; emptied by `notifications/tools/list_changed`, whose count
+/// (`generation`) keeps a listing that was under way then from storing what may
+/// be the old list.
+#[derive(Default)]
+struct OutputSchemas {
+    generation: u64,
+    by_tool: HashMap<String, Arc<jsonschema::Validator>>,
+}
+
+impl ClientHandler {
+    /// The count of list changes so far (taken before a `tools/list`).
+    fn schema_generation(&self) -> u64 {
+        lock(&self.output_schemas).generation
+    }
+
+    /// Keeps the `outputSchema`s of `tools`, listed from `generation` on;
+    /// `replace`: the listing is whole (or its first page), so tools not in it
+    /// are forgotten. Nothing is kept when a list change came meanwhile. A schema
+    /// that does not compile is logged (warn) and that tool's results are not
+    /// checked.
+    fn keep_schemas(&self, tools: &[Tool], generation: u64, replace: bool) {
+        let mut compiled = HashMap::new();
+        for tool in tools {
+            let Some(schema) = &tool.output_schema else {
+                continue;
+            };
+            match crate::server::tools::compile(schema) {
+                Ok(v) => {
+                    compiled.insert(tool.name.clone(), Arc::new(v));
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %tool.name, %why, "outputSchema does not compile: its structuredContent is not checked")
+                }
+            }
+        }
+        let mut cache = lock(&self.output_schemas);
+        if cache.generation != generation {
+            return;
+        }
+        if replace {
+            cache.by_tool.clear();
+        }
+        for tool in tools {
+            cache.by_tool.remove(&tool.name);
+        }
+        cache.by_tool.extend(compiled);
+    }
+
+    /// `notifications/tools/list_changed`: the schemas may be stale.
+    fn forget_schemas(&self) {
+        let mut cache = lock(&self.output_schemas);
+        cache.generation += 1;
+        cache.by_tool.clear();
+    }
+
+    fn output_schema(&self, tool: &str) -> Option<Arc<jsonschema::Validator>> {
+        lock(&self.output_schemas).by_tool.get(tool).cloned()
+    }
 }
 
 fn encode_result<T: Serialize>(r: Result<T, ErrorObject>) -> Result<Box<RawValue>, ErrorObject> {
@@ -1297,6 +1461,9 @@ impl Handler for ClientHandler {
             }
         }
         let decoded = ServerNotification::from_notification(&notification);
+        if notification.method == NOTIFICATION_TOOLS_LIST_CHANGED {
+            self.forget_schemas();
+        }
         if notification.method == NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
             let id = notification
                 .params

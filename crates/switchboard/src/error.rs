@@ -1,7 +1,8 @@
 //! The library's one error type, [`Error`], for everything a request or a session can
 //! end with: a timeout, a cancellation, a closed transport, a transport's failure to
 //! carry one request, the peer's JSON-RPC error, a local refusal by the lifecycle, a
-//! result that does not decode, a limit.
+//! result that does not decode, a limit, a tool's `structuredContent` that breaks its
+//! `outputSchema`.
 //!
 //! Opaque on purpose (the shape of hyper's `Error`): the kind sits behind `is_*`
 //! methods, `Display` prints only this level, and the cause (a decode error, a
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use switchboard_protocol::jsonrpc::ErrorObject;
 use switchboard_protocol::lifecycle::LifecycleError;
+use switchboard_protocol::types::CallToolResult;
 
 /// Why a request or a session failed. See the `is_*` methods for the kinds.
 #[derive(Clone)]
@@ -57,6 +59,12 @@ enum Kind {
     Decode { params: bool },
     /// A configured limit was reached (pending requests, pages of a listing).
     Limit(String),
+    /// A `tools/call` result whose `structuredContent` breaks (or, being absent,
+    /// fails) the tool's `outputSchema`; the result as received, and why.
+    StructuredContent {
+        result: Box<CallToolResult>,
+        reason: String,
+    },
 }
 
 impl Error {
@@ -125,6 +133,13 @@ impl Error {
 
     pub(crate) fn limit(what: impl Into<String>) -> Self {
         Error::new(Kind::Limit(what.into()))
+    }
+
+    pub(crate) fn structured_content(result: CallToolResult, reason: String) -> Self {
+        Error::new(Kind::StructuredContent {
+            result: Box::new(result),
+            reason,
+        })
     }
 
     /// Names the method the error belongs to (shown in `Display`).
@@ -216,6 +231,28 @@ impl Error {
         matches!(self.inner.kind, Kind::Limit(_))
     }
 
+    /// A `tools/call` answered a successful result whose `structuredContent` does
+    /// not validate against the tool's `outputSchema` (as the client's last
+    /// `tools/list` gave it), or that has no `structuredContent` although the
+    /// tool declares an `outputSchema`. MCP 2025-06-18+ "Tools → Output Schema":
+    /// servers MUST provide structured results that conform, clients SHOULD
+    /// validate them. `Display` gives the validation messages (at most 10, each
+    /// `instance path: message`); [`call_tool_result`](Self::call_tool_result)
+    /// has the result as received. See [`Client::call_tool_with`](crate::Client::call_tool_with).
+    pub fn is_invalid_structured_content(&self) -> bool {
+        matches!(self.inner.kind, Kind::StructuredContent { .. })
+    }
+
+    /// The result as received, when
+    /// [`is_invalid_structured_content`](Self::is_invalid_structured_content):
+    /// its content blocks are still there for a caller that wants them.
+    pub fn call_tool_result(&self) -> Option<&CallToolResult> {
+        match &self.inner.kind {
+            Kind::StructuredContent { result, .. } => Some(result),
+            _ => None,
+        }
+    }
+
     /// The method of the request that failed, when known.
     pub fn method(&self) -> Option<&str> {
         self.inner.method.as_deref()
@@ -239,6 +276,7 @@ impl fmt::Display for Error {
             Kind::Decode { params: false } => f.write_str("result did not decode"),
             Kind::Decode { params: true } => f.write_str("params did not encode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),
+            Kind::StructuredContent { reason, .. } => f.write_str(reason),
         }?;
         match &self.inner.note {
             Some(note) => write!(f, "; {note}"),

@@ -50,7 +50,9 @@
 //!
 //! This module must not know MCP's lifecycle, capabilities or any method beyond the
 //! base protocol's progress and cancellation notifications (and the `_meta.progressToken`
-//! they rely on); that is the client's and the server's business.
+//! they rely on, beside which it merges the caller's own `_meta` members, checked by
+//! the base protocol's key rules: [`RequestOptions::meta`]); that is the client's and
+//! the server's business.
 
 // foldhash, not SipHash: a request id is looked up on every request and
 // answer (ids in the table are bounded by the handler slots).
@@ -226,7 +228,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 // Options and configuration
 // ---------------------------------------------------------------------------
 
-/// Per-request options: timeout, hard maximum, progress callback, cancellation.
+/// Per-request options: timeout, hard maximum, progress callback, cancellation,
+/// routing hint, `_meta` members of the caller's own.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     /// How long to wait for the response, and how far each progress notification
@@ -249,6 +252,37 @@ pub struct RequestOptions {
     /// Streamable HTTP server puts it on that call's SSE stream. `None` (default):
     /// no hint. Transports with one channel ignore it.
     pub related: Option<Id>,
+    /// Members of the caller's own for the request's `params._meta`: W3C trace
+    /// context (`traceparent`, `tracestate`, `baggage`), keys under a prefix of
+    /// the caller's (`com.example/tenant`). `None` (default): nothing added.
+    ///
+    /// Merged into `params._meta` (created, and `params` with it, when absent;
+    /// `params` must then be a JSON object), replacing members of the same name
+    /// that `params._meta` already had; then the library adds its own members:
+    /// `progressToken` when [`on_progress`](Self::on_progress) is set, and on a
+    /// 2026-07-28 client the `io.modelcontextprotocol/*` members (protocol
+    /// version, client capabilities, client info, log level). Every retry of the
+    /// request (2026-07-28 `input_required` rounds) carries them again.
+    ///
+    /// Refused before anything is sent ([`Error::is_decode`], params side, the
+    /// key named in the error's source), by the `_meta` rules of MCP
+    /// ("General fields: `_meta`", 2025-06-18 and later; applied whatever the
+    /// session's revision):
+    /// - a key that is not well-formed (`meta::is_valid_key`: an optional prefix
+    ///   of dot-separated labels and `/`, then a name starting and ending with an
+    ///   alphanumeric);
+    /// - a key under a prefix reserved for MCP, by the 2025-11-25/2026-07-28 rule
+    ///   (`io.modelcontextprotocol/`, `dev.mcp/`) or the 2025-06-18 one
+    ///   (`modelcontextprotocol.io/`, `mcp.dev/`): those members are the
+    ///   protocol's (the library sets the ones it speaks), never the caller's;
+    /// - `progressToken`: the library allocates tokens so that it can route
+    ///   `notifications/progress` to [`on_progress`](Self::on_progress); a
+    ///   token of the caller's own would get notifications nobody receives. Ask
+    ///   for progress with `on_progress` instead.
+    ///
+    /// [`Peer::request`] with raw `params` that carry a `_meta` of their own is
+    /// not checked this way: that is the raw escape hatch.
+    pub meta: Option<Map<String, Value>>,
 }
 
 impl RequestOptions {
@@ -289,6 +323,43 @@ impl RequestOptions {
         self.related = Some(id);
         self
     }
+
+    /// Sets [`meta`](Self::meta), replacing what it held.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Adds one member to [`meta`](Self::meta) (replacing one of the same key),
+    /// e.g. `.meta_entry("traceparent", "00-4bf9…-00f0…-01".into())`. The key is
+    /// checked when the request is sent (see [`meta`](Self::meta)).
+    pub fn meta_entry(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+}
+
+/// Why a key of [`RequestOptions::meta`] is refused, if it is (see there).
+fn refuse_meta_key(key: &str) -> Option<String> {
+    use switchboard_protocol::types::meta;
+    if key == meta::PROGRESS_TOKEN {
+        Some(
+            "RequestOptions::meta: `progressToken` is the library's (set on_progress to ask for progress)"
+                .to_owned(),
+        )
+    } else if !meta::is_valid_key(key) {
+        Some(format!(
+            "RequestOptions::meta: {key:?} is not a valid _meta key (MCP 2025-06-18+ \"General fields: _meta\": optional prefix of dot-separated labels and '/', then a name that starts and ends with a letter or digit)"
+        ))
+    } else if meta::is_reserved(key) || meta::is_reserved_2025_06_18(key) {
+        Some(format!(
+            "RequestOptions::meta: {key:?} is under a prefix reserved for MCP (\"General fields: _meta\"); the library sets the protocol's members itself"
+        ))
+    } else {
+        None
+    }
 }
 
 impl fmt::Debug for RequestOptions {
@@ -299,6 +370,7 @@ impl fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("cancel", &self.cancel)
             .field("related", &self.related)
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -717,7 +789,7 @@ impl Peer {
         async move {
             let mut guard = guard;
             let params = build(id.clone())?;
-            let params = add_progress_token(params, token.as_ref())
+            let params = add_meta(params, options.meta.as_ref(), token.as_ref())
                 .map_err(|e| e.with_method(method))?;
             let request = Request {
                 id: id.clone(),
@@ -892,14 +964,21 @@ impl Drop for PendingGuard {
     }
 }
 
-/// Puts `_meta.progressToken` into `params` (an object, or absent).
-fn add_progress_token(
+/// Merges the caller's [`RequestOptions::meta`] (each key checked first, see
+/// there), then `progressToken`, into `params._meta` (`params`: an object, or
+/// absent). With neither, `params` is returned untouched (no decode).
+fn add_meta(
     params: Option<Box<RawValue>>,
+    caller: Option<&Map<String, Value>>,
     token: Option<&ProgressToken>,
 ) -> Result<Option<Box<RawValue>>, Error> {
-    let Some(token) = token else {
+    let caller = caller.filter(|m| !m.is_empty());
+    if caller.is_none() && token.is_none() {
         return Ok(params);
-    };
+    }
+    if let Some(why) = caller.and_then(|m| m.keys().find_map(|k| refuse_meta_key(k))) {
+        return Err(Error::encode(serde::de::Error::custom(why)));
+    }
     let mut map: Map<String, Value> = match &params {
         None => Map::new(),
         Some(p) => serde_json::from_str(p.get()).map_err(Error::encode)?,
@@ -912,10 +991,17 @@ fn add_progress_token(
             "params._meta is not an object",
         )));
     };
-    meta.insert(
-        "progressToken".to_owned(),
-        serde_json::to_value(token).map_err(Error::encode)?,
-    );
+    if let Some(caller) = caller {
+        for (k, v) in caller {
+            meta.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(token) = token {
+        meta.insert(
+            "progressToken".to_owned(),
+            serde_json::to_value(token).map_err(Error::encode)?,
+        );
+    }
     serde_json::value::to_raw_value(&map)
         .map(Some)
         .map_err(Error::encode)
@@ -1336,23 +1422,83 @@ mod tests {
     #[test]
     fn progress_token_goes_into_meta() {
         let token = Id::from(7);
-        let p = add_progress_token(None, Some(&token)).unwrap().unwrap();
+        let p = add_meta(None, None, Some(&token)).unwrap().unwrap();
         assert_eq!(p.get(), r#"{"_meta":{"progressToken":7}}"#);
         let raw = serde_json::value::to_raw_value(&serde_json::json!({"name":"t","_meta":{"x":1}}))
             .unwrap();
-        let p = add_progress_token(Some(raw), Some(&token))
-            .unwrap()
-            .unwrap();
+        let p = add_meta(Some(raw), None, Some(&token)).unwrap().unwrap();
         let v: Value = serde_json::from_str(p.get()).unwrap();
         assert_eq!(v["_meta"], serde_json::json!({"x":1,"progressToken":7}));
         let bad = serde_json::value::to_raw_value(&serde_json::json!([1])).unwrap();
-        assert!(add_progress_token(Some(bad), Some(&token))
+        assert!(add_meta(Some(bad), None, Some(&token))
             .unwrap_err()
             .is_decode());
         let bad = serde_json::value::to_raw_value(&serde_json::json!({"_meta": 1})).unwrap();
-        assert!(add_progress_token(Some(bad), Some(&token))
+        assert!(add_meta(Some(bad), None, Some(&token))
             .unwrap_err()
             .is_decode());
+    }
+
+    /// The caller's `RequestOptions::meta` is merged into `params._meta` (over a
+    /// member of the same name there), the library's `progressToken` after it;
+    /// a reserved, malformed or `progressToken` key is refused, nothing built.
+    #[test]
+    fn caller_meta_is_merged_and_checked() {
+        let token = Id::from(7);
+        let mut caller = Map::new();
+        caller.insert("traceparent".into(), Value::from("00-ab-cd-01"));
+        caller.insert("com.example/tenant".into(), Value::from("t1"));
+        caller.insert("x".into(), Value::from(2));
+        let p = add_meta(None, Some(&caller), None).unwrap().unwrap();
+        let v: Value = serde_json::from_str(p.get()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"_meta": {"traceparent": "00-ab-cd-01", "com.example/tenant": "t1", "x": 2}})
+        );
+        let raw =
+            serde_json::value::to_raw_value(&serde_json::json!({"name":"t","_meta":{"x":1,"y":1}}))
+                .unwrap();
+        let p = add_meta(Some(raw), Some(&caller), Some(&token))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(p.get()).unwrap();
+        assert_eq!(v["name"], "t");
+        assert_eq!(
+            v["_meta"],
+            serde_json::json!({"x": 2, "y": 1, "traceparent": "00-ab-cd-01",
+                "com.example/tenant": "t1", "progressToken": 7})
+        );
+        // An empty map is no map: params untouched, not even re-encoded.
+        let raw = RawValue::from_string(r#"{ "name" : "t" }"#.to_owned()).unwrap();
+        let p = add_meta(Some(raw), Some(&Map::new()), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.get(), r#"{ "name" : "t" }"#);
+        for key in [
+            "progressToken",
+            "io.modelcontextprotocol/protocolVersion",
+            "io.modelcontextprotocol/clientInfo",
+            "io.modelcontextprotocol/logLevel",
+            "dev.mcp/x",
+            "modelcontextprotocol.io/x",
+            "mcp.dev/x",
+            "-bad",
+            "a b",
+            "1abc.com/x",
+        ] {
+            let mut m = Map::new();
+            m.insert(key.to_owned(), Value::from(1));
+            let e = add_meta(None, Some(&m), Some(&token)).unwrap_err();
+            assert!(e.is_decode(), "{key}");
+            let why = std::error::Error::source(&e).unwrap().to_string();
+            assert!(why.contains("RequestOptions::meta"), "{key}: {why}");
+        }
+        // Not reserved: the second label is not modelcontextprotocol/mcp (2025-11-25)
+        // and mcp is not followed by a label (2025-06-18).
+        let mut m = Map::new();
+        m.insert("com.example.mcp/x".into(), Value::from(1));
+        m.insert("baggage".into(), Value::from("k=v"));
+        assert!(add_meta(None, Some(&m), None).is_ok());
     }
 
     /// `notify_related` and `RequestOptions::related` reach the transport as routing

@@ -876,3 +876,74 @@ async fn a_panicking_tool_gets_the_same_answer_in_every_era() {
         assert_eq!(answer["error"], want, "{name}: {answer}");
     }
 }
+
+/// A tool's `ToolError::protocol` over the stateless 2026-07-28 path: a JSON-RPC
+/// error with the tool's code, message and data, HTTP 200 (JSON or SSE reply);
+/// a code 2026-07-28 reserves for the spec (-32022 would make a client switch
+/// versions, and be HTTP 400) goes out as -32603. A 2025-11-25 session on the
+/// same listener gets -32022 as given (implementation-defined there).
+#[tokio::test]
+async fn a_tools_json_rpc_error_over_the_stateless_path() {
+    let tool = |name: &str| -> switchboard_protocol::types::Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+    };
+    let server = fixture::with_2026_fixtures(fixture::builder())
+        .tool(tool("quota"), |_, _ctx: ToolContext| async move {
+            Err::<switchboard_protocol::types::CallToolResult, _>(
+                switchboard::server::ToolError::protocol(
+                    4001,
+                    "quota exceeded",
+                    Some(json!({"retryAfterMs": 500})),
+                ),
+            )
+        })
+        .tool(tool("reserved"), |_, _ctx: ToolContext| async move {
+            Err::<switchboard_protocol::types::CallToolResult, _>(
+                switchboard::server::ToolError::protocol(-32022, "not a version problem", None),
+            )
+        })
+        .build()
+        .unwrap();
+    let http = start(server).await;
+    for (id, progress) in [(1, false), (2, true)] {
+        let mut params = tool_call("quota", json!({}), json!({}));
+        if progress {
+            params["_meta"]["progressToken"] = json!("p");
+        }
+        let r = bounded(call(&http, id, "tools/call", params)).await;
+        assert_eq!(r.status, 200, "{:?}", r.messages);
+        assert_eq!(
+            r.last()["error"],
+            json!({"code": 4001, "message": "quota exceeded", "data": {"retryAfterMs": 500}}),
+            "{:?}",
+            r.messages
+        );
+        assert_eq!(r.last()["id"], id);
+    }
+    let r = bounded(call(
+        &http,
+        3,
+        "tools/call",
+        tool_call("reserved", json!({}), json!({})),
+    ))
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.last()["error"],
+        json!({"code": -32603, "message": "not a version problem"})
+    );
+    let c = client();
+    let sid = legacy_session(&c, &http, json!({})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "reserved", "arguments": {}}});
+    let r = bounded(legacy_post(&c, &http, body, Some(&sid)).send())
+        .await
+        .unwrap();
+    let text = bounded(r.text()).await.unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let answer: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+}

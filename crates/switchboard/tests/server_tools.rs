@@ -635,3 +635,111 @@ async fn a_tool_handler_sees_the_requests_meta() {
         assert!(own.is_empty(), "{v}: {seen}");
     }
 }
+
+/// `ToolError::protocol` answers a JSON-RPC error with the handler's code, message
+/// and data, within each revision's rules (codes the protocol layer owns become
+/// -32603); `ToolError::invalid_arguments` follows the `inputSchema` rule (-32602
+/// before 2025-11-25, `isError` from it); `ToolError::new` stays `isError`.
+#[tokio::test]
+async fn a_tool_can_answer_a_json_rpc_error_within_the_revisions_rules() {
+    let input = json!({"type": "object", "properties": {"code": {"type": "integer"}}});
+    let server = Server::builder(info())
+        .tool(tool("rpc", input.clone(), None), |args, _ctx| async move {
+            let code = args["code"].as_i64().unwrap();
+            Err::<CallToolResult, _>(ToolError::protocol(
+                code,
+                format!("refused with {code}"),
+                Some(json!({"retryAfterMs": 500})),
+            ))
+        })
+        .tool(tool("plain", input.clone(), None), |_args, _ctx| async {
+            Err::<CallToolResult, _>(ToolError::protocol(4001, "no data", None))
+        })
+        .tool(tool("bad_args", input.clone(), None), |_args, _ctx| async {
+            Err::<CallToolResult, _>(ToolError::invalid_arguments("date must be in the future"))
+        })
+        .tool(tool("exec", input, None), |_args, _ctx| async {
+            Err::<CallToolResult, _>(ToolError::new("upstream API failed"))
+        })
+        .build()
+        .unwrap();
+    // (code given, code sent before 2026-07-28, code sent in 2026-07-28)
+    let table = [
+        (4001, 4001, 4001),
+        (-31999, -31999, -31999),
+        (-32768 - 1, -32769, -32769),
+        (
+            code::INVALID_PARAMS,
+            code::INVALID_PARAMS,
+            code::INVALID_PARAMS,
+        ),
+        (
+            code::INTERNAL_ERROR,
+            code::INTERNAL_ERROR,
+            code::INTERNAL_ERROR,
+        ),
+        (-32010, -32010, -32010),
+        (code::URL_ELICITATION_REQUIRED, -32042, code::INTERNAL_ERROR),
+        (code::RESOURCE_NOT_FOUND, -32002, code::INTERNAL_ERROR),
+        (
+            code::UNSUPPORTED_PROTOCOL_VERSION,
+            -32022,
+            code::INTERNAL_ERROR,
+        ),
+        (code::HEADER_MISMATCH, -32020, code::INTERNAL_ERROR),
+        (
+            code::METHOD_NOT_FOUND,
+            code::INTERNAL_ERROR,
+            code::INTERNAL_ERROR,
+        ),
+        (
+            code::INVALID_REQUEST,
+            code::INTERNAL_ERROR,
+            code::INTERNAL_ERROR,
+        ),
+        (
+            code::PARSE_ERROR,
+            code::INTERNAL_ERROR,
+            code::INTERNAL_ERROR,
+        ),
+        (-32650, code::INTERNAL_ERROR, code::INTERNAL_ERROR),
+    ];
+    for v in ALL {
+        let h = Harness::new(server.clone(), v);
+        for (given, legacy, modern) in table {
+            let e = h
+                .call_tool("rpc", json!({ "code": given }))
+                .await
+                .unwrap_err();
+            let want = if v == V2026_07_28 { modern } else { legacy };
+            assert_eq!(e.code, want, "{v}: {given}");
+            assert_eq!(e.message, format!("refused with {given}"));
+            let data: Value = serde_json::from_str(e.data.as_ref().unwrap().get()).unwrap();
+            assert_eq!(data, json!({"retryAfterMs": 500}));
+        }
+        let e = h.call_tool("plain", json!({})).await.unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (4001, "no data"));
+        assert!(e.data.is_none());
+
+        let r = h.call_tool("bad_args", json!({})).await;
+        if v >= V2025_11_25 {
+            let r = r.unwrap();
+            assert_eq!(r["isError"], true, "{v}");
+            assert_eq!(first_text(&r), "date must be in the future");
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e.code, code::INVALID_PARAMS, "{v}");
+            assert_eq!(e.message, "date must be in the future");
+        }
+        let r = h.call_tool("exec", json!({})).await.unwrap();
+        assert_eq!(r["isError"], true, "{v}");
+        assert_eq!(first_text(&r), "upstream API failed");
+    }
+    let e = ToolError::protocol(4001, "m", Some(json!(1)));
+    assert!(e.is_protocol_error() && !e.is_invalid_arguments());
+    assert_eq!((e.code(), e.data()), (Some(4001), Some(&json!(1))));
+    let e = ToolError::new("m");
+    assert!(!e.is_protocol_error());
+    assert_eq!((e.code(), e.data()), (None, None));
+    assert!(ToolError::invalid_arguments("m").is_invalid_arguments());
+}

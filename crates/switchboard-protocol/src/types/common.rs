@@ -80,6 +80,23 @@ pub mod meta {
         )
     }
 
+    /// Whether `key` is reserved by the 2025-06-18 rule ("General fields:
+    /// `_meta`"): its prefix has a label `modelcontextprotocol` or `mcp` followed
+    /// by another label (e.g. `modelcontextprotocol.io/`, `mcp.dev/`,
+    /// `tools.mcp.com/`, but not `com.example.mcp/`). 2025-11-25 replaced it with
+    /// [`is_reserved`]'s rule; each reserves keys the other does not
+    /// (`mcp.dev/` only here, `io.modelcontextprotocol/` only there).
+    pub fn is_reserved_2025_06_18(key: &str) -> bool {
+        let Some((prefix, _)) = key.split_once('/') else {
+            return false;
+        };
+        let labels: Vec<&str> = prefix.split('.').collect();
+        labels
+            .iter()
+            .take(labels.len().saturating_sub(1))
+            .any(|l| matches!(*l, "modelcontextprotocol" | "mcp"))
+    }
+
     /// Whether `key` is well-formed (2025-06-18 and later): an optional prefix of
     /// dot-separated labels (each starting with a letter, ending with a letter or
     /// digit, hyphens inside) followed by `/`, then a name that begins and ends with an
@@ -320,6 +337,17 @@ mod tests {
         assert!(meta::is_reserved("dev.mcp/x"));
         assert!(!meta::is_reserved("com.example.mcp/x"));
         assert!(!meta::is_reserved("progressToken"));
+        assert!(!meta::is_reserved("mcp.dev/x"));
+        assert!(meta::is_reserved_2025_06_18("mcp.dev/x"));
+        assert!(meta::is_reserved_2025_06_18("modelcontextprotocol.io/x"));
+        assert!(meta::is_reserved_2025_06_18("tools.mcp.com/x"));
+        assert!(meta::is_reserved_2025_06_18(
+            "api.modelcontextprotocol.org/x"
+        ));
+        assert!(!meta::is_reserved_2025_06_18("io.modelcontextprotocol/x"));
+        assert!(!meta::is_reserved_2025_06_18("com.example.mcp/x"));
+        assert!(!meta::is_reserved_2025_06_18("mcp"));
+        assert!(!meta::is_reserved_2025_06_18("traceparent"));
         assert!(meta::is_valid_key("progressToken"));
         assert!(meta::is_valid_key("io.modelcontextprotocol/related-task"));
         assert!(!meta::is_valid_key("-bad"));

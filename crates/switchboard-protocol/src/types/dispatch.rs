@@ -377,6 +377,50 @@ impl ServerNotification {
     }
 }
 
+/// `Serialize` and `Deserialize` for a notification set, as the JSON-RPC
+/// notification it stands for: `{"jsonrpc": "2.0", "method": …, "params"?: …}`,
+/// the shape of each member of the schema's `ClientNotification` /
+/// `ServerNotification` union (every revision; `jsonrpc` is required from
+/// 2025-11-25 and allowed before).
+macro_rules! notification_serde {
+    ($name:ident, $what:literal) => {
+        impl Serialize for $name {
+            /// Writes `{"jsonrpc": "2.0", "method", "params"?}`, as
+            #[doc = concat!("[`", stringify!($name), "::to_notification`]")]
+            /// gives it.
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                crate::jsonrpc::Message::Notification(self.to_notification()).serialize(s)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            /// Reads a JSON-RPC notification (the envelope's rules, then
+            #[doc = concat!("[`", stringify!($name), "::from_notification`]")]
+            /// ). Errors: anything that is not a notification (a request, a
+            /// response, a bad envelope), or a known method whose params do not fit
+            /// (serde's custom error with the -32602 message). An unknown method
+            /// is `Other`, not an error. Needs a self-describing text format
+            /// (serde_json), as the params are kept as raw JSON.
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                use serde::de::Error as _;
+                match crate::jsonrpc::Message::deserialize(d)? {
+                    crate::jsonrpc::Message::Notification(n) => {
+                        $name::from_notification(&n).map_err(|e| D::Error::custom(e.message))
+                    }
+                    _ => Err(D::Error::custom(concat!(
+                        "not a JSON-RPC notification (a ",
+                        $what,
+                        " has no id, result or error)"
+                    ))),
+                }
+            }
+        }
+    };
+}
+
+notification_serde!(ClientNotification, "client notification");
+notification_serde!(ServerNotification, "server notification");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,6 +651,52 @@ mod tests {
         let err = ServerNotification::from_notification(&bad).unwrap_err();
         assert_eq!(err.code, -32602);
         assert!(err.message.contains("notifications/message"));
+    }
+
+    /// `ServerNotification` and `ClientNotification` serialize as the JSON-RPC
+    /// notification and deserialize back to an equal value.
+    #[test]
+    fn notifications_serialize_as_json_rpc_and_round_trip() {
+        let server = [
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "p", "progress": 1, "total": 2, "message": "half"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "logger": "l", "data": {"x": [1, 2]}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                "params": {"uri": "file:///a", "_meta": {"com.example/k": 1}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/vendor", "params": {"a": 1}}),
+        ];
+        for v in server {
+            let typed: ServerNotification = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&typed).unwrap(), v);
+            let text = serde_json::to_string(&typed).unwrap();
+            let back: ServerNotification = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, typed, "{text}");
+        }
+        let built = ServerNotification::ToolListChanged(None);
+        assert_eq!(
+            serde_json::to_value(&built).unwrap(),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        );
+        let client = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "r"}});
+        let typed: ClientNotification = serde_json::from_value(client.clone()).unwrap();
+        assert!(matches!(typed, ClientNotification::Cancelled(_)));
+        assert_eq!(serde_json::to_value(&typed).unwrap(), client);
+        // Not notifications, or params that do not fit: errors.
+        for bad in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "notifications/progress"}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+            json!({"method": "notifications/progress", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "loud", "data": 1}}),
+        ] {
+            assert!(
+                serde_json::from_value::<ServerNotification>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

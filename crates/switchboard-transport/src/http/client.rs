@@ -112,7 +112,17 @@ pub struct HttpClientConfig {
 }
 
 impl HttpClientConfig {
-    /// The defaults, for `url`.
+    /// The configuration for the MCP endpoint `url` (e.g.
+    /// `http://127.0.0.1:8080/mcp`), every other field at its default: no extra
+    /// `headers`, `standalone_stream: false`, `max_resume_attempts: 3`,
+    /// `default_retry` 500 ms, `connect_timeout` 10 s, `delete_timeout` 2 s,
+    /// `max_body_bytes` 16 MiB (`codec::DEFAULT_MAX_FRAME_LEN`), `transport`
+    /// [`TransportConfig::default`]. Change fields after, or add headers with
+    /// [`header`](Self::header).
+    ///
+    /// There is no `Default`: the endpoint has none (an empty URL would only fail
+    /// at connect time), so it is this constructor's one argument. The URL is not
+    /// checked here; connecting to one that does not parse fails then.
     pub fn new(url: impl Into<String>) -> Self {
         HttpClientConfig {
             url: url.into(),
@@ -1263,6 +1273,20 @@ fn start_standalone(inner: &Arc<Inner>) {
 mod tests {
     use super::*;
     use switchboard_protocol::jsonrpc::Request;
+
+    /// `HttpClientConfig::new` gives the defaults its doc lists.
+    #[test]
+    fn new_gives_the_documented_defaults() {
+        let c = HttpClientConfig::new("http://127.0.0.1:1/mcp").header("a", "b");
+        assert_eq!(c.url, "http://127.0.0.1:1/mcp");
+        assert_eq!(c.headers, vec![("a".to_owned(), "b".to_owned())]);
+        assert!(!c.standalone_stream);
+        assert_eq!(c.max_resume_attempts, 3);
+        assert_eq!(c.default_retry, Duration::from_millis(500));
+        assert_eq!(c.connect_timeout, Duration::from_secs(10));
+        assert_eq!(c.delete_timeout, Duration::from_secs(2));
+        assert_eq!(c.max_body_bytes, 16 * 1024 * 1024);
+    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {

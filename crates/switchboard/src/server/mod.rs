@@ -20,6 +20,9 @@
 //! - invalid tool arguments: -32602 before 2025-11-25, an `isError` result from
 //!   2025-11-25 on ([`tools`]);
 //! - a result that breaks the tool's own `outputSchema`: -32603 ([`tools`]);
+//! - a handler's [`ToolError`]: `isError` ([`ToolError::new`]) or a JSON-RPC
+//!   error ([`ToolError::protocol`]; a code the protocol layer owns in the
+//!   session's revision is sent as -32603);
 //! - cursors are opaque strings naming the list and an offset; any other cursor is
 //!   -32602 ([`ServerBuilder::page_size`]);
 //! - 2026-07-28 caching: lists `ttlMs` 60000 / `private`, `resources/read` `ttlMs` 0 /
