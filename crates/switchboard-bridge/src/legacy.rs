@@ -41,6 +41,7 @@ use serde_json::{Map, Value};
 use switchboard_protocol::jsonrpc::{
     code, Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
+use switchboard_protocol::lifecycle::RequestContext;
 use switchboard_protocol::types::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO,
 };
@@ -1120,6 +1121,22 @@ async fn gather_input(
         serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
     let mut responses = Map::new();
     if let Some(Value::Object(requests)) = result.get("inputRequests") {
+        // Only for capabilities the client declared (2026-07-28 "MRTR": the
+        // server puts input requests in only for what the request declared,
+        // and the bridge declared the client's own on its behalf). A child that
+        // asks for more fails the call before the client is asked anything.
+        let declared = declared_context(session);
+        for request in requests.values() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request
+                .get("params")
+                .and_then(|p| serde_json::value::to_raw_value(p).ok());
+            if let Err(e) = declared.check_input_request(method, params.as_deref()) {
+                return Err(format!(
+                    "the server asked for input this client cannot give: {e} (not declared in its initialize)"
+                ));
+            }
+        }
         for (key, request) in requests {
             let method = request
                 .get("method")
@@ -1176,6 +1193,24 @@ async fn gather_input(
         None => params.remove("requestState"),
     };
     serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+}
+
+/// What a 2026-07-28-only child was told about this legacy client (the
+/// `_meta` of its requests): its capabilities from `initialize`, as a request
+/// context to check the child's input requests against. No capabilities when
+/// the session has no such `_meta`.
+fn declared_context(session: &Session) -> RequestContext {
+    let client_capabilities = lock(&session.modern_meta)
+        .as_ref()
+        .and_then(|m| m.get(CLIENT_CAPABILITIES))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    RequestContext {
+        version: ProtocolVersion::V2026_07_28,
+        client_capabilities,
+        client_info: None,
+        log_level: None,
+    }
 }
 
 /// Forwards one of the child's server→client requests to the client under an id

@@ -79,6 +79,13 @@ pub struct BridgeArgs {
     /// client gets an error, the child `notifications/cancelled`).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// How long a call held for a 2026-07-28 client's `input_required` round
+    /// trip (its legacy child asked for sampling, elicitation or roots) waits
+    /// for the client's retry before it is cancelled in the child. Shorter
+    /// frees a legacy child sooner for the other 2026-07-28 clients' requests
+    /// of that kind; longer leaves a person more time to answer.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub held_call_timeout: Duration,
     /// The most requests in flight on one child; more wait for a free slot.
     #[arg(long, default_value_t = 64)]
     pub max_in_flight: usize,
@@ -176,6 +183,9 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
     if args.init_timeout.is_zero() {
         return Err("--init-timeout must be more than 0".to_owned());
     }
+    if args.held_call_timeout.is_zero() {
+        return Err("--held-call-timeout must be more than 0".to_owned());
+    }
     if args.max_body == 0 {
         return Err("--max-body must be at least 1 byte".to_owned());
     }
@@ -269,6 +279,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     config.allow_tools = Allowlist::new(args.allow_tools);
     config.drain_timeout = args.drain_timeout;
     config.request_timeout = args.request_timeout;
+    config.held_call_timeout = args.held_call_timeout;
     config.max_in_flight = args.max_in_flight;
     config.init_timeout = args.init_timeout;
     Ok(config)
@@ -500,6 +511,7 @@ mod tests {
         assert!(check_args(&args(&[])).is_ok());
         for bad in [
             &["--request-timeout", "0"][..],
+            &["--held-call-timeout", "0"],
             &["--max-body", "0"],
             &["--path", "/sse"],
             &["--path", "mcp"],
@@ -515,6 +527,9 @@ mod tests {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }
         assert!(check_args(&args(&["--path", "/sse", "--no-sse"])).is_ok());
+        let config =
+            config_from(args(&["--held-call-timeout", "90s", "--", "srv"])).expect("a config");
+        assert_eq!(config.held_call_timeout, Duration::from_secs(90));
         assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
     }
 

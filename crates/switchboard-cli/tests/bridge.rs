@@ -1238,6 +1238,89 @@ async fn a_burst_beyond_the_childs_own_limit_waits_instead_of_failing() {
     }
 }
 
+/// A stdio server that speaks only 2026-07-28 and whose `confirm` tool asks for
+/// elicitation whatever the request declared (which MRTR forbids).
+const PUSHY_MODERN_SERVER: &str = r#"
+import json, sys
+V = "2026-07-28"
+def send(x):
+    sys.stdout.write(json.dumps(x) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    mid, meth, p = m.get("id"), m.get("method"), m.get("params") or {}
+    if mid is None or meth is None:
+        continue
+    if (p.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion") != V:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32022, "message": "2026-07-28 only",
+              "data": {"supported": [V]}}})
+    elif meth == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete", "supportedVersions": [V],
+              "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+              "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "pushy", "version": "1"}}}})
+    elif meth == "tools/call" and p.get("name") == "confirm":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "input_required",
+              "inputRequests": {"ok": {"method": "elicitation/create", "params": {"mode": "form",
+              "message": "sure?", "requestedSchema": {"type": "object", "properties": {}}}}}}})
+    elif meth == "tools/call":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "content": [{"type": "text", "text": "plain"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// MRTR's input requests are only for capabilities the request declared: a
+/// 2026-07-28-only child that asks a legacy client for elicitation it did not
+/// declare fails that call with a clear error (the client is asked nothing),
+/// and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_childs_input_request_for_an_undeclared_capability_fails_the_call() {
+    for mode in ["per-session", "shared"] {
+        let bridge =
+            BridgeProc::start(&["--child", mode], &["python3", "-c", PUSHY_MODERN_SERVER]).await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "tools/call",
+                json!({"name":"confirm","arguments":{}}),
+            )
+            .await;
+        assert!(
+            !call
+                .messages
+                .iter()
+                .any(|m| m["method"] == "elicitation/create"),
+            "{mode}: the client was asked: {:?}",
+            call.messages
+        );
+        let error = &call.response(&json!(1))["error"];
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("cannot give") && message.contains("elicitation"),
+            "{mode}: {}",
+            call.body
+        );
+        let next = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(2),
+                "tools/call",
+                json!({"name":"other","arguments":{}}),
+            )
+            .await;
+        assert_eq!(
+            first_text(&next.response(&json!(2))["result"]),
+            "plain",
+            "{mode}: {}",
+            next.body
+        );
+    }
+}
+
 /// A stdio server whose one tool answers with the `_meta` its call carried.
 const META_ECHO_SERVER: &str = r#"
 import json, sys
