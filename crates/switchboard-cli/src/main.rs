@@ -77,7 +77,7 @@ enum Command {
     /// Run the built-in example MCP server (stdio, or Streamable HTTP with --http).
     ExampleServer(example_server::ExampleServerArgs),
     /// Serve a stdio MCP server over HTTP.
-    Bridge(bridge::BridgeArgs),
+    Bridge(Box<bridge::BridgeArgs>),
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
 }
@@ -164,7 +164,7 @@ fn main() -> ExitCode {
             init_tracing(server_filter(cli.verbose));
             run_example_server(a)
         }
-        Command::Bridge(a) => bridge::run_bridge(a),
+        Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
     }
 }
