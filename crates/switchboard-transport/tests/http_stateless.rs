@@ -489,3 +489,38 @@ async fn exchanges_beyond_the_limit_get_503_until_one_ends() {
     }
     assert_eq!(status, 200);
 }
+
+/// During a drain (`refuse_new_sessions`) a new stateless request gets 503
+/// under its id, so a load balancer sends it elsewhere; what work in progress
+/// needs still comes in: a notification (a cancellation), and the retry of an
+/// `input_required` round trip.
+#[tokio::test]
+async fn a_drain_refuses_new_stateless_requests_but_not_work_in_progress() {
+    let (server, mut seen) = start().await;
+    server.refuse_new_sessions();
+    let r = post(&server, "tools/list", modern(7, "tools/list")).await;
+    assert_eq!(r.status(), 503);
+    let body = json_of(r).await;
+    assert_eq!(body["id"], 7, "{body}");
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{body}"
+    );
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 3, "_meta": meta()}})
+    .to_string();
+    let r = post(&server, "notifications/cancelled", cancel).await;
+    assert_eq!(r.status(), 202);
+    let s = bounded(seen.recv()).await.unwrap();
+    assert_eq!(s.method, "notifications/cancelled");
+    let retry = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "t", "_meta": meta(), "inputResponses": {"k": {}}, "requestState": "s"}})
+    .to_string();
+    let r = post(&server, "tools/call", retry).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(json_of(r).await["result"]["echo"], "tools/call");
+}

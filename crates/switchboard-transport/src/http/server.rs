@@ -28,7 +28,7 @@
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
 //! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
-//! | `initialize` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`], or with the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`] | 503 |
+//! | `initialize` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`], or with the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`]; a new stateless request (not a notification, not an `input_required` retry) after [`HttpServer::refuse_new_sessions`] | 503 |
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
@@ -407,6 +407,24 @@ struct Shared {
 /// [`HttpServer::refuse_new_sessions`].
 pub(crate) const SHUTTING_DOWN: &str = "the server is shutting down; no new sessions";
 
+/// The message of the 503 for a stateless 2026-07-28 request during a drain.
+const SHUTTING_DOWN_STATELESS: &str = "the server is shutting down; no new requests";
+
+/// Whether a stateless 2026-07-28 message belongs to work already in progress,
+/// which a drain still lets in: a notification (`notifications/cancelled` for
+/// a request in flight, say), or a request that retries an `input_required`
+/// round trip (its params carry `inputResponses` or `requestState`; 2026-07-28
+/// "Multi round-trip requests").
+fn continues_work(message: &Message) -> bool {
+    let Message::Request(r) = message else {
+        return true;
+    };
+    r.params.as_deref().is_some_and(|p| {
+        serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(p.get())
+            .is_ok_and(|m| m.contains_key("inputResponses") || m.contains_key("requestState"))
+    })
+}
+
 /// The message of the 503 a new session gets when `max` are live
 /// ([`HttpServerConfig::max_sessions`]).
 pub(crate) fn too_many_sessions(max: usize) -> String {
@@ -512,11 +530,14 @@ impl HttpServer {
     }
 
     /// From now on, a request that would open a session (`initialize` on the
-    /// endpoint, a GET on the legacy SSE path) gets 503 with a JSON-RPC error
-    /// (-32000, "the server is shutting down"); live sessions and stateless
-    /// 2026-07-28 exchanges are served as before. For a drain: a client
-    /// behind a load balancer retries a 503 elsewhere (RFC 9110 §15.6.4),
-    /// where an error inside a 200 would end its attempt.
+    /// endpoint, a GET on the legacy SSE path) and a new stateless 2026-07-28
+    /// request get 503 with a JSON-RPC error (-32000, "the server is shutting
+    /// down", under the request's id); live sessions are served as before, and
+    /// so are the stateless messages of work in progress: notifications (a
+    /// cancellation) and the retries of an `input_required` round trip (params
+    /// with `inputResponses` or `requestState`). For a drain: a client behind a
+    /// load balancer retries a 503 elsewhere (RFC 9110 §15.6.4), where an error
+    /// inside a 200 would end its attempt.
     pub fn refuse_new_sessions(&self) {
         self.shared.refusing.store(true, Ordering::Relaxed);
     }
@@ -946,6 +967,20 @@ async fn post(
                     Ok(v) if v.era() == Era::Modern => v,
                     _ => ProtocolVersion::LATEST,
                 };
+                if shared.refusing.load(Ordering::Relaxed) && !continues_work(&message) {
+                    // A drain: a stateless request may go to any server, so a
+                    // new one is sent elsewhere as a new session is. What the
+                    // work in progress needs still comes in: notifications (a
+                    // cancellation) and the retries of an `input_required`
+                    // round trip.
+                    return error_body(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        ErrorResponse::new(
+                            message.id().cloned(),
+                            ErrorObject::new(-32000, SHUTTING_DOWN_STATELESS),
+                        ),
+                    );
+                }
                 let Ok(permit) = shared.exchanges.clone().try_acquire_owned() else {
                     return rpc_error(
                         StatusCode::SERVICE_UNAVAILABLE,
