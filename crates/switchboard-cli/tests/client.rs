@@ -702,15 +702,17 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
 /// 202, anything else (the 2026-07-28 probe, GET) 400 or 405. Every request's
 /// method and JSON-RPC method go to the returned channel.
 fn recording_server(
-    results: fn(&str) -> Option<Value>,
+    results: impl Fn(&str) -> Option<Value> + Send + Sync + 'static,
 ) -> (String, std::sync::mpsc::Receiver<String>) {
     use std::io::{BufRead, BufReader, Read, Write};
+    let results = std::sync::Arc::new(results);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let tx = tx.clone();
+            let results = results.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
                 let mut stream = stream;
@@ -832,6 +834,46 @@ fn a_malformed_result_is_a_protocol_error_not_an_empty_success() {
             "{args:?}: {}",
             r.stderr
         );
+    }
+}
+
+/// A result whose `structuredContent` breaks the tool's `outputSchema` (or
+/// that has none for a tool with one) is shown as the server sent it, then the
+/// command exits 2 with one line naming the mismatch (2025-06-18+: clients
+/// SHOULD validate); one that fits exits 0.
+#[test]
+fn structured_content_that_breaks_the_output_schema_exits_2() {
+    let cases = [
+        (serde_json::json!({"n": "three"}), Some(2), "three"),
+        (serde_json::Value::Null, Some(2), "plain"),
+        (serde_json::json!({"n": 3}), Some(0), "3"),
+    ];
+    for (structured, code, shown) in cases {
+        let mut result = serde_json::json!({
+            "content": [{"type": "text", "text": "plain"}]});
+        if !structured.is_null() {
+            result["structuredContent"] = structured.clone();
+        }
+        let (url, _seen) = recording_server(move |method| match method {
+            "tools/list" => Some(serde_json::json!({"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object",
+                    "required": ["n"], "properties": {"n": {"type": "integer"}}}}]})),
+            "tools/call" => Some(result.clone()),
+            _ => None,
+        });
+        for json in [false, true] {
+            let mut args = vec!["tools", "call", url.as_str(), "t", "--era", "legacy"];
+            if json {
+                args.push("--json");
+            }
+            let r = run(&args);
+            assert_eq!(r.code, code, "{structured}: {r:?}");
+            assert!(r.stdout.contains(shown), "the result is shown: {r:?}");
+            if code == Some(2) {
+                assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+                assert!(r.stderr.contains("outputSchema"), "{}", r.stderr);
+            }
+        }
     }
 }
 

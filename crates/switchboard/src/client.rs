@@ -938,8 +938,16 @@ impl Client {
         }
     }
 
-    /// The `outputSchema` check of [`call_tool_with`](Self::call_tool_with).
-    fn check_structured_content(
+    /// The `outputSchema` check of [`call_tool_with`](Self::call_tool_with), for
+    /// a `tools/call` result got another way (a raw [`request`](Self::request)):
+    /// `result` back when it need not or does pass the check (an `isError`
+    /// result, a tool with no `outputSchema` in this session's last
+    /// `tools/list`, a revision before 2025-06-18,
+    /// [`ClientOptions::validate_structured_content`] off); otherwise
+    /// [`Error::is_invalid_structured_content`] saying what is wrong, with the
+    /// result in [`Error::call_tool_result`] (2025-06-18+ "Tools → Output
+    /// Schema": clients SHOULD validate).
+    pub fn check_structured_content(
         &self,
         name: &str,
         result: CallToolResult,

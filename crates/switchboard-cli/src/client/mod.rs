@@ -766,15 +766,24 @@ async fn call_tool(
     ui.finish();
     let raw = answer?;
     let result = parse(&raw)?;
-    if let Err(e) = serde_json::from_value::<CallToolResult>(result.clone()) {
-        return Err(Failure::new(format!(
-            "tools/call: the server's result is not a CallToolResult: {e}"
-        )));
-    }
+    let typed = match serde_json::from_value::<CallToolResult>(result.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(Failure::new(format!(
+                "tools/call: the server's result is not a CallToolResult: {e}"
+            )))
+        }
+    };
     if common.json {
         out(&format!("{}\n", raw.get()));
     } else {
         out_text(&render::tool_result(&result));
+    }
+    // Shown as the server sent it, then held to the tool's `outputSchema`
+    // (2025-06-18+: clients SHOULD validate): a result that breaks it is the
+    // server's protocol error.
+    if let Err(e) = client.check_structured_content(name, typed) {
+        return Err(Failure::new(e.to_string()));
     }
     if result.get("isError") == Some(&Value::Bool(true)) {
         let first = result
