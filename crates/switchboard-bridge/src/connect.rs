@@ -13,8 +13,23 @@
 //!       ──> Streamable HTTP in the 2026-07-28 shape (headers from each body)
 //!   any other request: answered here (`ping`: `{}`, else -32600); wait on
 //! then every message both ways, unchanged (one downstream client: ids need no
-//! remapping); the remote going away ends the relay with an error, the host app
-//! closing stdin ends it cleanly:
+//! remapping), except an `initialize` while relaying in the 2026-07-28 shape:
+//!   the host app fell back to a legacy session (REVISIONS.md §6: re-probe,
+//!   then fall back; a host app that remembered the remote as 2026-07-28 finds
+//!   it is not), so the relay leaves the 2026-07-28 shape for good and opens
+//!   the legacy path as for a first `initialize` (Streamable HTTP and its
+//!   session, or HTTP+SSE). What was in flight on the 2026-07-28 path ends
+//!   there: answers already received are relayed, every request still
+//!   unanswered (a `subscriptions/listen` included) gets an error answer at
+//!   once, before the initialize's answer, and its HTTP exchange is dropped
+//!   once the legacy path is open (in 2026-07-28, closing the stream is the
+//!   cancellation), so no answer of the old path can come after the switch or
+//!   be taken for the new session's;
+//!   a later `notifications/cancelled` for one of them goes to the new session,
+//!   which ignores an id it never saw ("Cancellation")
+//! the remote going away ends the relay with an error (an HTTP+SSE session
+//! whose event stream ends cannot be resumed: 2024-11-05 has no resumption, so
+//! `connect` ends and says so), the host app closing stdin ends it cleanly:
 //!   the host app's requests already forwarded and not yet answered are waited
 //!   for (at most `drain_on_close`, 10 s by default; not one it cancelled, nor a
 //!   `subscriptions/listen`, which never ends on its own), their answers (and
@@ -33,8 +48,15 @@
 //! remote's own error for `initialize` (era translation in that direction is the
 //! gateway's job).
 //!
-//! This module must not know what the messages mean beyond the first one (and,
-//! for the end of stdin, which ids of the host app's requests are unanswered).
+//! Extra headers ([`ConnectConfig::headers`]) may not name one the HTTP
+//! transports set themselves (`switchboard_transport::http::client::MANAGED_HEADERS`:
+//! `Mcp-Session-Id`, `Host`, `Accept`, ...): the relay refuses them before it
+//! reads anything, as the transports do.
+//!
+//! This module must not know what the messages mean beyond the first one, an
+//! `initialize` later in the 2026-07-28 shape, and which ids of the host app's
+//! requests are unanswered (for the end of stdin and for that switch); nor HTTP
+//! itself (the transport crate's clients).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -61,6 +83,11 @@ pub struct ConnectConfig {
     /// The remote MCP endpoint (`http://` or `https://`).
     pub url: String,
     /// Extra headers for every HTTP request, e.g. `("Authorization", "Bearer …")`.
+    /// A name the transports manage (`Mcp-Session-Id`, `MCP-Protocol-Version`,
+    /// `Host`, `Content-Type`, `Accept`, ...:
+    /// `switchboard_transport::http::client::managed_header`) or an invalid
+    /// name or value makes [`connect_stdio`] fail at once, before anything is
+    /// read or sent.
     pub headers: Vec<(String, String)>,
     /// How long the remote has to answer the first message. Default 30 s.
     pub first_answer_timeout: Duration,
@@ -95,8 +122,10 @@ impl ConnectConfig {
 /// [`ConnectConfig::drain_on_close`]). Before it returns, what is queued for the
 /// host app is written to stdout, waiting at most [`CONNECT_FLUSH_BOUND`].
 ///
-/// Errors (as text for the command line): the URL or a header is invalid, the
-/// remote cannot be reached in any era, or it went away during the relay.
+/// Errors (as text for the command line, one line): a header is invalid or one
+/// the transport manages (before anything is read), the URL is invalid, the
+/// remote cannot be reached in any era (each attempt's failure named), or it
+/// went away during the relay.
 pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
     let down = stdio::serve(&TransportConfig::default());
     let (down_tx, down_rx) = down.split();
@@ -155,6 +184,7 @@ async fn relay_until(
     mut down_rx: Receiver,
     mut stop: Stop,
 ) -> Result<(), String> {
+    check_headers(&config.headers)?;
     let first = loop {
         let event = tokio::select! {
             event = down_rx.recv() => event,
@@ -168,15 +198,9 @@ async fn relay_until(
             Some(Inbound::Message(Message::Request(r)))
                 if r.method == SERVER_DISCOVER && is_modern(&r) =>
             {
-                if let Some(modern) = probe_modern(&config, r, &down_tx).await? {
-                    let ends = Relay {
-                        down_tx,
-                        up_tx: modern.0,
-                        unanswered: HashSet::new(),
-                        asked: HashMap::new(),
-                        drain: config.drain_on_close,
-                    };
-                    return ends.run(down_rx, modern.1, stop).await;
+                if let Some((up_tx, up_rx)) = probe_modern(&config, r, &down_tx).await? {
+                    let ends = Relay::new(config, Shape::Modern, down_tx, up_tx);
+                    return ends.run(down_rx, up_rx, stop).await;
                 }
             }
             Some(Inbound::Message(Message::Request(r)))
@@ -196,24 +220,49 @@ async fn relay_until(
             Some(Inbound::Closed { .. }) | None => return Ok(()),
         }
     };
+    if first.method == "initialize" {
+        let (up_tx, up_rx, shape) = open_legacy(&config, first, &down_tx).await?;
+        let ends = Relay::new(config, shape, down_tx, up_tx);
+        return ends.run(down_rx, up_rx, stop).await;
+    }
     // A 2026-07-28 first request is forwarded, not answered, before the relay.
-    let mut unanswered = HashSet::new();
-    let (up_tx, up_rx) = if first.method == "initialize" {
-        open_legacy(&config, first, &down_tx).await?
-    } else {
-        if owed(&first) {
-            unanswered.insert(first.id.clone());
-        }
-        open_modern(&config, first).await?
-    };
-    let ends = Relay {
-        down_tx,
-        up_tx,
-        unanswered,
-        asked: HashMap::new(),
-        drain: config.drain_on_close,
-    };
+    let (up_tx, up_rx) = open_modern(&config).await?;
+    let mut ends = Relay::new(config, Shape::Modern, down_tx, up_tx);
+    ends.up(Message::Request(first)).await?;
     ends.run(down_rx, up_rx, stop).await
+}
+
+/// Refuses, before anything is read or sent, an extra header that is not a
+/// valid HTTP header or that names one the transports set themselves
+/// (`Mcp-Session-Id`, `Host`, `Accept`, ...; the transport crate's
+/// `managed_header`, whose refusal this is too).
+fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
+    for (name, value) in headers {
+        http_client::refuse_managed_header(name)?;
+        HeaderName::try_from(name.as_str()).map_err(|e| format!("header {name:?}: {e}"))?;
+        HeaderValue::try_from(value.as_str()).map_err(|e| format!("header {name:?}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Which transport the relay forwards over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Stateless 2026-07-28 requests over Streamable HTTP (headers from each
+    /// body, no session).
+    Modern,
+    /// A Streamable HTTP session (2025-03-26 to 2025-11-25), or the Streamable
+    /// HTTP transport whose `initialize` the remote answered with an error.
+    Streamable,
+    /// A legacy HTTP+SSE session (2024-11-05): it lasts as long as its event
+    /// stream, which cannot be resumed.
+    Sse,
+}
+
+/// One line of text (what the command line prints): line breaks and runs of
+/// whitespace in a remote's error body become one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The answer to a request that comes before the host app has chosen an era
@@ -318,17 +367,25 @@ async fn first_answer(
     .map_err(|_| format!("the remote did not answer initialize within {wait:?}"))?
 }
 
+/// The legacy path for the host app's `initialize`: Streamable HTTP, and on a
+/// failure that says "not this transport" ([`wrong_transport`]) HTTP+SSE, with
+/// the answer relayed to the host app (an error answer when neither transport
+/// answered, which is then also the `Err`, naming each attempt's failure).
 async fn open_legacy(
     config: &ConnectConfig,
     init: Request,
     down_tx: &Sender,
-) -> Result<(Sender, Receiver), String> {
+) -> Result<(Sender, Receiver, Shape), String> {
     let (transport, handle) =
         http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
     let (tx, mut rx) = transport.split();
+    let mut streamable_failure = String::new();
     let answer = match first_answer(config, &tx, &mut rx, &init, down_tx).await? {
         Ok(answer) => Some(answer),
-        Err(failure) if wrong_transport(&failure) => None,
+        Err(failure) if wrong_transport(&failure) => {
+            streamable_failure = failure.message.clone();
+            None
+        }
         Err(failure) => Some(Inbound::failure_response(init.id.clone(), failure)),
     };
     if let Some(answer) = answer {
@@ -339,7 +396,7 @@ async fn open_legacy(
         }
         allow_batches(down_tx, &answer);
         let _ = down_tx.send(answer).await;
-        return Ok((tx, rx));
+        return Ok((tx, rx, Shape::Streamable));
     }
     drop((tx, rx));
     info!(url = %config.url, "Streamable HTTP refused initialize; trying the legacy HTTP+SSE transport");
@@ -348,17 +405,19 @@ async fn open_legacy(
     for (k, v) in &config.headers {
         let name = HeaderName::try_from(k.as_str()).map_err(|e| format!("header {k:?}: {e}"))?;
         let value = HeaderValue::try_from(v.as_str()).map_err(|e| format!("header {k:?}: {e}"))?;
-        headers.insert(name, value);
+        // Appended, as the Streamable HTTP client sends a repeated one.
+        headers.append(name, value);
     }
     sse.headers = headers;
     let transport = match sse_client::connect(&config.url, sse).await {
         Ok(t) => t,
         Err(e) => {
-            let why = format!(
-                "{}: neither Streamable HTTP nor HTTP+SSE answered: {}",
+            let why = one_line(&format!(
+                "{}: neither transport answered initialize: Streamable HTTP: {}; then HTTP+SSE: {}",
                 config.url,
+                streamable_failure,
                 switchboard_transport::error_chain(&e)
-            );
+            ));
             // The host app gets an answer to its initialize, never silence.
             let refusal = Message::Error(ErrorResponse::new(
                 Some(init.id.clone()),
@@ -375,7 +434,7 @@ async fn open_legacy(
     info!(url = %config.url, "connected over HTTP+SSE");
     allow_batches(down_tx, &answer);
     let _ = down_tx.send(answer).await;
-    Ok((tx, rx))
+    Ok((tx, rx, Shape::Sse))
 }
 
 /// The `protocolVersion` an `initialize` answer negotiated, if it is a result
@@ -429,16 +488,13 @@ async fn probe_modern(
     Ok(None)
 }
 
-async fn open_modern(config: &ConnectConfig, first: Request) -> Result<(Sender, Receiver), String> {
+/// The Streamable HTTP transport in the 2026-07-28 shape (nothing sent yet).
+async fn open_modern(config: &ConnectConfig) -> Result<(Sender, Receiver), String> {
     let (transport, handle) =
         http_client::connect(http_config(config)).map_err(|e| e.to_string())?;
     handle.set_protocol_version(Some(ProtocolVersion::V2026_07_28));
-    let (tx, rx) = transport.split();
-    tx.send(Message::Request(first))
-        .await
-        .map_err(|_| "the connection to the remote closed".to_owned())?;
     info!(url = %config.url, "relaying 2026-07-28 requests");
-    Ok((tx, rx))
+    Ok(transport.split())
 }
 
 /// How long the end of the relay waits for the remote session to be ended (its
@@ -472,9 +528,19 @@ async fn end_session(up_tx: Sender, mut up_rx: Receiver) {
 /// The relay's two senders and the ids of the host app's requests forwarded to
 /// the remote and not answered yet.
 struct Relay {
+    /// For opening the legacy path when an `initialize` comes in the 2026-07-28
+    /// shape.
+    config: ConnectConfig,
+    shape: Shape,
     down_tx: Sender,
     up_tx: Sender,
+    /// The host app's requests forwarded and not answered yet that it is owed
+    /// an answer to when it closes stdin ([`owed`]).
     unanswered: HashSet<Id>,
+    /// Its `subscriptions/listen` requests still open (2026-07-28): not owed at
+    /// the end of stdin, but ended with an error when the relay leaves the
+    /// 2026-07-28 shape.
+    listens: HashSet<Id>,
     /// The ids of the remote's requests relayed to the host app and not answered
     /// by it yet: when the host app closes stdin, each gets an error at once (no
     /// answer can come), so a call of the host app's that waits on one (a tool
@@ -484,11 +550,27 @@ struct Relay {
 }
 
 impl Relay {
+    fn new(config: ConnectConfig, shape: Shape, down_tx: Sender, up_tx: Sender) -> Relay {
+        Relay {
+            drain: config.drain_on_close,
+            config,
+            shape,
+            down_tx,
+            up_tx,
+            unanswered: HashSet::new(),
+            listens: HashSet::new(),
+            asked: HashMap::new(),
+        }
+    }
+
     /// Forwards one message of the host app's to the remote, noting a request's id.
     async fn up(&mut self, m: Message) -> Result<(), String> {
         match &m {
             Message::Request(r) if owed(r) => {
                 self.unanswered.insert(r.id.clone());
+            }
+            Message::Request(r) => {
+                self.listens.insert(r.id.clone());
             }
             // The host app's answer to a request of the remote's.
             Message::Response(_) | Message::Error(_) => {
@@ -505,6 +587,7 @@ impl Relay {
                     .and_then(|p| p.request_id);
                 if let Some(id) = cancelled {
                     self.unanswered.remove(&id);
+                    self.listens.remove(&id);
                 }
             }
             _ => {}
@@ -525,6 +608,7 @@ impl Relay {
             _ if m.method().is_none() => {
                 if let Some(id) = m.id() {
                     self.unanswered.remove(id);
+                    self.listens.remove(id);
                 }
             }
             _ => {}
@@ -546,6 +630,11 @@ impl Relay {
                     return Ok(());
                 }
                 event = down_rx.recv() => match event {
+                    Some(Inbound::Message(Message::Request(r)))
+                        if self.shape == Shape::Modern && r.method == "initialize" =>
+                    {
+                        up_rx = self.leave_modern(r, up_rx).await?;
+                    }
                     Some(Inbound::Message(m)) => self.up(m).await?,
                     // The host app's answer to a remote request was too long to read:
                     // the remote gets an error for it, not silence.
@@ -580,12 +669,75 @@ impl Relay {
         }
     }
 
+    /// The host app's `initialize` while relaying in the 2026-07-28 shape: it
+    /// fell back to a legacy session (REVISIONS.md §6), so the 2026-07-28 path
+    /// is left for good. What the remote already answered there is relayed;
+    /// every request of the host app's still unanswered on it (listens
+    /// included) gets an error answer now, as nothing of that path will be
+    /// read later; `init` opens the legacy path as a first `initialize` would
+    /// ([`open_legacy`]); then the old path's last sender is dropped, which
+    /// drops its HTTP exchanges still open (2026-07-28: closing the stream is
+    /// the cancellation). Returns the new path's receiver. Errors: as
+    /// [`open_legacy`]'s (the relay then ends).
+    async fn leave_modern(
+        &mut self,
+        init: Request,
+        mut up_rx: Receiver,
+    ) -> Result<Receiver, String> {
+        while let Some(event) = up_rx.try_recv() {
+            if matches!(event, Inbound::Closed { .. }) {
+                break;
+            }
+            self.on_remote(Some(event), false).await?;
+        }
+        let abandoned: Vec<Id> = self
+            .unanswered
+            .drain()
+            .chain(self.listens.drain())
+            .collect();
+        info!(
+            abandoned = abandoned.len(),
+            "initialize while relaying 2026-07-28 requests: switching to the legacy transport"
+        );
+        for id in abandoned {
+            let error = ErrorResponse::new(
+                Some(id),
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "abandoned: the client sent initialize, so this 2026-07-28 request's exchange was closed and the relay switched to a legacy session",
+                ),
+            );
+            let _ = self.down_tx.send(Message::Error(error)).await;
+        }
+        // 2026-07-28 has no server→client requests; any noted belong to the old
+        // path, which can no longer take their answers.
+        self.asked.clear();
+        drop(up_rx);
+        let (up_tx, up_rx, shape) = open_legacy(&self.config, init, &self.down_tx).await?;
+        // The old path's last sender: its exchanges still open are dropped.
+        drop(std::mem::replace(&mut self.up_tx, up_tx));
+        self.shape = shape;
+        Ok(up_rx)
+    }
+
     /// One event of the remote's: its messages go to the host app (once the host
     /// app has closed stdin, `draining`, a request of the remote's is refused at
     /// once instead: no answer can come); the host app gets an answer for a
-    /// request the transport gave up on; the remote's end is an error.
+    /// request the transport gave up on; the remote's end is an error (for an
+    /// HTTP+SSE session, saying it cannot be resumed).
     async fn on_remote(&mut self, event: Option<Inbound>, draining: bool) -> Result<(), String> {
         let when = if draining { " before answering" } else { "" };
+        if self.shape == Shape::Sse {
+            if let Some(Inbound::Closed { .. }) | None = &event {
+                let why = match &event {
+                    Some(Inbound::Closed { reason }) => format!(" ({reason})"),
+                    _ => String::new(),
+                };
+                return Err(one_line(&format!(
+                    "the remote closed the event stream of the legacy HTTP+SSE session{when}{why}; a legacy HTTP+SSE session cannot be resumed (2024-11-05 has no resumption), so connect ends"
+                )));
+            }
+        }
         match event {
             Some(Inbound::Message(m)) => self.for_host(m, draining).await,
             Some(Inbound::Failed { id, error }) => {

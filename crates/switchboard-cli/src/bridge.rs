@@ -117,7 +117,9 @@ pub struct ConnectArgs {
     /// The remote server's URL.
     pub url: String,
     /// An extra header for every request, `Name: value` (repeatable), e.g.
-    /// `Authorization: Bearer ...`.
+    /// `Authorization: Bearer ...`. Headers the transport sets itself
+    /// (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Host`, `Accept`,
+    /// `Content-Type`, ...) are refused.
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
 }
@@ -413,7 +415,10 @@ async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// `Name: value` (or `Name:value`) → the pair.
+/// `Name: value` (or `Name:value`) → the pair. Refused: no colon, no name, or a
+/// name the HTTP transports set themselves (`Mcp-Session-Id`, `Host`, `Accept`,
+/// ...: `switchboard_transport::http::client::MANAGED_HEADERS`, any case, and
+/// `Mcp-Param-*`), which would replace the protocol's own or go out beside it.
 fn parse_header(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once(':')
@@ -422,6 +427,8 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     if name.is_empty() {
         return Err(format!("a header needs a name: {text:?}"));
     }
+    switchboard_transport::http::client::refuse_managed_header(name)
+        .map_err(|e| format!("--header {text:?}: {e}"))?;
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
@@ -545,5 +552,30 @@ mod tests {
         );
         assert!(parse_header("nocolon").is_err());
         assert!(parse_header(": v").is_err());
+        assert!(parse_header("X-Api-Key: k").is_ok());
+    }
+
+    /// The headers the transport sets itself are refused, in any case: a
+    /// `Mcp-Session-Id` went out on `initialize`, a `Host` replaced the
+    /// target's, an `Accept` went out twice on the HTTP+SSE GET.
+    #[test]
+    fn managed_headers_are_refused() {
+        for text in [
+            "Mcp-Session-Id: abc",
+            "mcp-protocol-version: 2025-11-25",
+            "MCP-Method: tools/call",
+            "Mcp-Name: x",
+            "Mcp-Param-Region: eu",
+            "Last-Event-ID: 1",
+            "Host: evil.com",
+            "content-type: text/plain",
+            "Content-Length: 3",
+            "ACCEPT: text/html",
+            "Transfer-Encoding: chunked",
+            "Connection: close",
+        ] {
+            let e = parse_header(text).unwrap_err();
+            assert!(e.contains("set by the MCP HTTP transport"), "{text}: {e}");
+        }
     }
 }

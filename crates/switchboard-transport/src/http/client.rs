@@ -82,13 +82,96 @@ const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const LAST_EVENT_ID: &str = "last-event-id";
 
+/// The request headers the HTTP client transports (this one and
+/// [`sse_client`](super::sse_client)) set or leave to the HTTP stack, which a
+/// configured extra header may not name (compared case-insensitively; see
+/// [`managed_header`]):
+///
+/// - MCP's own (2025-03-26 to 2026-07-28, "Transports → Streamable HTTP"):
+///   `Mcp-Session-Id` (the session the server assigned, or none before it),
+///   `MCP-Protocol-Version` (the revision in force), `Mcp-Method`, `Mcp-Name`
+///   (and the `Mcp-Param-*` prefix: 2026-07-28 request headers from each body),
+///   `Last-Event-ID` (resumption);
+/// - what the body and the exchange need: `Content-Type`, `Content-Length`,
+///   `Content-Encoding`, `Transfer-Encoding`, `Accept`, `Accept-Encoding`,
+///   `Cache-Control` (the SSE GET's `no-cache`);
+/// - the connection's (HTTP/1.1 hop-by-hop, RFC 9110 §7.6.1, and the target's
+///   authority): `Host`, `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`,
+///   `Trailer`, `Upgrade`.
+///
+/// Everything else (`Authorization`, `Cookie`, `User-Agent`, custom `X-*`) may be
+/// configured.
+pub const MANAGED_HEADERS: &[&str] = &[
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "transfer-encoding",
+    "accept",
+    "accept-encoding",
+    "cache-control",
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// The prefix of the 2026-07-28 `Mcp-Param-*` request headers, which the
+/// transport sets from a `tools/call`'s arguments (MCP 2026-07-28, "Transports →
+/// Streamable HTTP → Custom headers"): managed too.
+const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+
+/// Whether `name` is a header the HTTP client transports manage themselves
+/// ([`MANAGED_HEADERS`] or `Mcp-Param-*`, any case), which an extra header of
+/// [`HttpClientConfig::headers`] or
+/// [`SseClientConfig::headers`](super::sse_client::SseClientConfig::headers) may
+/// not name. Surrounding whitespace is ignored.
+pub fn managed_header(name: &str) -> bool {
+    let name = name.trim();
+    MANAGED_HEADERS.iter().any(|m| m.eq_ignore_ascii_case(name))
+        || name
+            .get(..PARAM_HEADER_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(PARAM_HEADER_PREFIX))
+}
+
+/// The one-line refusal of an extra header named `name` when it is a
+/// [`managed_header`], for the transports' configuration checks and a command
+/// line that refuses it before starting (the same words everywhere).
+pub fn refuse_managed_header(name: &str) -> Result<(), String> {
+    if managed_header(name) {
+        return Err(managed_message(name));
+    }
+    Ok(())
+}
+
+/// The words of [`refuse_managed_header`] (also [`SseClientError::ManagedHeader`]'s
+/// text).
+///
+/// [`SseClientError::ManagedHeader`]: super::sse_client::SseClientError::ManagedHeader
+pub(crate) fn managed_message(name: &str) -> String {
+    format!(
+        "header {:?} is set by the MCP HTTP transport itself and cannot be given as an extra header",
+        name.trim()
+    )
+}
+
 /// How the client transport connects. Every field documents its default.
 #[derive(Debug, Clone)]
 pub struct HttpClientConfig {
     /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     pub url: String,
     /// Extra headers sent on every HTTP request (e.g. `Authorization: Bearer …`).
-    /// Default none.
+    /// Default none. A name the transport manages itself ([`MANAGED_HEADERS`],
+    /// any case, and `Mcp-Param-*`) is refused by [`connect`]: the transport sets
+    /// those from the protocol's state, and a configured one would replace
+    /// them or go out beside them.
     pub headers: Vec<(String, String)>,
     /// Open the standalone GET stream for server-initiated messages once
     /// `notifications/initialized` has been posted (legacy revisions only; a 405
@@ -276,8 +359,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// current Tokio runtime. No HTTP request is made until the first message is sent.
 ///
 /// Errors (`io::ErrorKind::InvalidInput`): the URL is not an absolute `http` or
-/// `https` URL, or a configured header is not a valid HTTP header; any other error
-/// of building the HTTP client.
+/// `https` URL, or a configured header is not a valid HTTP header or names one
+/// the transport manages ([`managed_header`]); any other error of building the
+/// HTTP client.
 ///
 /// Panics outside a Tokio runtime.
 pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHandle)> {
@@ -297,6 +381,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
     }
     let mut headers = HeaderMap::new();
     for (name, value) in &config.headers {
+        refuse_managed_header(name).map_err(invalid)?;
         let n = HeaderName::from_bytes(name.as_bytes())
             .map_err(|e| invalid(format!("bad header name {name:?}: {e}")))?;
         let v = HeaderValue::from_str(value)
@@ -1377,5 +1462,35 @@ mod tests {
         let e = connect(HttpClientConfig::new("http://127.0.0.1:1/mcp").header("bad name", "x"))
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// A configured header may not name one the transport sets itself: it used
+    /// to go out on `initialize` (`Mcp-Session-Id`) or replace the target's
+    /// `Host`. `Authorization` and custom headers stay allowed.
+    #[tokio::test]
+    async fn a_managed_header_is_refused() {
+        for name in [
+            "Mcp-Session-Id",
+            "mcp-protocol-version",
+            "MCP-METHOD",
+            "Mcp-Name",
+            "Mcp-Param-Region",
+            "Last-Event-ID",
+            "Host",
+            "Content-Type",
+            "content-length",
+            "Accept",
+            "Transfer-Encoding",
+            "Connection",
+        ] {
+            let config = HttpClientConfig::new("http://127.0.0.1:1/mcp").header(name, "x");
+            let e = connect(config).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}");
+            assert!(e.to_string().contains(name), "{name}: {e}");
+        }
+        for name in ["Authorization", "X-Api-Key", "User-Agent", "Mcp-Params"] {
+            let config = HttpClientConfig::new("http://127.0.0.1:1/mcp").header(name, "x");
+            assert!(connect(config).is_ok(), "{name}");
+        }
     }
 }

@@ -101,7 +101,11 @@ const DRAIN_LIMIT: usize = 64 * 1024;
 #[non_exhaustive]
 pub struct SseClientConfig {
     /// Extra headers sent on the GET and on every POST (e.g. `Authorization`).
-    /// Default none.
+    /// Default none. A name the transport manages itself
+    /// ([`client::MANAGED_HEADERS`](super::client::MANAGED_HEADERS), and
+    /// `Mcp-Param-*`) is refused by [`connect`]
+    /// ([`SseClientError::ManagedHeader`]), as the Streamable HTTP client refuses
+    /// it.
     pub headers: HeaderMap,
     /// How long [`connect`] waits for the `endpoint` event, from the start of
     /// connecting. Default [`DEFAULT_ENDPOINT_TIMEOUT`] (10 s).
@@ -140,6 +144,10 @@ impl Default for SseClientConfig {
 pub enum SseClientError {
     /// The URL is not an absolute `http://` or `https://` URL.
     InvalidUrl(String),
+    /// An extra header of [`SseClientConfig::headers`] names one the transport
+    /// manages ([`client::managed_header`](super::client::managed_header)); its
+    /// name. Nothing was sent.
+    ManagedHeader(String),
     /// The GET could not be sent or its answer not read (connection refused,
     /// DNS, TLS unavailable, ...).
     Http(reqwest::Error),
@@ -170,6 +178,9 @@ impl fmt::Display for SseClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SseClientError::InvalidUrl(url) => write!(f, "not an http(s) URL: {url:?}"),
+            SseClientError::ManagedHeader(name) => {
+                f.write_str(&super::client::managed_message(name))
+            }
             SseClientError::Http(e) => write!(f, "the SSE request failed: {e}"),
             SseClientError::Status { status, body } => {
                 write!(f, "the SSE request was answered HTTP {status}: {body:?}")
@@ -317,7 +328,8 @@ async fn read_limited(response: &mut reqwest::Response, limit: usize) -> Vec<u8>
 ///
 /// Must be called within a Tokio runtime (it spawns the reader and writer tasks).
 ///
-/// Errors: [`SseClientError`]: a bad URL, the GET failing or refused (non-2xx,
+/// Errors: [`SseClientError`]: a bad URL, an extra header the transport manages,
+/// the GET failing or refused (non-2xx,
 /// not `text/event-stream`), no `endpoint` event within
 /// [`SseClientConfig::endpoint_timeout`], or an endpoint that does not resolve or
 /// names another origin.
@@ -325,6 +337,13 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
     let base = Url::parse(url).map_err(|_| SseClientError::InvalidUrl(url.to_owned()))?;
     if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
         return Err(SseClientError::InvalidUrl(url.to_owned()));
+    }
+    if let Some(name) = config
+        .headers
+        .keys()
+        .find(|n| super::client::managed_header(n.as_str()))
+    {
+        return Err(SseClientError::ManagedHeader(name.as_str().to_owned()));
     }
     let client = http_client(config.connect_timeout).map_err(SseClientError::Http)?;
     let limit = config.endpoint_timeout;
@@ -564,6 +583,44 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An extra header the transport manages is refused before anything is
+    /// sent: on the GET a configured `Content-Type` went out and `Accept`
+    /// went out twice. `Authorization` is not refused (here the GET then fails
+    /// to connect, which is what it gets to).
+    #[tokio::test]
+    async fn a_managed_header_is_refused() {
+        for name in [
+            "accept",
+            "content-type",
+            "host",
+            "mcp-session-id",
+            "last-event-id",
+        ] {
+            let mut config = SseClientConfig::default();
+            config.headers.insert(
+                http::HeaderName::from_static(name),
+                HeaderValue::from_static("x"),
+            );
+            let e = connect("http://127.0.0.1:1/sse", config)
+                .await
+                .expect_err("refused");
+            assert!(
+                matches!(&e, SseClientError::ManagedHeader(n) if n == name),
+                "{e}"
+            );
+            assert!(e.to_string().contains(name), "{e}");
+        }
+        let mut config = SseClientConfig::default();
+        config.headers.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer x"),
+        );
+        let e = connect("http://127.0.0.1:1/sse", config)
+            .await
+            .expect_err("nothing listens there");
+        assert!(matches!(e, SseClientError::Http(_)), "{e}");
+    }
 
     #[test]
     fn origins() {
