@@ -13,7 +13,7 @@ use switchboard_bridge::{
     connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig,
 };
 use switchboard_transport::http::server::HttpServerConfig;
-use switchboard_transport::stdio::ChildConfig;
+use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
 use tracing_subscriber::prelude::*;
 
 /// `--child`.
@@ -23,6 +23,16 @@ pub enum ChildArg {
     PerSession,
     /// One child for every client; the bridge initializes it.
     Shared,
+}
+
+/// `--child-scheduling`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchedulingArg {
+    /// `SCHED_BATCH` (default): a child woken by a request waits for the
+    /// bridge to sleep instead of preempting it.
+    Batch,
+    /// The bridge's own policy.
+    Inherit,
 }
 
 /// Arguments of `switchboard bridge`.
@@ -102,6 +112,15 @@ pub struct BridgeArgs {
     /// work-stealing runtime of N workers, for many sessions on a big machine.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// The Linux scheduling policy of the children. `batch` (the default):
+    /// `SCHED_BATCH`, the same CPU share, but a child woken by a request does
+    /// not preempt the bridge on its CPU; it runs once the bridge has done what
+    /// it was doing (answering, writing to other children) and sleeps, or on an
+    /// idle CPU. Under load that is fewer context switches for the bridge and
+    /// more calls per second (docs/benchmarks.md); `inherit` keeps the
+    /// bridge's own policy for the children.
+    #[arg(long, value_enum, default_value = "batch")]
+    pub child_scheduling: SchedulingArg,
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
@@ -256,7 +275,11 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
             )
         }
     };
-    let child = ChildConfig::new(args.name.unwrap_or(default_name), program).args(rest);
+    let mut child = ChildConfig::new(args.name.unwrap_or(default_name), program).args(rest);
+    child.scheduling = match args.child_scheduling {
+        SchedulingArg::Batch => ChildScheduling::Batch,
+        SchedulingArg::Inherit => ChildScheduling::Inherit,
+    };
     let mut http = HttpServerConfig::default();
     http.bind = args.listen;
     http.path = args.path;
@@ -537,6 +560,13 @@ mod tests {
         let config =
             config_from(args(&["--held-call-timeout", "90s", "--", "srv"])).expect("a config");
         assert_eq!(config.held_call_timeout, Duration::from_secs(90));
+        assert_eq!(
+            config.child.scheduling,
+            ChildScheduling::Batch,
+            "the default"
+        );
+        let config = config_from(args(&["--child-scheduling", "inherit", "--", "srv"])).unwrap();
+        assert_eq!(config.child.scheduling, ChildScheduling::Inherit);
         assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
     }
 

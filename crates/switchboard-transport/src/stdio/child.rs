@@ -122,6 +122,29 @@ pub struct ChildConfig {
     pub log_limit: LogLimit,
     /// How [`ChildProcess::shutdown`] stops it.
     pub shutdown: ShutdownConfig,
+    /// The Linux scheduling policy the child starts with. Default
+    /// [`ChildScheduling::Inherit`].
+    pub scheduling: ChildScheduling,
+}
+
+/// The scheduling policy a child process starts with (Linux `sched(7)`; on other
+/// systems both are [`Inherit`](Self::Inherit)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ChildScheduling {
+    /// Ours (normally `SCHED_OTHER`).
+    #[default]
+    Inherit,
+    /// `SCHED_BATCH`: the same CPU share as `SCHED_OTHER` at the same nice
+    /// value, but when it wakes the child does not preempt the task running on
+    /// its CPU; it runs when that task sleeps, or on an idle CPU. For a server
+    /// that works only when a request arrives, so that the process handing it
+    /// requests (a bridge writing to many children) is not switched out for the
+    /// child it just woke. Set between fork and exec, so every thread the child
+    /// starts inherits it. When the system refuses it (it does not for an
+    /// unprivileged process on Linux, but a sandbox may), the child starts with
+    /// ours and a warning is logged.
+    Batch,
 }
 
 impl ChildConfig {
@@ -138,6 +161,7 @@ impl ChildConfig {
             stderr_max_line_len: DEFAULT_STDERR_MAX_LINE_LEN,
             log_limit: DEFAULT_LOG_LIMIT,
             shutdown: ShutdownConfig::default(),
+            scheduling: ChildScheduling::Inherit,
         }
     }
 
@@ -425,6 +449,19 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     if let Some(dir) = &config.current_dir {
         cmd.current_dir(dir);
     }
+    #[cfg(target_os = "linux")]
+    if config.scheduling == ChildScheduling::Batch {
+        // SAFETY: runs in the forked child before exec; it only makes one
+        // async-signal-safe system call and allocates nothing. A refusal is
+        // not an error here: the parent checks the policy after the spawn.
+        unsafe {
+            cmd.pre_exec(|| {
+                let param = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd.spawn().map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -437,6 +474,17 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the child exited before its pid was read"))?;
+    #[cfg(target_os = "linux")]
+    if config.scheduling == ChildScheduling::Batch {
+        let pid_t = libc::pid_t::try_from(pid).unwrap_or(0);
+        // SAFETY: reads the policy of a process we just started; no memory
+        // is passed.
+        let policy = unsafe { libc::sched_getscheduler(pid_t) };
+        // -1: the child is already gone (its exit is reported as usual).
+        if policy != libc::SCHED_BATCH && policy != -1 {
+            warn!(name = %config.name, pid, policy, "the system refused SCHED_BATCH for the child: it runs with our scheduling policy");
+        }
+    }
     let span = info_span!("stdio_child", name = %config.name, pid);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -880,6 +928,27 @@ mod tests {
         assert_eq!(c.current_dir, None);
         assert_eq!(c.args, ["a", "b"]);
         assert_eq!(c.env, [("K".into(), "V".into())]);
+        assert_eq!(c.scheduling, ChildScheduling::Inherit);
+    }
+
+    /// `Batch` starts the child in `SCHED_BATCH` (set before exec: the program
+    /// runs in it from its first instruction); `Inherit` leaves ours.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn batch_scheduling_is_set_before_exec() {
+        for (scheduling, want) in [
+            (ChildScheduling::Batch, libc::SCHED_BATCH),
+            (ChildScheduling::Inherit, libc::SCHED_OTHER),
+        ] {
+            let mut config = ChildConfig::new("sched", "cat");
+            config.scheduling = scheduling;
+            let child = spawn(config, &TransportConfig::default()).unwrap();
+            let pid = libc::pid_t::try_from(child.process.pid()).unwrap();
+            // SAFETY: reads the policy of our child; no memory is passed.
+            let policy = unsafe { libc::sched_getscheduler(pid) };
+            assert_eq!(policy, want, "{scheduling:?}");
+            let _ = child.process.shutdown().await;
+        }
     }
 
     #[test]
