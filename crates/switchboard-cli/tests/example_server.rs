@@ -397,6 +397,48 @@ fn calls_in_flight_when_stdin_ends_are_answered() {
     );
 }
 
+/// A request whose id is written `1.0` is cancelled by a `notifications/cancelled`
+/// whose `requestId` is `1.0` (or `1`: one number, one id): no answer comes, and
+/// the server exits well before the call would have ended.
+#[test]
+fn a_request_id_written_1_0_can_be_cancelled() {
+    for cancel_with in ["1.0", "1"] {
+        let mut child = spawn_piped();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut text: String = pipe_handshake(json!({}))
+            .iter()
+            .map(|m| format!("{m}\n"))
+            .collect();
+        text.push_str(r#"{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":3,"steps":3},"_meta":{"progressToken":"p"}}}"#);
+        text.push('\n');
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{cancel_with}}}}}"#
+        );
+        stdin.write_all(format!("{cancel}\n").as_bytes()).unwrap();
+        drop(stdin);
+        let started = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            !lines
+                .iter()
+                .any(|m| m.get("method").is_none() && m["id"] != 1 && m["id"].is_number()),
+            "{cancel_with}: the cancelled call was answered: {lines:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{cancel_with}: took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 /// A call slower than the grace (10 s by default) is cancelled when the grace
 /// ends and not answered; the server still exits (0) within the grace and a bound.
 #[test]

@@ -22,11 +22,15 @@ use super::number;
 
 /// A JSON-RPC request id: a string or an integer (MCP base protocol, all revisions).
 ///
-/// Two ids are equal when they are the same JSON token: `1` and `"1"` differ, and
-/// so do `0` and `-0` (a peer that sent `-0` gets `-0` back).
+/// Two integer ids are equal when they are the same number, however written:
+/// `1`, `1.0` and `1e0` are one id, and so are `0` and `-0` (JSON has one value
+/// for them, and JSON-RPC 2.0 §5 asks for "the same value" back); each is still
+/// written back as it was sent. A string and an integer always differ: `1` and
+/// `"1"` are two ids.
 ///
-/// The order (`Ord`) is that of the literal text, for use as a map key: it is not
-/// numeric (`10` sorts before `9`).
+/// The order (`Ord`) is that of a canonical text of the value (the plain digits,
+/// or for a value of more than 64 digits its significant digits and an
+/// exponent), for use as a map key: it is not numeric (`10` sorts before `9`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Id {
     /// An integer id, as its JSON literal text: a JSON number whose value is a
@@ -38,10 +42,11 @@ pub enum Id {
 
 /// The literal text of an integer id; see [`Id::Int`].
 ///
-/// Equality, hashing and order are those of the text. Text of up to
-/// 23 bytes (every `i64` and `u64`) is held inline, so making, cloning
+/// Equality, hashing and order are those of the value (see [`Id`]). Plain digits
+/// of up to 23 bytes (every `i64` and `u64`) are held inline, so making, cloning
 /// and dropping the id of a request allocates nothing; longer literals are kept
-/// on the heap.
+/// on the heap, and a literal in another form (`1.0`, `1e3`, `-0`) beside its
+/// canonical text.
 #[derive(Clone)]
 pub struct IntId(IntText);
 
@@ -50,13 +55,21 @@ const INLINE: usize = 23;
 
 #[derive(Clone)]
 enum IntText {
+    /// Plain canonical digits (`-?[1-9][0-9]*` or `0`), inline.
     Inline { len: u8, bytes: [u8; INLINE] },
+    /// Plain canonical digits, longer.
     Heap(Box<str>),
+    /// Another spelling: the literal, then the canonical text of its value
+    /// ([`number::canonical`]).
+    Spelled(Box<(Box<str>, Box<str>)>),
 }
 
 impl IntId {
     /// Wraps literal text already checked to be an integer-valued JSON number.
     fn from_checked(text: &str) -> IntId {
+        if let Some(canonical) = number::canonical(text).filter(|c| c != text) {
+            return IntId(IntText::Spelled(Box::new((text.into(), canonical.into()))));
+        }
         if text.len() <= INLINE {
             let mut bytes = [0; INLINE];
             bytes[..text.len()].copy_from_slice(text.as_bytes());
@@ -82,26 +95,32 @@ impl IntId {
         match &self.0 {
             IntText::Inline { len, bytes } => &bytes[..usize::from(*len)],
             IntText::Heap(text) => text.as_bytes(),
+            IntText::Spelled(both) => both.0.as_bytes(),
+        }
+    }
+
+    /// The canonical text's bytes: what equality, hashing and order compare.
+    fn key(&self) -> &[u8] {
+        match &self.0 {
+            IntText::Spelled(both) => both.1.as_bytes(),
+            _ => self.as_bytes(),
         }
     }
 
     /// The value when it fits an `i64`, whatever the literal's form: `1e3`
     /// gives 1000, `-0` and `0.0` give 0.
     pub fn as_i64(&self) -> Option<i64> {
-        let text = self.as_str();
-        text.parse()
-            .ok()
-            .or_else(|| number::whole_value(text).and_then(|v| i64::try_from(v).ok()))
+        // The canonical text is plain digits for every value that fits.
+        std::str::from_utf8(self.key()).ok()?.parse().ok()
     }
 
     /// The value when the literal is plain digits (`-?(0|[1-9][0-9]*)`) that
     /// fit an `i64`, except `-0`: the ids written back as a number token.
     fn plain_i64(&self) -> Option<i64> {
-        let text = self.as_str();
-        if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
-            return None;
+        match &self.0 {
+            IntText::Spelled(_) => None,
+            _ => self.as_str().parse().ok(),
         }
-        text.parse().ok()
     }
 
     /// Checks `text` is a JSON number literal (RFC 8259 §6:
@@ -114,7 +133,7 @@ impl IntId {
 
 impl PartialEq for IntId {
     fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
+        self.key() == other.key()
     }
 }
 
@@ -122,7 +141,7 @@ impl Eq for IntId {}
 
 impl std::hash::Hash for IntId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_bytes().hash(state);
+        self.key().hash(state);
     }
 }
 
@@ -134,7 +153,7 @@ impl PartialOrd for IntId {
 
 impl Ord for IntId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
+        self.key().cmp(other.key())
     }
 }
 
@@ -379,8 +398,21 @@ mod tests {
             assert_eq!(id.to_string(), text);
             assert_eq!(id.as_i64(), value, "{text}");
         }
-        // Equality is of the literal: `1.0` is not the id `1`.
-        assert_ne!(Id::from_raw(&raw("1.0")).unwrap(), Id::from(1));
+        // Equality is of the value: `1.0`, `1e0` and `1` are one id (and hash
+        // alike), each written back as sent; a string `"1"` is another.
+        use std::collections::HashSet;
+        let forms: Vec<Id> = ["1.0", "1e0", "10e-1", "1"]
+            .iter()
+            .map(|t| Id::from_raw(&raw(t)).unwrap())
+            .collect();
+        let set: HashSet<Id> = forms.iter().cloned().collect();
+        assert_eq!(set.len(), 1, "{forms:?}");
+        assert!(set.contains(&Id::from(1)));
+        assert_ne!(forms[0], Id::from("1"));
+        assert_eq!(
+            Id::from_raw(&raw("1e400")).unwrap(),
+            Id::from_raw(&raw("10e399")).unwrap()
+        );
         // The typed path (a number read first) keeps the value.
         let typed: Id = serde_json::from_str("1.0").unwrap();
         assert_eq!(typed, Id::from(1));
@@ -403,7 +435,6 @@ mod tests {
         use std::collections::HashSet;
         let texts = [
             "0",
-            "-0",
             "7",
             "-9223372036854775808",
             "18446744073709551615",
@@ -425,10 +456,10 @@ mod tests {
             Id::from_raw(&RawValue::from_string("-9223372036854775808".into()).unwrap()).unwrap()
         );
         assert_eq!(Id::from(u64::MAX).to_string(), "18446744073709551615");
-        assert_ne!(
-            Id::from(0),
-            Id::from_raw(&RawValue::from_string("-0".into()).unwrap()).unwrap()
-        );
+        // One number, one id: `-0` is `0`, and is written back as `-0`.
+        let minus_zero = Id::from_raw(&RawValue::from_string("-0".into()).unwrap()).unwrap();
+        assert_eq!(Id::from(0), minus_zero);
+        assert_eq!(serde_json::to_string(&minus_zero).unwrap(), "-0");
         let mut sorted: Vec<Id> = ["9", "10", "123456789012345678901234"]
             .iter()
             .map(|t| Id::from_raw(&RawValue::from_string((*t).to_owned()).unwrap()).unwrap())

@@ -99,6 +99,52 @@ pub fn whole_value(text: &str) -> Option<i128> {
     plain.parse().ok()
 }
 
+/// The canonical text of a whole-number literal's value (see [`is_whole`]),
+/// the same for every way of writing one number: its plain digits (`1e3`,
+/// `1000.0` and `1000` give `1000`; `-0` and `0.0e5` give `0`) when they are at
+/// most 64, else its significant digits and an exponent (`1e400` and
+/// `10e399` give `1e400`), so that no literal makes a long text. `None` when
+/// `text` is not a whole-number literal.
+pub fn canonical(text: &str) -> Option<String> {
+    if !is_whole(text) {
+        return None;
+    }
+    let (int, frac, exp) = parts(text)?;
+    let digits: Vec<u8> = int.iter().chain(frac).copied().collect();
+    let start = digits.iter().position(|&d| d != b'0');
+    let Some(start) = start else {
+        return Some("0".to_owned());
+    };
+    let end = digits
+        .iter()
+        .rposition(|&d| d != b'0')
+        .map_or(start, |i| i + 1);
+    let significant = &digits[start..end];
+    // value = significant × 10^zeros, zeros ≥ 0 as the value is whole.
+    let trailing = i64::try_from(digits.len() - end).unwrap_or(i64::MAX);
+    let zeros = exp
+        .saturating_sub(i64::try_from(frac.len()).unwrap_or(i64::MAX))
+        .saturating_add(trailing);
+    let mut out = String::new();
+    if text.starts_with('-') {
+        out.push('-');
+    }
+    out.extend(significant.iter().map(|&d| char::from(d)));
+    let total = i64::try_from(significant.len())
+        .unwrap_or(i64::MAX)
+        .saturating_add(zeros);
+    if total <= 64 {
+        out.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(zeros).unwrap_or(0),
+        ));
+    } else {
+        out.push('e');
+        out.push_str(&zeros.to_string());
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +173,27 @@ mod tests {
         ] {
             assert!(!is_whole(text), "{text:?} is not whole");
         }
+    }
+
+    #[test]
+    fn one_number_has_one_canonical_text() {
+        for (texts, canonical_text) in [
+            (
+                &["1000", "1e3", "1E+3", "1000.0", "10e2", "0.1e4"][..],
+                "1000",
+            ),
+            (&["0", "-0", "0.0", "-0.0e-7", "0e999"], "0"),
+            (&["-25", "-2.50e1", "-250e-1"], "-25"),
+            (&["1e400", "10e399", "1.0e400"], "1e400"),
+        ] {
+            for text in texts {
+                assert_eq!(canonical(text).as_deref(), Some(canonical_text), "{text}");
+            }
+        }
+        let long = "1".repeat(70);
+        assert_eq!(canonical(&long), Some(format!("{long}e0")));
+        assert_eq!(canonical(&"9".repeat(64)), Some("9".repeat(64)));
+        assert_eq!(canonical("1.5"), None);
     }
 
     #[test]
