@@ -113,7 +113,9 @@ pub struct BridgeArgs {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// The Linux scheduling policy of the children. `batch` (the default):
-    /// `SCHED_BATCH`, the same CPU share, but a child woken by a request does
+    /// `SCHED_BATCH` when the bridge runs in the usual `SCHED_OTHER` (in any
+    /// other policy the children get the bridge's), the same CPU share, but a
+    /// child woken by a request does
     /// not preempt the bridge on its CPU; it runs once the bridge has done what
     /// it was doing (answering, writing to other children) and sleeps, or on an
     /// idle CPU. Under load that is fewer context switches for the bridge and

@@ -517,6 +517,21 @@ async fn a_drain_refuses_new_stateless_requests_but_not_work_in_progress() {
     assert_eq!(r.status(), 202);
     let s = bounded(seen.recv()).await.unwrap();
     assert_eq!(s.method, "notifications/cancelled");
+    // Not a retry: an empty inputResponses, or a method without input rounds.
+    for (id, method, extra) in [
+        (9, "tools/call", json!({"name": "t", "inputResponses": {}})),
+        (
+            10,
+            "tools/list",
+            json!({"requestState": "s", "inputResponses": {"k": {}}}),
+        ),
+    ] {
+        let mut params = extra;
+        params["_meta"] = meta();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let r = post(&server, method, body.to_string()).await;
+        assert_eq!(r.status(), 503, "{method} {body}");
+    }
     let retry = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": {"name": "t", "_meta": meta(), "inputResponses": {"k": {}}, "requestState": "s"}})
     .to_string();

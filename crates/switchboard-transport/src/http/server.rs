@@ -412,17 +412,36 @@ const SHUTTING_DOWN_STATELESS: &str = "the server is shutting down; no new reque
 
 /// Whether a stateless 2026-07-28 message belongs to work already in progress,
 /// which a drain still lets in: a notification (`notifications/cancelled` for
-/// a request in flight, say), or a request that retries an `input_required`
-/// round trip (its params carry `inputResponses` or `requestState`; 2026-07-28
-/// "Multi round-trip requests").
+/// a request in flight, say), or the retry of an `input_required` round trip:
+/// a `tools/call`, `prompts/get` or `resources/read` (the methods that have
+/// one) whose params carry a `requestState` or a non-empty `inputResponses`
+/// (2026-07-28 "Multi round-trip requests"). An empty `inputResponses` answers
+/// nothing, so it does not make a new request a retry.
 fn continues_work(message: &Message) -> bool {
     let Message::Request(r) = message else {
         return true;
     };
-    r.params.as_deref().is_some_and(|p| {
-        serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(p.get())
-            .is_ok_and(|m| m.contains_key("inputResponses") || m.contains_key("requestState"))
-    })
+    if !matches!(
+        r.method.as_str(),
+        "tools/call" | "prompts/get" | "resources/read"
+    ) {
+        return false;
+    }
+    let Some(params) = r.params.as_deref() else {
+        return false;
+    };
+    let Ok(members) = serde_json::from_str::<
+        std::collections::HashMap<String, &serde_json::value::RawValue>,
+    >(params.get()) else {
+        return false;
+    };
+    members.contains_key("requestState")
+        || members.get("inputResponses").is_some_and(|r| {
+            serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(
+                r.get(),
+            )
+            .is_ok_and(|m| !m.is_empty())
+        })
 }
 
 /// The message of the 503 a new session gets when `max` are live

@@ -135,15 +135,17 @@ pub enum ChildScheduling {
     /// Ours (normally `SCHED_OTHER`).
     #[default]
     Inherit,
-    /// `SCHED_BATCH`: the same CPU share as `SCHED_OTHER` at the same nice
-    /// value, but when it wakes the child does not preempt the task running on
-    /// its CPU; it runs when that task sleeps, or on an idle CPU. For a server
-    /// that works only when a request arrives, so that the process handing it
-    /// requests (a bridge writing to many children) is not switched out for the
-    /// child it just woke. Set between fork and exec, so every thread the child
-    /// starts inherits it. When the system refuses it (it does not for an
-    /// unprivileged process on Linux, but a sandbox may), the child starts with
-    /// ours and a warning is logged.
+    /// `SCHED_BATCH` instead of `SCHED_OTHER`: the same CPU share at the same
+    /// nice value, but when it wakes the child does not preempt the task
+    /// running on its CPU; it runs when that task sleeps, or on an idle CPU.
+    /// For a server that works only when a request arrives, so that the
+    /// process handing it requests (a bridge writing to many children) is not
+    /// switched out for the child it just woke. Set between fork and exec, so
+    /// every thread the child starts inherits it. Only from `SCHED_OTHER`: when
+    /// we run in another policy (`SCHED_IDLE`, a real-time one), the child
+    /// inherits ours, never a class above it. When the system refuses it (it
+    /// does not for an unprivileged process on Linux, but a sandbox may), the
+    /// child starts with ours and a warning is logged.
     Batch,
 }
 
@@ -456,8 +458,10 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         // not an error here: the parent checks the policy after the spawn.
         unsafe {
             cmd.pre_exec(|| {
-                let param = libc::sched_param { sched_priority: 0 };
-                libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+                if libc::sched_getscheduler(0) == libc::SCHED_OTHER {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+                }
                 Ok(())
             });
         }
@@ -477,11 +481,12 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     #[cfg(target_os = "linux")]
     if config.scheduling == ChildScheduling::Batch {
         let pid_t = libc::pid_t::try_from(pid).unwrap_or(0);
-        // SAFETY: reads the policy of a process we just started; no memory
-        // is passed.
-        let policy = unsafe { libc::sched_getscheduler(pid_t) };
+        // SAFETY: reads the policy of this thread and of a process we just
+        // started; no memory is passed.
+        let (ours, policy) =
+            unsafe { (libc::sched_getscheduler(0), libc::sched_getscheduler(pid_t)) };
         // -1: the child is already gone (its exit is reported as usual).
-        if policy != libc::SCHED_BATCH && policy != -1 {
+        if ours == libc::SCHED_OTHER && policy != libc::SCHED_BATCH && policy != -1 {
             warn!(name = %config.name, pid, policy, "the system refused SCHED_BATCH for the child: it runs with our scheduling policy");
         }
     }
@@ -949,6 +954,36 @@ mod tests {
             assert_eq!(policy, want, "{scheduling:?}");
             let _ = child.process.shutdown().await;
         }
+    }
+
+    /// From a thread in `SCHED_IDLE`, `Batch` does not raise the child to
+    /// `SCHED_BATCH`: it keeps the idle policy it inherits.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn batch_scheduling_never_raises_an_idle_parents_child() {
+        let policy = std::thread::spawn(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sets this (test) thread's own policy; `param` lives across the call.
+            let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+            assert_eq!(set, 0, "SCHED_IDLE for this thread");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut config = ChildConfig::new("sched", "cat");
+                config.scheduling = ChildScheduling::Batch;
+                let child = spawn(config, &TransportConfig::default()).unwrap();
+                let pid = libc::pid_t::try_from(child.process.pid()).unwrap();
+                // SAFETY: reads the policy of our child; no memory is passed.
+                let policy = unsafe { libc::sched_getscheduler(pid) };
+                let _ = child.process.shutdown().await;
+                policy
+            })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
     }
 
     #[test]
