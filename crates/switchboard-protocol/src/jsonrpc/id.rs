@@ -67,9 +67,17 @@ enum IntText {
 impl IntId {
     /// Wraps literal text already checked to be an integer-valued JSON number.
     fn from_checked(text: &str) -> IntId {
-        if let Some(canonical) = number::canonical(text).filter(|c| c != text) {
-            return IntId(IntText::Spelled(Box::new((text.into(), canonical.into()))));
+        if !is_plain_canonical(text) {
+            if let Some(canonical) = number::canonical(text).filter(|c| c != text) {
+                return IntId(IntText::Spelled(Box::new((text.into(), canonical.into()))));
+            }
         }
+        IntId::from_plain(text)
+    }
+
+    /// Wraps plain canonical digits (see [`is_plain_canonical`]): inline up to
+    /// [`INLINE`] bytes, else on the heap.
+    fn from_plain(text: &str) -> IntId {
         if text.len() <= INLINE {
             let mut bytes = [0; INLINE];
             bytes[..text.len()].copy_from_slice(text.as_bytes());
@@ -127,7 +135,24 @@ impl IntId {
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`) whose value is a
     /// whole number.
     pub fn parse(text: &str) -> Option<IntId> {
+        // Nearly every id: plain digits, already canonical, no second scan.
+        if is_plain_canonical(text) {
+            return Some(IntId::from_plain(text));
+        }
         number::is_whole(text).then(|| IntId::from_checked(text))
+    }
+}
+
+/// Whether `text` is plain digits that are their own canonical text
+/// ([`number::canonical`]): `0`, or an optional `-` and up to 64 digits with no
+/// leading zero. Not `-0` (canonically `0`).
+fn is_plain_canonical(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    match digits {
+        [] => false,
+        [b'0'] => text.len() == 1,
+        [b'0', ..] => false,
+        d => d.len() <= 64 && d.iter().all(u8::is_ascii_digit),
     }
 }
 
@@ -164,7 +189,7 @@ fn int_id(n: impl fmt::Display) -> IntId {
     let mut cursor = std::io::Cursor::new(&mut buf[..]);
     let _ = write!(cursor, "{n}");
     let len = cursor.position() as usize;
-    IntId::from_checked(std::str::from_utf8(&buf[..len]).unwrap_or("0"))
+    IntId::from_plain(std::str::from_utf8(&buf[..len]).unwrap_or("0"))
 }
 
 impl From<i64> for Id {
@@ -418,6 +443,29 @@ mod tests {
         assert_eq!(typed, Id::from(1));
         assert!(serde_json::from_str::<Id>("1.5").is_err());
         assert!(serde_json::from_str::<Id>("1e300").is_err());
+    }
+
+    /// The fast path (plain digits) stores exactly what the canonical text
+    /// would be, so an id read either way compares and hashes alike.
+    #[test]
+    fn plain_digits_are_their_own_canonical_text() {
+        let long = "7".repeat(64);
+        let longer = "7".repeat(65);
+        let minus_long = format!("-{long}");
+        for text in ["0", "7", "-12", "1000", long.as_str(), minus_long.as_str()] {
+            assert!(is_plain_canonical(text), "{text}");
+            assert_eq!(number::canonical(text).as_deref(), Some(text), "{text}");
+        }
+        for text in ["-0", "01", "", "-", "1.0", "1e3", longer.as_str()] {
+            assert!(!is_plain_canonical(text), "{text}");
+        }
+        // 65 digits: stored beside its canonical text, equal to the same
+        // value written with an exponent.
+        let spelled = format!("7.{}e64", "7".repeat(64));
+        assert_eq!(
+            Id::from_raw(&raw(&longer)).unwrap(),
+            Id::from_raw(&raw(&spelled)).unwrap()
+        );
     }
 
     #[test]
