@@ -73,30 +73,9 @@ pub fn is_whole(text: &str) -> bool {
 /// `-0.0` and `0e999` give 0. `None` for a literal that is not a whole number
 /// or lies beyond `i128`.
 pub fn whole_value(text: &str) -> Option<i128> {
-    if !is_whole(text) {
-        return None;
-    }
-    let (int, frac, exp) = parts(text)?;
-    if int.iter().chain(frac).all(|&d| d == b'0') {
-        return Some(0);
-    }
-    let mut plain = String::with_capacity(48);
-    if text.starts_with('-') {
-        plain.push('-');
-    }
-    let digits = int.iter().chain(frac).map(|&d| char::from(d));
-    let shift = i64::try_from(frac.len()).ok()?.checked_sub(exp)?;
-    if shift >= 0 {
-        // The dropped digits are zeros (the value is whole).
-        let keep = (int.len() + frac.len()).checked_sub(usize::try_from(shift).ok()?)?;
-        plain.extend(digits.take(keep.max(1)));
-    } else {
-        // No i128 has more than 39 digits: more zeros than that cannot fit.
-        let zeros = usize::try_from(-shift).ok().filter(|&z| z <= 40)?;
-        plain.extend(digits);
-        plain.extend(std::iter::repeat_n('0', zeros));
-    }
-    plain.parse().ok()
+    // The canonical text is plain digits for every value of at most 64 digits,
+    // which covers `i128`; a longer one (with an exponent) does not parse.
+    canonical(text)?.parse().ok()
 }
 
 /// The canonical text of a whole-number literal's value (see [`is_whole`]),
