@@ -74,6 +74,16 @@ def rust_workers():
     return f"{w} tokio worker(s) (TOKIO_WORKER_THREADS)" if w else "tokio's default workers (one per core)"
 
 
+def halt_poll():
+    """The guest halt polling in force during the run, as bench/run read it."""
+    ns = os.environ.get("BENCH_HALT_POLL", "none")
+    if ns in ("none", ""):
+        return "no cpuidle-haltpoll driver"
+    if ns == "0":
+        return "guest halt polling off (guest_halt_poll_ns=0: an idle CPU halts at once, each wake-up an exit to the hypervisor)"
+    return f"guest halt polling {ns} ns (guest_halt_poll_ns; the kernel's default is 200000)"
+
+
 def render(runs):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     seconds = os.environ.get("BENCH_SECONDS", "?")
@@ -90,15 +100,17 @@ def render(runs):
         f"thread(s); bare-hyper on {rust_workers()}; "
         f"{rounds} round(s) with the targets interleaved, the round with the median calls/s shown "
         f"with the range of all rounds); {os.cpu_count()} cores ({model or 'unknown CPU'}), Linux {platform.release()}; "
+        f"{halt_poll()}; "
         f"load average {load_start} at the start, {load_end} at the end (the machine is shared: "
         "load generator, bridge, upstream and other work compete for the same cores)."
     )
     out.append("")
     out.append(
         "| target | sessions | calls/s | calls/s range | p50 ms | p99 ms | errors | server CPU s / 1,000 calls "
-        "| server context switches / call | server peak RSS MiB | children | children CPU s / 1,000 calls |"
+        "| server context switches / call | server peak RSS MiB | children | children CPU s / 1,000 calls "
+        "| load generator CPU s / 1,000 calls | machine busy CPU s / 1,000 calls | machine idle |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = []
     for (label, n) in runs:
         if label not in order:
@@ -111,6 +123,7 @@ def render(runs):
             child_cpu = (
                 s["descendants_cpu_s"] * 1000 / req if s and req else None
             )
+            m = r.get("machine") or {}
             note = "" if label != "stdio-direct" else " (the upstream itself)"
             out.append(
                 f"| {label}{note} | {n} | {fmt(r['requests_per_s'])} "
@@ -119,7 +132,10 @@ def render(runs):
                 f"| {fmt(s.get('cpu_s_per_1000_calls'), 3) if s else '–'} "
                 f"| {fmt(s.get('context_switches_per_call'), 2) if s else '–'} "
                 f"| {fmt(s.get('peak_rss_mib'), 1) if s else '–'} "
-                f"| {s.get('descendants', '–') if s else '–'} | {fmt(child_cpu, 3)} |"
+                f"| {s.get('descendants', '–') if s else '–'} | {fmt(child_cpu, 3)} "
+                f"| {fmt(m.get('loadgen_cpu_s_per_1000_calls'), 3) if m else '–'} "
+                f"| {fmt(m.get('busy_cpu_s_per_1000_calls'), 3) if m else '–'} "
+                f"| {str(round(m['idle_share'] * 100)) + '%' if m else '–'} |"
             )
     out.append("")
 

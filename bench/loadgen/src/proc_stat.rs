@@ -77,6 +77,46 @@ fn status_kib(status: &str, key: &str) -> Option<u64> {
     line[key.len()..].split_whitespace().next()?.parse().ok()
 }
 
+/// The whole machine's CPU time so far, from the first (`cpu`) line of
+/// `/proc/stat`, in clock ticks of [`TICKS_PER_SECOND`] summed over every CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct MachineSample {
+    /// `user + nice + system + irq + softirq`: time some task or interrupt ran
+    /// (guest time is inside `user`).
+    pub busy_ticks: u64,
+    /// `idle + iowait`: time the CPUs had nothing to run.
+    pub idle_ticks: u64,
+    /// `steal`: time the hypervisor ran something else on our virtual CPUs.
+    pub steal_ticks: u64,
+}
+
+/// Reads the machine's CPU time. Errors (as text) when `/proc/stat` is unreadable
+/// or not in the expected format.
+pub fn machine() -> Result<MachineSample, String> {
+    let stat = fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
+    machine_of(&stat).ok_or_else(|| "/proc/stat: unexpected format".to_owned())
+}
+
+/// [`machine`] from the text of `/proc/stat` (`cpu  user nice system idle iowait
+/// irq softirq steal guest guest_nice`; fields missing on old kernels read 0).
+pub fn machine_of(stat: &str) -> Option<MachineSample> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    if f.len() < 4 {
+        return None;
+    }
+    Some(MachineSample {
+        busy_ticks: at(0) + at(1) + at(2) + at(5) + at(6),
+        idle_ticks: at(3) + at(4),
+        steal_ticks: at(7),
+    })
+}
+
 /// Every living descendant of `pid` (children, their children, ...), in no
 /// particular order; empty when there are none or `/proc` cannot say.
 pub fn descendants(pid: u32) -> Vec<u32> {
@@ -113,6 +153,23 @@ mod tests {
         let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 3 0 1000 1 1";
         assert_eq!(cpu_ticks_of(stat), Some(22));
         assert_eq!(cpu_ticks_of("garbage"), None);
+    }
+
+    #[test]
+    fn machine_time_from_proc_stat() {
+        let stat = "cpu  100 2 30 500 7 1 4 9 0 0\ncpu0 50 1 15 250 3 0 2 4 0 0\nintr 1\n";
+        assert_eq!(
+            machine_of(stat),
+            Some(MachineSample {
+                busy_ticks: 137,
+                idle_ticks: 507,
+                steal_ticks: 9
+            })
+        );
+        assert_eq!(machine_of("cpu0 1 2 3 4\n"), None);
+        assert_eq!(machine_of("cpu  1 x 3 4\n"), None);
+        let now = machine().unwrap();
+        assert!(now.busy_ticks + now.idle_ticks > 0, "{now:?}");
     }
 
     #[test]

@@ -129,6 +129,26 @@ struct ProcReport {
     descendants_rss_mib: f64,
 }
 
+/// Where the machine's CPU went over the measured window: the load generator's
+/// own share and every process's, so that a target's CPU per call can be read
+/// against the whole budget (two cores shared by load generator, server and
+/// upstream).
+#[derive(Debug, Serialize)]
+struct MachineReport {
+    /// The load generator's own utime+stime over the window, s per 1,000 counted
+    /// calls.
+    loadgen_cpu_s_per_1000_calls: f64,
+    /// Busy time of every CPU (user, nice, system, irq, softirq; `/proc/stat`)
+    /// over the window, s per 1,000 counted calls: load generator, server,
+    /// upstream and anything else running.
+    busy_cpu_s_per_1000_calls: f64,
+    /// Idle time (idle + iowait) over all CPU time of the window, 0 to 1.
+    idle_share: f64,
+    /// Time the hypervisor took from our CPUs (steal) over all CPU time of the
+    /// window, 0 to 1.
+    steal_share: f64,
+}
+
 /// The JSON report printed on stdout.
 #[derive(Debug, Serialize)]
 struct Report {
@@ -147,6 +167,8 @@ struct Report {
     errors: u64,
     error_samples: Vec<String>,
     server: Option<ProcReport>,
+    /// `None` when `/proc` could not be read.
+    machine: Option<MachineReport>,
 }
 
 /// Counts and latencies shared by the session loops.
@@ -254,9 +276,11 @@ async fn run(args: Args) -> Result<Report> {
         }));
     }
     tokio::time::sleep_until(window.start.into()).await;
+    let machine_before = machine_window();
     let before = pid.map(proc_window_start);
     tokio::time::sleep_until(window.end.into()).await;
     let after = pid.map(proc_window_start);
+    let machine_after = machine_window();
     for t in tasks {
         let _ = tokio::time::timeout(request_timeout + Duration::from_secs(1), t).await;
     }
@@ -276,6 +300,10 @@ async fn run(args: Args) -> Result<Report> {
         }
         _ => None,
     };
+    let machine = match (machine_before, machine_after) {
+        (Ok(b), Ok(a)) => Some(machine_report(&b, &a, requests)),
+        _ => None,
+    };
     Ok(Report {
         label: args.label,
         mode: args.mode,
@@ -290,7 +318,42 @@ async fn run(args: Args) -> Result<Report> {
         errors: tally.errors,
         error_samples: tally.samples,
         server,
+        machine,
     })
+}
+
+/// This process's and the machine's CPU time, read at one end of the window.
+fn machine_window() -> Result<(proc_stat::Sample, proc_stat::MachineSample), String> {
+    Ok((
+        proc_stat::sample(std::process::id())?,
+        proc_stat::machine()?,
+    ))
+}
+
+fn machine_report(
+    before: &(proc_stat::Sample, proc_stat::MachineSample),
+    after: &(proc_stat::Sample, proc_stat::MachineSample),
+    requests: u64,
+) -> MachineReport {
+    let per_1000 = |ticks: u64| {
+        if requests == 0 {
+            0.0
+        } else {
+            ticks as f64 / proc_stat::TICKS_PER_SECOND * 1000.0 / requests as f64
+        }
+    };
+    let (own_b, m_b) = before;
+    let (own_a, m_a) = after;
+    let busy = m_a.busy_ticks.saturating_sub(m_b.busy_ticks);
+    let idle = m_a.idle_ticks.saturating_sub(m_b.idle_ticks);
+    let steal = m_a.steal_ticks.saturating_sub(m_b.steal_ticks);
+    let all = (busy + idle + steal).max(1) as f64;
+    MachineReport {
+        loadgen_cpu_s_per_1000_calls: per_1000(own_a.cpu_ticks.saturating_sub(own_b.cpu_ticks)),
+        busy_cpu_s_per_1000_calls: per_1000(busy),
+        idle_share: idle as f64 / all,
+        steal_share: steal as f64 / all,
+    }
 }
 
 /// A process and its descendants, read at one end of the window.
