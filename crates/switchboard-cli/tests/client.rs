@@ -633,6 +633,52 @@ fn the_modern_era_over_stdio() {
     assert!(r.stdout.contains("(protocol 2025-11-25)"), "{}", r.stdout);
 }
 
+/// A stdio server that speaks only 2026-07-28 (`example-server --modern-only`,
+/// which refuses `initialize` with an error) works without `--era`: the client
+/// asks `server/discover` after the refusal. `--era legacy` still means
+/// `initialize` only, and fails with the server's refusal.
+#[test]
+fn a_2026_07_28_only_stdio_server_works_without_era() {
+    let server = ["--", exe(), "example-server", "--modern-only"];
+    let r = run(&[&["tools", "list"][..], &server[..]].concat());
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", r.stdout);
+    assert_eq!(lines.len(), TOOLS.len() + 1, "{}", r.stdout);
+    for name in TOOLS {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+
+    let r = run(&[&["ping"][..], &server[..]].concat());
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("(protocol 2026-07-28)"), "{}", r.stdout);
+
+    let r = run(&[&["tools", "list", "--era", "legacy"][..], &server[..]].concat());
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("initialize"), "{}", r.stderr);
+    assert!(!r.stderr.contains("server/discover"), "{}", r.stderr);
+
+    let r = run(&[&["tools", "list", "--era", "legacy-first"][..], &server[..]].concat());
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+/// The default for a stdio command still speaks a legacy revision to a server
+/// that speaks both (`initialize` is answered, nothing is probed).
+#[test]
+fn a_dual_era_stdio_server_is_spoken_to_in_a_legacy_revision_by_default() {
+    let r = against_example(&["ping"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("(protocol 2025-11-25)"), "{}", r.stdout);
+}
+
 #[test]
 fn ctrl_c_cancels_the_call_and_exits_2() {
     use std::io::{BufRead, BufReader};

@@ -1,8 +1,13 @@
 //! An MCP server over stdio, built with the `switchboard` library.
 //!
 //! ```sh
-//! cargo run -p switchboard --example echo_server
+//! cargo run -p switchboard --example echo_server [-- --modern-only]
 //! ```
+//!
+//! With `--modern-only` it speaks only MCP 2026-07-28 (its `Supported` set has no
+//! other revision): `initialize` is answered with an error listing the supported
+//! versions, as a server written for that revision alone answers it (spec notes
+//! §6, "Modern-only server vs legacy clients"). Otherwise it speaks every revision.
 //!
 //! It speaks MCP on its own stdin and stdout (one JSON-RPC message per line, nothing
 //! else on stdout) and logs to stderr (`RUST_LOG`-style filtering is not wired; the
@@ -188,7 +193,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_ansi(false)
         .init();
 
-    let server = builder().build()?;
+    let mut server = builder();
+    if std::env::args().skip(1).any(|a| a == "--modern-only") {
+        server = server.supported(
+            switchboard_protocol::version::Supported::new([
+                switchboard_protocol::ProtocolVersion::V2026_07_28,
+            ])
+            .expect("one revision"),
+        );
+    }
+    let server = server.build()?;
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let stdout = Stdout {
         inner: tokio::io::stdout(),

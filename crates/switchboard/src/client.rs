@@ -1,5 +1,5 @@
 //! The MCP client: [`Client::connect`] opens a session over any transport (the
-//! legacy handshake by default, see "Eras" below), [`Client::connect_url`] over
+//! legacy handshake first by default, see "Eras" below), [`Client::connect_url`] over
 //! HTTP whatever the server's era, [`Client::spawn`] with a stdio server it starts; then it offers typed calls for every client→server method and answers the server's
 //! requests (sampling, elicitation, roots) with the handlers set in [`ClientOptions`].
 //!
@@ -41,11 +41,27 @@
 //!   [`ClientOptions::max_input_rounds`] rounds. A -32022 answer naming a version we
 //!   share switches to it and retries once.
 //!
-//! Which one: [`Client::connect`] follows [`ClientOptions::era`] (default: legacy,
-//! as before); [`EraPolicy::Auto`] probes with `server/discover` first (spec notes
-//! §6, "stdio client": a result or a recognised modern error means modern, any
-//! other error or a timeout means legacy); [`Client::connect_url`] runs the HTTP
-//! rules of §6 and remembers the outcome per origin (see [`http`]).
+//! Which one: [`Client::connect`] follows [`ClientOptions::era`], by default
+//! [`EraPolicy::LegacyFirst`]: `initialize`, and only when the server answers it
+//! with a JSON-RPC error (as a 2026-07-28-only server does, spec notes §6
+//! "Modern-only server vs legacy clients") a `server/discover` probe, so a legacy
+//! server costs no extra round trip and a modern-only one still connects;
+//! [`EraPolicy::Auto`] probes with `server/discover` first (spec notes §6, "stdio
+//! client": a result or a recognised modern error means modern, any other error
+//! or a timeout means legacy); [`Client::connect_url`] runs the HTTP rules of §6
+//! and remembers the outcome per origin (see [`http`]).
+//!
+//! ```text
+//! EraPolicy::LegacyFirst (the default of Client::connect and Client::spawn)
+//!   --> initialize
+//!   <-- result                -> legacy (as above), nothing else sent
+//!   <-- JSON-RPC error        -> --> server/discover (the probe of Auto: -32022
+//!                                    naming a shared 2026-07-28 revision retried once)
+//!                                <-- DiscoverResult -> modern
+//!                                <-- anything else  -> Err(the initialize error,
+//!                                                      the probe's failure noted)
+//!   timeout, closed transport, refused answer -> Err, no probe
+//! ```
 //!
 //! Typed calls in the modern era: `ping` (removed in 2026-07-28) sends
 //! `server/discover`, the one request every modern server MUST answer;
@@ -176,12 +192,16 @@ pub struct ClientOptions {
     /// `HttpClientConfig::standalone_stream` to hear list changes
     /// ([`Client::subscribe`] opens the stream itself).
     pub on_notification: Option<NotificationCallback>,
-    /// Which era [`Client::connect`] speaks. Default `None`: [`EraPolicy::Legacy`]
-    /// for [`Client::connect`], [`EraPolicy::Auto`] for [`Client::connect_url`].
+    /// Which era the client speaks, and how it finds out (spec notes §6). Default
+    /// `None`: [`EraPolicy::LegacyFirst`] for [`Client::connect`] and
+    /// [`Client::spawn`] (`initialize` first, `server/discover` only after an
+    /// error answer), [`EraPolicy::Auto`] for [`Client::connect_url`] and
+    /// [`Client::connect_http`].
     pub era: Option<EraPolicy>,
     /// How long the `server/discover` probe of [`EraPolicy::Auto`] waits before
-    /// deciding the server is legacy (spec notes §6: a timeout means legacy).
-    /// Default 10 s.
+    /// deciding the server is legacy (spec notes §6: a timeout means legacy), and
+    /// the one of [`EraPolicy::LegacyFirst`] before giving up with the
+    /// `initialize` error. Default 10 s.
     pub probe_timeout: Duration,
     /// The most `input_required` rounds one 2026-07-28 call may take before it
     /// fails with [`Error::is_limit`]. Default 8.
@@ -194,14 +214,34 @@ pub struct ClientOptions {
     pub validate_structured_content: bool,
 }
 
-/// Which era a client speaks (spec notes §1, §3, §6).
+/// Which era a client speaks, and how it finds out (spec notes §1, §3, §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EraPolicy {
     /// Probe with `server/discover` at the newest modern revision in
-    /// [`ClientOptions::supported`]; fall back to `initialize` by the rules of §6.
+    /// [`ClientOptions::supported`]; fall back to `initialize` by the rules of §6
+    /// (a `DiscoverResult` or a recognised 2026-07-28 error means modern; any
+    /// other error, or no answer within [`ClientOptions::probe_timeout`], means
+    /// legacy). One extra round trip (or the probe's timeout) before a legacy
+    /// server's `initialize`.
     Auto,
-    /// `initialize` only (2024-11-05 to 2025-11-25).
+    /// `initialize` only (2024-11-05 to 2025-11-25); a 2026-07-28-only server is
+    /// an error (its answer to `initialize`).
     Legacy,
+    /// `initialize` first, as [`Legacy`](Self::Legacy); when the server answers it
+    /// with a JSON-RPC error ([`Error::is_protocol`]; not a timeout, a closed
+    /// transport or an answer the lifecycle refuses), which is how a
+    /// 2026-07-28-only server answers a stdio `initialize` (spec notes §6,
+    /// "Modern-only server vs legacy clients": an implementation-defined code),
+    /// the `server/discover` probe of [`Auto`](Self::Auto) follows (its -32022
+    /// retry included, bounded by [`ClientOptions::probe_timeout`]), and a
+    /// `DiscoverResult` connects in 2026-07-28. Otherwise the result is the
+    /// `initialize` error, whose `Display` ends with the probe's failure. A
+    /// legacy server costs exactly the `initialize` round trip; a modern-only
+    /// one, two. The default of [`Client::connect`] and [`Client::spawn`].
+    /// No probe when [`ClientOptions::supported`] has no 2026-07-28 revision.
+    /// [`Client::connect_url`] reads it as [`Auto`](Self::Auto): the HTTP
+    /// rules of §6, whose outcome it remembers per origin.
+    LegacyFirst,
     /// `server/discover` only (2026-07-28); a legacy server is an error.
     Modern,
 }
@@ -460,8 +500,24 @@ impl Started {
         }
     }
 
-    /// The legacy handshake (spec §3). On error our side is closed.
+    /// The legacy handshake (spec §3). On error `self` is dropped, which closes
+    /// our side of the transport (the spec's "SHOULD disconnect").
     async fn legacy(self) -> Result<Client, Error> {
+        match self.initialize().await {
+            Ok(session) => self.operate(session).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "initialize failed; disconnecting");
+                Err(e)
+            }
+        }
+    }
+
+    /// `initialize`, its answer checked by the lifecycle (spec §3). Leaves the
+    /// transport open whatever happens, so that the caller decides what follows
+    /// an error (a fallback, or closing by dropping `self`). An error answer
+    /// ([`Error::is_protocol`]) leaves the lifecycle closed: that session is over
+    /// (a 2026-07-28 one, which has no lifecycle, may still follow).
+    async fn initialize(&self) -> Result<LegacySession, Error> {
         self.set_http_version(None);
         self.handler.modern.store(false, Ordering::Release);
         let lifecycle = self.lifecycle.clone();
@@ -483,24 +539,26 @@ impl Started {
                 if !lc.recv_error_response(init_id.as_ref()) {
                     lc.close();
                 }
-                tracing::warn!(error = %e, "initialize failed; disconnecting");
                 return Err(e);
             }
         };
         let id = init_id.expect("the id is set before initialize is sent");
-        let (session, initialized) = {
-            let mut lc = lock(&lifecycle);
-            lc.recv_response(&Response { id, result })
-                .map_err(|e| Error::refused_answer(e).with_method("initialize"))?;
-            let session = lc
-                .session()
-                .cloned()
-                .expect("an accepted answer gives a session");
-            let note = lc
-                .initialized_notification()
-                .map_err(|e| Error::lifecycle(e).with_method("initialize"))?;
-            (session, note)
-        };
+        let mut lc = lock(&lifecycle);
+        lc.recv_response(&Response { id, result })
+            .map_err(|e| Error::refused_answer(e).with_method("initialize"))?;
+        let session = lc
+            .session()
+            .cloned()
+            .expect("an accepted answer gives a session");
+        Ok(session)
+    }
+
+    /// After an accepted `initialize` answer: `notifications/initialized`, and the
+    /// legacy client (spec §3). On error `self` is dropped (our side closed).
+    async fn operate(self, session: LegacySession) -> Result<Client, Error> {
+        let initialized = lock(&self.lifecycle)
+            .initialized_notification()
+            .map_err(|e| Error::lifecycle(e).with_method("initialize"))?;
         // Batches exist only in 2025-03-26; set before `initialized` (see Sender).
         self.peer.set_batching(session.version.batching());
         // Over HTTP, `MCP-Protocol-Version` goes on every request after initialize.
@@ -511,10 +569,37 @@ impl Started {
             version = %session.version,
             "connected (legacy)"
         );
+        let lifecycle = self.lifecycle.clone();
         Ok(self.client(EraState::Legacy {
             lifecycle,
             session: Box::new(session),
         }))
+    }
+
+    /// [`EraPolicy::LegacyFirst`]: `initialize`; only when the server answers it
+    /// with a JSON-RPC error, the `server/discover` probe (spec notes §6: a
+    /// 2026-07-28-only server answers a stdio `initialize` with an error of an
+    /// implementation-defined code). A `DiscoverResult` connects modern; any
+    /// other outcome is the `initialize` error, with the probe's failure as a
+    /// note. Our side is closed only once that is decided.
+    async fn legacy_first(self) -> Result<Client, Error> {
+        let refused = match self.initialize().await {
+            Ok(session) => return self.operate(session).await,
+            Err(e) if e.is_protocol() && self.options.supported.latest_modern().is_some() => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "initialize failed; disconnecting");
+                return Err(e);
+            }
+        };
+        tracing::debug!(error = %refused, "initialize refused: asking server/discover in case the server speaks only 2026-07-28");
+        let why = match self.probe(self.options.probe_timeout).await {
+            Ok(Probe::Modern(v, d)) => return Ok(self.modern(v, d)),
+            Ok(Probe::Legacy(why)) | Err(why) => why,
+        };
+        tracing::warn!(error = %refused, discover = %why, "initialize failed, and server/discover too; disconnecting");
+        Err(refused.with_note(format!(
+            "server/discover, asked next in case the server speaks only 2026-07-28, failed too ({why})"
+        )))
     }
 
     /// One `server/discover` at `version`, bounded by `timeout`; never cancellable
@@ -611,6 +696,7 @@ impl Started {
     async fn run(self, policy: EraPolicy) -> Result<Client, Error> {
         match policy {
             EraPolicy::Legacy => self.legacy().await,
+            EraPolicy::LegacyFirst => self.legacy_first().await,
             EraPolicy::Modern => {
                 let timeout = self.options.default_timeout;
                 match self.probe(timeout).await? {
@@ -632,20 +718,26 @@ impl Started {
 impl Client {
     /// Connects over `transport` (stdio, a child process, the in-memory pair):
     /// spawns the peer's driver on the current Tokio runtime and opens the session
-    /// by [`ClientOptions::era`]: by default the legacy handshake (spec §3);
-    /// [`EraPolicy::Auto`] probes with `server/discover` first and falls back to
-    /// `initialize` (spec notes §6, "stdio client"); [`EraPolicy::Modern`] speaks
-    /// 2026-07-28 only.
+    /// by [`ClientOptions::era`]: by default [`EraPolicy::LegacyFirst`], the
+    /// legacy handshake (spec §3) and, only when the server answers `initialize`
+    /// with a JSON-RPC error, a `server/discover` probe that connects in
+    /// 2026-07-28 when the server speaks it (spec notes §6); [`EraPolicy::Legacy`]
+    /// sends `initialize` only; [`EraPolicy::Auto`] probes with
+    /// `server/discover` first and falls back to `initialize` (spec notes §6,
+    /// "stdio client"); [`EraPolicy::Modern`] speaks 2026-07-28 only.
     ///
     /// Errors: [`Error::is_local_refusal`] when the server answered a version not in
     /// `options.supported` (or an unreadable result); [`Error::is_protocol`] when it
-    /// answered `initialize` (or, modern, `server/discover`) with an error;
-    /// [`Error::is_timeout`] / [`Error::is_closed`]. On error our side of the
-    /// transport is closed (the spec's "SHOULD disconnect").
+    /// answered `initialize` with an error and (by default) `server/discover`
+    /// found no 2026-07-28 server either (that failure is named at the end of
+    /// the error's `Display`), or (modern) answered `server/discover` with an
+    /// error; [`Error::is_timeout`] / [`Error::is_closed`]. On error our side of
+    /// the transport is closed (the spec's "SHOULD disconnect"), after any
+    /// fallback was tried.
     ///
     /// Panics outside a Tokio runtime.
     pub async fn connect(transport: Transport, options: ClientOptions) -> Result<Client, Error> {
-        let policy = options.era.unwrap_or(EraPolicy::Legacy);
+        let policy = options.era.unwrap_or(EraPolicy::LegacyFirst);
         Started::new(transport, options, None).run(policy).await
     }
 

@@ -148,9 +148,13 @@ impl Error {
         self
     }
 
-    /// Adds what may explain the failure (`Display` shows it after `; `).
+    /// Adds what may explain the failure (`Display` shows it after `; `, after
+    /// the notes added before it).
     pub(crate) fn with_note(mut self, note: String) -> Self {
-        self.inner.note = Some(note);
+        self.inner.note = Some(match self.inner.note.take() {
+            Some(earlier) => format!("{earlier}; {note}"),
+            None => note,
+        });
         self
     }
 
@@ -326,6 +330,18 @@ mod tests {
         assert_eq!(
             Error::closed("peer closed the connection").to_string(),
             "transport closed: peer closed the connection"
+        );
+    }
+
+    #[test]
+    fn notes_add_up_in_order() {
+        let e = Error::protocol(ErrorObject::new(-32602, "no"))
+            .with_method("initialize")
+            .with_note("first".into())
+            .with_note("second".into());
+        assert_eq!(
+            e.to_string(),
+            "initialize: peer answered error -32602: no; first; second"
         );
     }
 }

@@ -4,8 +4,8 @@ mod client_support;
 
 use client_support::*;
 use serde_json::json;
-use switchboard::Client;
-use switchboard_protocol::version::Supported;
+use switchboard::{Client, EraPolicy};
+use switchboard_protocol::version::{Era, Supported};
 use switchboard_protocol::ProtocolVersion;
 
 #[tokio::test]
@@ -139,18 +139,156 @@ async fn the_offer_is_the_newest_legacy_version_in_the_set() {
     );
 }
 
+/// By default (`EraPolicy::LegacyFirst`) an `initialize` error is followed by
+/// the `server/discover` probe (a 2026-07-28-only server refuses `initialize`,
+/// spec notes §6); a server that refuses that too gets the `initialize` error
+/// back, the probe's failure named in it, and our side is closed only then.
+/// With `EraPolicy::Legacy` nothing follows the error.
 #[tokio::test]
 async fn an_initialize_error_is_a_protocol_error() {
     let (transport, mut script) = pair();
     let server = async {
         let init = script.recv_request().await;
         script.respond_error(&init.id, -32602, "unsupported").await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover");
+        let p: serde_json::Value = probe.params_as().unwrap();
+        assert_eq!(
+            p["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        script
+            .respond_error(&probe.id, -32601, "method not found")
+            .await;
     };
     let (client, ()) =
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
     let e = client.unwrap_err();
+    assert!(e.is_protocol(), "{e:?}");
+    assert_eq!(e.method(), Some("initialize"));
     assert_eq!(e.error_object().unwrap().code, -32602);
+    let text = e.to_string();
+    assert!(
+        text.starts_with("initialize: peer answered error -32602: unsupported; server/discover"),
+        "{text}"
+    );
+    assert!(text.contains("-32601"), "{text}");
     script.expect_closed().await;
+
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script.respond_error(&init.id, -32602, "unsupported").await;
+    };
+    let opts = options().with_era(EraPolicy::Legacy);
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, opts), server) }).await;
+    let e = client.unwrap_err();
+    assert_eq!(e.error_object().unwrap().code, -32602);
+    assert!(!e.to_string().contains("server/discover"), "{e}");
+    script.expect_closed().await;
+}
+
+/// The default against a server that speaks only 2026-07-28: its `initialize`
+/// error (any code: -32000 here, spec notes §6 "implementation-defined") is
+/// followed by `server/discover` on the same transport, whose result connects
+/// in 2026-07-28; later requests carry the 2026-07-28 `_meta`.
+#[tokio::test]
+async fn the_default_falls_back_to_server_discover_after_an_initialize_error() {
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        assert_eq!(init.method, "initialize");
+        script
+            .respond_error(&init.id, -32000, "this server speaks only 2026-07-28")
+            .await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover");
+        script
+            .respond(
+                &probe.id,
+                json!({
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-only", "version": "1"}}
+                }),
+            )
+            .await;
+    };
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+    let client = client.expect("connects in 2026-07-28");
+    assert_eq!(client.era(), Era::Modern);
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.server_info().name, "modern-only");
+    let call = tokio::spawn({
+        let c = client.clone();
+        async move { c.list_tools().await }
+    });
+    let list = script.recv_request().await;
+    assert_eq!(list.method, "tools/list");
+    let p: serde_json::Value = list.params_as().unwrap();
+    assert_eq!(
+        p["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    script
+        .respond(
+            &list.id,
+            json!({"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "public"}),
+        )
+        .await;
+    assert!(within(call).await.unwrap().unwrap().is_empty());
+}
+
+/// A legacy server costs the default nothing extra: exactly one `initialize`,
+/// then `notifications/initialized`, and the next message is the caller's own
+/// request; no `server/discover` is ever sent.
+#[tokio::test]
+async fn a_legacy_server_gets_one_initialize_and_no_probe() {
+    let (transport, mut script) = pair();
+    let (client, _) = within(async {
+        tokio::join!(
+            Client::connect(transport, options()),
+            script.handshake("2025-11-25", json!({"tools": {}}))
+        )
+    })
+    .await;
+    let client = client.unwrap();
+    assert_eq!(client.era(), Era::Legacy);
+    let ping = async {
+        let next = script.recv_request().await;
+        assert_eq!(next.method, "ping", "the message after the handshake");
+        script.respond(&next.id, json!({})).await;
+    };
+    let (r, ()) = within(async { tokio::join!(client.ping(), ping) }).await;
+    r.unwrap();
+    drop(client);
+    // Nothing else was sent before our side closed.
+    script.expect_closed().await;
+}
+
+/// Only a JSON-RPC error answer leads to the probe: an `initialize` that times
+/// out is the timeout, and our side closes without `server/discover`.
+#[tokio::test]
+async fn an_initialize_timeout_is_not_followed_by_a_probe() {
+    let (transport, mut script) = pair();
+    let mut opts = options();
+    opts.default_timeout = std::time::Duration::from_millis(200);
+    let server = async {
+        let init = script.recv_request().await;
+        assert_eq!(init.method, "initialize");
+        // No answer; the next event is the close (no probe, no cancellation:
+        // initialize is never cancelled).
+        script.expect_closed().await;
+    };
+    let (client, ()) =
+        within(async { tokio::join!(Client::connect(transport, opts), server) }).await;
+    let e = client.unwrap_err();
+    assert!(e.is_timeout(), "{e:?}");
 }
 
 #[tokio::test]

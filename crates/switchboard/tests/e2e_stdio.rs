@@ -292,3 +292,45 @@ fn a_malformed_line_gets_parse_error_and_the_session_goes_on() {
         .unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// The example server speaking only 2026-07-28 (`--modern-only`), reached with
+/// the default options (`EraPolicy::LegacyFirst`): its refusal of `initialize`
+/// (an error listing the versions it supports, spec notes §6) leads to
+/// `server/discover`, and the session is 2026-07-28. `EraPolicy::Legacy` still
+/// means `initialize` only: that client gets the refusal.
+#[tokio::test]
+async fn a_2026_07_28_only_server_is_reached_with_the_default_options() {
+    let Some(path) = example_binary() else { return };
+    let config = || ChildConfig::new("echo_server", &path).arg("--modern-only");
+    let options = ClientOptions::new(Implementation::new("e2e-stdio", "0.1.0"));
+    assert_eq!(options.era, None, "the default is what is tested here");
+    let client = within(Client::spawn(config(), options.clone()))
+        .await
+        .expect("the default connects to a 2026-07-28-only server");
+    assert_eq!(client.era(), switchboard_protocol::version::Era::Modern);
+    assert_eq!(
+        client.protocol_version(),
+        switchboard_protocol::ProtocolVersion::V2026_07_28
+    );
+    assert_eq!(client.server_info().name, "echo-server");
+    let tools = within(client.list_tools()).await.unwrap();
+    assert_eq!(tools.len(), 4);
+    let r = within(client.call_tool("echo", json!({"text": "modern over stdio"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&r), "modern over stdio");
+    within(client.close()).await;
+
+    let e = within(Client::spawn(
+        config(),
+        options.with_era(switchboard::EraPolicy::Legacy),
+    ))
+    .await
+    .expect_err("initialize only: the server refuses it");
+    assert!(e.is_protocol(), "{e}");
+    assert_eq!(e.method(), Some("initialize"));
+    assert!(
+        !e.to_string().contains("server/discover"),
+        "no probe with EraPolicy::Legacy: {e}"
+    );
+}

@@ -4,9 +4,11 @@
 //! a child process (MCP "Transports → stdio"; shut down by closing its stdin, then
 //! SIGTERM, then SIGKILL).
 //!
-//! Every command connects with [`switchboard::Client`] (the legacy handshake,
-//! REVISIONS.md §3), makes its requests through the library (never raw JSON-RPC),
-//! prints, and disconnects.
+//! Every command connects with [`switchboard::Client`] (for a stdio server the
+//! legacy handshake, REVISIONS.md §3, and `server/discover` only when the server
+//! refuses it, so a server that speaks only 2026-07-28 works too; for a URL the
+//! HTTP rules of §6; see `--era`), makes its requests through the library (never
+//! raw JSON-RPC), prints, and disconnects.
 //!
 //! Output:
 //! - stdout: tables sized to their content by default; with `--json`, the result
@@ -93,10 +95,14 @@ pub struct CommonArgs {
     /// choice (legacy), every level (2026-07-28, where none means no logs).
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<LoggingLevel>,
-    /// Which protocol era to speak: `auto` probes with `server/discover`
-    /// (2026-07-28) and falls back to `initialize`; `legacy` uses `initialize`
-    /// (2024-11-05 to 2025-11-25); `modern` uses 2026-07-28 only. Default: `auto`
-    /// for a URL, `legacy` for a stdio command.
+    /// Which protocol era to speak: `legacy-first` sends `initialize` and, only
+    /// when the server answers it with an error (as a server that speaks only
+    /// 2026-07-28 does), asks `server/discover` and speaks 2026-07-28 if that
+    /// succeeds; `auto` probes with `server/discover` (2026-07-28) first and falls
+    /// back to `initialize`; `legacy` uses `initialize` only (2024-11-05 to
+    /// 2025-11-25); `modern` uses 2026-07-28 only. Default: `auto` for a URL
+    /// (where `legacy-first` means `auto` too: the HTTP rules are cached per
+    /// origin), `legacy-first` for a stdio command.
     #[arg(long, value_enum, value_name = "ERA")]
     pub era: Option<EraArg>,
     /// An HTTP header sent with every request to a URL target, `NAME: VALUE` (e.g.
@@ -115,6 +121,9 @@ pub enum EraArg {
     Auto,
     /// `initialize` only (2024-11-05 to 2025-11-25).
     Legacy,
+    /// `initialize`, then `server/discover` only if the server refused it with an
+    /// error (the default for a stdio command; `auto` for a URL).
+    LegacyFirst,
     /// `server/discover` only (2026-07-28).
     Modern,
 }
@@ -124,6 +133,7 @@ impl From<EraArg> for EraPolicy {
         match e {
             EraArg::Auto => EraPolicy::Auto,
             EraArg::Legacy => EraPolicy::Legacy,
+            EraArg::LegacyFirst => EraPolicy::LegacyFirst,
             EraArg::Modern => EraPolicy::Modern,
         }
     }

@@ -120,7 +120,9 @@ impl Client {
     ///
     /// [`ClientOptions::era`] narrows the search: `Legacy` skips the 2026-07-28
     /// probe, `Modern` never falls back; the default (`None`) is
-    /// [`EraPolicy::Auto`]. The outcome is cached per origin ([`cached_era`]).
+    /// [`EraPolicy::Auto`], and so is `LegacyFirst` here (the HTTP rules already
+    /// cost a legacy server one extra POST once per origin). The outcome is
+    /// cached per origin ([`cached_era`]).
     ///
     /// Errors: [`Error::is_closed`] when the URL is not an absolute http(s) URL;
     /// [`Error::is_transport`] when nothing answers (e.g. the connection is
@@ -137,7 +139,10 @@ impl Client {
     ) -> Result<Client, Error> {
         let mut config = config;
         config.url = url.to_owned();
-        let policy = options.era.unwrap_or(EraPolicy::Auto);
+        let policy = match options.era.unwrap_or(EraPolicy::Auto) {
+            EraPolicy::LegacyFirst => EraPolicy::Auto,
+            other => other,
+        };
         if policy == EraPolicy::Auto {
             match cached_era(url) {
                 Some(CachedEra::Legacy) => {
@@ -169,20 +174,22 @@ impl Client {
                 return Ok(c);
             }
             EraPolicy::Legacy => started.legacy().await,
-            EraPolicy::Auto => match started.probe(options.probe_timeout).await {
-                Ok(Probe::Modern(v, d)) => {
-                    remember(url, CachedEra::Modern(v));
-                    return Ok(started.modern(v, d));
+            EraPolicy::Auto | EraPolicy::LegacyFirst => {
+                match started.probe(options.probe_timeout).await {
+                    Ok(Probe::Modern(v, d)) => {
+                        remember(url, CachedEra::Modern(v));
+                        return Ok(started.modern(v, d));
+                    }
+                    Ok(Probe::Legacy(why)) => {
+                        tracing::debug!(error = %why, "not a 2026-07-28 server; trying initialize");
+                        started.legacy().await
+                    }
+                    Err(e) => {
+                        forget(url);
+                        return Err(e);
+                    }
                 }
-                Ok(Probe::Legacy(why)) => {
-                    tracing::debug!(error = %why, "not a 2026-07-28 server; trying initialize");
-                    started.legacy().await
-                }
-                Err(e) => {
-                    forget(url);
-                    return Err(e);
-                }
-            },
+            }
         };
         match legacy_result {
             Ok(c) => {

@@ -24,7 +24,9 @@ impl Client {
     /// its stdout that is not JSON-RPC is logged and skipped, both within
     /// `config.log_limit`, the rest counted) and opens a session
     /// with it as [`Client::connect`] does, the era by [`ClientOptions::era`]
-    /// (default: the legacy handshake).
+    /// (default [`EraPolicy::LegacyFirst`](super::EraPolicy::LegacyFirst):
+    /// `initialize`, then `server/discover` only if the server answers it with
+    /// an error, so a server that speaks only 2026-07-28 connects too).
     ///
     /// The client owns the child: [`close`](Self::close) shuts it down in the
     /// spec's order with `config.shutdown`'s graces (5 s each by default) and
