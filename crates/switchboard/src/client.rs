@@ -965,9 +965,14 @@ impl Client {
         serde_json::from_str(raw.get()).map_err(|e| Error::decode(e).with_method(method))
     }
 
+    /// Every page of the listing `method` (spec "Utilities → Pagination": follow
+    /// `nextCursor` until it is absent), each page's request made with a clone of
+    /// `options` (so a timeout is per page, and a cancellation ends the page in
+    /// flight).
     async fn list_all<R: DeserializeOwned, T>(
         &self,
         method: &str,
+        options: CallOptions,
         split: impl Fn(R) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
@@ -980,7 +985,7 @@ impl Client {
                     ..Default::default()
                 })?,
             };
-            let (page, next) = split(self.call(method, params, CallOptions::default()).await?);
+            let (page, next) = split(self.call(method, params, options.clone()).await?);
             items.extend(page);
             match next {
                 Some(c) => cursor = Some(c),
@@ -1006,11 +1011,32 @@ impl Client {
     /// `tools/list`, every page (needs the server's `tools`). In a 2026-07-28 HTTP
     /// session, tools whose `x-mcp-header` annotations are invalid are dropped
     /// (logged at warn; spec notes §5.4) and the rest give the transport its
-    /// `Mcp-Param-*` map.
+    /// `Mcp-Param-*` map. With default options; see
+    /// [`list_tools_with`](Self::list_tools_with).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.list_tools_with(CallOptions::default()).await
+    }
+
+    /// [`list_tools`](Self::list_tools) with a timeout, a progress callback, a
+    /// cancellation token or `_meta` members of the caller's own (trace context,
+    /// vendor keys; see [`RequestOptions::meta`] for the merge with the library's
+    /// `progressToken` and 2026-07-28 members, and the keys refused), applied to
+    /// the request of every page: `tools/list{cursor?, _meta?}` →
+    /// `{tools: [Tool], nextCursor?}` (all revisions, "Server Features → Tools →
+    /// Listing Tools"; 2026-07-28 adds `ttlMs`, `cacheScope`), followed until
+    /// `nextCursor` is absent ("Utilities → Pagination"). The timeout is per
+    /// page. The tools' `outputSchema`s are kept as after
+    /// [`list_tools`](Self::list_tools) (see [`call_tool_with`](Self::call_tool_with)).
+    ///
+    /// Errors: as [`request`](Self::request); [`Error::is_limit`] after
+    /// [`ClientOptions::max_list_pages`] pages; [`Error::is_decode`] when a page
+    /// does not decode, or (nothing sent) a key of `options.meta` is refused.
+    pub async fn list_tools_with(&self, options: CallOptions) -> Result<Vec<Tool>, Error> {
         let generation = self.handler.schema_generation();
         let tools = self
-            .list_all("tools/list", |r: ListToolsResult| (r.tools, r.next_cursor))
+            .list_all("tools/list", options, |r: ListToolsResult| {
+                (r.tools, r.next_cursor)
+            })
             .await?;
         let tools = self.check_tool_headers(tools);
         self.keep_output_schemas(&tools, generation, true);
@@ -1091,8 +1117,26 @@ impl Client {
         kept
     }
 
-    /// One page of `tools/list`, from `cursor` (`None`: the first).
+    /// One page of `tools/list`, from `cursor` (`None`: the first), with default
+    /// options; see [`list_tools_page_with`](Self::list_tools_page_with).
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, Error> {
+        self.list_tools_page_with(cursor, CallOptions::default())
+            .await
+    }
+
+    /// One page of `tools/list`: `{cursor?, _meta?}` → the page as the server
+    /// sent it, `{tools, nextCursor?}` (2026-07-28: also `resultType`, `ttlMs`,
+    /// `cacheScope`), from `cursor` (`None`: the first; "Utilities →
+    /// Pagination"), with [`CallOptions`] as for
+    /// [`list_tools_with`](Self::list_tools_with). The page's `outputSchema`s
+    /// are kept (the first page's replace those kept before).
+    ///
+    /// Errors: as [`list_tools_with`](Self::list_tools_with), but no page limit.
+    pub async fn list_tools_page_with(
+        &self,
+        cursor: Option<String>,
+        options: CallOptions,
+    ) -> Result<ListToolsResult, Error> {
         let generation = self.handler.schema_generation();
         let first = cursor.is_none();
         let params = match cursor {
@@ -1102,9 +1146,7 @@ impl Client {
                 ..Default::default()
             })?,
         };
-        let mut page: ListToolsResult = self
-            .call("tools/list", params, CallOptions::default())
-            .await?;
+        let mut page: ListToolsResult = self.call("tools/list", params, options).await?;
         page.tools = self.check_tool_headers(std::mem::take(&mut page.tools));
         self.keep_output_schemas(&page.tools, generation, first);
         Ok(page)
@@ -1183,32 +1225,81 @@ impl Client {
         self.check_structured_content(name, result)
     }
 
-    /// `resources/list`, every page (needs `resources`).
+    /// `resources/list`, every page (needs `resources`), with default options;
+    /// see [`list_resources_with`](Self::list_resources_with).
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
-        self.list_all("resources/list", |r: ListResourcesResult| {
+        self.list_resources_with(CallOptions::default()).await
+    }
+
+    /// `resources/list{cursor?, _meta?}` → `{resources: [Resource], nextCursor?}`,
+    /// every page (needs `resources`; all revisions, "Server Features →
+    /// Resources → Listing Resources"; 2026-07-28 adds `ttlMs`, `cacheScope`),
+    /// with [`CallOptions`] (timeout, progress, cancellation, `_meta` members of
+    /// the caller's own, see [`RequestOptions::meta`]) on every page's request,
+    /// as [`list_tools_with`](Self::list_tools_with).
+    ///
+    /// Errors: as [`list_tools_with`](Self::list_tools_with).
+    pub async fn list_resources_with(&self, options: CallOptions) -> Result<Vec<Resource>, Error> {
+        self.list_all("resources/list", options, |r: ListResourcesResult| {
             (r.resources, r.next_cursor)
         })
         .await
     }
 
-    /// `resources/templates/list`, every page (needs `resources`).
+    /// `resources/templates/list`, every page (needs `resources`), with default
+    /// options; see [`list_resource_templates_with`](Self::list_resource_templates_with).
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.list_resource_templates_with(CallOptions::default())
+            .await
+    }
+
+    /// `resources/templates/list{cursor?, _meta?}` → `{resourceTemplates:
+    /// [ResourceTemplate], nextCursor?}`, every page (needs `resources`; all
+    /// revisions, "Server Features → Resources → Resource Templates"; 2026-07-28
+    /// adds `ttlMs`, `cacheScope`), with [`CallOptions`] on every page's request,
+    /// as [`list_tools_with`](Self::list_tools_with).
+    ///
+    /// Errors: as [`list_tools_with`](Self::list_tools_with).
+    pub async fn list_resource_templates_with(
+        &self,
+        options: CallOptions,
+    ) -> Result<Vec<ResourceTemplate>, Error> {
         self.list_all(
             "resources/templates/list",
+            options,
             |r: ListResourceTemplatesResult| (r.resource_templates, r.next_cursor),
         )
         .await
     }
 
     /// `resources/read{uri}` (needs `resources`). Not found is `Err` with -32002
-    /// (legacy) or -32602.
+    /// (legacy) or -32602. With default options; see
+    /// [`read_resource_with`](Self::read_resource_with).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.read_resource_with(uri, CallOptions::default()).await
+    }
+
+    /// `resources/read{uri, _meta?}` → `{contents: [TextResourceContents |
+    /// BlobResourceContents]}` (needs `resources`; all revisions, "Server
+    /// Features → Resources → Reading Resources"; 2026-07-28 adds `ttlMs`,
+    /// `cacheScope` and `input_required` rounds, answered here), with a timeout,
+    /// a progress callback, a cancellation token or `_meta` members of the
+    /// caller's own (see [`RequestOptions::meta`]).
+    ///
+    /// Errors: as [`request`](Self::request); a resource not found is
+    /// [`Error::is_protocol`] with -32002 (legacy) or -32602 (2026-07-28);
+    /// [`Error::is_decode`] when the result does not decode, or (nothing sent) a
+    /// key of `options.meta` is refused.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult, Error> {
         let params = to_params(&ReadResourceRequestParams {
             uri: uri.to_owned(),
             ..Default::default()
         })?;
-        self.call("resources/read", params, CallOptions::default())
-            .await
+        self.call("resources/read", params, options).await
     }
 
     /// Subscribes to `notifications/resources/updated` for `uri` (needs
@@ -1346,34 +1437,87 @@ impl Client {
         }
     }
 
-    /// `prompts/list`, every page (needs `prompts`).
+    /// `prompts/list`, every page (needs `prompts`), with default options; see
+    /// [`list_prompts_with`](Self::list_prompts_with).
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        self.list_all("prompts/list", |r: ListPromptsResult| {
+        self.list_prompts_with(CallOptions::default()).await
+    }
+
+    /// `prompts/list{cursor?, _meta?}` → `{prompts: [Prompt], nextCursor?}`,
+    /// every page (needs `prompts`; all revisions, "Server Features → Prompts →
+    /// Listing Prompts"; 2026-07-28 adds `ttlMs`, `cacheScope`), with
+    /// [`CallOptions`] on every page's request, as
+    /// [`list_tools_with`](Self::list_tools_with).
+    ///
+    /// Errors: as [`list_tools_with`](Self::list_tools_with).
+    pub async fn list_prompts_with(&self, options: CallOptions) -> Result<Vec<Prompt>, Error> {
+        self.list_all("prompts/list", options, |r: ListPromptsResult| {
             (r.prompts, r.next_cursor)
         })
         .await
     }
 
-    /// `prompts/get{name, arguments?}` (needs `prompts`).
+    /// `prompts/get{name, arguments?}` (needs `prompts`), with default options;
+    /// see [`get_prompt_with`](Self::get_prompt_with).
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, Error> {
+        self.get_prompt_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// `prompts/get{name, arguments?, _meta?}` → `{description?, messages:
+    /// [PromptMessage]}` (needs `prompts`; all revisions, "Server Features →
+    /// Prompts → Getting a Prompt"; argument values are strings; 2026-07-28 adds
+    /// `input_required` rounds, answered here), with a timeout, a progress
+    /// callback, a cancellation token or `_meta` members of the caller's own
+    /// (see [`RequestOptions::meta`]).
+    ///
+    /// Errors: as [`request`](Self::request); an unknown prompt or a missing
+    /// required argument is [`Error::is_protocol`] with -32602;
+    /// [`Error::is_decode`] when the result does not decode, or (nothing sent) a
+    /// key of `options.meta` is refused.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+        options: CallOptions,
     ) -> Result<GetPromptResult, Error> {
         let params = to_params(&GetPromptRequestParams {
             name: name.to_owned(),
             arguments,
             ..Default::default()
         })?;
-        self.call("prompts/get", params, CallOptions::default())
-            .await
+        self.call("prompts/get", params, options).await
     }
 
-    /// `completion/complete` (needs `completions`, 2025-03-26+).
+    /// `completion/complete` (needs `completions`, 2025-03-26+), with default
+    /// options; see [`complete_with`](Self::complete_with).
     pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult, Error> {
+        self.complete_with(params, CallOptions::default()).await
+    }
+
+    /// `completion/complete{ref, argument{name, value}, context?, _meta?}` →
+    /// `{completion: {values: [string] (at most 100), total?, hasMore?}}`
+    /// (needs the server's `completions`; 2025-03-26+ "Utilities →
+    /// Completion"; `context` 2025-06-18+), with a timeout, a progress callback,
+    /// a cancellation token or `_meta` members of the caller's own (see
+    /// [`RequestOptions::meta`]), which replace a `_meta` that `params` carries
+    /// member by member.
+    ///
+    /// Errors: as [`request`](Self::request) ([`Error::is_local_refusal`],
+    /// nothing sent, when the server did not declare `completions`);
+    /// [`Error::is_decode`] when the result does not decode, or (nothing sent) a
+    /// key of `options.meta` is refused.
+    pub async fn complete_with(
+        &self,
+        params: &CompleteRequestParams,
+        options: CallOptions,
+    ) -> Result<CompleteResult, Error> {
         let params = to_params(params)?;
-        self.call("completion/complete", params, CallOptions::default())
-            .await
+        self.call("completion/complete", params, options).await
     }
 
     /// Sets the server's log level (needs `logging`). Legacy:
