@@ -503,6 +503,7 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
         .await;
         let (tx, mut rx, handle) = open(&url).await;
         assert_eq!(handle.session_id().as_deref(), Some("s1"));
+        assert_eq!(handle.sessions_replaced(), 0);
         // The server forgets session s1: it now only knows "s2" (which it never
         // handed out), and the replayed initialize will get "s3".
         inits.store(2, Ordering::SeqCst);
@@ -522,6 +523,11 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
         ids.sort();
         assert_eq!(ids, (10..14).map(Id::from).collect::<Vec<_>>());
         assert_eq!(handle.session_id().as_deref(), Some("s3"));
+        assert_eq!(
+            handle.sessions_replaced(),
+            1,
+            "four requests, one new session"
+        );
         // Exactly one new initialize (the third one counted), no session header on it,
         // followed by notifications/initialized on the new session.
         drop(tx);

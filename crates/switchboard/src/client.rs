@@ -24,8 +24,9 @@
 //!   JSON-RPC error is an `Err`, and so is a successful result whose
 //!   `structuredContent` breaks the `outputSchema` of the session's last
 //!   `tools/list` (2025-06-18+: clients SHOULD validate; schemas kept per session,
-//!   forgotten on `notifications/tools/list_changed`; see
-//!   [`Client::call_tool_with`]);
+//!   forgotten on `notifications/tools/list_changed` and when the transport
+//!   replaces a lost Streamable HTTP session, unused once a 2026-07-28 list's
+//!   `ttlMs` has run out; see [`Client::call_tool_with`]);
 //! - listings follow `nextCursor` until it is absent, at most
 //!   [`ClientOptions::max_list_pages`] pages ([`Error::is_limit`] beyond).
 //!
@@ -87,7 +88,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -208,9 +209,10 @@ pub struct ClientOptions {
     pub max_input_rounds: usize,
     /// Check each successful `tools/call` result's `structuredContent` against the
     /// tool's `outputSchema` (MCP 2025-06-18+ "Tools → Output Schema": clients
-    /// SHOULD validate), for the tools whose schema this session's `tools/list`
-    /// gave; see [`Client::call_tool_with`]. Default `true`; `false` takes results
-    /// as the server sent them (and keeps no schemas).
+    /// SHOULD validate), for the tools whose schema this session's last
+    /// `tools/list` gave (within its 2026-07-28 `ttlMs`); see
+    /// [`Client::call_tool_with`]. Default `true`; `false` takes results as the
+    /// server sent them (and keeps no schemas).
     pub validate_structured_content: bool,
 }
 
@@ -1032,15 +1034,40 @@ impl Client {
     /// [`ClientOptions::max_list_pages`] pages; [`Error::is_decode`] when a page
     /// does not decode, or (nothing sent) a key of `options.meta` is refused.
     pub async fn list_tools_with(&self, options: CallOptions) -> Result<Vec<Tool>, Error> {
-        let generation = self.handler.schema_generation();
-        let tools = self
+        let mut source = self.schema_source();
+        let modern = self.era() == Era::Modern;
+        let pages = self
             .list_all("tools/list", options, |r: ListToolsResult| {
-                (r.tools, r.next_cursor)
+                (vec![(r.tools, stale_at(modern, r.ttl_ms))], r.next_cursor)
             })
             .await?;
+        let mut tools = Vec::new();
+        source.expires = None;
+        for (page, expires) in pages {
+            tools.extend(page);
+            source.expires = earliest(source.expires, expires);
+        }
         let tools = self.check_tool_headers(tools);
-        self.keep_output_schemas(&tools, generation, true);
+        self.keep_output_schemas(&tools, source, true);
         Ok(tools)
+    }
+
+    /// Where the schemas of a `tools/list` starting now come from (its
+    /// `expires` filled in once the result is in).
+    fn schema_source(&self) -> SchemaSource {
+        SchemaSource {
+            generation: self.handler.schema_generation(),
+            session: self.sessions_replaced(),
+            expires: None,
+        }
+    }
+
+    /// The transport's count of replaced sessions (legacy Streamable HTTP); 0
+    /// over any other transport.
+    fn sessions_replaced(&self) -> u64 {
+        self.http
+            .as_ref()
+            .map_or(0, HttpClientHandle::sessions_replaced)
     }
 
     /// Whether `structuredContent` is checked in this session: asked for, and a
@@ -1050,9 +1077,9 @@ impl Client {
             && self.protocol_version() >= ProtocolVersion::V2025_06_18
     }
 
-    fn keep_output_schemas(&self, tools: &[Tool], generation: u64, replace: bool) {
+    fn keep_output_schemas(&self, tools: &[Tool], source: SchemaSource, replace: bool) {
         if self.validates_structured_content() {
-            self.handler.keep_schemas(tools, generation, replace);
+            self.handler.keep_schemas(tools, source, replace);
         }
     }
 
@@ -1060,7 +1087,8 @@ impl Client {
     /// a `tools/call` result got another way (a raw [`request`](Self::request)):
     /// `result` back when it need not or does pass the check (an `isError`
     /// result, a tool with no `outputSchema` in this session's last
-    /// `tools/list`, a revision before 2025-06-18,
+    /// `tools/list`, or one no longer used: the session was replaced since, or
+    /// the list's 2026-07-28 `ttlMs` ran out; a revision before 2025-06-18,
     /// [`ClientOptions::validate_structured_content`] off); otherwise
     /// [`Error::is_invalid_structured_content`] saying what is wrong, with the
     /// result in [`Error::call_tool_result`] (2025-06-18+ "Tools → Output
@@ -1073,7 +1101,10 @@ impl Client {
         if result.is_error() || !self.validates_structured_content() {
             return Ok(result);
         }
-        let Some(schema) = self.handler.output_schema(name) else {
+        let Some(schema) =
+            self.handler
+                .output_schema(name, self.sessions_replaced(), Instant::now())
+        else {
             return Ok(result);
         };
         let reason = match &result.structured_content {
@@ -1137,7 +1168,7 @@ impl Client {
         cursor: Option<String>,
         options: CallOptions,
     ) -> Result<ListToolsResult, Error> {
-        let generation = self.handler.schema_generation();
+        let mut source = self.schema_source();
         let first = cursor.is_none();
         let params = match cursor {
             None => None,
@@ -1147,8 +1178,9 @@ impl Client {
             })?,
         };
         let mut page: ListToolsResult = self.call("tools/list", params, options).await?;
+        source.expires = stale_at(self.era() == Era::Modern, page.ttl_ms);
         page.tools = self.check_tool_headers(std::mem::take(&mut page.tools));
-        self.keep_output_schemas(&page.tools, generation, first);
+        self.keep_output_schemas(&page.tools, source, first);
         Ok(page)
     }
 
@@ -1181,10 +1213,19 @@ impl Client {
     /// `isError` result is not checked (it reports a failure, not the tool's
     /// output). Not checked: tools the session has not listed (nothing is listed
     /// behind the caller's back), any tool after
-    /// `notifications/tools/list_changed` until the next `tools/list`, schemas
-    /// that do not compile (logged at warn when listed), revisions before
-    /// 2025-06-18 (no `outputSchema`), [`request`](Self::request) (raw), and
-    /// everything when [`ClientOptions::validate_structured_content`] is `false`.
+    /// `notifications/tools/list_changed` until the next `tools/list`, any tool
+    /// after the Streamable HTTP transport replaced a lost session (404, then a
+    /// new `initialize`: the new session's server may have other tools) until
+    /// the next `tools/list` (a listing during which that happened counts as the
+    /// old session's), any tool in 2026-07-28 once the `ttlMs` of the
+    /// `tools/list` result that gave its schema has run out (the earliest of
+    /// the listing's pages', counted in milliseconds from when each page was
+    /// received; 0 or none means at once, "Caching") until the next
+    /// `tools/list`, schemas that do not compile (logged at warn when listed),
+    /// revisions before 2025-06-18 (no `outputSchema`),
+    /// [`request`](Self::request) (raw), and everything when
+    /// [`ClientOptions::validate_structured_content`] is `false`. Legacy
+    /// revisions have no `ttlMs`: one sent anyway is ignored.
     ///
     /// Errors: as [`call_tool`](Self::call_tool); [`Error::is_decode`] when
     /// `arguments` is neither an object nor `null`, or a key of `options.meta` is
@@ -1565,7 +1606,49 @@ struct ClientHandler {
 #[derive(Default)]
 struct OutputSchemas {
     generation: u64,
-    by_tool: HashMap<String, Arc<jsonschema::Validator>>,
+    by_tool: HashMap<String, KeptSchema>,
+}
+
+/// One tool's compiled `outputSchema` and what bounds its use.
+struct KeptSchema {
+    validator: Arc<jsonschema::Validator>,
+    /// The transport's count of replaced sessions
+    /// (`HttpClientHandle::sessions_replaced`) when the listing started: the
+    /// schema belongs to that session's server (always 0 off legacy
+    /// Streamable HTTP).
+    session: u64,
+    /// When the listing's 2026-07-28 `ttlMs` runs out (the earliest of its
+    /// pages'); `None`: never (legacy revisions have no `ttlMs`).
+    expires: Option<Instant>,
+}
+
+/// Where a listing's schemas come from: see [`KeptSchema`].
+#[derive(Clone, Copy)]
+struct SchemaSource {
+    /// Counts list changes (see [`OutputSchemas`]).
+    generation: u64,
+    session: u64,
+    expires: Option<Instant>,
+}
+
+/// When a 2026-07-28 result received now with `ttl_ms` goes stale ("Caching": a
+/// missing or negative `ttlMs` counts as 0, i.e. already stale); `None` in a
+/// legacy session (no `ttlMs`) or beyond what `Instant` can hold.
+fn stale_at(modern: bool, ttl_ms: Option<i64>) -> Option<Instant> {
+    if !modern {
+        return None;
+    }
+    Instant::now().checked_add(Duration::from_millis(
+        switchboard_protocol::types::effective_ttl_ms(ttl_ms),
+    ))
+}
+
+/// The earlier of two deadlines, `None` being never.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl ClientHandler {
@@ -1574,12 +1657,12 @@ impl ClientHandler {
         lock(&self.output_schemas).generation
     }
 
-    /// Keeps the `outputSchema`s of `tools`, listed from `generation` on;
+    /// Keeps the `outputSchema`s of `tools`, listed as `source` says;
     /// `replace`: the listing is whole (or its first page), so tools not in it
     /// are forgotten. Nothing is kept when a list change came meanwhile. A schema
     /// that does not compile is logged (warn) and that tool's results are not
     /// checked.
-    fn keep_schemas(&self, tools: &[Tool], generation: u64, replace: bool) {
+    fn keep_schemas(&self, tools: &[Tool], source: SchemaSource, replace: bool) {
         let mut compiled = HashMap::new();
         for tool in tools {
             let Some(schema) = &tool.output_schema else {
@@ -1587,7 +1670,14 @@ impl ClientHandler {
             };
             match crate::server::tools::compile(schema) {
                 Ok(v) => {
-                    compiled.insert(tool.name.clone(), Arc::new(v));
+                    compiled.insert(
+                        tool.name.clone(),
+                        KeptSchema {
+                            validator: Arc::new(v),
+                            session: source.session,
+                            expires: source.expires,
+                        },
+                    );
                 }
                 Err(why) => {
                     tracing::warn!(tool = %tool.name, %why, "outputSchema does not compile: its structuredContent is not checked")
@@ -1595,7 +1685,7 @@ impl ClientHandler {
             }
         }
         let mut cache = lock(&self.output_schemas);
-        if cache.generation != generation {
+        if cache.generation != source.generation {
             return;
         }
         if replace {
@@ -1614,8 +1704,31 @@ impl ClientHandler {
         cache.by_tool.clear();
     }
 
-    fn output_schema(&self, tool: &str) -> Option<Arc<jsonschema::Validator>> {
-        lock(&self.output_schemas).by_tool.get(tool).cloned()
+    /// The schema to check `tool`'s result against: none when the tool has none
+    /// in the last listing, when that listing came from a session that has since
+    /// been replaced (`session` is the transport's count now: the schemas are
+    /// then forgotten, as the new session's server may list other tools), or
+    /// when its 2026-07-28 `ttlMs` ran out before `now` (kept: the next
+    /// `tools/list` replaces it).
+    fn output_schema(
+        &self,
+        tool: &str,
+        session: u64,
+        now: Instant,
+    ) -> Option<Arc<jsonschema::Validator>> {
+        let mut cache = lock(&self.output_schemas);
+        if cache.by_tool.values().any(|k| k.session != session) {
+            tracing::debug!(
+                "the session was replaced: the outputSchemas of its tools/list are forgotten"
+            );
+            cache.by_tool.retain(|_, k| k.session == session);
+        }
+        let kept = cache.by_tool.get(tool)?;
+        if kept.expires.is_some_and(|at| now >= at) {
+            tracing::debug!(%tool, "the tools/list result's ttlMs ran out: its outputSchema is not checked until the next tools/list");
+            return None;
+        }
+        Some(kept.validator.clone())
     }
 }
 

@@ -816,3 +816,109 @@ async fn an_expired_session_is_renewed_against_our_own_server() {
         .unwrap();
     assert_eq!(first_text(&third), "three");
 }
+
+/// A 2025-06-18 server over Streamable HTTP whose `initialize` number N opens
+/// session `sess-N`, and which knows only session `sess-<inits>`: a test that
+/// raises `inits` makes it lose the session in use (404). Session 1 lists
+/// `weather` with `outputSchema` `{temperature: number}`, later sessions with
+/// `{temperature: string}` (another server behind the same URL); `tools/call`
+/// answers what `answer` holds.
+fn schema_per_session(
+    inits: Arc<std::sync::atomic::AtomicUsize>,
+    answer: Arc<Mutex<Value>>,
+) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
+    use std::sync::atomic::Ordering::SeqCst;
+    move |seen| {
+        let current = format!("sess-{}", inits.load(SeqCst));
+        match seen.rpc() {
+            "initialize" => {
+                let n = inits.fetch_add(1, SeqCst) + 1;
+                let mut r = json_reply(
+                    200,
+                    result_for(
+                        seen,
+                        json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "schema-per-session", "version": "1"}}),
+                    ),
+                );
+                r.headers.push(("mcp-session-id", format!("sess-{n}")));
+                r
+            }
+            _ if seen.header("mcp-session-id") != Some(current.as_str()) => {
+                json_reply(404, json!({}))
+            }
+            "notifications/initialized" => Reply {
+                status: 202,
+                headers: Vec::new(),
+                body: String::new(),
+            },
+            "tools/list" => {
+                let ty = if current == "sess-1" {
+                    "number"
+                } else {
+                    "string"
+                };
+                json_reply(
+                    200,
+                    result_for(
+                        seen,
+                        json!({"tools": [{"name": "weather", "inputSchema": {"type": "object"},
+                            "outputSchema": {"type": "object", "required": ["temperature"],
+                                "properties": {"temperature": {"type": ty}}}}]}),
+                    ),
+                )
+            }
+            "tools/call" => json_reply(200, result_for(seen, answer.lock().unwrap().clone())),
+            _ => json_reply(404, json!({})),
+        }
+    }
+}
+
+/// The `outputSchema`s of a legacy Streamable HTTP session's `tools/list` are
+/// forgotten when the transport replaces the session after a 404 (the new
+/// session's server may list other tools): the call that met the 404, sent
+/// again on the new session, is taken as sent; the new session's `tools/list`
+/// brings the check back, with its own schemas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_session_forgets_the_listed_output_schemas() {
+    bounded(async {
+        let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let answer = Arc::new(Mutex::new(Value::Null));
+        let (url, _seen) = stub(schema_per_session(inits.clone(), answer.clone())).await;
+        let set = |v: Value| {
+            *answer.lock().unwrap() = json!({
+                "content": [{"type": "text", "text": "weather"}], "structuredContent": v
+            });
+        };
+        let client = Client::connect_url(
+            &url,
+            options().with_era(EraPolicy::Legacy),
+            HttpClientConfig::new(""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_06_18);
+        client.list_tools().await.unwrap();
+        set(json!({"temperature": "warm"}));
+        let e = client.call_tool("weather", json!({})).await.unwrap_err();
+        assert!(e.is_invalid_structured_content(), "session 1's schema: {e}");
+
+        // The server loses session 1: the call meets a 404 and goes through a
+        // new session (sess-3), whose server would list another schema.
+        inits.store(2, std::sync::atomic::Ordering::SeqCst);
+        let r = client
+            .call_tool("weather", json!({}))
+            .await
+            .expect("the old session's schema is forgotten");
+        assert_eq!(r.structured_content.unwrap()["temperature"], "warm");
+        assert_eq!(inits.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+        // The new session's list: its own schema is checked.
+        client.list_tools().await.unwrap();
+        assert!(client.call_tool("weather", json!({})).await.is_ok());
+        set(json!({"temperature": 21.5}));
+        let e = client.call_tool("weather", json!({})).await.unwrap_err();
+        assert!(e.is_invalid_structured_content(), "session 3's schema: {e}");
+    })
+    .await;
+}

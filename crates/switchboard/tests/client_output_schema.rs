@@ -41,9 +41,11 @@ fn output_schema() -> Value {
 }
 
 /// A server that lists `weather` with [`output_schema`] and answers each
-/// `tools/call` with whatever `answer` holds then.
+/// `tools/call` with whatever `answer` holds then. Its `tools/list` results carry
+/// `ttlMs` as `ttl` holds then (none when `None`), in every revision.
 struct Lying {
     answer: Arc<Mutex<Value>>,
+    ttl: Arc<Mutex<Option<i64>>>,
 }
 
 impl Handler for Lying {
@@ -67,10 +69,17 @@ impl Handler for Lying {
                 "cacheScope": "private",
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "lying", "version": "1"}}
             }),
-            "tools/list" => json!({"tools": [
-                {"name": "weather", "inputSchema": {"type": "object"}, "outputSchema": output_schema()},
-                {"name": "plain", "inputSchema": {"type": "object"}}
-            ]}),
+            "tools/list" => {
+                let mut list = json!({"tools": [
+                    {"name": "weather", "inputSchema": {"type": "object"}, "outputSchema": output_schema()},
+                    {"name": "plain", "inputSchema": {"type": "object"}}
+                ]});
+                if let Some(ttl) = *self.ttl.lock().unwrap() {
+                    list["ttlMs"] = json!(ttl);
+                    list["cacheScope"] = json!("private");
+                }
+                list
+            }
             "tools/call" => self.answer.lock().unwrap().clone(),
             other => {
                 let e = ErrorObject::new(-32601, format!("{other}: method not found"));
@@ -88,12 +97,18 @@ struct Setup {
     client: Client,
     server: Peer,
     answer: Arc<Mutex<Value>>,
+    ttl: Arc<Mutex<Option<i64>>>,
     list_changed: mpsc::UnboundedReceiver<()>,
 }
 
 impl Setup {
     fn answer(&self, v: Value) {
         *self.answer.lock().unwrap() = v;
+    }
+
+    /// The `ttlMs` of the next `tools/list` results (`None`: absent).
+    fn ttl(&self, ttl: Option<i64>) {
+        *self.ttl.lock().unwrap() = ttl;
     }
 
     /// Sends `notifications/tools/list_changed` and waits until the client saw it.
@@ -107,11 +122,14 @@ impl Setup {
 async fn lying(version: ProtocolVersion, validate: bool) -> Setup {
     let (client_end, server_end) = memory::pair(&TransportConfig::default());
     let answer = Arc::new(Mutex::new(Value::Null));
+    // A day: a 2026-07-28 list must carry a ttlMs, and 0 (or none) means stale.
+    let ttl = Arc::new(Mutex::new(Some(86_400_000)));
     let (server, driver) = peer::connect(
         server_end,
         PeerConfig::default(),
         Arc::new(Lying {
             answer: answer.clone(),
+            ttl: ttl.clone(),
         }),
     );
     tokio::spawn(driver.run());
@@ -133,6 +151,7 @@ async fn lying(version: ProtocolVersion, validate: bool) -> Setup {
         client,
         server,
         answer,
+        ttl,
         list_changed,
     }
 }
@@ -290,4 +309,67 @@ async fn the_librarys_server_passes_the_check() {
             .unwrap();
         assert_eq!(r.structured_content.unwrap()["temperature"], 21.5);
     }
+}
+
+/// A 2026-07-28 `tools/list` result's `ttlMs` bounds how long its schemas are
+/// used: once it has run out, results are taken as sent until the next
+/// `tools/list`; `ttlMs` 0, and none (which counts as 0, "Caching"), are stale
+/// at once. Legacy revisions have no `ttlMs`: one a server sends anyway does not
+/// stop the check.
+#[tokio::test]
+async fn a_2026_tools_list_ttl_bounds_the_use_of_its_schemas() {
+    let s = lying(V2026_07_28, true).await;
+    let c = s.client.clone();
+    s.answer(bad());
+    s.ttl(Some(1500));
+    within(c.list_tools()).await.unwrap();
+    assert!(
+        within(c.call_tool("weather", json!({})))
+            .await
+            .unwrap_err()
+            .is_invalid_structured_content(),
+        "within its ttlMs the schema is used"
+    );
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let r = within(c.call_tool("weather", json!({})))
+        .await
+        .expect("past its ttlMs the schema is unknown");
+    assert_eq!(r.structured_content.unwrap()["temperature"], "warm");
+    // The next tools/list brings the check back.
+    s.ttl(Some(86_400_000));
+    within(c.list_tools()).await.unwrap();
+    assert!(within(c.call_tool("weather", json!({})))
+        .await
+        .unwrap_err()
+        .is_invalid_structured_content());
+    // Stale at once: 0, none, negative; list_tools_page reads its page's too.
+    for ttl in [Some(0), None, Some(-5)] {
+        s.ttl(ttl);
+        within(c.list_tools()).await.unwrap();
+        assert!(
+            within(c.call_tool("weather", json!({}))).await.is_ok(),
+            "ttlMs {ttl:?}"
+        );
+        s.ttl(Some(86_400_000));
+        within(c.list_tools_page(None)).await.unwrap();
+        assert!(within(c.call_tool("weather", json!({})))
+            .await
+            .unwrap_err()
+            .is_invalid_structured_content());
+        s.ttl(ttl);
+        within(c.list_tools_page(None)).await.unwrap();
+        assert!(
+            within(c.call_tool("weather", json!({}))).await.is_ok(),
+            "list_tools_page, ttlMs {ttl:?}"
+        );
+    }
+
+    let s = lying(V2025_11_25, true).await;
+    s.ttl(Some(0));
+    within(s.client.list_tools()).await.unwrap();
+    s.answer(bad());
+    assert!(within(s.client.call_tool("weather", json!({})))
+        .await
+        .unwrap_err()
+        .is_invalid_structured_content());
 }

@@ -463,6 +463,16 @@ impl HttpClientHandle {
         lock(&self.inner.state).session_id.clone()
     }
 
+    /// How many times a new session has replaced a lost one so far (a 404 on a
+    /// request of a session, then a replayed `initialize`: module docs; MCP
+    /// 2025-03-26+ "Session Management"). 0 while the first session lasts, and
+    /// always in 2026-07-28 (no sessions). A caller that keeps what a session's
+    /// server told it (the tools of its `tools/list`) compares this count to
+    /// know the server may have changed under it.
+    pub fn sessions_replaced(&self) -> u64 {
+        lock(&self.inner.state).generation
+    }
+
     /// The HTTP status of the latest POST answered with a non-2xx status, if any
     /// (the era fallback of MCP 2026-07-28 §6 looks at it).
     pub fn last_error_status(&self) -> Option<u16> {
