@@ -742,6 +742,66 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
     );
 }
 
+/// Ctrl-C on a call to a stdio server sends it `notifications/cancelled` for that
+/// call before its stdin closes (the only way to cancel over stdio): the
+/// server's input, copied to a file by `tee` in front of it, ends with it.
+#[test]
+fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let log = std::env::temp_dir().join(format!("sb-cli-cancel-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let mut child = Command::new(exe())
+        .args([
+            "tools",
+            "call",
+            "progress",
+            "--arg",
+            "seconds=30",
+            "--arg",
+            "steps=30",
+        ])
+        .args(["--", "sh", "-c", "tee \"$0\" | \"$1\" example-server"])
+        .arg(&log)
+        .arg(exe())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("a progress line");
+    assert!(first.starts_with("progress: 1/30"), "{first}");
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let status = done_rx
+        .recv_timeout(common::BOUND)
+        .expect("exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{status}");
+    let sent = std::fs::read_to_string(&log).expect("the server's input");
+    let _ = std::fs::remove_file(&log);
+    let messages: Vec<Value> = sent
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let call = messages
+        .iter()
+        .find(|m| m["method"] == "tools/call")
+        .unwrap_or_else(|| panic!("no tools/call in {sent}"));
+    let last = messages.last().expect("messages");
+    assert_eq!(last["method"], "notifications/cancelled", "{sent}");
+    assert_eq!(last["params"]["requestId"], call["id"], "{sent}");
+}
+
 /// A minimal legacy Streamable HTTP server on 127.0.0.1:0 (one thread per
 /// connection, keep-alive): `initialize` gets a session id, `ping` an empty
 /// result, another request the result `results` gives for its method, notifications

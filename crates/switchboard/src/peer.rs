@@ -950,16 +950,23 @@ impl Drop for PendingGuard {
         else {
             return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                let sender = self.peer.shared.sender.clone();
-                rt.spawn(async move {
-                    let _ = sender.send(Message::Notification(n)).await;
-                });
-            }
-            Err(_) => {
-                let _ = self.peer.shared.sender.try_send(Message::Notification(n));
-            }
+        // Queued now when there is room, so that it goes out before anything the
+        // caller sends or flushes after dropping the request (a program that
+        // cancels, then flushes and closes, must not lose it); a full queue is
+        // waited on in the background.
+        let n = match self.peer.shared.sender.try_send(Message::Notification(n)) {
+            Ok(()) => return,
+            Err(e) if e.is_full() => match e.into_inner() {
+                Outgoing::Message(m) => m,
+                Outgoing::Batch(_) => return,
+            },
+            Err(_) => return,
+        };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let sender = self.peer.shared.sender.clone();
+            rt.spawn(async move {
+                let _ = sender.send(n).await;
+            });
         }
     }
 }

@@ -451,6 +451,10 @@ impl Ui {
 /// exits anyway.
 const CLOSE_BOUND: Duration = Duration::from_secs(3);
 
+/// How long the messages queued for a stdio server (a cancellation) may take to
+/// be written before its stdin is closed anyway.
+const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
 /// A connected client and, for a stdio target, its child process.
 struct Connection {
     client: Client,
@@ -459,8 +463,9 @@ struct Connection {
 
 impl Connection {
     /// Disconnects: a URL's session is ended (its `DELETE` sent, at most
-    /// [`CLOSE_BOUND`]), or the client is dropped (closing the child's stdin) and
-    /// the child is shut down in the spec's order and reaped. A signal meanwhile
+    /// [`CLOSE_BOUND`]), or what is queued for the child is written (at most
+    /// [`FLUSH_BOUND`]), the client dropped (closing the child's stdin) and the
+    /// child shut down in the spec's order and reaped. A signal meanwhile
     /// cuts it short: the `DELETE` is abandoned, the child killed at once.
     async fn close(self, signals: &mut Signals) {
         let Connection { client, child } = self;
@@ -475,6 +480,18 @@ impl Connection {
             }
             return;
         };
+        // What is queued for the server goes out before its stdin closes: above
+        // all the `notifications/cancelled` of a call a signal interrupted (queued
+        // when the call's future was dropped), which is the only way to cancel a
+        // call over stdio. Bounded, and a signal cuts it short.
+        tokio::select! {
+            flushed = tokio::time::timeout(FLUSH_BOUND, client.peer().flush()) => {
+                if !matches!(flushed, Ok(true)) {
+                    tracing::debug!("the server's stdin did not take what was queued");
+                }
+            }
+            why = signals.next() => tracing::debug!("{why} again: not waiting to write to the server"),
+        }
         drop(client);
         shut_down(child, signals).await;
     }
