@@ -185,6 +185,7 @@ async fn relay_until(
     mut stop: Stop,
 ) -> Result<(), String> {
     check_headers(&config.headers)?;
+    check_url(&config.url)?;
     let first = loop {
         let event = tokio::select! {
             event = down_rx.recv() => event,
@@ -230,6 +231,18 @@ async fn relay_until(
     let mut ends = Relay::new(config, Shape::Modern, down_tx, up_tx);
     ends.up(Message::Request(first)).await?;
     ends.run(down_rx, up_rx, stop).await
+}
+
+/// Refuses, before anything is read or sent, a URL that is not an absolute
+/// `http://` or `https://` URL with a host (the rule the HTTP client transports
+/// apply when they start, which would otherwise only show at the host app's
+/// first message).
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed: http::Uri = url.parse().map_err(|e| format!("bad URL {url:?}: {e}"))?;
+    match parsed.scheme_str() {
+        Some("http") | Some("https") if parsed.host().is_some() => Ok(()),
+        _ => Err(format!("the URL must be an absolute http(s) URL: {url:?}")),
+    }
 }
 
 /// Refuses, before anything is read or sent, an extra header that is not a
@@ -821,5 +834,27 @@ impl Relay {
             );
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_absolute_http_urls_are_taken() {
+        assert!(check_url("http://127.0.0.1:8080/mcp").is_ok());
+        assert!(check_url("https://example.com/mcp").is_ok());
+        for bad in [
+            "ftp://x/mcp",
+            "/mcp",
+            "127.0.0.1:8080/mcp",
+            "http://",
+            "not a url",
+            "",
+        ] {
+            let e = check_url(bad).expect_err(bad);
+            assert!(e.contains("URL"), "{bad}: {e}");
+        }
     }
 }
