@@ -7,7 +7,8 @@
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
-//! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP.
+//! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
+//! - `config` ([`config`]): check a gateway configuration file, print its schema.
 //!
 //! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
@@ -25,6 +26,7 @@
 
 mod bridge;
 mod client;
+mod config;
 mod decode;
 mod example_server;
 
@@ -80,6 +82,9 @@ enum Command {
     Bridge(Box<bridge::BridgeArgs>),
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
+    /// Check a gateway configuration file, or print its JSON Schema.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
 }
 
 /// Sends `tracing` output to stderr: `RUST_LOG` (as [`Targets`] directives) when set
@@ -166,6 +171,7 @@ fn main() -> ExitCode {
         }
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
+        Command::Config(c) => config::run(c),
     }
 }
 

@@ -1,0 +1,820 @@
+//! The gateway's configuration file, read once into a validated [`GatewayConfig`].
+//!
+//! Three shapes are read: the project's own (TOML, YAML or JSON; every key in
+//! `docs/gateway-config.schema.json`, which `switchboard config schema` prints),
+//! and, as they are, the `mcpServers` JSON of Claude Desktop and Cursor and VS
+//! Code's `servers`. Every problem is reported, one [`Problem`] with its place
+//! each; unknown keys are problems. This module must not know how upstreams are
+//! connected or how routes are served.
+
+mod foreign;
+mod source;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use source::{pointer_token, Source};
+pub use source::{Format, Pos};
+
+/// The JSON Schema of the project's own configuration shape.
+pub const SCHEMA: &str = include_str!("../../../../docs/gateway-config.schema.json");
+
+/// The list timeout of an upstream that sets none.
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The path of the route that serves every upstream unless a route claims it.
+pub const DEFAULT_ROUTE_PATH: &str = "/mcp";
+
+/// Paths the gateway serves itself (probes), never a route's.
+const RESERVED_PATHS: &[&str] = &["/healthz", "/readyz"];
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GatewayConfig {
+    /// The address to listen on, when the file sets one.
+    pub listen: Option<SocketAddr>,
+    /// The upstreams, by name in ascending order.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// The routes, by path in ascending order; the default route included.
+    pub routes: Vec<RouteConfig>,
+}
+
+/// One upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamConfig {
+    pub name: String,
+    /// The prefix of its served names (`{prefix}__{name}`); `None`: unprefixed.
+    pub prefix: Option<String>,
+    pub target: Target,
+    /// How long a list request may take before its entries are left out.
+    #[serde(serialize_with = "as_millis")]
+    pub list_timeout: Duration,
+}
+
+/// Where an upstream is and how it is spoken to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Target {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+        child: ChildMode,
+    },
+    Http {
+        url: String,
+        transport: HttpTransport,
+        /// Outbound headers in name order; values resolved at each connection.
+        headers: Vec<(String, HeaderSource)>,
+    },
+}
+
+/// A stdio upstream's children: one for all sessions, or one per session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChildMode {
+    #[default]
+    Shared,
+    PerSession,
+}
+
+/// How an HTTP upstream is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpTransport {
+    /// Found as the library's client finds it (2026-07-28, then Streamable
+    /// HTTP, then legacy HTTP+SSE).
+    #[default]
+    Auto,
+    StreamableHttp,
+    Sse,
+    Stateless,
+}
+
+/// Where an outbound header's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeaderSource {
+    Value(String),
+    Env(String),
+    File(PathBuf),
+}
+
+/// A virtual server at its own path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteConfig {
+    pub name: String,
+    pub path: String,
+    /// The upstreams it serves, by name.
+    pub upstreams: Vec<String>,
+    pub tools: Allow,
+}
+
+/// A tool allowlist (`toolNames`), as served names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Allow {
+    All,
+    Only(BTreeSet<String>),
+}
+
+/// One thing wrong with a file: where (its place, when the parser gave one,
+/// and the key path) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub pos: Option<Pos>,
+    /// Dotted key path (`upstreams.time.args[1]`); empty for the whole file.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = self.pos {
+            write!(f, "{}:{}: ", p.line, p.column)?;
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Reads and validates the file at `path`; the format comes from its extension.
+pub fn load(path: &Path) -> Result<GatewayConfig, Vec<Problem>> {
+    let whole = |message: String| {
+        vec![Problem {
+            pos: None,
+            path: String::new(),
+            message,
+        }]
+    };
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let Some(format) = Format::from_extension(ext) else {
+        return Err(whole(format!(
+            "unknown file type {ext:?}: the name must end in .toml, .yaml, .yml or .json"
+        )));
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read: {e}")))?;
+    parse(&text, format, &Env::process())
+}
+
+/// What validation reads of the outside world: environment variables and files
+/// named by outbound headers. Passed in so that tests do not depend on the host.
+pub struct Env {
+    var: Box<VarFn>,
+    readable: Box<ReadableFn>,
+}
+
+/// An environment variable's value, if set.
+type VarFn = dyn Fn(&str) -> Option<String>;
+/// Whether a file can be read (the error's text if not).
+type ReadableFn = dyn Fn(&Path) -> Result<(), String>;
+
+impl Env {
+    /// The process's environment and file system.
+    pub fn process() -> Env {
+        Env {
+            var: Box::new(|name| std::env::var(name).ok()),
+            readable: Box::new(|path| {
+                std::fs::File::open(path)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }),
+        }
+    }
+}
+
+/// Validates `text` in `format`.
+pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec<Problem>> {
+    let source = Source::parse(text, format).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| Problem {
+                pos: e.pos,
+                path: String::new(),
+                message: e.message,
+            })
+            .collect::<Vec<_>>()
+    })?;
+    let mut problems = Problems {
+        source: &source,
+        list: Vec::new(),
+    };
+    let file = match shape(&source.value) {
+        Shape::Own => own_shape(&mut problems),
+        Shape::McpServers => foreign::mcp_servers(&mut problems, "mcpServers"),
+        Shape::VsCode => foreign::mcp_servers(&mut problems, "servers"),
+        Shape::NotATable => {
+            problems.push("", "the file must hold a table (an object) of settings");
+            None
+        }
+    };
+    let config = file.and_then(|file| resolve(file, &mut problems, env));
+    match config {
+        Some(config) if problems.list.is_empty() => Ok(config),
+        _ => {
+            // In the file's order; problems of the whole file first.
+            let mut list = problems.list;
+            list.sort_by_key(|p| p.pos.map(|p| (p.line, p.column)));
+            Err(list)
+        }
+    }
+}
+
+/// The problems found so far, with the source to place them.
+struct Problems<'a> {
+    source: &'a Source,
+    list: Vec<Problem>,
+}
+
+impl Problems<'_> {
+    /// Adds a problem at the value `pointer` (RFC 6901).
+    fn push(&mut self, pointer: &str, message: impl Into<String>) {
+        self.list.push(Problem {
+            pos: self.source.place(pointer),
+            path: key_path(&self.source.value, pointer),
+            message: message.into(),
+        });
+    }
+}
+
+/// `/upstreams/a/args/1` → `upstreams.a.args[1]`, reading `value` to tell list
+/// indexes from keys.
+fn key_path(value: &Value, pointer: &str) -> String {
+    let mut out = String::new();
+    let mut at = Some(value);
+    for token in pointer.split('/').skip(1) {
+        let key = token.replace("~1", "/").replace("~0", "~");
+        match at {
+            Some(Value::Array(items)) => {
+                out.push_str(&format!("[{key}]"));
+                at = key.parse::<usize>().ok().and_then(|i| items.get(i));
+            }
+            _ => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let plain = !key.is_empty()
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if plain {
+                    out.push_str(&key);
+                } else {
+                    out.push_str(&format!("{key:?}"));
+                }
+                at = at.and_then(|v| v.get(&key));
+            }
+        }
+    }
+    out
+}
+
+enum Shape {
+    Own,
+    McpServers,
+    VsCode,
+    NotATable,
+}
+
+fn shape(value: &Value) -> Shape {
+    match value {
+        Value::Object(m) if m.contains_key("mcpServers") => Shape::McpServers,
+        Value::Object(m) if m.contains_key("servers") && !m.contains_key("upstreams") => {
+            Shape::VsCode
+        }
+        Value::Object(_) => Shape::Own,
+        _ => Shape::NotATable,
+    }
+}
+
+/// The project's own shape, as written (before cross-checks).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Option<String>,
+    #[serde(default)]
+    upstreams: BTreeMap<String, FileUpstream>,
+    #[serde(default)]
+    routes: BTreeMap<String, FileRoute>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileUpstream {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<String>,
+    child: Option<ChildMode>,
+    url: Option<String>,
+    transport: Option<HttpTransport>,
+    headers: Option<BTreeMap<String, FileHeader>>,
+    prefix: Option<String>,
+    timeout: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileHeader {
+    Value(String),
+    Env { env: String },
+    File { file: String },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRoute {
+    path: String,
+    upstreams: Option<Vec<String>>,
+    tools: Option<Vec<String>>,
+}
+
+/// Checks the own shape against [`SCHEMA`], every violation a problem, then
+/// reads it.
+fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
+    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
+    let value = &problems.source.value;
+    let mut errors: Vec<(String, String)> = Vec::new();
+    for error in validator.iter_errors(value) {
+        let pointer = error.instance_path().to_string();
+        match error.kind() {
+            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for key in unexpected {
+                    errors.push((
+                        format!("{pointer}/{}", pointer_token(key)),
+                        "unknown key".to_owned(),
+                    ));
+                }
+            }
+            _ => errors.push((pointer, schema_message(&error.to_string()))),
+        }
+    }
+    errors.dedup();
+    let ok = errors.is_empty();
+    for (pointer, message) in errors {
+        problems.push(&pointer, message);
+    }
+    if !ok {
+        return None;
+    }
+    match serde_json::from_value::<File>(value.clone()) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            // The schema and the types say the same; a difference is ours.
+            problems.push("", format!("not a valid configuration: {e}"));
+            None
+        }
+    }
+}
+
+/// jsonschema's messages quote the whole offending value; keep them short.
+fn schema_message(message: &str) -> String {
+    const MAX: usize = 160;
+    if message.chars().count() <= MAX {
+        return message.to_owned();
+    }
+    let cut: String = message.chars().take(MAX).collect();
+    format!("{cut}…")
+}
+
+/// Cross-checks a read file and builds the configuration. `None` when a
+/// problem was found (each one pushed).
+fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<GatewayConfig> {
+    let before = problems.list.len();
+    let listen = file.listen.as_deref().and_then(|s| match s.parse() {
+        Ok(addr) => Some(addr),
+        Err(_) => {
+            problems.push(
+                "/listen",
+                format!("{s:?} is not an IP:PORT address (e.g. 127.0.0.1:8080)"),
+            );
+            None
+        }
+    });
+    if file.upstreams.is_empty() {
+        problems.push("", "no upstreams: at least one is needed");
+    }
+    let names: BTreeSet<String> = file.upstreams.keys().cloned().collect();
+    let mut upstreams = Vec::new();
+    for (name, u) in file.upstreams {
+        if let Some(u) = upstream(&name, u, problems, env) {
+            upstreams.push(u);
+        }
+    }
+    check_prefixes(&upstreams, problems);
+    let mut routes = Vec::new();
+    let mut paths: BTreeMap<String, String> = BTreeMap::new();
+    for (name, r) in file.routes {
+        let at = format!("/routes/{}", pointer_token(&name));
+        if RESERVED_PATHS.contains(&r.path.as_str()) {
+            problems.push(
+                &format!("{at}/path"),
+                format!("{} is the gateway's own probe", r.path),
+            );
+        }
+        if let Some(other) = paths.insert(r.path.clone(), name.clone()) {
+            problems.push(
+                &format!("{at}/path"),
+                format!("{} is also the path of route {other:?}", r.path),
+            );
+        }
+        let served = match r.upstreams {
+            None => names.iter().cloned().collect(),
+            Some(list) => {
+                if list.is_empty() {
+                    problems.push(&format!("{at}/upstreams"), "an empty list serves nothing");
+                }
+                for (i, u) in list.iter().enumerate() {
+                    if !names.contains(u) {
+                        problems.push(
+                            &format!("{at}/upstreams/{i}"),
+                            format!("no upstream is named {u:?}"),
+                        );
+                    }
+                }
+                list
+            }
+        };
+        let tools = match r.tools {
+            None => Allow::All,
+            Some(list) => {
+                check_allowlist(&at, &list, &served, &upstreams, problems);
+                Allow::Only(list.into_iter().collect())
+            }
+        };
+        routes.push(RouteConfig {
+            name,
+            path: r.path,
+            upstreams: served,
+            tools,
+        });
+    }
+    if !paths.contains_key(DEFAULT_ROUTE_PATH) {
+        routes.push(RouteConfig {
+            name: "default".to_owned(),
+            path: DEFAULT_ROUTE_PATH.to_owned(),
+            upstreams: names.iter().cloned().collect(),
+            tools: Allow::All,
+        });
+    }
+    routes.sort_by(|a, b| a.path.cmp(&b.path));
+    (problems.list.len() == before).then_some(GatewayConfig {
+        listen,
+        upstreams,
+        routes,
+    })
+}
+
+fn upstream(
+    name: &str,
+    u: FileUpstream,
+    problems: &mut Problems<'_>,
+    env: &Env,
+) -> Option<UpstreamConfig> {
+    let at = format!("/upstreams/{}", pointer_token(name));
+    if !valid_name(name) {
+        problems.push(
+            &at,
+            format!(
+                "the name {name:?} must be 1 to 32 letters, digits, '-' or '_', without \"__\""
+            ),
+        );
+    }
+    let prefix = match u.prefix {
+        None => Some(name.to_owned()),
+        Some(p) if p.is_empty() => None,
+        Some(p) => {
+            if !valid_name(&p) {
+                problems.push(
+                    &format!("{at}/prefix"),
+                    "a prefix is 1 to 32 letters, digits, '-' or '_', without \"__\" (or empty: none)",
+                );
+            }
+            Some(p)
+        }
+    };
+    let list_timeout = match u.timeout.as_deref().map(parse_duration) {
+        None => DEFAULT_LIST_TIMEOUT,
+        Some(Ok(d)) if !d.is_zero() => d,
+        Some(Ok(_)) => {
+            problems.push(
+                &format!("{at}/timeout"),
+                "a timeout of zero would never wait",
+            );
+            DEFAULT_LIST_TIMEOUT
+        }
+        Some(Err(e)) => {
+            problems.push(&format!("{at}/timeout"), e);
+            DEFAULT_LIST_TIMEOUT
+        }
+    };
+    let stdio_keys = [
+        ("args", u.args.is_some()),
+        ("env", u.env.is_some()),
+        ("cwd", u.cwd.is_some()),
+        ("child", u.child.is_some()),
+    ];
+    let http_keys = [
+        ("transport", u.transport.is_some()),
+        ("headers", u.headers.is_some()),
+    ];
+    let target = match (u.command, u.url) {
+        (Some(_), Some(_)) => {
+            problems.push(
+                &at,
+                "has both `command` (stdio) and `url` (HTTP); an upstream is one of them",
+            );
+            None
+        }
+        (None, None) => {
+            problems.push(
+                &at,
+                "needs `command` (a stdio server) or `url` (an HTTP server)",
+            );
+            None
+        }
+        (Some(command), None) => {
+            for (key, set) in http_keys {
+                if set {
+                    problems.push(
+                        &format!("{at}/{key}"),
+                        "applies to HTTP upstreams (`url`), not to a stdio `command`",
+                    );
+                }
+            }
+            Some(Target::Stdio {
+                command,
+                args: u.args.unwrap_or_default(),
+                env: u.env.unwrap_or_default(),
+                cwd: u.cwd.map(PathBuf::from),
+                child: u.child.unwrap_or_default(),
+            })
+        }
+        (None, Some(url)) => {
+            for (key, set) in stdio_keys {
+                if set {
+                    problems.push(
+                        &format!("{at}/{key}"),
+                        "applies to stdio upstreams (`command`), not to a `url`",
+                    );
+                }
+            }
+            if let Err(e) = check_url(&url) {
+                problems.push(&format!("{at}/url"), e);
+            }
+            let mut headers = Vec::new();
+            for (hname, value) in u.headers.unwrap_or_default() {
+                let hat = format!("{at}/headers/{}", pointer_token(&hname));
+                if let Some(source) = header(&hname, value, &hat, problems, env) {
+                    headers.push((hname, source));
+                }
+            }
+            Some(Target::Http {
+                url,
+                transport: u.transport.unwrap_or_default(),
+                headers,
+            })
+        }
+    };
+    // Kept despite problems of its own, so that routes and prefixes are still
+    // checked against it; `resolve` fails when any problem was found.
+    Some(UpstreamConfig {
+        name: name.to_owned(),
+        prefix,
+        target: target?,
+        list_timeout,
+    })
+}
+
+fn header(
+    name: &str,
+    value: FileHeader,
+    at: &str,
+    problems: &mut Problems<'_>,
+    env: &Env,
+) -> Option<HeaderSource> {
+    if let Err(e) = switchboard_transport::http::client::refuse_managed_header(name) {
+        problems.push(at, e);
+        return None;
+    }
+    if http::HeaderName::try_from(name).is_err() {
+        problems.push(at, format!("{name:?} is not a valid header name"));
+        return None;
+    }
+    match value {
+        FileHeader::Value(v) => match http::HeaderValue::try_from(v.as_str()) {
+            Ok(_) => Some(HeaderSource::Value(v)),
+            Err(_) => {
+                problems.push(at, "not a valid header value (control characters?)");
+                None
+            }
+        },
+        FileHeader::Env { env: var } => match (env.var)(&var) {
+            Some(_) => Some(HeaderSource::Env(var)),
+            None => {
+                problems.push(
+                    &format!("{at}/env"),
+                    format!("the environment variable {var} is not set"),
+                );
+                None
+            }
+        },
+        FileHeader::File { file } => match (env.readable)(Path::new(&file)) {
+            Ok(()) => Some(HeaderSource::File(PathBuf::from(file))),
+            Err(e) => {
+                problems.push(&format!("{at}/file"), format!("cannot read {file}: {e}"));
+                None
+            }
+        },
+    }
+}
+
+/// Two upstreams with the same prefix would serve clashing names: a problem
+/// seen at load. (Unprefixed upstreams can clash only at run time.)
+fn check_prefixes(upstreams: &[UpstreamConfig], problems: &mut Problems<'_>) {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for u in upstreams {
+        let Some(prefix) = u.prefix.as_deref() else {
+            continue;
+        };
+        if let Some(other) = seen.insert(prefix, &u.name) {
+            problems.push(
+                &format!("/upstreams/{}", pointer_token(&u.name)),
+                format!(
+                    "its prefix {prefix:?} is also upstream {other:?}'s: their tools and prompts would clash"
+                ),
+            );
+        }
+    }
+}
+
+/// An allowlisted name that no upstream of the route could serve (all of them
+/// prefixed, none by its prefix) is a problem at load.
+fn check_allowlist(
+    at: &str,
+    list: &[String],
+    served: &[String],
+    upstreams: &[UpstreamConfig],
+    problems: &mut Problems<'_>,
+) {
+    let mut prefixes = Vec::new();
+    for u in upstreams.iter().filter(|u| served.contains(&u.name)) {
+        match &u.prefix {
+            Some(p) => prefixes.push(format!("{p}__")),
+            None => return,
+        }
+    }
+    for (i, tool) in list.iter().enumerate() {
+        if !prefixes.iter().any(|p| tool.starts_with(p.as_str())) {
+            problems.push(
+                &format!("{at}/tools/{i}"),
+                format!(
+                    "no upstream of this route serves {tool:?}: served names are {{prefix}}__{{name}}, prefixes here: {}",
+                    prefixes.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn valid_name(s: &str) -> bool {
+    (1..=32).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !s.contains("__")
+}
+
+/// `500ms`, `10s`, `2m`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration such as 500ms, 10s or 2m");
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    match &s[digits.len()..] {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => n.checked_mul(60).map(Duration::from_secs).ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed: http::Uri = url.parse().map_err(|e| format!("bad URL {url:?}: {e}"))?;
+    match parsed.scheme_str() {
+        Some("http") | Some("https") if parsed.host().is_some() => Ok(()),
+        _ => Err(format!("must be an absolute http(s) URL: {url:?}")),
+    }
+}
+
+fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// `switchboard config ...`.
+#[derive(clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a configuration file (.toml, .yaml, .yml or .json: the gateway's
+    /// own shape, an `mcpServers` file of Claude Desktop or Cursor, or VS Code's
+    /// `servers`): exit 0 and a summary when it is valid, else one line per
+    /// problem (`FILE:LINE:COLUMN: key.path: what`) and exit 2.
+    Check {
+        /// The configuration file.
+        file: PathBuf,
+        /// Print the validated configuration as JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the gateway's own configuration shape (for
+    /// editors: completion and checks as you type).
+    Schema,
+}
+
+/// Runs a `config` command; the exit status follows the binary's rule (0, or 2
+/// with each problem on stderr).
+pub fn run(command: ConfigCommand) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    match command {
+        ConfigCommand::Schema => {
+            print!("{SCHEMA}");
+            ExitCode::SUCCESS
+        }
+        ConfigCommand::Check { file, json } => match load(&file) {
+            Ok(config) if json => {
+                let text = serde_json::to_string_pretty(&config).expect("plain data");
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Ok(config) => {
+                print!("{}", summary(&config));
+                ExitCode::SUCCESS
+            }
+            Err(problems) => {
+                for p in &problems {
+                    eprintln!("{}:{p}", file.display());
+                }
+                let n = problems.len();
+                let s = if n == 1 { "" } else { "s" };
+                eprintln!("switchboard: {}: {n} problem{s}", file.display());
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+/// A few lines a person reads: each upstream and each route.
+fn summary(config: &GatewayConfig) -> String {
+    let mut out = String::new();
+    if let Some(listen) = config.listen {
+        out.push_str(&format!("listen  {listen}\n"));
+    }
+    for u in &config.upstreams {
+        let prefix = u
+            .prefix
+            .as_deref()
+            .map_or("(none)".to_owned(), |p| format!("{p}__"));
+        let target = match &u.target {
+            Target::Stdio {
+                command,
+                args,
+                child,
+                ..
+            } => {
+                let mode = match child {
+                    ChildMode::Shared => "shared",
+                    ChildMode::PerSession => "per-session",
+                };
+                format!("stdio ({mode}): {command} {}", args.join(" "))
+            }
+            Target::Http { url, transport, .. } => format!("http ({transport:?}): {url}"),
+        };
+        out.push_str(&format!(
+            "upstream  {}  prefix {prefix}  {}\n",
+            u.name,
+            target.trim_end()
+        ));
+    }
+    for r in &config.routes {
+        let tools = match &r.tools {
+            Allow::All => "every tool".to_owned(),
+            Allow::Only(set) => format!("{} allowed tool(s)", set.len()),
+        };
+        out.push_str(&format!(
+            "route  {}  upstreams {}  {tools}\n",
+            r.path,
+            r.upstreams.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
