@@ -38,6 +38,7 @@ mod allow;
 mod connect;
 mod legacy;
 mod modern;
+pub mod pin;
 mod raw;
 mod tools;
 mod upstream;
