@@ -82,6 +82,9 @@ enum Command {
     Bridge(Box<bridge::BridgeArgs>),
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
+    /// Lock a server's tool, prompt and template definitions, or check it
+    /// against the lock (`--check`).
+    Lock(Box<client::lock::LockArgs>),
     /// Check a gateway configuration file, or print its JSON Schema.
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -172,6 +175,10 @@ fn main() -> ExitCode {
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
         Command::Config(c) => config::run(c),
+        Command::Lock(a) => {
+            init_tracing(client_filter(cli.verbose));
+            client::lock::run(*a)
+        }
     }
 }
 

@@ -73,12 +73,25 @@ pub struct Pinned {
 }
 
 impl Pinned {
-    /// Pins `definition`.
+    /// Pins `definition`, its members sorted at every level so that the lock
+    /// file does not change when a server reorders them (the hash never does).
     pub fn new(definition: Value) -> Pinned {
         Pinned {
             sha256: sha256_hex(&definition),
-            definition,
+            definition: sorted(definition),
         }
+    }
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut members: Vec<(String, Value)> = m.into_iter().collect();
+            members.sort_by(|(a, _), (b, _)| a.cmp(b));
+            Value::Object(members.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
     }
 }
 
@@ -418,6 +431,10 @@ mod tests {
         assert!(text.contains("\"resourceTemplates\""), "{text}");
         let back: Lock = serde_json::from_str(&text).unwrap();
         assert_eq!(back, lock);
+        // Members are written sorted, whatever the server's order.
+        let echo = &back.upstreams["srv"].tools["echo"].definition;
+        let keys: Vec<_> = echo.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["annotations", "description", "inputSchema", "name"]);
         let url: Identity = serde_json::from_str(r#"{"url": "http://h/mcp"}"#).unwrap();
         assert_eq!(
             url,

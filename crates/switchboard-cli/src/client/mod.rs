@@ -41,6 +41,7 @@
 //! and the transport's business).
 
 pub mod args;
+pub mod lock;
 pub mod render;
 
 use std::io::{IsTerminal, Write};

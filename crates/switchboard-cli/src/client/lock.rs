@@ -1,0 +1,410 @@
+//! `switchboard lock`: pin what a server offers (every page of its tools,
+//! prompts and resource templates, and its instructions) into a lock file, or
+//! with `--check` compare what it offers now against the lock. The rules are
+//! the bridge crate's `pin` module; this module connects, lists, reads and
+//! writes the file, and prints.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use switchboard::Client;
+use switchboard_bridge::pin::{
+    compare, describe, findings, Change, Discovery, Drift, Identity, Kind, Lock, Severity,
+    UpstreamLock, LOCK_VERSION,
+};
+
+use super::{
+    client_options, connect, list_pages, render, resolve_target, with_skipped, CommonArgs, Failure,
+    Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
+};
+
+/// Exit status of `--check` when discovery differs from the lock (and of
+/// `--strict` when a definition is suspicious).
+pub const EXIT_DRIFT: u8 = EXIT_TOOL_ERROR;
+
+/// `switchboard lock`.
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// The server's URL; omit it when giving `-- CMD`.
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// The lock file.
+    #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
+    pub file: PathBuf,
+    /// The upstream's name in the lock. Default: the only upstream of an
+    /// existing lock, else a name made from the command or the URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Compare what the server offers with the lock instead of writing it: exit
+    /// 0 when it matches, 1 when it drifted (each difference shown), 2 on error.
+    #[arg(long)]
+    pub check: bool,
+    /// Suspicious definitions (invisible characters, text addressed to the
+    /// model, another upstream's tool named, an oversized description) fail the
+    /// command with exit 1 (without --check, nothing is written).
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `switchboard lock`.
+pub fn run(args: LockArgs) -> std::process::ExitCode {
+    let outcome = (|| {
+        let (target, _) = resolve_target(
+            args.url.iter().cloned().collect(),
+            args.common.command.clone(),
+            &[],
+        )?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
+        let discovery = runtime.block_on(discover_target(&target, &args.common))?;
+        decide(&args, &target, discovery)
+    })();
+    super::finish(outcome)
+}
+
+/// Connects to `target`, lists everything, disconnects.
+async fn discover_target(target: &Target, common: &CommonArgs) -> Result<Discovery, Failure> {
+    let ui = Ui::new(true);
+    let mut signals = Signals::watch()?;
+    let connection = connect(target, client_options(common, &ui), common, &mut signals).await?;
+    let outcome = tokio::select! {
+        biased;
+        r = discover(&connection.client) => r,
+        why = signals.next() => Err(Failure::new(why)),
+    };
+    let outcome = match (outcome, &connection.child) {
+        (Err(failure), Some(child)) => Err(with_skipped(failure, child)),
+        (outcome, _) => outcome,
+    };
+    connection.close(&mut signals).await;
+    outcome
+}
+
+/// Every page of each list the server declares.
+async fn discover(client: &Client) -> Result<Discovery, Failure> {
+    let caps = client.server_capabilities();
+    let mut d = Discovery {
+        instructions: client.instructions().map(str::to_owned),
+        ..Discovery::default()
+    };
+    if caps.tools.is_some() {
+        d.tools = list_pages(client, "tools/list", "tools").await?.1;
+    }
+    if caps.prompts.is_some() {
+        d.prompts = list_pages(client, "prompts/list", "prompts").await?.1;
+    }
+    if caps.resources.is_some() {
+        d.resource_templates = list_pages(client, "resources/templates/list", "resourceTemplates")
+            .await?
+            .1;
+    }
+    Ok(d)
+}
+
+/// Writes or checks the lock; prints what a reviewer reads.
+fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, Failure> {
+    let existing = read_lock(&args.file)?;
+    let name = match (&args.name, &existing) {
+        (Some(n), _) => n.clone(),
+        (None, Some(lock)) if lock.upstreams.len() == 1 => {
+            lock.upstreams.keys().next().cloned().unwrap_or_default()
+        }
+        (None, _) => default_name(target),
+    };
+    let (found, malformed) = UpstreamLock::pin(identity(target), &discovery);
+    for m in &malformed {
+        eprintln!("switchboard: {name}: the server listed {}", m.message);
+    }
+    let suspicious = report_suspicious(&name, &found, existing.as_ref());
+    if args.check {
+        let Some(locked) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) else {
+            return Err(Failure::new(format!(
+                "{}: no upstream {name:?} in the lock (run `switchboard lock` first)",
+                args.file.display()
+            )));
+        };
+        let drift = compare(locked, &found);
+        let identity_changed = locked.identity != found.identity;
+        if drift.is_empty() && !identity_changed {
+            println!("{name}: matches {}", args.file.display());
+            return Ok(if args.strict && suspicious > 0 {
+                EXIT_DRIFT
+            } else {
+                EXIT_OK
+            });
+        }
+        print!("{}", render_drift(&name, locked, &found, &drift));
+        return Ok(EXIT_DRIFT);
+    }
+    if args.strict && suspicious > 0 {
+        return Err(Failure {
+            code: EXIT_DRIFT,
+            message: format!(
+                "{suspicious} suspicious definition(s) (--strict): {} not written",
+                args.file.display()
+            ),
+        });
+    }
+    let mut lock = existing.unwrap_or(Lock {
+        version: LOCK_VERSION,
+        upstreams: Default::default(),
+    });
+    let counts = format!(
+        "{} tools, {} prompts, {} resource templates",
+        found.tools.len(),
+        found.prompts.len(),
+        found.resource_templates.len()
+    );
+    lock.upstreams.insert(name.clone(), found);
+    write_lock(&args.file, &lock)?;
+    println!("{name}: {counts} locked in {}", args.file.display());
+    Ok(EXIT_OK)
+}
+
+/// Prints each suspicious finding on stderr; returns how many definitions had
+/// one. Names of the lock's other upstreams' tools are what a description must
+/// not name.
+fn report_suspicious(name: &str, found: &UpstreamLock, lock: Option<&Lock>) -> usize {
+    // Another upstream's tools, by their own and their served names.
+    let mut others: Vec<String> = Vec::new();
+    for (n, u) in lock.iter().flat_map(|l| l.upstreams.iter()) {
+        if n != name {
+            for t in u.tools.keys() {
+                others.push(t.clone());
+                others.push(format!("{n}__{t}"));
+            }
+        }
+    }
+    let others: Vec<&str> = others.iter().map(String::as_str).collect();
+    let mut entries: Vec<(Kind, &str, &Value)> = Vec::new();
+    if let Some(i) = &found.instructions {
+        entries.push((Kind::Instructions, "", &i.definition));
+    }
+    for (kind, table) in [
+        (Kind::Tool, &found.tools),
+        (Kind::Prompt, &found.prompts),
+        (Kind::ResourceTemplate, &found.resource_templates),
+    ] {
+        for (n, p) in table {
+            entries.push((kind, n, &p.definition));
+        }
+    }
+    let mut flagged = 0;
+    for (kind, entry, definition) in entries {
+        let list = findings(definition, &others);
+        if !list.is_empty() {
+            flagged += 1;
+        }
+        for f in list {
+            let what = if entry.is_empty() {
+                kind.noun().to_owned()
+            } else {
+                format!("{} {entry}", kind.noun())
+            };
+            eprintln!(
+                "{}",
+                visible(&format!(
+                    "suspicious: {name}: {what} {}: {}: {}",
+                    if f.at.is_empty() { "/" } else { &f.at },
+                    f.rule.label(),
+                    f.detail
+                ))
+            );
+        }
+    }
+    flagged
+}
+
+/// The drift report: one heading, a line per entry, the details indented; a
+/// claim of more safety marked `!`.
+fn render_drift(
+    name: &str,
+    locked: &UpstreamLock,
+    found: &UpstreamLock,
+    drift: &[Drift],
+) -> String {
+    let mut out = String::new();
+    let n = drift.len() + usize::from(locked.identity != found.identity);
+    out.push_str(&format!("{name}: drifted ({n} difference(s))\n"));
+    if locked.identity != found.identity {
+        out.push_str(&format!(
+            "  the server is not the one locked: {} → {}\n",
+            show_identity(&locked.identity),
+            show_identity(&found.identity)
+        ));
+    }
+    for d in drift {
+        let what = if d.name.is_empty() {
+            d.kind.noun().to_owned()
+        } else {
+            format!("{} {}", d.kind.noun(), d.name)
+        };
+        match &d.change {
+            Change::Added { .. } => out.push_str(&format!("  + {what}: new, not approved\n")),
+            Change::Removed { .. } => out.push_str(&format!("  - {what}: gone\n")),
+            Change::Changed { was, now } => {
+                out.push_str(&format!("  ~ {what}: changed\n"));
+                for line in describe(was, now) {
+                    let mark = match line.severity {
+                        Severity::Warning => "!",
+                        Severity::Notice => " ",
+                    };
+                    out.push_str(&format!("    {mark} {}\n", line.text));
+                }
+            }
+        }
+    }
+    visible(&out)
+}
+
+/// A server's text as a reviewer must see it: [`render::printable`], and
+/// besides, the characters no terminal shows (Unicode tag characters,
+/// zero-width characters) as `\u{..}` escapes.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in render::printable(text).chars() {
+        match c as u32 {
+            0xE0000..=0xE007F | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF | 0x180E => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn show_identity(i: &Identity) -> String {
+    match i {
+        Identity::Command { command, args } => {
+            format!(
+                "`{}`",
+                std::iter::once(command)
+                    .chain(args)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+        Identity::Url { url } => url.clone(),
+    }
+}
+
+fn identity(target: &Target) -> Identity {
+    match target {
+        Target::Url(url) => Identity::Url { url: url.clone() },
+        Target::Command(c) => Identity::Command {
+            command: c[0].clone(),
+            args: c[1..].to_vec(),
+        },
+    }
+}
+
+/// A name for an upstream nobody named: the URL's host, or the program (or,
+/// for a launcher such as `npx` or `uvx`, the package it runs), in letters,
+/// digits, `-` and `_`.
+fn default_name(target: &Target) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "npx", "uvx", "uv", "pipx", "bunx", "node", "python", "python3", "deno", "bun",
+    ];
+    let raw = match target {
+        Target::Url(url) => url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_owned))
+            .unwrap_or_default(),
+        Target::Command(c) => {
+            let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
+            let program = base(&c[0]);
+            if LAUNCHERS.contains(&program.as_str()) {
+                c[1..]
+                    .iter()
+                    .find(|a| !a.starts_with('-') && *a != "run")
+                    .map(|a| base(a.split('@').find(|p| !p.is_empty()).unwrap_or(a)))
+                    .unwrap_or(program)
+            } else {
+                program
+            }
+        }
+    };
+    let mut name: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(32)
+        .collect();
+    while name.contains("__") {
+        name = name.replace("__", "_");
+    }
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name
+    }
+}
+
+/// The lock at `path`, `None` when there is no file.
+fn read_lock(path: &Path) -> Result<Option<Lock>, Failure> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::new(format!("{}: {e}", path.display()))),
+    };
+    let lock: Lock = serde_json::from_str(&text)
+        .map_err(|e| Failure::new(format!("{}: not a lock file: {e}", path.display())))?;
+    if lock.version != LOCK_VERSION {
+        return Err(Failure::new(format!(
+            "{}: lock version {} (this switchboard reads {LOCK_VERSION})",
+            path.display(),
+            lock.version
+        )));
+    }
+    Ok(Some(lock))
+}
+
+/// Writes the lock (pretty JSON, members in order, a final newline) through a
+/// temporary file renamed over the old one, so a reader never sees half a lock.
+fn write_lock(path: &Path, lock: &Lock) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure {
+        code: EXIT_FAILURE,
+        message: format!("{}: {e}", path.display()),
+    };
+    let mut text = serde_json::to_string_pretty(lock).expect("plain data");
+    text.push('\n');
+    let tmp = path.with_extension("lock.tmp");
+    std::fs::write(&tmp, text).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_names() {
+        let cmd = |s: &str| Target::Command(s.split(' ').map(str::to_owned).collect());
+        assert_eq!(
+            default_name(&cmd("/usr/bin/mcp-server-time --x")),
+            "mcp-server-time"
+        );
+        assert_eq!(
+            default_name(&cmd(
+                "npx -y @modelcontextprotocol/server-everything@2026.8.31"
+            )),
+            "server-everything"
+        );
+        assert_eq!(default_name(&cmd("uvx mcp-server-git")), "mcp-server-git");
+        assert_eq!(
+            default_name(&Target::Url("http://127.0.0.1:3001/mcp".into())),
+            "127-0-0-1"
+        );
+    }
+}
