@@ -85,6 +85,8 @@ enum Command {
     /// Lock a server's tool, prompt and template definitions, or check it
     /// against the lock (`--check`).
     Lock(Box<client::lock::LockArgs>),
+    /// Make an Ed25519 key pair for signing locks (`lock sign`, `--lock-key`).
+    Keygen(client::lock::KeygenArgs),
     /// Check a gateway configuration file, or print its JSON Schema.
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -175,6 +177,7 @@ fn main() -> ExitCode {
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
         Command::Config(c) => config::run(c),
+        Command::Keygen(a) => client::lock::keygen(a),
         Command::Lock(a) => {
             init_tracing(client_filter(cli.verbose));
             client::lock::run(*a)

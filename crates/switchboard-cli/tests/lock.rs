@@ -235,3 +235,74 @@ fn lock_and_check_round_trip_on_mcp_server_time() {
         round_trip(spec);
     }
 }
+
+fn switchboard_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run switchboard");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn keygen_sign_and_verify_refuse_unsigned_changed_and_foreign_locks() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Dir::new("sign");
+    let (code, out, err) = switchboard_in(&dir.0, &["keygen"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("ed25519:"), "{out}");
+    let mode = std::fs::metadata(dir.0.join("switchboard.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // An existing key is never overwritten.
+    let (code, _, err) = switchboard_in(&dir.0, &["keygen"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("switchboard.key: File exists"), "{err}");
+
+    let (code, _, err) = lock(&dir.0, &defs(), &[]);
+    assert_eq!(code, 0, "{err}");
+    let verify = |key: &str| switchboard_in(&dir.0, &["lock", "verify", "--key", key]);
+    let (code, _, err) = verify("switchboard.pub");
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "switchboard: switchboard.lock: the lock is not signed\n"
+    );
+
+    let (code, out, err) = switchboard_in(&dir.0, &["lock", "sign", "--key", "switchboard.key"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "signed switchboard.lock (switchboard.lock.sig)\n");
+    assert_eq!(verify("switchboard.pub").0, 0);
+    // The key given as text works the same.
+    let public = std::fs::read_to_string(dir.0.join("switchboard.pub")).unwrap();
+    assert_eq!(verify(public.trim()).0, 0);
+
+    // Another key.
+    assert_eq!(switchboard_in(&dir.0, &["keygen", "--out", "other"]).0, 0);
+    let (code, _, err) = verify("other.pub");
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("the lock is signed by another key (key id "),
+        "{err}"
+    );
+
+    // One byte changed.
+    let path = dir.0.join("switchboard.lock");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let i = bytes.iter().position(|b| *b == b'D').unwrap();
+    bytes[i] = b'd';
+    std::fs::write(&path, bytes).unwrap();
+    let (code, _, err) = verify("switchboard.pub");
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("the lock was changed after it was signed"),
+        "{err}"
+    );
+}

@@ -1,11 +1,13 @@
 //! The drift guard's pure parts: locks of approved tool, prompt and template
 //! definitions (RFC 8785 canonical form, SHA-256), their comparison with a new
 //! discovery, readable descriptions of what changed, and the suspicious-text
-//! rules. No I/O, no clock: callers fetch the lists and read or write files.
+//! rules, and the lock's Ed25519 signature. No I/O, no clock: callers fetch the
+//! lists and read or write files.
 
 mod canonical;
 mod diff;
 mod lock;
+mod sign;
 mod suspicious;
 
 pub use canonical::{canonical, sha256_hex};
@@ -14,4 +16,5 @@ pub use lock::{
     compare, definition, Change, Discovery, Drift, Identity, Kind, Lock, Malformed, Pinned,
     UpstreamLock, LOCK_VERSION,
 };
+pub use sign::{generate, public_of, sign, verify, SignatureError};
 pub use suspicious::{findings, Finding, Rule, MAX_DESCRIPTION_CHARS};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use switchboard::Client;
 use switchboard_bridge::pin::{
-    compare, describe, findings, Change, Discovery, Drift, Identity, Kind, Lock, Severity,
+    self, compare, describe, findings, Change, Discovery, Drift, Identity, Kind, Lock, Severity,
     UpstreamLock, LOCK_VERSION,
 };
 
@@ -24,7 +24,10 @@ pub const EXIT_DRIFT: u8 = EXIT_TOOL_ERROR;
 
 /// `switchboard lock`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LockArgs {
+    #[command(subcommand)]
+    pub action: Option<LockAction>,
     /// The server's URL; omit it when giving `-- CMD`.
     #[arg(value_name = "URL")]
     pub url: Option<String>,
@@ -48,8 +51,36 @@ pub struct LockArgs {
     pub common: CommonArgs,
 }
 
+/// `switchboard lock sign|verify`.
+#[derive(Debug, clap::Subcommand)]
+pub enum LockAction {
+    /// Sign the lock with a secret key (from `switchboard keygen`): writes
+    /// FILE.sig beside it.
+    Sign {
+        /// The secret key file.
+        #[arg(long, value_name = "KEYFILE")]
+        key: PathBuf,
+        /// The lock file.
+        #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
+        file: PathBuf,
+    },
+    /// Check the lock's signature (FILE.sig) against a public key: exit 0, or
+    /// 2 with the reason (unsigned, changed, another key).
+    Verify {
+        /// The public key: a file, or the key itself (`ed25519:...`).
+        #[arg(long, value_name = "PUBKEY")]
+        key: String,
+        /// The lock file.
+        #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
+        file: PathBuf,
+    },
+}
+
 /// Runs `switchboard lock`.
 pub fn run(args: LockArgs) -> std::process::ExitCode {
+    if let Some(action) = &args.action {
+        return super::finish(signature(action));
+    }
     let outcome = (|| {
         let (target, _) = resolve_target(
             args.url.iter().cloned().collect(),
@@ -62,6 +93,99 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
             .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
         let discovery = runtime.block_on(discover_target(&target, &args.common))?;
         decide(&args, &target, discovery)
+    })();
+    super::finish(outcome)
+}
+
+/// `lock sign` and `lock verify`.
+fn signature(action: &LockAction) -> Result<u8, Failure> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))
+    };
+    match action {
+        LockAction::Sign { key, file } => {
+            let secret = String::from_utf8_lossy(&read(key)?).into_owned();
+            let sig = pin::sign(&read(file)?, &secret)
+                .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
+            let out = signature_path(file);
+            std::fs::write(&out, format!("{sig}\n"))
+                .map_err(|e| Failure::new(format!("{}: {e}", out.display())))?;
+            println!("signed {} ({})", file.display(), out.display());
+            Ok(EXIT_OK)
+        }
+        LockAction::Verify { key, file } => {
+            check_signature(file, key).map_err(Failure::new)?;
+            println!("{}: signed by {key}", file.display());
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// Where a lock's signature is kept: `FILE.sig`.
+pub fn signature_path(lock: &Path) -> PathBuf {
+    let mut name = lock.as_os_str().to_owned();
+    name.push(".sig");
+    PathBuf::from(name)
+}
+
+/// Checks the lock at `file` against its `FILE.sig` and the public key `key`
+/// (a file, or the key text itself). Errors: one line naming the file and why.
+pub fn check_signature(file: &Path, key: &str) -> Result<(), String> {
+    let public = if key.starts_with("ed25519:") {
+        key.to_owned()
+    } else {
+        std::fs::read_to_string(key).map_err(|e| format!("{key}: {e}"))?
+    };
+    let lock = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let sig_path = signature_path(file);
+    let sig = match std::fs::read_to_string(&sig_path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", sig_path.display())),
+    };
+    pin::verify(&lock, sig.as_deref(), &public).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// `switchboard keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Write PREFIX.key (the secret key, readable by you alone) and PREFIX.pub.
+    #[arg(long, value_name = "PREFIX", default_value = "switchboard")]
+    pub out: PathBuf,
+}
+
+/// Runs `switchboard keygen`: a new Ed25519 key pair for signing locks; an
+/// existing key file is never overwritten.
+pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
+    let outcome = (|| {
+        let with = |ext: &str| {
+            let mut p = args.out.as_os_str().to_owned();
+            p.push(ext);
+            PathBuf::from(p)
+        };
+        let (secret_path, public_path) = (with(".key"), with(".pub"));
+        let (secret, public) =
+            pin::generate().map_err(|e| Failure::new(format!("no randomness: {e}")))?;
+        let fail = |p: &Path, e: std::io::Error| Failure::new(format!("{}: {e}", p.display()));
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&secret_path)
+                .map_err(|e| fail(&secret_path, e))?;
+            writeln!(f, "{secret}").map_err(|e| fail(&secret_path, e))?;
+        }
+        std::fs::write(&public_path, format!("{public}\n")).map_err(|e| fail(&public_path, e))?;
+        println!("{public}");
+        eprintln!(
+            "switchboard: wrote {} (secret: keep it out of the repository) and {}",
+            secret_path.display(),
+            public_path.display()
+        );
+        Ok(EXIT_OK)
     })();
     super::finish(outcome)
 }
