@@ -377,7 +377,7 @@ async fn first_answer(
         }
     })
     .await
-    .map_err(|_| format!("the remote did not answer initialize within {wait:?}"))?
+    .map_err(|_| format!("the remote did not answer {} within {wait:?}", init.method))?
 }
 
 /// The legacy path for the host app's `initialize`: Streamable HTTP, and on a

@@ -684,6 +684,11 @@ async fn http_errors_become_error_responses_for_the_request() {
                     headers: vec![("content-type", "text/plain".into())],
                     body: "boom: the database is down".into(),
                 },
+                Some("foreign-id") => json_reply(
+                    400,
+                    json!({"jsonrpc": "2.0", "id": "server-error",
+                           "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}),
+                ),
                 // A JSON-RPC error body without an id: it is given the request's id.
                 _ => json_reply(
                     400,
@@ -721,6 +726,19 @@ async fn http_errors_become_error_responses_for_the_request() {
         assert_eq!(e.error.code, -32602);
         assert_eq!(e.error.message, "bad params");
         assert_eq!(handle.last_error_status(), Some(400));
+
+        // A body naming another id (the Python SDK 1.x answers a request without
+        // a session with id "server-error") still answers the request POSTed:
+        // it was relayed under its own id, and the request was never answered.
+        tx.send(request(9, "tools/call", json!({"case": "foreign-id"})))
+            .await
+            .unwrap();
+        let Message::Error(e) = next_answer(&mut rx).await else {
+            panic!("the server's error response")
+        };
+        assert_eq!(e.id, Some(Id::from(9)));
+        assert_eq!(e.error.code, -32600);
+        assert_eq!(e.error.message, "Bad Request: Missing session ID");
     })
     .await;
 }

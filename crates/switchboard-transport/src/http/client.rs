@@ -12,7 +12,8 @@
 //!                               (SSE cut after an event id: GET + Last-Event-ID, bounded)
 //!              notification  -> POST, waits for 202 (keeps notifications in order)
 //!              response      -> POST, waits for 202
-//!              HTTP error    -> the body's JSON-RPC error for that id, else
+//!              HTTP error    -> the body's JSON-RPC error, as the answer to the
+//!                               POSTed request whatever id it names, else
 //!                               Inbound::Failed (code TRANSPORT_ERROR)
 //!              404 + session -> re-initialize once (replay initialize + initialized,
 //!                               then the session's state: the last logging/setLevel
@@ -955,19 +956,30 @@ fn take_session_id(inner: &Inner, headers: &HeaderMap) {
     }
 }
 
-/// A non-2xx answer to a POST: the body's JSON-RPC error for the request, else
-/// [`Inbound::Failed`] naming the status and an excerpt of the body.
+/// A non-2xx answer to a POST is the failure of the request(s) it carried,
+/// whatever its body says: a JSON-RPC error in the body is the server's answer
+/// to them, delivered under the request's id ([`error_answer_id`]), else
+/// [`Inbound::Failed`] names the status and an excerpt of the body.
 async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
     let status = resp.status();
     lock(&inner.state).last_error_status = Some(status.as_u16());
     let body = read_limited(resp, inner.config.max_body_bytes.min(1024 * 1024)).await;
     if let Ok(Message::Error(mut e)) = Message::decode(&body) {
-        if e.id.is_none() && ids.len() == 1 {
-            e.id = Some(ids[0].clone());
-        }
-        if e.id.is_some() {
+        if let Some(id) = error_answer_id(e.id.as_ref(), ids) {
+            if e.id.as_ref() != Some(&id) {
+                tracing::debug!(%status, body_id = ?e.id, request_id = %id, "HTTP error whose JSON-RPC error names another id; taken as the request's answer");
+            }
             tracing::debug!(%status, code = e.error.code, "HTTP error with a JSON-RPC error body");
+            e.id = Some(id.clone());
             inner.deliver(Inbound::Message(Message::Error(e))).await;
+            let rest: Vec<Id> = ids.iter().filter(|i| **i != id).cloned().collect();
+            if !rest.is_empty() {
+                let msg = format!(
+                    "HTTP {status} from {} for the batch holding this request",
+                    inner.url
+                );
+                inner.fail(&rest, &msg, Some((status.as_u16(), ""))).await;
+            }
             return;
         }
     }
@@ -984,6 +996,25 @@ async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
     inner
         .fail(ids, &msg, Some((status.as_u16(), excerpt.trim())))
         .await;
+}
+
+/// Which of the POSTed requests `ids` a JSON-RPC error in the body of a non-2xx
+/// answer is the answer to: the one it names, else (no id, `null`, or an id the
+/// POST did not carry, such as the Python SDK 1.x's `"server-error"` for a
+/// request without a session) the POST's only request. `None` for a batch the
+/// error names no request of, and for a POST without requests: the HTTP status
+/// is then the answer ([`Inbound::Failed`] for each request).
+///
+/// The status answers the POST, so its body cannot answer a request the POST did
+/// not carry: relayed under a foreign id, it would leave the request unanswered
+/// until a timeout (MCP 2025-03-26+ "Transports → Streamable HTTP": an HTTP error
+/// status on a POSTed request is that request's failure).
+fn error_answer_id(body_id: Option<&Id>, ids: &[Id]) -> Option<Id> {
+    match (body_id, ids) {
+        (Some(id), _) if ids.contains(id) => Some(id.clone()),
+        (_, [only]) => Some(only.clone()),
+        _ => None,
+    }
 }
 
 async fn read_limited(resp: reqwest::Response, limit: usize) -> Vec<u8> {
@@ -1381,6 +1412,25 @@ mod tests {
         assert_eq!(c.connect_timeout, Duration::from_secs(10));
         assert_eq!(c.delete_timeout, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 16 * 1024 * 1024);
+    }
+
+    /// The body of an HTTP error answers the request the POST carried, whatever
+    /// id it names; in a batch, only the request it names.
+    #[test]
+    fn an_http_error_body_answers_the_posted_request() {
+        let one = [Id::from(1)];
+        assert_eq!(error_answer_id(None, &one), Some(Id::from(1)));
+        assert_eq!(error_answer_id(Some(&Id::from(1)), &one), Some(Id::from(1)));
+        assert_eq!(
+            error_answer_id(Some(&Id::from("server-error")), &one),
+            Some(Id::from(1)),
+            "the Python SDK 1.x's id for a request without a session"
+        );
+        let two = [Id::from(1), Id::from(2)];
+        assert_eq!(error_answer_id(Some(&Id::from(2)), &two), Some(Id::from(2)));
+        assert_eq!(error_answer_id(Some(&Id::from(3)), &two), None);
+        assert_eq!(error_answer_id(None, &two), None);
+        assert_eq!(error_answer_id(Some(&Id::from(1)), &[]), None);
     }
 
     #[test]
