@@ -305,3 +305,47 @@ async fn the_server_closing_during_the_handshake_is_a_closed_error() {
     let e = client.unwrap_err();
     assert!(e.is_closed(), "{e:?}");
 }
+
+/// A server that answers under the request's id turned into a string (`"1"`
+/// for `1`) gets no match (ids are matched exactly), but the request fails at
+/// once with an error naming both ids, not after its whole timeout (60 s by
+/// default) as "timed out". An error answer so mistyped is no
+/// `initialize` error either: no `server/discover` follows.
+#[tokio::test]
+async fn an_answer_under_the_id_as_a_string_fails_at_once_naming_the_mismatch() {
+    for error in [false, true] {
+        let (transport, mut script) = pair();
+        let server = async {
+            let init = script.recv_request().await;
+            assert_eq!(init.method, "initialize");
+            let spelled = switchboard_protocol::jsonrpc::Id::from(init.id.to_string());
+            if error {
+                script.respond_error(&spelled, -32602, "unsupported").await;
+            } else {
+                script
+                    .respond(
+                        &spelled,
+                        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                               "serverInfo": {"name": "s", "version": "1"}}),
+                    )
+                    .await;
+            }
+            // No probe: the next event is our side closing.
+            script.expect_closed().await;
+            init.id
+        };
+        let (client, sent) =
+            within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+        let e = client.unwrap_err();
+        assert!(e.is_mismatched_id(), "{e:?}");
+        assert!(!e.is_timeout() && !e.is_protocol(), "{e:?}");
+        assert_eq!(e.method(), Some("initialize"));
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("\"{sent}\" (a string)"))
+                && text.contains(&format!("{sent} (an integer)")),
+            "{text}"
+        );
+        assert_eq!(text.contains("-32602: unsupported"), error, "{text}");
+    }
+}
