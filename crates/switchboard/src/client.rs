@@ -58,7 +58,11 @@
 //!   <-- result                -> legacy (as above), nothing else sent
 //!   <-- JSON-RPC error        -> --> server/discover (the probe of Auto: -32022
 //!                                    naming a shared 2026-07-28 revision retried once)
+//!                                --> ping (right behind it)
 //!                                <-- DiscoverResult -> modern
+//!                                <-- ping result first -> Err (a legacy server
+//!                                    that leaves unknown methods unanswered: no
+//!                                    wait for the probe timeout)
 //!                                <-- anything else  -> Err(the initialize error,
 //!                                                      the probe's failure noted)
 //!   timeout, closed transport, refused answer -> Err, no probe
@@ -235,9 +239,12 @@ pub enum EraPolicy {
     /// 2026-07-28-only server answers a stdio `initialize` (spec notes §6,
     /// "Modern-only server vs legacy clients": an implementation-defined code),
     /// the `server/discover` probe of [`Auto`](Self::Auto) follows (its -32022
-    /// retry included, bounded by [`ClientOptions::probe_timeout`]), and a
-    /// `DiscoverResult` connects in 2026-07-28. Otherwise the result is the
-    /// `initialize` error, whose `Display` ends with the probe's failure. A
+    /// retry included, bounded by [`ClientOptions::probe_timeout`]), with a
+    /// `ping` right behind it, and a `DiscoverResult` connects in 2026-07-28.
+    /// Otherwise the result is the `initialize` error, whose `Display` ends with
+    /// the probe's failure; a `ping` result that comes before any answer to the
+    /// probe ends the wait at once (a legacy server that leaves unknown methods
+    /// unanswered would otherwise cost the whole probe timeout). A
     /// legacy server costs exactly the `initialize` round trip; a modern-only
     /// one, two. The default of [`Client::connect`] and [`Client::spawn`].
     /// No probe when [`ClientOptions::supported`] has no 2026-07-28 revision.
@@ -422,6 +429,22 @@ enum Probe {
     Legacy(Error),
 }
 
+/// What [`Started::probe_after_refusal`] found.
+enum AfterRefusal {
+    /// The `server/discover` probe's own outcome.
+    Probe(Result<Probe, Error>),
+    /// `ping` was answered with a result while `server/discover` was not.
+    PingAnswered,
+}
+
+/// Whether the answer to the `ping` sent after the `server/discover` probe,
+/// arriving first, shows a legacy server: a result does (2026-07-28 has no
+/// `ping`, and a legacy server MUST answer it); an error or no answer decides
+/// nothing (a 2026-07-28-only server refuses `ping`).
+fn ping_means_legacy(answer: &Result<Box<RawValue>, Error>) -> bool {
+    answer.is_ok()
+}
+
 /// The JSON-RPC error codes that only a 2026-07-28 server sends (spec notes §2):
 /// -32020 `HeaderMismatch`, -32021 `MissingRequiredClientCapability`, -32022
 /// `UnsupportedProtocolVersion` (with `data.supported`).
@@ -594,14 +617,54 @@ impl Started {
             }
         };
         tracing::debug!(error = %refused, "initialize refused: asking server/discover in case the server speaks only 2026-07-28");
-        let why = match self.probe(self.options.probe_timeout).await {
-            Ok(Probe::Modern(v, d)) => return Ok(self.modern(v, d)),
-            Ok(Probe::Legacy(why)) | Err(why) => why,
+        let why = match self.probe_after_refusal().await {
+            AfterRefusal::Probe(Ok(Probe::Modern(v, d))) => return Ok(self.modern(v, d)),
+            AfterRefusal::Probe(Ok(Probe::Legacy(why)) | Err(why)) => why.to_string(),
+            AfterRefusal::PingAnswered => "no answer, but the ping sent right after it was answered: a legacy server, which leaves unknown methods unanswered".to_owned(),
         };
         tracing::warn!(error = %refused, discover = %why, "initialize failed, and server/discover too; disconnecting");
         Err(refused.with_note(format!(
             "server/discover, asked next in case the server speaks only 2026-07-28, failed too ({why})"
         )))
+    }
+
+    /// The probe of [`EraPolicy::LegacyFirst`] once `initialize` was refused:
+    /// `server/discover` ([`probe`](Self::probe), bounded by
+    /// [`ClientOptions::probe_timeout`]) and, right behind it, `ping`, which
+    /// every legacy server MUST answer promptly, before initialization too
+    /// (2024-11-05+ "Utilities → Ping"; it is the one request a client may send
+    /// before `initialize` is answered, "Lifecycle") and which 2026-07-28
+    /// removed. A `ping` result before the probe's answer means a legacy server
+    /// ([`ping_means_legacy`]): one that leaves `server/discover` unanswered
+    /// (JSON-RPC says it SHOULD answer -32601) no longer costs the whole probe
+    /// timeout. An error answer to `ping` (a 2026-07-28-only server's) decides
+    /// nothing. Neither request is ever cancelled: the one left unanswered is
+    /// forgotten when this returns.
+    async fn probe_after_refusal(&self) -> AfterRefusal {
+        let timeout = self.options.probe_timeout;
+        // Polled first (biased), so `server/discover` is queued before `ping`.
+        let probe = self.probe(timeout);
+        let ping = self.peer.request_with(
+            "ping",
+            RequestOptions::default().timeout(timeout),
+            false,
+            |_| Ok(None),
+        );
+        tokio::pin!(probe, ping);
+        let mut ping_open = true;
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut probe => return AfterRefusal::Probe(outcome),
+                answer = &mut ping, if ping_open => {
+                    ping_open = false;
+                    if ping_means_legacy(&answer) {
+                        tracing::debug!("ping answered before server/discover: a legacy server");
+                        return AfterRefusal::PingAnswered;
+                    }
+                }
+            }
+        }
     }
 
     /// One `server/discover` at `version`, bounded by `timeout`; never cancellable

@@ -160,6 +160,9 @@ async fn an_initialize_error_is_a_protocol_error() {
         script
             .respond_error(&probe.id, -32601, "method not found")
             .await;
+        // The ping sent right behind the probe (see
+        // a_ping_answered_before_server_discover_ends_the_probe_at_once).
+        assert_eq!(script.recv_request().await.method, "ping");
     };
     let (client, ()) =
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
@@ -217,6 +220,8 @@ async fn the_default_falls_back_to_server_discover_after_an_initialize_error() {
                 }),
             )
             .await;
+        // The ping sent right behind the probe, left unanswered here.
+        assert_eq!(script.recv_request().await.method, "ping");
     };
     let (client, ()) =
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
@@ -348,4 +353,78 @@ async fn an_answer_under_the_id_as_a_string_fails_at_once_naming_the_mismatch() 
         );
         assert_eq!(text.contains("-32602: unsupported"), error, "{text}");
     }
+}
+
+/// The default against a legacy server that refuses `initialize` and leaves
+/// methods it does not know unanswered (no -32601): `server/discover` gets no
+/// answer, but `ping`, sent right behind it, does, which only a legacy server
+/// gives; the `initialize` error comes at once, not after the whole probe
+/// timeout (10 s; the clock is paused, so the measure is exact). A
+/// 2026-07-28-only server's error answer to `ping` decides nothing: its
+/// `server/discover` result still connects.
+#[tokio::test(start_paused = true)]
+async fn a_ping_answered_before_server_discover_ends_the_probe_at_once() {
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script.respond_error(&init.id, -32602, "bad version").await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover", "the probe comes first");
+        let ping = script.recv_request().await;
+        assert_eq!(ping.method, "ping");
+        // server/discover: never answered.
+        script.respond(&ping.id, json!({})).await;
+        // Neither request is cancelled: the next event is our side closing.
+        script.expect_closed().await;
+    };
+    let started = tokio::time::Instant::now();
+    let limit = std::time::Duration::from_secs(60);
+    let (client, ()) = tokio::time::timeout(limit, async {
+        tokio::join!(Client::connect(transport, options()), server)
+    })
+    .await
+    .expect("bounded");
+    let e = client.unwrap_err();
+    assert!(e.is_protocol(), "{e:?}");
+    assert_eq!(e.error_object().unwrap().code, -32602);
+    assert!(e.to_string().contains("ping"), "{e}");
+    let took = started.elapsed();
+    assert!(
+        took < options().probe_timeout,
+        "took {took:?}: the probe timeout was waited for"
+    );
+
+    // A 2026-07-28-only server: ping refused, server/discover answered after it.
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script
+            .respond_error(&init.id, -32000, "2026-07-28 only")
+            .await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover");
+        let ping = script.recv_request().await;
+        assert_eq!(ping.method, "ping");
+        script
+            .respond_error(&ping.id, -32601, "no ping in 2026-07-28")
+            .await;
+        script
+            .respond(
+                &probe.id,
+                json!({
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                }),
+            )
+            .await;
+    };
+    let (client, ()) = tokio::time::timeout(limit, async {
+        tokio::join!(Client::connect(transport, options()), server)
+    })
+    .await
+    .expect("bounded");
+    assert_eq!(client.expect("connects").era(), Era::Modern);
 }
