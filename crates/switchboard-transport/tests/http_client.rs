@@ -504,6 +504,7 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
         let (tx, mut rx, handle) = open(&url).await;
         assert_eq!(handle.session_id().as_deref(), Some("s1"));
         assert_eq!(handle.sessions_replaced(), 0);
+        assert!(handle.replaced_session_result().is_none());
         // The server forgets session s1: it now only knows "s2" (which it never
         // handed out), and the replayed initialize will get "s3".
         inits.store(2, Ordering::SeqCst);
@@ -527,6 +528,15 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
             handle.sessions_replaced(),
             1,
             "four requests, one new session"
+        );
+        // The new session's initialize result, kept for the library.
+        let (n, result) = handle.replaced_session_result().expect("kept");
+        assert_eq!(n, 1);
+        let result: Value = serde_json::from_str(result.get()).unwrap();
+        assert_eq!(result["serverInfo"]["name"], "stub");
+        assert_eq!(
+            handle.protocol_version(),
+            Some(ProtocolVersion::V2025_11_25)
         );
         // Exactly one new initialize (the third one counted), no session header on it,
         // followed by notifications/initialized on the new session.

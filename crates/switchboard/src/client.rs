@@ -27,6 +27,11 @@
 //!   forgotten on `notifications/tools/list_changed` and when the transport
 //!   replaces a lost Streamable HTTP session, unused once a 2026-07-28 list's
 //!   `ttlMs` has run out; see [`Client::call_tool_with`]);
+//! - when the Streamable HTTP transport replaces a lost session (404, then the
+//!   replayed `initialize`), the new session's `initialize` result is taken in
+//!   through the lifecycle before the next request or accessor: its version,
+//!   capabilities, `serverInfo` and `instructions` replace the old session's
+//!   (a version this client cannot speak ends the session);
 //! - listings follow `nextCursor` until it is absent, at most
 //!   [`ClientOptions::max_list_pages`] pages ([`Error::is_limit`] beyond).
 //!
@@ -366,9 +371,22 @@ impl ClientOptions {
 enum EraState {
     Legacy {
         lifecycle: Arc<Mutex<ClientLifecycle>>,
-        session: Box<LegacySession>,
+        session: Mutex<LegacyCurrent>,
     },
     Modern(Box<ModernState>),
+}
+
+/// What a legacy session negotiated, as far as the client has taken it in:
+/// the `initialize` answer, or the one of the session the HTTP transport
+/// started after a 404 ([`HttpClientHandle::replaced_session_result`]).
+struct LegacyCurrent {
+    session: Arc<LegacySession>,
+    /// The transport's [`HttpClientHandle::sessions_replaced`] count this
+    /// session is from (0: the first).
+    replacement: u64,
+    /// Why the session is over when a replacement's answer was refused (a
+    /// version this client cannot speak, a result that does not decode).
+    refused: Option<String>,
 }
 
 /// A connected MCP client. Cloneable (clones share the session). Dropping the last
@@ -394,7 +412,7 @@ static LISTEN_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server_info", self.server_info())
+            .field("server_info", &self.server_info())
             .field("protocol_version", &self.protocol_version())
             .field("era", &self.era())
             .finish()
@@ -595,9 +613,17 @@ impl Started {
             "connected (legacy)"
         );
         let lifecycle = self.lifecycle.clone();
+        let replacement = self
+            .http
+            .as_ref()
+            .map_or(0, HttpClientHandle::sessions_replaced);
         Ok(self.client(EraState::Legacy {
             lifecycle,
-            session: Box::new(session),
+            session: Mutex::new(LegacyCurrent {
+                session: Arc::new(session),
+                replacement,
+                refused: None,
+            }),
         }))
     }
 
@@ -867,36 +893,98 @@ impl Client {
         }
     }
 
+    /// The legacy session in force: the `initialize` answer's, or that of the
+    /// session the Streamable HTTP transport started after the server lost the
+    /// first (404; taken in here, see [`Self::take_replaced_session`]). `None`
+    /// in the modern era.
+    fn legacy_session(&self) -> Option<Arc<LegacySession>> {
+        let EraState::Legacy { session, .. } = &*self.era else {
+            return None;
+        };
+        self.take_replaced_session();
+        Some(lock(session).session.clone())
+    }
+
+    /// When the HTTP transport replaced a lost session since this client last
+    /// looked (MCP 2025-03-26+ "Session Management": 404, then a new
+    /// `initialize`, which the transport replays), takes in the new session's
+    /// `initialize` result through the lifecycle
+    /// (`ClientLifecycle::session_replaced`): its version (and the batching
+    /// rule that goes with it), server capabilities (against which later
+    /// requests are checked), `serverInfo` and `instructions` replace the old
+    /// session's. A result this client cannot speak ends the session: later
+    /// requests fail ([`Error::is_closed`], saying why).
+    fn take_replaced_session(&self) {
+        let (EraState::Legacy { lifecycle, session }, Some(http)) = (&*self.era, &self.http) else {
+            return;
+        };
+        let Some((n, result)) = http.replaced_session_result() else {
+            return;
+        };
+        let mut current = lock(session);
+        if n <= current.replacement {
+            return;
+        }
+        current.replacement = n;
+        let replaced = lock(lifecycle).session_replaced(&result).cloned();
+        match replaced {
+            Ok(new) => {
+                tracing::info!(
+                    server = %new.server_info.name,
+                    version = %new.version,
+                    "the server lost the session; the new one's initialize result is in force"
+                );
+                self.peer.set_batching(new.version.batching());
+                http.set_protocol_version(Some(new.version));
+                current.session = Arc::new(new);
+            }
+            Err(e) => {
+                let why = format!("the session that replaced a lost one (404) is refused: {e}");
+                tracing::warn!("{why}");
+                current.refused = Some(why);
+            }
+        }
+    }
+
     /// The server's `serverInfo` (modern: from `server/discover`'s `_meta`; name
-    /// `"unknown"` when the server sent none).
-    pub fn server_info(&self) -> &Implementation {
+    /// `"unknown"` when the server sent none). Legacy over Streamable HTTP: the
+    /// current session's, which after a 404 is the new session's (the server
+    /// behind the URL may have changed).
+    pub fn server_info(&self) -> Implementation {
         match &*self.era {
-            EraState::Legacy { session, .. } => &session.server_info,
-            EraState::Modern(m) => &m.server_info,
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").server_info.clone(),
+            EraState::Modern(m) => m.server_info.clone(),
         }
     }
 
-    /// The server's declared capabilities (`initialize` or `server/discover`).
-    pub fn server_capabilities(&self) -> &ServerCapabilities {
+    /// The server's declared capabilities (`initialize` or `server/discover`;
+    /// after a 404, the new session's, as [`server_info`](Self::server_info)).
+    pub fn server_capabilities(&self) -> ServerCapabilities {
         match &*self.era {
-            EraState::Legacy { session, .. } => &session.server_capabilities,
-            EraState::Modern(m) => &m.discover.capabilities,
+            EraState::Legacy { .. } => self
+                .legacy_session()
+                .expect("legacy")
+                .server_capabilities
+                .clone(),
+            EraState::Modern(m) => m.discover.capabilities.clone(),
         }
     }
 
-    /// The revision in use (negotiated, or chosen from `server/discover`).
+    /// The revision in use (negotiated, or chosen from `server/discover`; after
+    /// a 404, the new session's, as [`server_info`](Self::server_info)).
     pub fn protocol_version(&self) -> ProtocolVersion {
         match &*self.era {
-            EraState::Legacy { session, .. } => session.version,
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").version,
             EraState::Modern(m) => m.version(),
         }
     }
 
-    /// The server's `instructions`, if any.
-    pub fn instructions(&self) -> Option<&str> {
+    /// The server's `instructions`, if any (after a 404, the new session's, as
+    /// [`server_info`](Self::server_info)).
+    pub fn instructions(&self) -> Option<String> {
         match &*self.era {
-            EraState::Legacy { session, .. } => session.instructions.as_deref(),
-            EraState::Modern(m) => m.discover.instructions.as_deref(),
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").instructions.clone(),
+            EraState::Modern(m) => m.discover.instructions.clone(),
         }
     }
 
@@ -942,7 +1030,8 @@ impl Client {
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         match &*self.era {
-            EraState::Legacy { lifecycle, .. } => {
+            EraState::Legacy { lifecycle, session } => {
+                self.take_replaced_session();
                 let check = lock(lifecycle).check_send_request(method, params.as_deref());
                 match check {
                     Ok(()) => {}
@@ -950,6 +1039,7 @@ impl Client {
                         let reason = self
                             .peer
                             .closed_reason()
+                            .or_else(|| lock(session).refused.clone())
                             .unwrap_or_else(|| "the session is closed".to_owned());
                         return Err(Error::closed(reason).with_method(method));
                     }

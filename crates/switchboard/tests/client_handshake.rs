@@ -27,7 +27,7 @@ async fn handshake_offers_the_latest_legacy_version_and_exposes_the_answer() {
     );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(client.server_info().name, "scripted");
-    assert_eq!(client.instructions(), Some("be nice"));
+    assert_eq!(client.instructions().as_deref(), Some("be nice"));
     assert!(client.server_capabilities().tools.is_some());
     assert!(client.server_capabilities().prompts.is_none());
 }
