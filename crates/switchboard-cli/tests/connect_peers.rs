@@ -178,7 +178,6 @@ fn connect_serves_a_host_app_in_front_of_python_sdk_1_mcp_proxy() {
         call["result"]["content"][0]["text"], "through mcp-proxy",
         "{call}"
     );
-    drop(send);
     drop(stdin);
     let deadline = Instant::now() + WAIT;
     let status = loop {
