@@ -29,7 +29,9 @@
 //!   which ignores an id it never saw ("Cancellation")
 //! the remote going away ends the relay with an error (an HTTP+SSE session
 //! whose event stream ends cannot be resumed: 2024-11-05 has no resumption, so
-//! `connect` ends and says so), the host app closing stdin ends it cleanly:
+//! `connect` ends and says so), after every request of the host app's still
+//! unanswered got an error answer (-32000, saying why; no answer can come);
+//! the host app closing stdin ends it cleanly:
 //!   the host app's requests already forwarded and not yet answered are waited
 //!   for (at most `drain_on_close`, 10 s by default; not one it cancelled, nor a
 //!   `subscriptions/listen`, which never ends on its own), their answers (and
@@ -377,7 +379,7 @@ async fn first_answer(
         }
     })
     .await
-    .map_err(|_| format!("the remote did not answer initialize within {wait:?}"))?
+    .map_err(|_| format!("the remote did not answer {} within {wait:?}", init.method))?
 }
 
 /// The legacy path for the host app's `initialize`: Streamable HTTP, and on a
@@ -740,33 +742,64 @@ impl Relay {
     /// HTTP+SSE session, saying it cannot be resumed).
     async fn on_remote(&mut self, event: Option<Inbound>, draining: bool) -> Result<(), String> {
         let when = if draining { " before answering" } else { "" };
-        if self.shape == Shape::Sse {
-            if let Some(Inbound::Closed { .. }) | None = &event {
-                let why = match &event {
-                    Some(Inbound::Closed { reason }) => format!(" ({reason})"),
-                    _ => String::new(),
-                };
-                return Err(one_line(&format!(
-                    "the remote closed the event stream of the legacy HTTP+SSE session{when}{why}; a legacy HTTP+SSE session cannot be resumed (2024-11-05 has no resumption), so connect ends"
-                )));
+        let why = match event {
+            Some(Inbound::Message(m)) => {
+                self.for_host(m, draining).await;
+                return Ok(());
             }
-        }
-        match event {
-            Some(Inbound::Message(m)) => self.for_host(m, draining).await,
             Some(Inbound::Failed { id, error }) => {
                 self.down(Inbound::failure_response(id, error)).await;
+                return Ok(());
             }
             Some(Inbound::Batch(items)) => {
                 for m in items.into_iter().flatten() {
                     self.for_host(m, draining).await;
                 }
+                return Ok(());
             }
-            Some(Inbound::Closed { reason }) => {
-                return Err(format!("the remote went away{when}: {reason}"))
-            }
-            None => return Err(format!("the remote went away{when}")),
+            Some(Inbound::Closed { reason }) => format!(" ({reason})"),
+            None => String::new(),
+        };
+        let end = if self.shape == Shape::Sse {
+            one_line(&format!(
+                "the remote closed the event stream of the legacy HTTP+SSE session{when}{why}; a legacy HTTP+SSE session cannot be resumed (2024-11-05 has no resumption), so connect ends"
+            ))
+        } else {
+            one_line(&format!("the remote went away{when}{why}"))
+        };
+        self.fail_unanswered(&end).await;
+        Err(end)
+    }
+
+    /// The remote went away (`why`): every request of the host app's still
+    /// unanswered (a `subscriptions/listen` included) gets an error answer
+    /// (code `TRANSPORT_ERROR`, -32000, the transport's code for "no answer
+    /// came"; message `why`) before the relay ends, as no answer can come any
+    /// more (MCP "Lifecycle → Timeouts": a request is answered or fails, it
+    /// does not hang). [`connect_stdio`] then writes them out before exiting.
+    async fn fail_unanswered(&mut self, why: &str) {
+        let owed: Vec<Id> = self
+            .unanswered
+            .drain()
+            .chain(self.listens.drain())
+            .collect();
+        if !owed.is_empty() {
+            info!(
+                unanswered = owed.len(),
+                "the remote went away; failing the requests in flight"
+            );
         }
-        Ok(())
+        for id in owed {
+            let error = ErrorResponse::new(
+                Some(id),
+                ErrorObject::new(
+                    switchboard_transport::TRANSPORT_ERROR,
+                    format!("no answer: {why}"),
+                ),
+            );
+            let _ = self.down_tx.send(Message::Error(error)).await;
+        }
+        self.asked.clear();
     }
 
     /// A message of the remote's for the host app (see [`Self::on_remote`]).

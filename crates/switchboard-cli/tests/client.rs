@@ -225,6 +225,27 @@ fn a_command_that_echoes_its_input_is_named_as_such() {
     assert!(!r.stderr.contains("not allowed before"), "{}", r.stderr);
 }
 
+/// A stdio server that answers `initialize` (id 1) under the id `"1"`: the
+/// command fails at once (exit 2, one line) naming the mismatch, instead of
+/// waiting its whole default timeout (60 s) to say "initialize: timed out".
+#[test]
+fn an_answer_under_a_string_id_is_named_at_once() {
+    let answer = r#"{"jsonrpc":"2.0","id":"1","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    let script = format!("read line; printf '%s\\n' '{answer}'; cat >/dev/null");
+    let r = run(&["tools", "list", "--", "sh", "-c", &script]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "initialize: the answer's id is \"1\" (a string), the request's is 1 (an integer)"
+        ),
+        "{}",
+        r.stderr
+    );
+    // Well before the 60 s default timeout (the close takes a few seconds at most).
+    assert!(r.elapsed.as_secs() < 30, "{:?}", r.elapsed);
+}
+
 #[test]
 fn a_hanging_server_times_out_with_exit_2() {
     let r = run(&["ping", "--timeout", "1", "--", "sleep", "30"]);

@@ -441,7 +441,9 @@ fn a_remote_down_at_start_is_named_for_both_transports() {
 /// A legacy HTTP+SSE session whose remote goes away: `connect` ends (exit 2,
 /// as documented: 2024-11-05 has no resumption) saying that the remote closed
 /// the event stream and the session cannot be resumed; it used to say only
-/// "error decoding response body".
+/// "error decoding response body". The host app's request in flight (a slow
+/// `tools/call`) gets an error answer saying so before the exit; it used to
+/// get none.
 #[test]
 fn the_end_of_an_http_sse_session_says_it_cannot_be_resumed() {
     let remote = HttpExample::start();
@@ -451,10 +453,17 @@ fn the_end_of_an_http_sse_session_says_it_cannot_be_resumed() {
     let init = host.answer(json!(0));
     assert_eq!(init["result"]["protocolVersion"], "2024-11-05", "{init}");
     host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    // Everything sent has reached the remote before it goes away.
+    host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"progress","arguments":{"seconds":60}}}));
+    // Everything sent has reached the remote before it goes away (the POSTs
+    // go one at a time, in order).
     host.send(json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
     assert_eq!(host.answer(json!(1))["result"], json!({}));
     drop(remote);
+    let failed = host.answer(json!(2));
+    assert_eq!(failed["error"]["code"], -32000, "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("closed the event stream"), "{failed}");
     let deadline = Instant::now() + WAIT;
     while host.child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "connect kept running");

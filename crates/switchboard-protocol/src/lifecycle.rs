@@ -1127,6 +1127,8 @@ impl ServerLifecycle {
 /// Initializing --initialize result, version accepted--> Initialized
 /// Initializing --result with an unusable version, or an error--> Closed
 /// Initialized --initialized_notification()--> Operating
+/// Operating --session_replaced(result), version accepted--> Operating (new session)
+/// Operating --session_replaced(result), unusable--> Closed
 /// any --close()--> Closed
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -1231,27 +1233,64 @@ impl ClientLifecycle {
         if &response.id != request_id {
             return Ok(false);
         }
-        let outcome = response
-            .result_as::<InitializeResultPeek>()
-            .map_err(|e| LifecycleError::InvalidParams(format!("initialize result: {e}")))
-            .and_then(|r| {
-                let version = self
-                    .supported
-                    .accept_initialize_answer(&r.protocol_version)
-                    .map_err(LifecycleError::AnswerNotAccepted)?;
-                Ok(LegacySession {
-                    version,
-                    client_capabilities: self.capabilities.clone(),
-                    server_capabilities: r.capabilities,
-                    client_info: self.client_info.clone(),
-                    server_info: r.server_info,
-                    instructions: r.instructions,
-                })
-            });
+        let outcome = self.accept_result(&response.result);
         match outcome {
             Ok(session) => {
                 self.state = ClientState::Initialized(session);
                 Ok(true)
+            }
+            Err(e) => {
+                self.state = ClientState::Closed;
+                Err(e)
+            }
+        }
+    }
+
+    /// The session an `initialize` result negotiates, if this client can speak it.
+    fn accept_result(&self, result: &RawValue) -> Result<LegacySession, LifecycleError> {
+        let r: InitializeResultPeek = serde_json::from_str(result.get())
+            .map_err(|e| LifecycleError::InvalidParams(format!("initialize result: {e}")))?;
+        let version = self
+            .supported
+            .accept_initialize_answer(&r.protocol_version)
+            .map_err(LifecycleError::AnswerNotAccepted)?;
+        Ok(LegacySession {
+            version,
+            client_capabilities: self.capabilities.clone(),
+            server_capabilities: r.capabilities,
+            client_info: self.client_info.clone(),
+            server_info: r.server_info,
+            instructions: r.instructions,
+        })
+    }
+
+    /// The server lost the session and the transport started a new one with the
+    /// same `initialize` and `notifications/initialized` (Streamable HTTP, a
+    /// 404: 2025-03-26+ "Transports → Session Management"): `result`, the new
+    /// session's `initialize` result, replaces what was negotiated (version,
+    /// server capabilities, `serverInfo`, `instructions`), as a new handshake
+    /// would. `Operating` → `Operating` with the new session, which is returned.
+    /// A result that does not decode or names a version this client cannot
+    /// speak closes the session (`Closed`) and is the error, as in
+    /// [`recv_response`](Self::recv_response); any state but `Operating` is
+    /// `InvalidTransition` (`Closed` stays closed).
+    pub fn session_replaced(
+        &mut self,
+        result: &RawValue,
+    ) -> Result<&LegacySession, LifecycleError> {
+        match &self.state {
+            ClientState::Operating(_) => {}
+            ClientState::Closed => return Err(LifecycleError::Closed),
+            _ => {
+                return Err(LifecycleError::InvalidTransition(
+                    "a session is replaced once operating",
+                ))
+            }
+        }
+        match self.accept_result(result) {
+            Ok(session) => {
+                self.state = ClientState::Operating(session);
+                Ok(self.session().expect("operating"))
             }
             Err(e) => {
                 self.state = ClientState::Closed;
@@ -2581,6 +2620,49 @@ mod tests {
             c.check_send_request("ping", None).unwrap_err().code(),
             -32600
         );
+    }
+
+    /// A new session after a 404 replaces what was negotiated: the capability
+    /// checks follow the new server's; an answer the client cannot speak closes
+    /// the session.
+    #[test]
+    fn a_replaced_session_replaces_what_was_negotiated() {
+        let mut c = client();
+        let result = |version: &str, caps: Value| {
+            serde_json::value::to_raw_value(&json!({
+                "protocolVersion": version,
+                "capabilities": caps,
+                "serverInfo": {"name": "two", "version": "2"}
+            }))
+            .unwrap()
+        };
+        assert!(matches!(
+            c.session_replaced(&result("2025-06-18", json!({}))),
+            Err(LifecycleError::InvalidTransition(_))
+        ));
+        c.initialize_request(Id::from(1)).unwrap();
+        c.recv_response(&answer(1, "2025-11-25", json!({"tools": {}})))
+            .unwrap();
+        c.initialized_notification().unwrap();
+        assert!(c.check_send_request("resources/list", None).is_err());
+        let s = c
+            .session_replaced(&result("2025-06-18", json!({"resources": {}})))
+            .unwrap();
+        assert_eq!(s.version, V2025_06_18);
+        assert_eq!(s.server_info.name, "two");
+        assert!(c.check_send_request("resources/list", None).is_ok());
+        assert!(c.check_send_request("tools/list", None).is_err());
+        assert!(matches!(c.state(), ClientState::Operating(_)));
+
+        let e = c
+            .session_replaced(&result("2023-01-01", json!({})))
+            .unwrap_err();
+        assert!(matches!(e, LifecycleError::AnswerNotAccepted(_)), "{e:?}");
+        assert_eq!(c.state(), &ClientState::Closed);
+        assert!(matches!(
+            c.session_replaced(&result("2025-06-18", json!({}))),
+            Err(LifecycleError::Closed)
+        ));
     }
 
     #[test]

@@ -504,6 +504,7 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
         let (tx, mut rx, handle) = open(&url).await;
         assert_eq!(handle.session_id().as_deref(), Some("s1"));
         assert_eq!(handle.sessions_replaced(), 0);
+        assert!(handle.replaced_session_result().is_none());
         // The server forgets session s1: it now only knows "s2" (which it never
         // handed out), and the replayed initialize will get "s3".
         inits.store(2, Ordering::SeqCst);
@@ -527,6 +528,15 @@ async fn a_404_starts_one_new_session_and_no_request_is_lost() {
             handle.sessions_replaced(),
             1,
             "four requests, one new session"
+        );
+        // The new session's initialize result, kept for the library.
+        let (n, result) = handle.replaced_session_result().expect("kept");
+        assert_eq!(n, 1);
+        let result: Value = serde_json::from_str(result.get()).unwrap();
+        assert_eq!(result["serverInfo"]["name"], "stub");
+        assert_eq!(
+            handle.protocol_version(),
+            Some(ProtocolVersion::V2025_11_25)
         );
         // Exactly one new initialize (the third one counted), no session header on it,
         // followed by notifications/initialized on the new session.
@@ -684,6 +694,11 @@ async fn http_errors_become_error_responses_for_the_request() {
                     headers: vec![("content-type", "text/plain".into())],
                     body: "boom: the database is down".into(),
                 },
+                Some("foreign-id") => json_reply(
+                    400,
+                    json!({"jsonrpc": "2.0", "id": "server-error",
+                           "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}),
+                ),
                 // A JSON-RPC error body without an id: it is given the request's id.
                 _ => json_reply(
                     400,
@@ -721,6 +736,19 @@ async fn http_errors_become_error_responses_for_the_request() {
         assert_eq!(e.error.code, -32602);
         assert_eq!(e.error.message, "bad params");
         assert_eq!(handle.last_error_status(), Some(400));
+
+        // A body naming another id (the Python SDK 1.x answers a request without
+        // a session with id "server-error") still answers the request POSTed:
+        // it was relayed under its own id, and the request was never answered.
+        tx.send(request(9, "tools/call", json!({"case": "foreign-id"})))
+            .await
+            .unwrap();
+        let Message::Error(e) = next_answer(&mut rx).await else {
+            panic!("the server's error response")
+        };
+        assert_eq!(e.id, Some(Id::from(9)));
+        assert_eq!(e.error.code, -32600);
+        assert_eq!(e.error.message, "Bad Request: Missing session ID");
     })
     .await;
 }

@@ -27,6 +27,11 @@
 //!   forgotten on `notifications/tools/list_changed` and when the transport
 //!   replaces a lost Streamable HTTP session, unused once a 2026-07-28 list's
 //!   `ttlMs` has run out; see [`Client::call_tool_with`]);
+//! - when the Streamable HTTP transport replaces a lost session (404, then the
+//!   replayed `initialize`), the new session's `initialize` result is taken in
+//!   through the lifecycle before the next request or accessor: its version,
+//!   capabilities, `serverInfo` and `instructions` replace the old session's
+//!   (a version this client cannot speak ends the session);
 //! - listings follow `nextCursor` until it is absent, at most
 //!   [`ClientOptions::max_list_pages`] pages ([`Error::is_limit`] beyond).
 //!
@@ -58,7 +63,11 @@
 //!   <-- result                -> legacy (as above), nothing else sent
 //!   <-- JSON-RPC error        -> --> server/discover (the probe of Auto: -32022
 //!                                    naming a shared 2026-07-28 revision retried once)
+//!                                --> ping (right behind it)
 //!                                <-- DiscoverResult -> modern
+//!                                <-- ping result first -> Err (a legacy server
+//!                                    that leaves unknown methods unanswered: no
+//!                                    wait for the probe timeout)
 //!                                <-- anything else  -> Err(the initialize error,
 //!                                                      the probe's failure noted)
 //!   timeout, closed transport, refused answer -> Err, no probe
@@ -235,9 +244,12 @@ pub enum EraPolicy {
     /// 2026-07-28-only server answers a stdio `initialize` (spec notes §6,
     /// "Modern-only server vs legacy clients": an implementation-defined code),
     /// the `server/discover` probe of [`Auto`](Self::Auto) follows (its -32022
-    /// retry included, bounded by [`ClientOptions::probe_timeout`]), and a
-    /// `DiscoverResult` connects in 2026-07-28. Otherwise the result is the
-    /// `initialize` error, whose `Display` ends with the probe's failure. A
+    /// retry included, bounded by [`ClientOptions::probe_timeout`]), with a
+    /// `ping` right behind it, and a `DiscoverResult` connects in 2026-07-28.
+    /// Otherwise the result is the `initialize` error, whose `Display` ends with
+    /// the probe's failure; a `ping` result that comes before any answer to the
+    /// probe ends the wait at once (a legacy server that leaves unknown methods
+    /// unanswered would otherwise cost the whole probe timeout). A
     /// legacy server costs exactly the `initialize` round trip; a modern-only
     /// one, two. The default of [`Client::connect`] and [`Client::spawn`].
     /// No probe when [`ClientOptions::supported`] has no 2026-07-28 revision.
@@ -359,9 +371,22 @@ impl ClientOptions {
 enum EraState {
     Legacy {
         lifecycle: Arc<Mutex<ClientLifecycle>>,
-        session: Box<LegacySession>,
+        session: Mutex<LegacyCurrent>,
     },
     Modern(Box<ModernState>),
+}
+
+/// What a legacy session negotiated, as far as the client has taken it in:
+/// the `initialize` answer, or the one of the session the HTTP transport
+/// started after a 404 ([`HttpClientHandle::replaced_session_result`]).
+struct LegacyCurrent {
+    session: Arc<LegacySession>,
+    /// The transport's [`HttpClientHandle::sessions_replaced`] count this
+    /// session is from (0: the first).
+    replacement: u64,
+    /// Why the session is over when a replacement's answer was refused (a
+    /// version this client cannot speak, a result that does not decode).
+    refused: Option<String>,
 }
 
 /// A connected MCP client. Cloneable (clones share the session). Dropping the last
@@ -387,7 +412,7 @@ static LISTEN_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server_info", self.server_info())
+            .field("server_info", &self.server_info())
             .field("protocol_version", &self.protocol_version())
             .field("era", &self.era())
             .finish()
@@ -420,6 +445,22 @@ enum Probe {
     Modern(ProtocolVersion, Box<DiscoverResult>),
     /// Not a modern server (any other error, or a timeout): use `initialize`.
     Legacy(Error),
+}
+
+/// What [`Started::probe_after_refusal`] found.
+enum AfterRefusal {
+    /// The `server/discover` probe's own outcome.
+    Probe(Result<Probe, Error>),
+    /// `ping` was answered with a result while `server/discover` was not.
+    PingAnswered,
+}
+
+/// Whether the answer to the `ping` sent after the `server/discover` probe,
+/// arriving first, shows a legacy server: a result does (2026-07-28 has no
+/// `ping`, and a legacy server MUST answer it); an error or no answer decides
+/// nothing (a 2026-07-28-only server refuses `ping`).
+fn ping_means_legacy(answer: &Result<Box<RawValue>, Error>) -> bool {
+    answer.is_ok()
 }
 
 /// The JSON-RPC error codes that only a 2026-07-28 server sends (spec notes §2):
@@ -572,9 +613,17 @@ impl Started {
             "connected (legacy)"
         );
         let lifecycle = self.lifecycle.clone();
+        let replacement = self
+            .http
+            .as_ref()
+            .map_or(0, HttpClientHandle::sessions_replaced);
         Ok(self.client(EraState::Legacy {
             lifecycle,
-            session: Box::new(session),
+            session: Mutex::new(LegacyCurrent {
+                session: Arc::new(session),
+                replacement,
+                refused: None,
+            }),
         }))
     }
 
@@ -594,14 +643,54 @@ impl Started {
             }
         };
         tracing::debug!(error = %refused, "initialize refused: asking server/discover in case the server speaks only 2026-07-28");
-        let why = match self.probe(self.options.probe_timeout).await {
-            Ok(Probe::Modern(v, d)) => return Ok(self.modern(v, d)),
-            Ok(Probe::Legacy(why)) | Err(why) => why,
+        let why = match self.probe_after_refusal().await {
+            AfterRefusal::Probe(Ok(Probe::Modern(v, d))) => return Ok(self.modern(v, d)),
+            AfterRefusal::Probe(Ok(Probe::Legacy(why)) | Err(why)) => why.to_string(),
+            AfterRefusal::PingAnswered => "no answer, but the ping sent right after it was answered: a legacy server, which leaves unknown methods unanswered".to_owned(),
         };
         tracing::warn!(error = %refused, discover = %why, "initialize failed, and server/discover too; disconnecting");
         Err(refused.with_note(format!(
             "server/discover, asked next in case the server speaks only 2026-07-28, failed too ({why})"
         )))
+    }
+
+    /// The probe of [`EraPolicy::LegacyFirst`] once `initialize` was refused:
+    /// `server/discover` ([`probe`](Self::probe), bounded by
+    /// [`ClientOptions::probe_timeout`]) and, right behind it, `ping`, which
+    /// every legacy server MUST answer promptly, before initialization too
+    /// (2024-11-05+ "Utilities → Ping"; it is the one request a client may send
+    /// before `initialize` is answered, "Lifecycle") and which 2026-07-28
+    /// removed. A `ping` result before the probe's answer means a legacy server
+    /// ([`ping_means_legacy`]): one that leaves `server/discover` unanswered
+    /// (JSON-RPC says it SHOULD answer -32601) no longer costs the whole probe
+    /// timeout. An error answer to `ping` (a 2026-07-28-only server's) decides
+    /// nothing. Neither request is ever cancelled: the one left unanswered is
+    /// forgotten when this returns.
+    async fn probe_after_refusal(&self) -> AfterRefusal {
+        let timeout = self.options.probe_timeout;
+        // Polled first (biased), so `server/discover` is queued before `ping`.
+        let probe = self.probe(timeout);
+        let ping = self.peer.request_with(
+            "ping",
+            RequestOptions::default().timeout(timeout),
+            false,
+            |_| Ok(None),
+        );
+        tokio::pin!(probe, ping);
+        let mut ping_open = true;
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut probe => return AfterRefusal::Probe(outcome),
+                answer = &mut ping, if ping_open => {
+                    ping_open = false;
+                    if ping_means_legacy(&answer) {
+                        tracing::debug!("ping answered before server/discover: a legacy server");
+                        return AfterRefusal::PingAnswered;
+                    }
+                }
+            }
+        }
     }
 
     /// One `server/discover` at `version`, bounded by `timeout`; never cancellable
@@ -804,36 +893,98 @@ impl Client {
         }
     }
 
+    /// The legacy session in force: the `initialize` answer's, or that of the
+    /// session the Streamable HTTP transport started after the server lost the
+    /// first (404; taken in here, see [`Self::take_replaced_session`]). `None`
+    /// in the modern era.
+    fn legacy_session(&self) -> Option<Arc<LegacySession>> {
+        let EraState::Legacy { session, .. } = &*self.era else {
+            return None;
+        };
+        self.take_replaced_session();
+        Some(lock(session).session.clone())
+    }
+
+    /// When the HTTP transport replaced a lost session since this client last
+    /// looked (MCP 2025-03-26+ "Session Management": 404, then a new
+    /// `initialize`, which the transport replays), takes in the new session's
+    /// `initialize` result through the lifecycle
+    /// (`ClientLifecycle::session_replaced`): its version (and the batching
+    /// rule that goes with it), server capabilities (against which later
+    /// requests are checked), `serverInfo` and `instructions` replace the old
+    /// session's. A result this client cannot speak ends the session: later
+    /// requests fail ([`Error::is_closed`], saying why).
+    fn take_replaced_session(&self) {
+        let (EraState::Legacy { lifecycle, session }, Some(http)) = (&*self.era, &self.http) else {
+            return;
+        };
+        let Some((n, result)) = http.replaced_session_result() else {
+            return;
+        };
+        let mut current = lock(session);
+        if n <= current.replacement {
+            return;
+        }
+        current.replacement = n;
+        let replaced = lock(lifecycle).session_replaced(&result).cloned();
+        match replaced {
+            Ok(new) => {
+                tracing::info!(
+                    server = %new.server_info.name,
+                    version = %new.version,
+                    "the server lost the session; the new one's initialize result is in force"
+                );
+                self.peer.set_batching(new.version.batching());
+                http.set_protocol_version(Some(new.version));
+                current.session = Arc::new(new);
+            }
+            Err(e) => {
+                let why = format!("the session that replaced a lost one (404) is refused: {e}");
+                tracing::warn!("{why}");
+                current.refused = Some(why);
+            }
+        }
+    }
+
     /// The server's `serverInfo` (modern: from `server/discover`'s `_meta`; name
-    /// `"unknown"` when the server sent none).
-    pub fn server_info(&self) -> &Implementation {
+    /// `"unknown"` when the server sent none). Legacy over Streamable HTTP: the
+    /// current session's, which after a 404 is the new session's (the server
+    /// behind the URL may have changed).
+    pub fn server_info(&self) -> Implementation {
         match &*self.era {
-            EraState::Legacy { session, .. } => &session.server_info,
-            EraState::Modern(m) => &m.server_info,
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").server_info.clone(),
+            EraState::Modern(m) => m.server_info.clone(),
         }
     }
 
-    /// The server's declared capabilities (`initialize` or `server/discover`).
-    pub fn server_capabilities(&self) -> &ServerCapabilities {
+    /// The server's declared capabilities (`initialize` or `server/discover`;
+    /// after a 404, the new session's, as [`server_info`](Self::server_info)).
+    pub fn server_capabilities(&self) -> ServerCapabilities {
         match &*self.era {
-            EraState::Legacy { session, .. } => &session.server_capabilities,
-            EraState::Modern(m) => &m.discover.capabilities,
+            EraState::Legacy { .. } => self
+                .legacy_session()
+                .expect("legacy")
+                .server_capabilities
+                .clone(),
+            EraState::Modern(m) => m.discover.capabilities.clone(),
         }
     }
 
-    /// The revision in use (negotiated, or chosen from `server/discover`).
+    /// The revision in use (negotiated, or chosen from `server/discover`; after
+    /// a 404, the new session's, as [`server_info`](Self::server_info)).
     pub fn protocol_version(&self) -> ProtocolVersion {
         match &*self.era {
-            EraState::Legacy { session, .. } => session.version,
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").version,
             EraState::Modern(m) => m.version(),
         }
     }
 
-    /// The server's `instructions`, if any.
-    pub fn instructions(&self) -> Option<&str> {
+    /// The server's `instructions`, if any (after a 404, the new session's, as
+    /// [`server_info`](Self::server_info)).
+    pub fn instructions(&self) -> Option<String> {
         match &*self.era {
-            EraState::Legacy { session, .. } => session.instructions.as_deref(),
-            EraState::Modern(m) => m.discover.instructions.as_deref(),
+            EraState::Legacy { .. } => self.legacy_session().expect("legacy").instructions.clone(),
+            EraState::Modern(m) => m.discover.instructions.clone(),
         }
     }
 
@@ -879,7 +1030,8 @@ impl Client {
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         match &*self.era {
-            EraState::Legacy { lifecycle, .. } => {
+            EraState::Legacy { lifecycle, session } => {
+                self.take_replaced_session();
                 let check = lock(lifecycle).check_send_request(method, params.as_deref());
                 match check {
                     Ok(()) => {}
@@ -887,6 +1039,7 @@ impl Client {
                         let reason = self
                             .peer
                             .closed_reason()
+                            .or_else(|| lock(session).refused.clone())
                             .unwrap_or_else(|| "the session is closed".to_owned());
                         return Err(Error::closed(reason).with_method(method));
                     }

@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_protocol::jsonrpc::ErrorObject;
+use switchboard_protocol::jsonrpc::{ErrorObject, Id};
 use switchboard_protocol::lifecycle::LifecycleError;
 use switchboard_protocol::types::CallToolResult;
 
@@ -59,6 +59,10 @@ enum Kind {
     Decode { params: bool },
     /// A configured limit was reached (pending requests, pages of a listing).
     Limit(String),
+    /// The peer answered our request under an id of another type that spells
+    /// it (`"1"` for `1`): JSON-RPC 2.0 §5 asks for the same value, so it is no
+    /// answer, but no other request could be meant.
+    MismatchedId { sent: Id, received: Id },
     /// A `tools/call` result whose `structuredContent` breaks (or, being absent,
     /// fails) the tool's `outputSchema`; the result as received, and why.
     StructuredContent {
@@ -133,6 +137,12 @@ impl Error {
 
     pub(crate) fn limit(what: impl Into<String>) -> Self {
         Error::new(Kind::Limit(what.into()))
+    }
+
+    /// The peer answered the request sent under `sent` with the id `received`,
+    /// which only spells it.
+    pub(crate) fn mismatched_id(sent: Id, received: Id) -> Self {
+        Error::new(Kind::MismatchedId { sent, received })
     }
 
     pub(crate) fn structured_content(result: CallToolResult, reason: String) -> Self {
@@ -225,6 +235,16 @@ impl Error {
         }
     }
 
+    /// The peer answered the request under an id that matches it only by its
+    /// text: a string where the request's id was an integer (`"1"` for `1`).
+    /// JSON-RPC 2.0 §5 and MCP ("Base protocol → Responses") ask for the
+    /// request's id, of the same type, so the answer is not taken; the request
+    /// fails at once with this error instead of waiting for its timeout.
+    /// `Display` names both ids. A peer bug: the next request fails the same way.
+    pub fn is_mismatched_id(&self) -> bool {
+        matches!(self.inner.kind, Kind::MismatchedId { .. })
+    }
+
     /// A result did not decode into the expected type, or params did not encode.
     pub fn is_decode(&self) -> bool {
         matches!(self.inner.kind, Kind::Decode { .. })
@@ -280,12 +300,26 @@ impl fmt::Display for Error {
             Kind::Decode { params: false } => f.write_str("result did not decode"),
             Kind::Decode { params: true } => f.write_str("params did not encode"),
             Kind::Limit(w) => write!(f, "limit reached: {w}"),
+            Kind::MismatchedId { sent, received } => write!(
+                f,
+                "the answer's id is {received} ({}), the request's is {sent} ({}): ids must match exactly, type included",
+                id_type(received),
+                id_type(sent)
+            ),
             Kind::StructuredContent { reason, .. } => f.write_str(reason),
         }?;
         match &self.inner.note {
             Some(note) => write!(f, "; {note}"),
             None => Ok(()),
         }
+    }
+}
+
+/// "a string" or "an integer", for [`Kind::MismatchedId`]'s `Display`.
+fn id_type(id: &Id) -> &'static str {
+    match id {
+        Id::Str(_) => "a string",
+        Id::Int(_) => "an integer",
     }
 }
 
@@ -330,6 +364,16 @@ mod tests {
         assert_eq!(
             Error::closed("peer closed the connection").to_string(),
             "transport closed: peer closed the connection"
+        );
+    }
+
+    #[test]
+    fn a_mismatched_id_names_both_ids_and_their_types() {
+        let e = Error::mismatched_id(Id::from(1), Id::from("1")).with_method("initialize");
+        assert!(e.is_mismatched_id() && !e.is_protocol() && !e.is_timeout());
+        assert_eq!(
+            e.to_string(),
+            "initialize: the answer's id is \"1\" (a string), the request's is 1 (an integer): ids must match exactly, type included"
         );
     }
 

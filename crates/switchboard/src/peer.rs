@@ -83,7 +83,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::error::Error;
-use crate::pending::{NewRequest, PendingTable};
+use crate::pending::{Answered, NewRequest, PendingTable};
 
 /// Called for each `notifications/progress` naming a request's progress token, on the
 /// driver task: it must return quickly and must not block (hand work to a channel).
@@ -1089,6 +1089,21 @@ impl Driver {
     }
 }
 
+/// Fails the request `entry`, sent under `sent`, that the peer answered under
+/// `received`, an id that only spells it ([`Error::is_mismatched_id`]); an error
+/// answer's message is added as a note.
+fn mistyped(entry: crate::pending::Entry, sent: u64, received: Id, error: Option<&ErrorObject>) {
+    let method = entry.method.clone();
+    let mut e = Error::mismatched_id(Id::from(sent), received).with_method(&method);
+    if let Some(error) = error {
+        e = e.with_note(format!(
+            "it was an error answer ({}: {})",
+            error.code, error.message
+        ));
+    }
+    entry.resolve(Err(e));
+}
+
 impl Dispatch {
     fn sweep(&self) {
         let expired = lock(&self.core.table).expired(Instant::now());
@@ -1129,17 +1144,25 @@ impl Dispatch {
     fn on_message(&self, message: Message) {
         match message {
             Message::Response(r) => {
-                let entry = lock(&self.core.table).take_response(&r.id);
-                if let Some(entry) = entry {
-                    entry.resolve(Ok(r.result));
+                let answered = lock(&self.core.table).take_response(&r.id);
+                match answered {
+                    Answered::Request(entry) => entry.resolve(Ok(r.result)),
+                    Answered::Mistyped { entry, sent } => mistyped(entry, sent, r.id, None),
+                    Answered::Nothing => {}
                 }
             }
             Message::Error(e) => match &e.id {
                 Some(id) => {
-                    let entry = lock(&self.core.table).take_response(id);
-                    if let Some(entry) = entry {
-                        let method = entry.method.clone();
-                        entry.resolve(Err(Error::protocol(e.error).with_method(&method)));
+                    let answered = lock(&self.core.table).take_response(id);
+                    match answered {
+                        Answered::Request(entry) => {
+                            let method = entry.method.clone();
+                            entry.resolve(Err(Error::protocol(e.error).with_method(&method)));
+                        }
+                        Answered::Mistyped { entry, sent } => {
+                            mistyped(entry, sent, id.clone(), Some(&e.error))
+                        }
+                        Answered::Nothing => {}
                     }
                 }
                 None => tracing::warn!(
@@ -1155,8 +1178,8 @@ impl Dispatch {
 
     /// The transport gave up on our request `id` ([`Inbound::Failed`]).
     fn on_failed(&self, id: &Id, error: ErrorObject) {
-        let entry = lock(&self.core.table).take_response(id);
-        if let Some(entry) = entry {
+        let answered = lock(&self.core.table).take_response(id);
+        if let Answered::Request(entry) | Answered::Mistyped { entry, .. } = answered {
             let method = entry.method.clone();
             entry.resolve(Err(Error::transport(error).with_method(&method)));
         }

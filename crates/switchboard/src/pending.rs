@@ -11,7 +11,13 @@
 //! - [`PendingTable::fail_all`] fails every row at once when the transport closes, and
 //!   every later insert fails the same way;
 //! - a response for an id that is not (or no longer) in the table is ignored and
-//!   logged at debug (a late answer to a cancelled or timed-out request).
+//!   logged at debug (a late answer to a cancelled or timed-out request);
+//! - ids are matched exactly (JSON-RPC 2.0 §5: the same value, and so the same
+//!   type), but a string id whose text is one of ours (`"1"` for `1`) is not
+//!   ignored: no request of ours has a string id, so it is that request's answer
+//!   under an id of the wrong type, and the row is removed and reported
+//!   ([`Answered::Mistyped`]) for the caller to fail at once, instead of waiting
+//!   for a timeout that says nothing of the cause.
 //!
 //! Time is passed in ([`tokio::time::Instant`]), so tests use a paused clock. This
 //! module must not know about transports, sending, methods' meanings or the
@@ -94,6 +100,26 @@ pub(crate) fn our_id(id: &Id) -> Option<u64> {
     id.as_i64().and_then(|n| u64::try_from(n).ok())
 }
 
+/// The integer id of ours that a string id spells exactly in decimal (`"7"` →
+/// 7; not `"07"`, `"+7"`, `" 7"` or `"7.0"`): what a peer that turned the id's
+/// type answers under. `None` for any other id.
+pub(crate) fn spelled_id(id: &Id) -> Option<u64> {
+    let Id::Str(text) = id else { return None };
+    let n: u64 = text.parse().ok()?;
+    (n.to_string() == *text).then_some(n)
+}
+
+/// What an answer's id found in the table ([`PendingTable::take_response`]).
+pub(crate) enum Answered {
+    /// The row with exactly this id, removed.
+    Request(Entry),
+    /// No row has this id, but it is a string spelling the id of one
+    /// ([`spelled_id`]): that row, removed; `sent` is the id it was sent under.
+    Mistyped { entry: Entry, sent: u64 },
+    /// No row: a late answer, or not to us (logged at debug).
+    Nothing,
+}
+
 impl PendingTable {
     /// An empty table holding at most `max_pending` rows.
     pub(crate) fn new(max_pending: usize) -> Self {
@@ -159,14 +185,20 @@ impl PendingTable {
         Some(entry)
     }
 
-    /// The row a response with `id` answers, removed. `None` (logged at debug) for an
-    /// id we never sent or no longer await: a late response is ignored.
-    pub(crate) fn take_response(&mut self, id: &Id) -> Option<Entry> {
-        let entry = our_id(id).and_then(|n| self.remove(n));
-        if entry.is_none() {
-            tracing::debug!(%id, "response to no pending request (late or unknown); ignored");
+    /// The row a response with `id` answers, removed ([`Answered::Request`]); the
+    /// row whose id a string `id` spells ([`Answered::Mistyped`], logged at
+    /// warn); [`Answered::Nothing`] (logged at debug) for an id we never sent or
+    /// no longer await: a late response is ignored.
+    pub(crate) fn take_response(&mut self, id: &Id) -> Answered {
+        if let Some(entry) = our_id(id).and_then(|n| self.remove(n)) {
+            return Answered::Request(entry);
         }
-        entry
+        if let Some((sent, entry)) = spelled_id(id).and_then(|n| Some((n, self.remove(n)?))) {
+            tracing::warn!(%id, sent, method = %entry.method, "answer under a string id spelling the id of a pending request");
+            return Answered::Mistyped { entry, sent };
+        }
+        tracing::debug!(%id, "response to no pending request (late or unknown); ignored");
+        Answered::Nothing
     }
 
     /// A progress notification for `token` arrived at `now`: moves that row's deadline
@@ -279,7 +311,10 @@ mod tests {
             let (id, token, _rx) = t.insert(req("ping", 10, 10, false), now).unwrap();
             assert!(token.is_none());
             assert!(seen.insert(id), "id {id} repeated");
-            assert!(t.take_response(&Id::from(id)).is_some());
+            assert!(matches!(
+                t.take_response(&Id::from(id)),
+                Answered::Request(_)
+            ));
         }
         assert_eq!(t.len(), 0);
         // A full table refuses without using up an id.
@@ -300,14 +335,53 @@ mod tests {
             .insert(req("tools/call", 10, 10, false), Instant::now())
             .unwrap();
         assert!(
-            t.take_response(&Id::from("1")).is_none(),
-            "string ids are not ours"
+            matches!(t.take_response(&Id::from("2")), Answered::Nothing),
+            "a string id that spells no pending id is not ours"
         );
-        assert!(t.take_response(&Id::from(-1)).is_none());
-        assert!(t.take_response(&Id::from(id)).is_some());
+        assert!(matches!(t.take_response(&Id::from(-1)), Answered::Nothing));
+        assert!(matches!(
+            t.take_response(&Id::from(id)),
+            Answered::Request(_)
+        ));
         assert!(
-            t.take_response(&Id::from(id)).is_none(),
+            matches!(t.take_response(&Id::from(id)), Answered::Nothing),
             "second answer ignored"
+        );
+    }
+
+    /// A string id spelling a pending integer id takes that row (the peer
+    /// turned the id's type); other spellings and integers of another value
+    /// do not.
+    #[tokio::test(start_paused = true)]
+    async fn a_string_spelling_a_pending_id_is_its_mistyped_answer() {
+        let mut t = PendingTable::new(8);
+        let (id, _, _rx) = t
+            .insert(req("initialize", 10, 10, false), Instant::now())
+            .unwrap();
+        assert_eq!(id, 1);
+        for other in ["01", "+1", " 1", "1.0", "1e0", "one", ""] {
+            assert!(
+                matches!(t.take_response(&Id::from(other)), Answered::Nothing),
+                "{other:?}"
+            );
+        }
+        match t.take_response(&Id::from("1")) {
+            Answered::Mistyped { entry, sent } => {
+                assert_eq!(sent, 1);
+                assert_eq!(entry.method, "initialize");
+            }
+            _ => panic!("\"1\" spells the pending id 1"),
+        }
+        assert_eq!(t.len(), 0, "the row is gone");
+        assert!(matches!(t.take_response(&Id::from("1")), Answered::Nothing));
+        assert_eq!(
+            spelled_id(&Id::from("18446744073709551615")),
+            Some(u64::MAX)
+        );
+        assert_eq!(
+            spelled_id(&Id::from(1)),
+            None,
+            "an integer is not a spelling"
         );
     }
 

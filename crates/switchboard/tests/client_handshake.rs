@@ -27,7 +27,7 @@ async fn handshake_offers_the_latest_legacy_version_and_exposes_the_answer() {
     );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(client.server_info().name, "scripted");
-    assert_eq!(client.instructions(), Some("be nice"));
+    assert_eq!(client.instructions().as_deref(), Some("be nice"));
     assert!(client.server_capabilities().tools.is_some());
     assert!(client.server_capabilities().prompts.is_none());
 }
@@ -160,6 +160,9 @@ async fn an_initialize_error_is_a_protocol_error() {
         script
             .respond_error(&probe.id, -32601, "method not found")
             .await;
+        // The ping sent right behind the probe (see
+        // a_ping_answered_before_server_discover_ends_the_probe_at_once).
+        assert_eq!(script.recv_request().await.method, "ping");
     };
     let (client, ()) =
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
@@ -217,6 +220,8 @@ async fn the_default_falls_back_to_server_discover_after_an_initialize_error() {
                 }),
             )
             .await;
+        // The ping sent right behind the probe, left unanswered here.
+        assert_eq!(script.recv_request().await.method, "ping");
     };
     let (client, ()) =
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
@@ -304,4 +309,122 @@ async fn the_server_closing_during_the_handshake_is_a_closed_error() {
         within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
     let e = client.unwrap_err();
     assert!(e.is_closed(), "{e:?}");
+}
+
+/// A server that answers under the request's id turned into a string (`"1"`
+/// for `1`) gets no match (ids are matched exactly), but the request fails at
+/// once with an error naming both ids, not after its whole timeout (60 s by
+/// default) as "timed out". An error answer so mistyped is no
+/// `initialize` error either: no `server/discover` follows.
+#[tokio::test]
+async fn an_answer_under_the_id_as_a_string_fails_at_once_naming_the_mismatch() {
+    for error in [false, true] {
+        let (transport, mut script) = pair();
+        let server = async {
+            let init = script.recv_request().await;
+            assert_eq!(init.method, "initialize");
+            let spelled = switchboard_protocol::jsonrpc::Id::from(init.id.to_string());
+            if error {
+                script.respond_error(&spelled, -32602, "unsupported").await;
+            } else {
+                script
+                    .respond(
+                        &spelled,
+                        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                               "serverInfo": {"name": "s", "version": "1"}}),
+                    )
+                    .await;
+            }
+            // No probe: the next event is our side closing.
+            script.expect_closed().await;
+            init.id
+        };
+        let (client, sent) =
+            within(async { tokio::join!(Client::connect(transport, options()), server) }).await;
+        let e = client.unwrap_err();
+        assert!(e.is_mismatched_id(), "{e:?}");
+        assert!(!e.is_timeout() && !e.is_protocol(), "{e:?}");
+        assert_eq!(e.method(), Some("initialize"));
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("\"{sent}\" (a string)"))
+                && text.contains(&format!("{sent} (an integer)")),
+            "{text}"
+        );
+        assert_eq!(text.contains("-32602: unsupported"), error, "{text}");
+    }
+}
+
+/// The default against a legacy server that refuses `initialize` and leaves
+/// methods it does not know unanswered (no -32601): `server/discover` gets no
+/// answer, but `ping`, sent right behind it, does, which only a legacy server
+/// gives; the `initialize` error comes at once, not after the whole probe
+/// timeout (10 s; the clock is paused, so the measure is exact). A
+/// 2026-07-28-only server's error answer to `ping` decides nothing: its
+/// `server/discover` result still connects.
+#[tokio::test(start_paused = true)]
+async fn a_ping_answered_before_server_discover_ends_the_probe_at_once() {
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script.respond_error(&init.id, -32602, "bad version").await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover", "the probe comes first");
+        let ping = script.recv_request().await;
+        assert_eq!(ping.method, "ping");
+        // server/discover: never answered.
+        script.respond(&ping.id, json!({})).await;
+        // Neither request is cancelled: the next event is our side closing.
+        script.expect_closed().await;
+    };
+    let started = tokio::time::Instant::now();
+    let limit = std::time::Duration::from_secs(60);
+    let (client, ()) = tokio::time::timeout(limit, async {
+        tokio::join!(Client::connect(transport, options()), server)
+    })
+    .await
+    .expect("bounded");
+    let e = client.unwrap_err();
+    assert!(e.is_protocol(), "{e:?}");
+    assert_eq!(e.error_object().unwrap().code, -32602);
+    assert!(e.to_string().contains("ping"), "{e}");
+    let took = started.elapsed();
+    assert!(
+        took < options().probe_timeout,
+        "took {took:?}: the probe timeout was waited for"
+    );
+
+    // A 2026-07-28-only server: ping refused, server/discover answered after it.
+    let (transport, mut script) = pair();
+    let server = async {
+        let init = script.recv_request().await;
+        script
+            .respond_error(&init.id, -32000, "2026-07-28 only")
+            .await;
+        let probe = script.recv_request().await;
+        assert_eq!(probe.method, "server/discover");
+        let ping = script.recv_request().await;
+        assert_eq!(ping.method, "ping");
+        script
+            .respond_error(&ping.id, -32601, "no ping in 2026-07-28")
+            .await;
+        script
+            .respond(
+                &probe.id,
+                json!({
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                }),
+            )
+            .await;
+    };
+    let (client, ()) = tokio::time::timeout(limit, async {
+        tokio::join!(Client::connect(transport, options()), server)
+    })
+    .await
+    .expect("bounded");
+    assert_eq!(client.expect("connects").era(), Era::Modern);
 }

@@ -922,3 +922,110 @@ async fn a_replaced_session_forgets_the_listed_output_schemas() {
     })
     .await;
 }
+
+/// A Streamable HTTP server whose `initialize` number N opens session `sess-N`
+/// and which knows only session `sess-<inits>`, as [`schema_per_session`]: a
+/// test that raises `inits` makes it lose the session in use (404). Session 1
+/// is a 2025-11-25 server "first" with tools only; every later one a
+/// 2025-06-18 server "second" with tools and resources (another deployment
+/// behind the same URL).
+fn new_server_per_session(
+    inits: Arc<std::sync::atomic::AtomicUsize>,
+) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
+    use std::sync::atomic::Ordering::SeqCst;
+    move |seen| {
+        let current = format!("sess-{}", inits.load(SeqCst));
+        match seen.rpc() {
+            "initialize" => {
+                let n = inits.fetch_add(1, SeqCst) + 1;
+                let result = if n == 1 {
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "first", "version": "1"},
+                           "instructions": "one"})
+                } else {
+                    json!({"protocolVersion": "2025-06-18",
+                           "capabilities": {"tools": {}, "resources": {}},
+                           "serverInfo": {"name": "second", "version": "2"},
+                           "instructions": "two"})
+                };
+                let mut r = json_reply(200, result_for(seen, result));
+                r.headers.push(("mcp-session-id", format!("sess-{n}")));
+                r
+            }
+            _ if seen.header("mcp-session-id") != Some(current.as_str()) => {
+                json_reply(404, json!({}))
+            }
+            "notifications/initialized" => Reply {
+                status: 202,
+                headers: Vec::new(),
+                body: String::new(),
+            },
+            "tools/list" => json_reply(200, result_for(seen, json!({"tools": []}))),
+            "resources/list" => json_reply(200, result_for(seen, json!({"resources": []}))),
+            _ => json_reply(404, json!({})),
+        }
+    }
+}
+
+/// After the transport replaced a lost session (404, then the replayed
+/// `initialize`), the client's negotiated version, capabilities, `serverInfo`
+/// and `instructions` are the new session's: they used to stay the first
+/// session's, so a capability the new server declares was refused locally and
+/// the old version was sent as `MCP-Protocol-Version` on the new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_session_brings_its_own_version_capabilities_and_server_info() {
+    bounded(async {
+        let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (url, mut seen) = stub(new_server_per_session(inits.clone())).await;
+        let client = Client::connect_url(
+            &url,
+            options().with_era(EraPolicy::Legacy),
+            HttpClientConfig::new(""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+        assert_eq!(client.server_info().name, "first");
+        let e = client.list_resources().await.unwrap_err();
+        assert!(e.is_local_refusal(), "session 1 has no resources: {e}");
+
+        // The server loses session 1; the next request meets a 404 and goes
+        // through a new session (sess-3).
+        inits.store(2, std::sync::atomic::Ordering::SeqCst);
+        client.list_tools().await.unwrap();
+        assert_eq!(inits.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(client.server_info().name, "second");
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_06_18);
+        assert!(client.server_capabilities().resources.is_some());
+        assert_eq!(client.instructions().as_deref(), Some("two"));
+        client
+            .list_resources()
+            .await
+            .expect("the new session declares resources");
+
+        // On the new session, every message carries its version.
+        drop(client);
+        let mut on_new = Vec::new();
+        while let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(300), seen.recv()).await
+        {
+            if s.header("mcp-session-id") == Some("sess-3") {
+                on_new.push(s);
+            }
+        }
+        let methods: Vec<&str> = on_new.iter().map(Seen::rpc).collect();
+        assert!(
+            methods.contains(&"notifications/initialized"),
+            "{methods:?}"
+        );
+        assert!(methods.contains(&"resources/list"), "{methods:?}");
+        for s in &on_new {
+            assert_eq!(
+                s.header("mcp-protocol-version"),
+                Some("2025-06-18"),
+                "{}",
+                s.rpc()
+            );
+        }
+    })
+    .await;
+}

@@ -118,7 +118,10 @@ async fn every_request_carries_meta_and_log_level_replaces_set_level() {
     within(async {
         let (client, mut script) = modern_client(options()).await;
         assert_eq!(client.server_info().name, "scripted-modern");
-        assert_eq!(client.instructions(), Some("modern and scripted"));
+        assert_eq!(
+            client.instructions().as_deref(),
+            Some("modern and scripted")
+        );
 
         client.set_level(LoggingLevel::Warning).await.unwrap();
         let call = tokio::spawn({

@@ -12,7 +12,8 @@
 //!                               (SSE cut after an event id: GET + Last-Event-ID, bounded)
 //!              notification  -> POST, waits for 202 (keeps notifications in order)
 //!              response      -> POST, waits for 202
-//!              HTTP error    -> the body's JSON-RPC error for that id, else
+//!              HTTP error    -> the body's JSON-RPC error, as the answer to the
+//!                               POSTed request whatever id it names, else
 //!                               Inbound::Failed (code TRANSPORT_ERROR)
 //!              404 + session -> re-initialize once (replay initialize + initialized,
 //!                               then the session's state: the last logging/setLevel
@@ -28,6 +29,9 @@
 //! (2025-06-18+) and the session id; with 2026-07-28 it runs the modern rules: no
 //! session, no resumption, request headers computed from each body, and an outbound
 //! `notifications/cancelled` is not posted but closes the named request's stream.
+//! The one exception: a session that replaces a lost one (404) sends the version
+//! its `initialize` result names from then on, and that result is kept for the
+//! library ([`HttpClientHandle::replaced_session_result`]).
 //!
 //! **Cancellation.** An outbound `notifications/cancelled{requestId}` is POSTed
 //! (legacy revisions) and then the named request's stream is no longer read; in
@@ -55,6 +59,7 @@ use crate::error_chain;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::StatusCode;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use switchboard_protocol::codec::{SseError, SseItem, SseParser};
 use switchboard_protocol::jsonrpc::{decode_frame, Batching, ErrorObject, Frame, Id, Message};
@@ -254,6 +259,8 @@ struct State {
     session_id: Option<String>,
     /// Bumped each time a new session replaces a lost one.
     generation: u64,
+    /// The `initialize` result of the session that last replaced a lost one.
+    replacement: Option<Box<RawValue>>,
     version: Option<ProtocolVersion>,
     /// The body of the `initialize` request, replayed to start a new session.
     initialize: Option<Bytes>,
@@ -403,6 +410,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
         state: Mutex::new(State {
             session_id: None,
             generation: 0,
+            replacement: None,
             version: None,
             initialize: None,
             initialized: None,
@@ -471,6 +479,20 @@ impl HttpClientHandle {
     /// know the server may have changed under it.
     pub fn sessions_replaced(&self) -> u64 {
         lock(&self.inner.state).generation
+    }
+
+    /// The `initialize` result of the session that last replaced a lost one
+    /// (404, then the replayed `initialize`: module docs), with
+    /// [`sessions_replaced`](Self::sessions_replaced) as it was then; `None`
+    /// while the first session lasts. The server behind the URL may have
+    /// changed (a new deployment): its version, capabilities, `serverInfo` and
+    /// `instructions` are this result's, not the first `initialize`'s. The
+    /// transport already sends the version it names (when it is a legacy
+    /// revision this crate knows) as `MCP-Protocol-Version`; whether the
+    /// client can speak it is the caller's to check.
+    pub fn replaced_session_result(&self) -> Option<(u64, Box<RawValue>)> {
+        let st = lock(&self.inner.state);
+        st.replacement.clone().map(|r| (st.generation, r))
     }
 
     /// The HTTP status of the latest POST answered with a non-2xx status, if any
@@ -955,19 +977,30 @@ fn take_session_id(inner: &Inner, headers: &HeaderMap) {
     }
 }
 
-/// A non-2xx answer to a POST: the body's JSON-RPC error for the request, else
-/// [`Inbound::Failed`] naming the status and an excerpt of the body.
+/// A non-2xx answer to a POST is the failure of the request(s) it carried,
+/// whatever its body says: a JSON-RPC error in the body is the server's answer
+/// to them, delivered under the request's id ([`error_answer_id`]), else
+/// [`Inbound::Failed`] names the status and an excerpt of the body.
 async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
     let status = resp.status();
     lock(&inner.state).last_error_status = Some(status.as_u16());
     let body = read_limited(resp, inner.config.max_body_bytes.min(1024 * 1024)).await;
     if let Ok(Message::Error(mut e)) = Message::decode(&body) {
-        if e.id.is_none() && ids.len() == 1 {
-            e.id = Some(ids[0].clone());
-        }
-        if e.id.is_some() {
+        if let Some(id) = error_answer_id(e.id.as_ref(), ids) {
+            if e.id.as_ref() != Some(&id) {
+                tracing::debug!(%status, body_id = ?e.id, request_id = %id, "HTTP error whose JSON-RPC error names another id; taken as the request's answer");
+            }
             tracing::debug!(%status, code = e.error.code, "HTTP error with a JSON-RPC error body");
+            e.id = Some(id.clone());
             inner.deliver(Inbound::Message(Message::Error(e))).await;
+            let rest: Vec<Id> = ids.iter().filter(|i| **i != id).cloned().collect();
+            if !rest.is_empty() {
+                let msg = format!(
+                    "HTTP {status} from {} for the batch holding this request",
+                    inner.url
+                );
+                inner.fail(&rest, &msg, Some((status.as_u16(), ""))).await;
+            }
             return;
         }
     }
@@ -984,6 +1017,25 @@ async fn http_error(inner: &Inner, resp: reqwest::Response, ids: &[Id]) {
     inner
         .fail(ids, &msg, Some((status.as_u16(), excerpt.trim())))
         .await;
+}
+
+/// Which of the POSTed requests `ids` a JSON-RPC error in the body of a non-2xx
+/// answer is the answer to: the one it names, else (no id, `null`, or an id the
+/// POST did not carry, such as the Python SDK 1.x's `"server-error"` for a
+/// request without a session) the POST's only request. `None` for a batch the
+/// error names no request of, and for a POST without requests: the HTTP status
+/// is then the answer ([`Inbound::Failed`] for each request).
+///
+/// The status answers the POST, so its body cannot answer a request the POST did
+/// not carry: relayed under a foreign id, it would leave the request unanswered
+/// until a timeout (MCP 2025-03-26+ "Transports → Streamable HTTP": an HTTP error
+/// status on a POSTed request is that request's failure).
+fn error_answer_id(body_id: Option<&Id>, ids: &[Id]) -> Option<Id> {
+    match (body_id, ids) {
+        (Some(id), _) if ids.contains(id) => Some(id.clone()),
+        (_, [only]) => Some(only.clone()),
+        _ => None,
+    }
 }
 
 async fn read_limited(resp: reqwest::Response, limit: usize) -> Vec<u8> {
@@ -1235,10 +1287,24 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
         return Err(format!("initialize was answered HTTP {}", resp.status()));
     }
     take_session_id(inner, resp.headers());
-    // Swallow the initialize response: the library has its result already.
-    swallow_reply(inner, resp)
+    // The new session's initialize result: the library learns it from
+    // `replaced_session_result` (its version, capabilities and serverInfo may
+    // differ from the lost session's); the version header follows it at once,
+    // for what is sent on the new session from here on.
+    let result = swallow_reply(inner, resp)
         .await
         .map_err(|()| "the initialize reply brought no result".to_owned())?;
+    let version = negotiated_version(&result);
+    {
+        let mut st = lock(&inner.state);
+        if let Some(v) = version {
+            if st.version != Some(v) {
+                tracing::info!(old = ?st.version.map(|v| v.as_str()), new = v.as_str(), "the new session negotiated another version");
+            }
+            st.version = Some(v);
+        }
+        st.replacement = Some(result);
+    }
     if let Some(n) = initialized {
         let resp = inner.post(n, None).await?;
         if !resp.status().is_success() {
@@ -1255,7 +1321,9 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
         // Bounded: every other message waits for this recovery to end.
         let replay = async {
             match inner.post(body.clone(), None).await {
-                Ok(resp) if resp.status().is_success() => swallow_reply(inner, resp).await,
+                Ok(resp) if resp.status().is_success() => {
+                    swallow_reply(inner, resp).await.map(drop)
+                }
                 Ok(_) | Err(_) => Err(()),
             }
         };
@@ -1280,15 +1348,28 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
 /// one's state that it replays ([`SessionSetup`]), before going on without it.
 const REPLAY_WAIT: Duration = Duration::from_secs(10);
 
-/// Reads and drops the reply to a POST the transport made itself (a replay):
-/// a JSON body, or an SSE stream up to its response. `Err` when the reply ended
-/// without one, or it is an error response.
-async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<(), ()> {
+/// The legacy revision an `initialize` result names (`protocolVersion`), if it
+/// is one this crate knows; `None` otherwise (the library then refuses it).
+fn negotiated_version(result: &RawValue) -> Option<ProtocolVersion> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    let peek: Peek = serde_json::from_str(result.get()).ok()?;
+    ProtocolVersion::parse(&peek.protocol_version).filter(|v| v.era() == Era::Legacy)
+}
+
+/// Reads the reply to a POST the transport made itself (a replay): a JSON
+/// body, or an SSE stream up to its response; returns the response's
+/// `result`. `Err` when the reply ended without one, or it is an error
+/// response.
+async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<Box<RawValue>, ()> {
     if !is_sse(resp.headers()) {
         let body = read_limited(resp, inner.config.max_body_bytes).await;
         return match Message::decode(&body) {
-            Ok(Message::Error(_)) | Err(_) => Err(()),
-            Ok(_) => Ok(()),
+            Ok(Message::Response(r)) => Ok(r.result),
+            Ok(_) | Err(_) => Err(()),
         };
     }
     let mut parser = SseParser::new();
@@ -1299,7 +1380,7 @@ async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<(),
         for item in parser.feed(&chunk) {
             if let Ok(SseItem::Event(e)) = item {
                 match Message::decode(e.data.as_bytes()) {
-                    Ok(Message::Response(_)) => return Ok(()),
+                    Ok(Message::Response(r)) => return Ok(r.result),
                     Ok(Message::Error(_)) => return Err(()),
                     _ => {}
                 }
@@ -1381,6 +1462,25 @@ mod tests {
         assert_eq!(c.connect_timeout, Duration::from_secs(10));
         assert_eq!(c.delete_timeout, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 16 * 1024 * 1024);
+    }
+
+    /// The body of an HTTP error answers the request the POST carried, whatever
+    /// id it names; in a batch, only the request it names.
+    #[test]
+    fn an_http_error_body_answers_the_posted_request() {
+        let one = [Id::from(1)];
+        assert_eq!(error_answer_id(None, &one), Some(Id::from(1)));
+        assert_eq!(error_answer_id(Some(&Id::from(1)), &one), Some(Id::from(1)));
+        assert_eq!(
+            error_answer_id(Some(&Id::from("server-error")), &one),
+            Some(Id::from(1)),
+            "the Python SDK 1.x's id for a request without a session"
+        );
+        let two = [Id::from(1), Id::from(2)];
+        assert_eq!(error_answer_id(Some(&Id::from(2)), &two), Some(Id::from(2)));
+        assert_eq!(error_answer_id(Some(&Id::from(3)), &two), None);
+        assert_eq!(error_answer_id(None, &two), None);
+        assert_eq!(error_answer_id(Some(&Id::from(1)), &[]), None);
     }
 
     #[test]
