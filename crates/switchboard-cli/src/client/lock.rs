@@ -212,7 +212,7 @@ async fn discover_target(target: &Target, common: &CommonArgs) -> Result<Discove
 async fn discover(client: &Client) -> Result<Discovery, Failure> {
     let caps = client.server_capabilities();
     let mut d = Discovery {
-        instructions: client.instructions().map(str::to_owned),
+        instructions: client.instructions(),
         ..Discovery::default()
     };
     if caps.tools.is_some() {
