@@ -306,3 +306,54 @@ fn keygen_sign_and_verify_refuse_unsigned_changed_and_foreign_locks() {
         "{err}"
     );
 }
+
+#[test]
+fn approve_takes_chosen_differences_into_the_lock() {
+    let dir = Dir::new("approve");
+    assert_eq!(lock(&dir.0, &defs(), &["--name", "files"]).0, 0);
+    let mut changed = defs();
+    changed["tools"][0]["description"] = json!("Deletes a file, for good.");
+    changed["tools"][1]["description"] = json!("Reads any file.");
+    // `lock` wrote defs.json; approve reaches the server by the lock's identity,
+    // which names that file: change it in place.
+    std::fs::write(dir.0.join("defs.json"), changed.to_string()).unwrap();
+    let approve = |args: &[&str]| {
+        let mut all = vec!["lock", "approve"];
+        all.extend_from_slice(args);
+        switchboard_in(&dir.0, &all)
+    };
+    // Not at a terminal and no --yes: refused, nothing written.
+    let before = std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap();
+    let (code, _, err) = approve(&[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("pass --yes"), "{err}");
+    // One entry only: the other difference is left (exit 1 from a check).
+    let (code, out, err) = approve(&["files__read_file", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("  ~ tool read_file: changed"), "{out}");
+    assert!(
+        out.contains("1 change(s) approved into switchboard.lock"),
+        "{out}"
+    );
+    assert_ne!(
+        std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
+        before
+    );
+    let (code, out, _) = lock(&dir.0, &changed, &["--check"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("tool delete_file: changed") && !out.contains("read_file"),
+        "{out}"
+    );
+    // Everything.
+    let (code, out, err) = approve(&["--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = lock(&dir.0, &changed, &["--check"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "files: matches switchboard.lock\n")
+    );
+    let (code, _, err) = approve(&["nobody"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no upstream \"nobody\" in the lock"), "{err}");
+}

@@ -316,6 +316,29 @@ pub fn compare(locked: &UpstreamLock, found: &UpstreamLock) -> Vec<Drift> {
     out
 }
 
+/// Takes one difference into the lock: the listed definition replaces the
+/// approved one, a new entry is added, a gone one removed. `found` is the
+/// discovery `drift` came from.
+pub fn approve(locked: &mut UpstreamLock, found: &UpstreamLock, drift: &Drift) {
+    if drift.kind == Kind::Instructions {
+        locked.instructions = found.instructions.clone();
+        return;
+    }
+    let (mine, theirs) = match drift.kind {
+        Kind::Tool => (&mut locked.tools, &found.tools),
+        Kind::Prompt => (&mut locked.prompts, &found.prompts),
+        _ => (&mut locked.resource_templates, &found.resource_templates),
+    };
+    match theirs.get(&drift.name) {
+        Some(p) => {
+            mine.insert(drift.name.clone(), p.clone());
+        }
+        None => {
+            mine.remove(&drift.name);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,6 +431,25 @@ mod tests {
                 (Kind::Prompt, "p", "removed"),
             ]
         );
+    }
+
+    #[test]
+    fn approving_every_drift_makes_the_lock_match() {
+        let (mut locked, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("Echoes.")]));
+        let mut d = discovery(vec![echo("Echoes louder."), json!({"name": "new"})]);
+        d.prompts.clear();
+        d.instructions = Some("Other.".into());
+        let (found, _) = UpstreamLock::pin(identity(), &d);
+        let drift = compare(&locked, &found);
+        assert_eq!(drift.len(), 4);
+        // One at a time: the others stay.
+        approve(&mut locked, &found, &drift[1]);
+        assert_eq!(compare(&locked, &found).len(), 3);
+        for d in &drift {
+            approve(&mut locked, &found, d);
+        }
+        assert_eq!(compare(&locked, &found), []);
+        assert_eq!(locked, found);
     }
 
     #[test]

@@ -13,8 +13,8 @@ mod suspicious;
 pub use canonical::{canonical, sha256_hex};
 pub use diff::{describe, pointer_changes, word_diff, Line, Severity};
 pub use lock::{
-    compare, definition, Change, Discovery, Drift, Identity, Kind, Lock, Malformed, Pinned,
-    UpstreamLock, LOCK_VERSION,
+    approve, compare, definition, Change, Discovery, Drift, Identity, Kind, Lock, Malformed,
+    Pinned, UpstreamLock, LOCK_VERSION,
 };
 pub use sign::{generate, public_of, sign, verify, SignatureError};
 pub use suspicious::{findings, Finding, Rule, MAX_DESCRIPTION_CHARS};

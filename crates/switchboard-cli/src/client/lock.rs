@@ -64,6 +64,23 @@ pub enum LockAction {
         #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
         file: PathBuf,
     },
+    /// Show each difference between the lock and what its upstreams offer now
+    /// (each reached by its identity in the lock) and ask whether to approve
+    /// it; approved ones are written into the lock. Exit 0 when nothing is left
+    /// unapproved, 1 when something is.
+    Approve {
+        /// Only this upstream (`UPSTREAM`), or one entry of it
+        /// (`UPSTREAM__NAME`).
+        which: Option<String>,
+        /// Approve every difference without asking (for scripts).
+        #[arg(long)]
+        yes: bool,
+        /// The lock file.
+        #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
+        file: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
     /// Check the lock's signature (FILE.sig) against a public key: exit 0, or
     /// 2 with the reason (unsigned, changed, another key).
     Verify {
@@ -113,12 +130,121 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             println!("signed {} ({})", file.display(), out.display());
             Ok(EXIT_OK)
         }
+        LockAction::Approve {
+            which,
+            yes,
+            file,
+            common,
+        } => approve_all(file, which.as_deref(), *yes, common),
         LockAction::Verify { key, file } => {
             check_signature(file, key).map_err(Failure::new)?;
             println!("{}: signed by {key}", file.display());
             Ok(EXIT_OK)
         }
     }
+}
+
+/// `lock approve`: per upstream of the lock (or the one named), discover it
+/// by its identity, then show and ask about each difference.
+fn approve_all(
+    file: &Path,
+    which: Option<&str>,
+    yes: bool,
+    common: &CommonArgs,
+) -> Result<u8, Failure> {
+    use std::io::IsTerminal;
+    let mut lock = read_lock(file)?.ok_or_else(|| {
+        Failure::new(format!(
+            "{}: no lock (run `switchboard lock` first)",
+            file.display()
+        ))
+    })?;
+    let (only_upstream, only_entry) = match which {
+        None => (None, None),
+        Some(w) => match w.split_once("__") {
+            Some((u, e)) => (Some(u), Some(e)),
+            None => (Some(w), None),
+        },
+    };
+    if let Some(u) = only_upstream {
+        if !lock.upstreams.contains_key(u) {
+            return Err(Failure::new(format!(
+                "{}: no upstream {u:?} in the lock",
+                file.display()
+            )));
+        }
+    }
+    if !yes && !std::io::stdin().is_terminal() {
+        return Err(Failure::new(
+            "approve asks at a terminal; in a script pass --yes to approve every difference",
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
+    let names: Vec<String> = lock
+        .upstreams
+        .keys()
+        .filter(|n| only_upstream.is_none_or(|u| u == n.as_str()))
+        .cloned()
+        .collect();
+    let (mut approved, mut left) = (0usize, 0usize);
+    for name in names {
+        let locked = lock.upstreams.get_mut(&name).expect("listed above");
+        let target = match &locked.identity {
+            Identity::Url { url } => Target::Url(url.clone()),
+            Identity::Command { command, args } => {
+                Target::Command(std::iter::once(command).chain(args).cloned().collect())
+            }
+        };
+        let discovery = runtime.block_on(discover_target(&target, common))?;
+        let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
+        let drift: Vec<Drift> = compare(locked, &found)
+            .into_iter()
+            .filter(|d| only_entry.is_none_or(|e| e == d.name))
+            .collect();
+        if drift.is_empty() {
+            println!("{name}: matches {}", file.display());
+            continue;
+        }
+        println!("{name}: {} difference(s)", drift.len());
+        for d in &drift {
+            print!("{}", visible(&render_one(d)));
+            if yes || ask("approve this change?")? {
+                pin::approve(locked, &found, d);
+                approved += 1;
+            } else {
+                left += 1;
+            }
+        }
+    }
+    if approved > 0 {
+        write_lock(file, &lock)?;
+        println!("{approved} change(s) approved into {}", file.display());
+        if signature_path(file).exists() {
+            eprintln!(
+                "switchboard: {} no longer matches its signature: sign it again (`switchboard lock sign`)",
+                file.display()
+            );
+        }
+    }
+    Ok(if left > 0 { EXIT_DRIFT } else { EXIT_OK })
+}
+
+/// Asks a yes/no question at the terminal; anything but `y`/`yes` is no.
+fn ask(question: &str) -> Result<bool, Failure> {
+    use std::io::Write;
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::new(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 /// Where a lock's signature is kept: `FILE.sig`.
@@ -362,27 +488,34 @@ fn render_drift(
         ));
     }
     for d in drift {
-        let what = if d.name.is_empty() {
-            d.kind.noun().to_owned()
-        } else {
-            format!("{} {}", d.kind.noun(), d.name)
-        };
-        match &d.change {
-            Change::Added { .. } => out.push_str(&format!("  + {what}: new, not approved\n")),
-            Change::Removed { .. } => out.push_str(&format!("  - {what}: gone\n")),
-            Change::Changed { was, now } => {
-                out.push_str(&format!("  ~ {what}: changed\n"));
-                for line in describe(was, now) {
-                    let mark = match line.severity {
-                        Severity::Warning => "!",
-                        Severity::Notice => " ",
-                    };
-                    out.push_str(&format!("    {mark} {}\n", line.text));
-                }
+        out.push_str(&render_one(d));
+    }
+    visible(&out)
+}
+
+/// One difference: a line, the details indented.
+fn render_one(d: &Drift) -> String {
+    let mut out = String::new();
+    let what = if d.name.is_empty() {
+        d.kind.noun().to_owned()
+    } else {
+        format!("{} {}", d.kind.noun(), d.name)
+    };
+    match &d.change {
+        Change::Added { .. } => out.push_str(&format!("  + {what}: new, not approved\n")),
+        Change::Removed { .. } => out.push_str(&format!("  - {what}: gone\n")),
+        Change::Changed { was, now } => {
+            out.push_str(&format!("  ~ {what}: changed\n"));
+            for line in describe(was, now) {
+                let mark = match line.severity {
+                    Severity::Warning => "!",
+                    Severity::Notice => " ",
+                };
+                out.push_str(&format!("    {mark} {}\n", line.text));
             }
         }
     }
-    visible(&out)
+    out
 }
 
 /// A server's text as a reviewer must see it: [`render::printable`], and
