@@ -1647,3 +1647,36 @@ for line in sys.stdin:
     assert_eq!(drift, 1, "{text}");
     assert!(text.contains(r#"missing=["missing"]"#), "{text}");
 }
+
+/// `--allow-host` adds a name to the loopback defaults instead of replacing
+/// them, and the loopback names pass with any port or none; with
+/// `--no-default-hosts` only the allowed names pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_host_adds_to_the_loopback_names() {
+    let c = client();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}});
+    let bridge = BridgeProc::start(&["--allow-host", "mcp.example"], &[]).await;
+    let port = bridge.base.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "[::1]".to_owned(),
+        "mcp.example".to_owned(),
+        format!("mcp.example:{port}"),
+    ] {
+        let reply = post(&c, &bridge.url, &[("host", host.as_str())], &init).await;
+        assert_eq!(reply.status, 200, "Host: {host}: {}", reply.body);
+    }
+    let reply = post(&c, &bridge.url, &[("host", "evil.example")], &init).await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    let strict =
+        BridgeProc::start(&["--allow-host", "mcp.example", "--no-default-hosts"], &[]).await;
+    let port = strict.base.rsplit(':').next().unwrap().to_owned();
+    let own = format!("127.0.0.1:{port}");
+    let reply = post(&c, &strict.url, &[("host", own.as_str())], &init).await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    let reply = post(&c, &strict.url, &[("host", "mcp.example")], &init).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
