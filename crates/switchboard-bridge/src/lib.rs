@@ -91,8 +91,9 @@ pub struct BridgeConfig {
     /// graces).
     pub child: ChildConfig,
     /// The HTTP side: address (default 127.0.0.1, OS port), path (`/mcp`), legacy
-    /// SSE paths, limits (`max_sessions` beyond which `initialize` gets 503, the
-    /// session idle timeout), Host/Origin allowlists.
+    /// SSE paths, limits (`max_sessions`, beyond which a new session evicts the
+    /// least recently used idle one, and its child, or gets 503 when none is
+    /// idle; the session idle timeout), Host/Origin allowlists.
     pub http: HttpServerConfig,
     /// Per-session children or one shared child. Default per session.
     pub mode: ChildMode,

@@ -208,6 +208,13 @@ impl ReplyShape {
 /// POST: the shape a reply may take, or `None` when neither
 /// `application/json` nor `text/event-stream` is acceptable (406).
 pub(crate) fn post_reply(headers: &HeaderMap) -> Option<ReplyShape> {
+    // What the SDK clients send, read at a glance.
+    let mut values = headers.get_all(ACCEPT).iter();
+    if let (Some(only), None) = (values.next(), values.next()) {
+        if only.as_bytes() == b"application/json, text/event-stream" {
+            return Some(ReplyShape::Either);
+        }
+    }
     match (
         weight(headers, b"application/json") > 0,
         weight(headers, b"text/event-stream") > 0,
