@@ -1411,6 +1411,27 @@ mod tests {
         assert!(events.is_empty() && rx.is_none());
     }
 
+    /// The session idle the longest goes first; busy ones (`None`) never.
+    #[test]
+    fn the_least_recently_used_idle_session_is_chosen() {
+        let now = Instant::now();
+        let ids: Vec<Arc<str>> = ["a", "b", "c", "d"].iter().map(|&s| s.into()).collect();
+        let at = |secs: u64| Some(now + Duration::from_secs(secs));
+        let sessions = [
+            (&ids[0], at(5)),
+            (&ids[1], None),
+            (&ids[2], at(2)),
+            (&ids[3], at(9)),
+        ];
+        assert_eq!(
+            least_recently_used(sessions.iter().copied()).map(|id| &**id),
+            Some("c")
+        );
+        let busy = [(&ids[0], None), (&ids[1], None)];
+        assert_eq!(least_recently_used(busy.iter().copied()), None);
+        assert_eq!(least_recently_used(std::iter::empty()), None);
+    }
+
     #[test]
     fn an_error_response_is_told_from_a_result() {
         assert!(is_error_response(
