@@ -19,7 +19,7 @@
 //! | path other than [`HttpServerConfig::path`] | 404 |
 //! | GET or DELETE with `MCP-Protocol-Version: 2026-07-28` (a modern revision) | 405 with `Allow: POST` |
 //! | a POST that is a 2026-07-28 exchange: no `Mcp-Session-Id` (or a modern `MCP-Protocol-Version`, which wins over a session id, ignored as 2026-07-28 says) and either a modern `MCP-Protocol-Version` or a body whose `params._meta` names `io.modelcontextprotocol/protocolVersion` (then even with an unsupported header version: the library answers -32022 or -32020) | after the Accept, Content-Type and size checks below: served statelessly, see [`super::stateless`] for its answers |
-//! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
+//! | `MCP-Protocol-Version` present and neither the revision the named session negotiated nor, older than that, one of [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed); checked once the session is found, so an unknown `Mcp-Session-Id` is 404 first (a GET: before its `Accept` check too) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
 //! | POST whose `Accept` allows neither `application/json` nor `text/event-stream`; GET whose `Accept` does not allow `text/event-stream` (RFC 9110 §12.5.1: no `Accept` allows anything, `*/*` and `type/*` match, the most specific range decides, `q=0` refuses) | 406 |
 //! | POST whose `Content-Type` is not `application/json`, or with a `Content-Encoding` other than `identity` (gzip and the rest are not decoded; `Accept-Encoding: identity` in the answer) | 415 |
@@ -220,8 +220,9 @@ pub struct HttpServerConfig {
     /// any time, and SHOULD send `retry` first). Default `None`: no `retry` field,
     /// clients wait their own default.
     pub sse_retry: Option<Duration>,
-    /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400,
-    /// except on a POST whose body is a 2026-07-28 message (its `_meta` names
+    /// The revisions accepted in `MCP-Protocol-Version` (on a session, besides
+    /// the one its `initialize` negotiated, which is always accepted there, and
+    /// only those not newer than it); any other value gets 400, except on a POST whose body is a 2026-07-28 message (its `_meta` names
     /// `io.modelcontextprotocol/protocolVersion`), which is served statelessly so the
     /// library answers -32022 with the supported versions (or -32020 when header and
     /// body disagree). Default 2025-03-26, 2025-06-18, 2025-11-25 (stateful
