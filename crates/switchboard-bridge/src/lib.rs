@@ -92,8 +92,9 @@ pub struct BridgeConfig {
     /// graces).
     pub child: ChildConfig,
     /// The HTTP side: address (default 127.0.0.1, OS port), path (`/mcp`), legacy
-    /// SSE paths, limits (`max_sessions` beyond which `initialize` gets 503, the
-    /// session idle timeout), Host/Origin allowlists.
+    /// SSE paths, limits (`max_sessions`, beyond which a new session evicts the
+    /// least recently used idle one, and its child, or gets 503 when none is
+    /// idle; the session idle timeout), Host/Origin allowlists.
     pub http: HttpServerConfig,
     /// Per-session children or one shared child. Default per session.
     pub mode: ChildMode,
@@ -634,10 +635,13 @@ impl Bridge {
     pub async fn shutdown(mut self) {
         // Orchestrators stop sending traffic once /readyz says so; a new
         // session that comes meanwhile gets 503, to be retried elsewhere.
-        self.core.draining.store(true, Ordering::Relaxed);
+        // The transport refuses first: a session already opening whose
+        // `initialize` then meets `draining` (and is refused here, module
+        // `legacy`) gets that 503 too, never an error inside a 200.
         if let Some(server) = &self.server {
             server.refuse_new_sessions();
         }
+        self.core.draining.store(true, Ordering::Relaxed);
         let drain = self.core.config.drain_timeout;
         let deadline = tokio::time::Instant::now() + drain;
         while self.core.in_flight() > 0 && tokio::time::Instant::now() < deadline {

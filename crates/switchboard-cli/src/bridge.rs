@@ -74,14 +74,26 @@ pub struct BridgeArgs {
     /// Only this tool may be listed and called (repeatable); default: every tool.
     #[arg(long = "allow-tool", value_name = "NAME")]
     pub allow_tools: Vec<String>,
-    /// Accept this `Host` header value (repeatable; default: `localhost`,
-    /// `127.0.0.1` and `[::1]` at the listen port).
-    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    /// Also accept this `Host` header value (repeatable): `NAME` with any port
+    /// or none, `NAME:PORT` with that port only. Always accepted unless
+    /// `--no-default-hosts`: `localhost`, `127.0.0.1` and `[::1]` with any port
+    /// or none, and the listen address.
+    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
     pub allow_hosts: Vec<String>,
-    /// Accept this `Origin` (repeatable; default: `http(s)://` with `localhost`,
-    /// `127.0.0.1` and `[::1]` at the listen port).
+    /// Accept only the `--allow-host` values, not the loopback names and the
+    /// listen address (at least one `--allow-host` is then needed).
+    #[arg(long)]
+    pub no_default_hosts: bool,
+    /// Also accept this `Origin` (repeatable). Always accepted unless
+    /// `--no-default-origins`: `http(s)://` with `localhost`, `127.0.0.1` and
+    /// `[::1]` at the listen port, and with the listen address. A request
+    /// without `Origin` (not from a browser) is always accepted.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Accept only the `--allow-origin` values as `Origin` (none: no browser
+    /// page may call the bridge).
+    #[arg(long)]
+    pub no_default_origins: bool,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
@@ -251,6 +263,15 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
             ));
         }
     }
+    if args.no_default_hosts && args.allow_hosts.is_empty() {
+        return Err(
+            "--no-default-hosts needs at least one --allow-host (else every request gets 403)"
+                .to_owned(),
+        );
+    }
+    if let Some(bad) = args.allow_hosts.iter().find(|h| h.trim().is_empty()) {
+        return Err(format!("--allow-host needs a host name, got {bad:?}"));
+    }
     if let Some(bad) = args.allow_tools.iter().find(|t| t.trim().is_empty()) {
         return Err(format!("--allow-tool needs a tool name, got {bad:?}"));
     }
@@ -291,12 +312,10 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     http.max_body_bytes = args.max_body;
     http.session_idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     http.sse_retry = (!args.sse_retry.is_zero()).then_some(args.sse_retry);
-    if !args.allow_hosts.is_empty() {
-        http.allowed_hosts = Some(args.allow_hosts);
-    }
-    if !args.allow_origins.is_empty() {
-        http.allowed_origins = Some(args.allow_origins);
-    }
+    http.allowed_hosts = args.allow_hosts;
+    http.default_hosts = !args.no_default_hosts;
+    http.allowed_origins = args.allow_origins;
+    http.default_origins = !args.no_default_origins;
     let mut config = BridgeConfig::new(child);
     config.http = http;
     config.mode = match args.child {
@@ -570,6 +589,39 @@ mod tests {
         let config = config_from(args(&["--child-scheduling", "inherit", "--", "srv"])).unwrap();
         assert_eq!(config.child.scheduling, ChildScheduling::Inherit);
         assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
+    }
+
+    /// `--allow-host` and `--allow-origin` add to the loopback defaults;
+    /// `--no-default-hosts`/`--no-default-origins` drop them, and the former
+    /// needs an `--allow-host` (else every request would get 403).
+    #[test]
+    fn allowed_hosts_add_to_the_defaults() {
+        let config = config_from(args(&[
+            "--allow-host",
+            "mcp.example",
+            "--allow-origin",
+            "https://app.example",
+            "--",
+            "srv",
+        ]))
+        .unwrap();
+        assert_eq!(config.http.allowed_hosts, ["mcp.example"]);
+        assert!(config.http.default_hosts);
+        assert_eq!(config.http.allowed_origins, ["https://app.example"]);
+        assert!(config.http.default_origins);
+        let config = config_from(args(&[
+            "--allow-host",
+            "mcp.example",
+            "--no-default-hosts",
+            "--no-default-origins",
+            "--",
+            "srv",
+        ]))
+        .unwrap();
+        assert!(!config.http.default_hosts && !config.http.default_origins);
+        assert!(check_args(&args(&["--no-default-hosts"])).is_err());
+        assert!(check_args(&args(&["--allow-host", " "])).is_err());
+        assert!(check_args(&args(&["--no-default-origins"])).is_ok());
     }
 
     #[test]

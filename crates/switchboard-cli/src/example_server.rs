@@ -86,6 +86,19 @@ pub struct ExampleServerArgs {
     /// bridge's era translation.
     #[arg(long)]
     pub modern_only: bool,
+    /// Speak only this revision (e.g. `2024-11-05`: every `initialize` is
+    /// answered with it), as a server written for that revision alone would;
+    /// for trying clients, and the bridge, against an old server.
+    #[arg(long, value_name = "VERSION", value_parser = parse_version, conflicts_with = "modern_only")]
+    pub protocol_version: Option<ProtocolVersion>,
+}
+
+/// `--protocol-version`: a revision this crate knows.
+fn parse_version(text: &str) -> Result<ProtocolVersion, String> {
+    ProtocolVersion::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+        format!("unknown revision {text:?} (known: {})", known.join(", "))
+    })
 }
 
 /// State shared by every session: the counter and the server's announcer, which
@@ -470,15 +483,15 @@ fn prompts(b: ServerBuilder) -> ServerBuilder {
 }
 
 /// The example server.
-fn example(modern_only: bool) -> Server {
+fn example(only: Option<ProtocolVersion>) -> Server {
     let mut b = Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .instructions(
             "A demonstration server: tools of every content kind, progress, logging, errors, \
              sampling, elicitation, resources (subscribe to example://counter and call \
              bump_counter), prompts and completions.",
         );
-    if modern_only {
-        b = b.supported(Supported::new([ProtocolVersion::V2026_07_28]).expect("one revision"));
+    if let Some(version) = only {
+        b = b.supported(Supported::new([version]).expect("one revision"));
     }
     let shared = Arc::new(Shared {
         counter: AtomicU64::new(0),
@@ -494,7 +507,11 @@ fn example(modern_only: bool) -> Server {
 /// its `FLUSH_BOUND`, 5 s more when the client stopped reading) or on Ctrl-C /
 /// SIGTERM (HTTP). Errors: the address cannot be bound.
 pub async fn run(args: ExampleServerArgs) -> std::io::Result<()> {
-    let server = example(args.modern_only);
+    let only = args
+        .modern_only
+        .then_some(ProtocolVersion::V2026_07_28)
+        .or(args.protocol_version);
+    let server = example(only);
     match args.http {
         None => serve_stdio(server).await,
         Some(addr) => serve_http(server, addr).await,
@@ -560,7 +577,7 @@ mod tests {
 
     #[test]
     fn the_server_declares_every_feature() {
-        let server = example(false);
+        let server = example(None);
         let caps = serde_json::to_value(server.capabilities()).unwrap();
         for cap in ["tools", "resources", "prompts", "completions", "logging"] {
             assert!(caps.get(cap).is_some(), "{cap} missing from {caps}");

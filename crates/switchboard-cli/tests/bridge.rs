@@ -1647,3 +1647,97 @@ for line in sys.stdin:
     assert_eq!(drift, 1, "{text}");
     assert!(text.contains(r#"missing=["missing"]"#), "{text}");
 }
+
+/// `--allow-host` adds a name to the loopback defaults instead of replacing
+/// them, and the loopback names pass with any port or none; with
+/// `--no-default-hosts` only the allowed names pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_host_adds_to_the_loopback_names() {
+    let c = client();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}});
+    let bridge = BridgeProc::start(&["--allow-host", "mcp.example"], &[]).await;
+    let port = bridge.base.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "[::1]".to_owned(),
+        "mcp.example".to_owned(),
+        format!("mcp.example:{port}"),
+    ] {
+        let reply = post(&c, &bridge.url, &[("host", host.as_str())], &init).await;
+        assert_eq!(reply.status, 200, "Host: {host}: {}", reply.body);
+    }
+    let reply = post(&c, &bridge.url, &[("host", "evil.example")], &init).await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    let strict =
+        BridgeProc::start(&["--allow-host", "mcp.example", "--no-default-hosts"], &[]).await;
+    let port = strict.base.rsplit(':').next().unwrap().to_owned();
+    let own = format!("127.0.0.1:{port}");
+    let reply = post(&c, &strict.url, &[("host", own.as_str())], &init).await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    let reply = post(&c, &strict.url, &[("host", "mcp.example")], &init).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+/// A raw client of a bridge in front of a server that speaks only 2024-11-05:
+/// the negotiated 2024-11-05 is accepted in `MCP-Protocol-Version`, and each
+/// `Accept` gets a type it allows (`*/*` the bridge's choice, SSE; one type
+/// alone that type), 406 only when neither JSON nor SSE is acceptable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2024_11_05_server_behind_the_bridge_serves_every_accept() {
+    let bridge = BridgeProc::start(
+        &[],
+        &[BIN, "example-server", "--protocol-version", "2024-11-05"],
+    )
+    .await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    assert_eq!(s.version, "2024-11-05", "the child's revision");
+    let call = |id: i64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+               "params":{"name":"echo","arguments":{"text":"accepted"}}})
+    };
+    for (id, accept, expected) in [
+        (1, "*/*", Some("text/event-stream")),
+        (2, "application/json", Some("application/json")),
+        (3, "text/event-stream", Some("text/event-stream")),
+        (
+            4,
+            "application/json, text/event-stream",
+            Some("text/event-stream"),
+        ),
+        (5, "text/html", None),
+    ] {
+        let resp = c
+            .post(&bridge.url)
+            .header("accept", accept)
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &s.id)
+            .header("mcp-protocol-version", "2024-11-05")
+            .body(call(id).to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let Some(expected) = expected else {
+            assert_eq!(status, 406, "Accept: {accept}");
+            continue;
+        };
+        assert_eq!(status, 200, "Accept: {accept}");
+        let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        assert_eq!(content_type, expected, "Accept: {accept}");
+        let body = resp.text().await.unwrap();
+        let answer = if expected == "application/json" {
+            serde_json::from_str::<Value>(&body).unwrap()
+        } else {
+            sse_messages(&body).pop().expect("the response")
+        };
+        assert_eq!(answer["id"], id, "{body}");
+        assert_eq!(first_text(&answer["result"]), "accepted", "{body}");
+    }
+    assert_eq!(s.delete(&c, &bridge.url).await, 200);
+    let gone = s.echo(&c, &bridge.url, 6, "gone").await;
+    assert_eq!(gone.status, 404, "{}", gone.body);
+}

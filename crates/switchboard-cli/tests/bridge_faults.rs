@@ -485,21 +485,15 @@ async fn health_and_readiness_follow_the_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_session_ends_with_its_child_and_max_sessions_is_503() {
+async fn an_idle_session_ends_with_its_child() {
     let pids = temp_path("idle");
     let cmd = recorded_example(&pids);
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    let bridge = BridgeProc::start(&["--idle-timeout", "1s", "--max-sessions", "2"], &cmd).await;
+    let bridge = BridgeProc::start(&["--idle-timeout", "1s"], &cmd).await;
     let c = client();
     wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
     let s1 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
     let _s2 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    // A third session is refused with a clear 503.
-    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"third","version":"1"}}});
-    let third = post(&c, &bridge.url, &[], &init).await;
-    assert_eq!(third.status, 503, "{}", third.body);
-    assert!(third.body.contains("sessions"), "{}", third.body);
     let children: Vec<i32> = pids_in(&pids)[1..].to_vec();
     assert_eq!(children.len(), 2, "one child per session");
     // Idle past the timeout: both sessions end, and their children with them.
@@ -511,12 +505,56 @@ async fn an_idle_session_ends_with_its_child_and_max_sessions_is_503() {
         .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
         .await;
     assert_eq!(gone.status, 404, "an expired session is 404: {}", gone.body);
-    // Room again for a new session.
     let s3 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
     let ok = s3
         .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
         .await;
     assert!(ok.response(&json!(1))["result"]["tools"].is_array());
+    let _ = std::fs::remove_file(&pids);
+}
+
+/// `--max-sessions` reached: a new session ends the least recently used idle
+/// one and its child (a client that never sends DELETE, as the TypeScript
+/// SDK's v1 client, does not lock others out for the idle timeout); only when
+/// every session has a call in flight is the new one refused, 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_bridge_evicts_the_least_recently_used_idle_session() {
+    let pids = temp_path("evict");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--max-sessions", "2"], &cmd).await;
+    let c = client();
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let s1 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let s2 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let s3 = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let children: Vec<i32> = pids_in(&pids)[1..].to_vec();
+    assert_eq!(children.len(), 3, "one child per session");
+    let first = children[0];
+    wait_until("the evicted session's child has exited", || !alive(first)).await;
+    let gone = s1
+        .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+        .await;
+    assert_eq!(
+        gone.status, 404,
+        "the evicted session is 404: {}",
+        gone.body
+    );
+    for s in [&s2, &s3] {
+        let r = s.echo(&c, &bridge.url, 2, "still here").await;
+        assert_eq!(first_text(&r.response(&json!(2))["result"]), "still here");
+    }
+    // Both busy: a call in flight on each (its SSE head is out once the call
+    // was delivered), so none can be evicted.
+    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":2,"steps":2}}});
+    let busy2 = post_streaming(&c, &bridge.url, &s2.headers(), &call).await;
+    let busy3 = post_streaming(&c, &bridge.url, &s3.headers(), &call).await;
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fourth","version":"1"}}});
+    let fourth = post(&c, &bridge.url, &[], &init).await;
+    assert_eq!(fourth.status, 503, "{}", fourth.body);
+    assert!(fourth.body.contains("sessions"), "{}", fourth.body);
+    drop((busy2, busy3));
     let _ = std::fs::remove_file(&pids);
 }
 

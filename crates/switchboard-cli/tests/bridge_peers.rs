@@ -27,6 +27,11 @@
 //!    `StreamableHTTPClientTransport`, `SSEClientTransport`) call `progress` with a
 //!    progress callback (scripts in `tests/interop/`, the URL as argv).
 //!
+//! 3. The official Python SDK 1.x client (`mcp` 1.30.0, `SWITCHBOARD_PY1_PYTHON`)
+//!    against the bridge in front of a stdio server that speaks only 2024-11-05
+//!    (`example-server --protocol-version 2024-11-05`): the negotiated 2024-11-05
+//!    in `MCP-Protocol-Version` is accepted on every request and the DELETE.
+//!
 //! The peers are found through the variables of `scripts/install-peers` (see
 //! `crates/switchboard/tests/common/peers.rs`): each test prints `SKIPPED: ...` and
 //! passes when one it needs is unset, and is required when it is set. Every wait is
@@ -485,4 +490,34 @@ async fn the_typescript_sdk_client_calls_progress_through_the_bridge() {
     )
     .await;
     run_script(spec, &["sse", &sse], "ts bridge client ok (sse").await;
+}
+
+/// The Python SDK 1.x client names the revision the child negotiated,
+/// 2024-11-05, in `MCP-Protocol-Version` on `notifications/initialized`, its
+/// GET stream, tools/list, tools/call and the session's DELETE: the bridge
+/// accepts it on that session (before, 400 on each, and the client crashed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_1_client_reaches_a_2024_11_05_server_through_the_bridge() {
+    let Some(spec) = peers::py1_script(
+        "python1-bridge-client",
+        &bridge_script("python1_bridge_client.py"),
+    ) else {
+        return;
+    };
+    let bridge = bounded(BridgeProc::start(
+        &[],
+        &[
+            bridge_util::BIN,
+            "example-server",
+            "--protocol-version",
+            "2024-11-05",
+        ],
+    ))
+    .await;
+    run_script(
+        spec,
+        &[&bridge.url],
+        "python1 bridge client ok (protocol 2024-11-05",
+    )
+    .await;
 }

@@ -273,6 +273,70 @@ fn serves_streamable_http_and_prints_its_url() {
     assert!(status.success(), "{status}");
 }
 
+/// A client that asks the library's HTTP server for 2024-11-05 gets it, and
+/// then names it in `MCP-Protocol-Version` on `notifications/initialized`, its
+/// calls and the DELETE: all accepted on that session (400 before), while a
+/// newer revision than the one negotiated is not.
+#[test]
+fn a_client_of_2024_11_05_is_served_over_http() {
+    let server = common::HttpExample::start();
+    let url = server.url.clone();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let (status, headers, body) = post(&url, init, &[]);
+    assert!(status.contains(" 200 "), "{status}\n{headers}\n{body}");
+    assert!(body.contains(r#""protocolVersion":"2024-11-05""#), "{body}");
+    let session = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let named = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2024-11-05"),
+    ];
+    let (status, _, body) = post(
+        &url,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &named,
+    );
+    assert!(status.contains(" 202 "), "{status}\n{body}");
+    let (status, _, body) = post(
+        &url,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"old client"}}}"#,
+        &named,
+    );
+    assert!(status.contains(" 200 "), "{status}\n{body}");
+    assert!(body.contains("old client"), "{body}");
+    let (status, _, body) = post(
+        &url,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        &[
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+    );
+    assert!(
+        status.contains(" 400 "),
+        "newer than negotiated: {status}\n{body}"
+    );
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream.set_read_timeout(Some(BOUND)).unwrap();
+    write!(
+        stream,
+        "DELETE {path} HTTP/1.1\r\nHost: {authority}\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2024-11-05\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let status = server.stop();
+    assert!(status.success(), "{status}");
+}
+
 /// The interpreter, and whether the environment requires this test to run.
 fn python() -> (String, bool) {
     match std::env::var("SWITCHBOARD_PYTHON") {

@@ -880,6 +880,12 @@ pub enum CloseReason {
     /// configured idle timeout
     /// ([`HttpServerConfig::session_idle_timeout`](crate::http::server::HttpServerConfig::session_idle_timeout)).
     SessionExpired,
+    /// HTTP server: the session was idle (no open response, no request
+    /// awaiting its response) and the least recently used one when a new
+    /// session came with every slot taken
+    /// ([`HttpServerConfig::max_sessions`](crate::http::server::HttpServerConfig::max_sessions)):
+    /// it was ended to make room.
+    SessionEvicted,
     /// HTTP server: the session was ended on this side: the
     /// [`HttpServer`](crate::http::server::HttpServer) was dropped, or every
     /// [`Sender`] of the session was dropped.
@@ -902,6 +908,9 @@ impl fmt::Display for CloseReason {
             CloseReason::ShutDown(report) => write!(f, "child shut down: {report}"),
             CloseReason::SessionDeleted => f.write_str("the client deleted the HTTP session"),
             CloseReason::SessionExpired => f.write_str("the HTTP session expired (idle)"),
+            CloseReason::SessionEvicted => {
+                f.write_str("the HTTP session was evicted (idle, and the session table full)")
+            }
             CloseReason::SessionClosed => f.write_str("the HTTP session was closed by the server"),
         }
     }

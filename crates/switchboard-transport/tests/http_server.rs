@@ -405,10 +405,10 @@ async fn header_checks_406_403_400() {
         let url = server.url();
         let c = client();
         let sid = open_session(&c, &url).await;
-        // Accept without text/event-stream: 406.
+        // Accept allowing neither JSON nor SSE: 406.
         let resp = c
             .post(&url)
-            .header("accept", "application/json")
+            .header("accept", "text/html, application/json;q=0")
             .header("content-type", "application/json")
             .header("mcp-session-id", &sid)
             .body(request(2, "ping"))
@@ -621,10 +621,21 @@ async fn max_sessions_gives_503() {
         let (server, _closed) = start(config).await;
         let url = server.url();
         let c = client();
-        open_session(&c, &url).await;
-        open_session(&c, &url).await;
+        // Two sessions, each busy with a call (none idle: none is evicted).
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let sid = open_session(&c, &url).await;
+            // Sent back once the head is out, after the call was delivered.
+            let call = post(&c, &url, Some(&sid), request(2, "hold"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(call.status(), 200);
+            held.push(call);
+        }
         let resp = post(&c, &url, None, initialize(7)).send().await.unwrap();
         assert_eq!(resp.status(), 503);
+        assert_eq!(server.evicted_sessions(), 0);
         // The answer to that initialize, under its id, naming the limit.
         let body: serde_json::Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
         assert_eq!(body["id"], 7, "{body}");
@@ -1807,4 +1818,464 @@ async fn a_failed_initialize_hands_out_no_session() {
         }
     })
     .await;
+}
+
+/// Answers every request of a session already past `initialize` with
+/// `{"echo": method}`, until it closes; returns the close reason.
+fn serve_echo(
+    tx: switchboard_transport::Sender,
+    mut rx: switchboard_transport::Receiver,
+) -> tokio::task::JoinHandle<Option<CloseReason>> {
+    tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            match event {
+                Inbound::Message(Message::Request(r)) => {
+                    let result = json!({"echo": r.method});
+                    let _ = tx
+                        .send(Message::Response(Response::new(r.id, &result).unwrap()))
+                        .await;
+                }
+                Inbound::Closed { reason } => return Some(reason),
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
+/// A revision negotiated on a session is one its requests may name in
+/// `MCP-Protocol-Version`, supported by the server or not: a server that
+/// answered `initialize` with 2024-11-05 (a stdio server behind a bridge) gets
+/// the client's `notifications/initialized`, requests, GET and DELETE, all
+/// naming 2024-11-05, where each got 400 before. A revision newer than the
+/// negotiated one is refused (a 2025-03-26 session naming 2025-06-18), an older
+/// supported one is not.
+#[tokio::test]
+async fn a_session_speaks_the_revision_it_negotiated() {
+    bounded(async {
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let url = server.url();
+        let c = client();
+        let (sid, body, tx, rx) = initialize_as(
+            &c,
+            &url,
+            &mut acceptor,
+            "2024-11-05",
+            None,
+            "2024-11-05",
+            Duration::ZERO,
+        )
+        .await;
+        assert_eq!(
+            messages(&body)[0]["result"]["protocolVersion"],
+            "2024-11-05"
+        );
+        let served = serve_echo(tx, rx);
+        let initialized =
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let resp = post_as(&c, &url, &sid, "2024-11-05", initialized)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 202, "{}", resp.text().await.unwrap());
+        let resp = post_as(&c, &url, &sid, "2024-11-05", request(2, "tools/list"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let msgs = messages(&resp.bytes().await.unwrap());
+        assert_eq!(msgs[0]["result"]["echo"], "tools/list", "{msgs:?}");
+        let stream = c
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2024-11-05")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        drop(stream);
+        // Newer than negotiated: refused, saying why.
+        let resp = post_as(&c, &url, &sid, "2025-06-18", request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        let text = resp.text().await.unwrap();
+        assert!(text.contains("2024-11-05"), "{text}");
+        let resp = c
+            .delete(&url)
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2024-11-05")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(matches!(
+            served.await.unwrap(),
+            Some(CloseReason::SessionDeleted)
+        ));
+        // Another server's sessions: 2025-03-26 negotiated.
+        let (sid, _, tx, rx) = initialize_as(
+            &c,
+            &url,
+            &mut acceptor,
+            "2025-06-18",
+            None,
+            "2025-03-26",
+            Duration::ZERO,
+        )
+        .await;
+        let _served = serve_echo(tx, rx);
+        let resp = post_as(&c, &url, &sid, "2025-06-18", request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "a 2025-03-26 session names 2025-06-18");
+        let resp = post_as(&c, &url, &sid, "2025-03-26", request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.bytes().await.unwrap();
+        // 2025-11-25 negotiated: an older supported revision passes (the
+        // conformance suite's polling scenario names 2025-03-26), a revision
+        // unknown to the server does not.
+        let (sid, _, tx, rx) = initialize_as(
+            &c,
+            &url,
+            &mut acceptor,
+            "2025-11-25",
+            None,
+            "2025-11-25",
+            Duration::ZERO,
+        )
+        .await;
+        let _served = serve_echo(tx, rx);
+        let resp = post_as(&c, &url, &sid, "2025-03-26", request(2, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.bytes().await.unwrap();
+        let resp = post_as(&c, &url, &sid, "2024-11-05", request(3, "ping"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+    })
+    .await
+}
+
+/// `Accept` is read as RFC 9110 says: `*/*` and no `Accept` take the server's
+/// choice, a JSON-only client gets one JSON body, an SSE-only client an SSE
+/// stream (even from a server set to answer JSON), and only a client that
+/// accepts neither gets 406.
+#[tokio::test]
+async fn accept_wildcards_and_single_types_get_a_type_they_accept() {
+    bounded(async {
+        for json_response in [false, true] {
+            let mut config = HttpServerConfig::default();
+            config.json_response = json_response;
+            let (server, _closed) = start(config).await;
+            let url = server.url();
+            let c = client();
+            let resp = post(&c, &url, None, initialize(1)).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let sid = resp.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            resp.bytes().await.unwrap();
+            let served = if json_response {
+                "application/json"
+            } else {
+                "text/event-stream"
+            };
+            let cases: [(Option<&str>, Option<&str>); 7] = [
+                (Some("*/*"), Some(served)),
+                (None, Some(served)),
+                (Some("application/json"), Some("application/json")),
+                (Some("application/*"), Some("application/json")),
+                (Some("text/event-stream"), Some("text/event-stream")),
+                (Some("*/*, text/event-stream;q=0"), Some("application/json")),
+                (Some("text/html, */*;q=0"), None),
+            ];
+            for (n, (accept, expected)) in cases.into_iter().enumerate() {
+                let id = 10 + n as u64;
+                let mut b = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("mcp-session-id", &sid)
+                    .header("mcp-protocol-version", "2025-11-25")
+                    .body(request(id, "echo"));
+                if let Some(a) = accept {
+                    b = b.header("accept", a);
+                }
+                let resp = b.send().await.unwrap();
+                let what = format!("json_response={json_response} Accept: {accept:?}");
+                let Some(expected) = expected else {
+                    assert_eq!(resp.status(), 406, "{what}");
+                    continue;
+                };
+                assert_eq!(resp.status(), 200, "{what}");
+                assert_eq!(resp.headers()["content-type"], expected, "{what}");
+                let body = resp.bytes().await.unwrap();
+                let answer: Value = if expected == "application/json" {
+                    serde_json::from_slice(&body).unwrap()
+                } else {
+                    messages(&body).pop().expect("the response event")
+                };
+                assert_eq!(answer["id"], id, "{what}");
+                assert_eq!(answer["result"]["echo"], "echo", "{what}");
+            }
+            // The GET stream: any Accept that allows SSE.
+            for accept in ["*/*", "text/*"] {
+                let resp = c
+                    .get(&url)
+                    .header("accept", accept)
+                    .header("mcp-session-id", &sid)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(resp.status(), 200, "GET Accept: {accept}");
+                drop(resp);
+                // Wait until the server saw the stream close (409 otherwise).
+                wait_for_standalone_free(&c, &url, &sid).await;
+            }
+            let resp = c
+                .get(&url)
+                .header("accept", "application/json")
+                .header("mcp-session-id", &sid)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 406);
+        }
+    })
+    .await
+}
+
+/// Waits (bounded) until a GET for the session's standalone stream is no
+/// longer refused with 409, and closes the stream it opened.
+async fn wait_for_standalone_free(c: &reqwest::Client, url: &str, sid: &str) {
+    for _ in 0..200 {
+        let resp = get(c, url, sid).send().await.unwrap();
+        if resp.status() != 409 {
+            assert_eq!(resp.status(), 200);
+            drop(resp);
+            // This stream's close must be seen too before the next GET.
+            for _ in 0..200 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let again = get(c, url, sid).send().await.unwrap();
+                if again.status() == 200 {
+                    return;
+                }
+            }
+            panic!("the standalone stream stayed taken");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the standalone stream stayed taken");
+}
+
+/// `Host` with a loopback name and any port or none passes; the allowed hosts
+/// add to those defaults (a name alone: any port); without the defaults only
+/// the allowed ones pass.
+#[tokio::test]
+async fn loopback_hosts_pass_without_a_port_and_allowed_hosts_add() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.allowed_hosts = vec!["mcp.example".to_owned()];
+        let (server, _closed) = start(config).await;
+        let url = server.url();
+        let port = server.local_addr().port();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        let own = format!("127.0.0.1:{port}");
+        let other_port = format!("localhost:{}", port.wrapping_add(1));
+        for host in [
+            "localhost",
+            "127.0.0.1",
+            "[::1]",
+            own.as_str(),
+            other_port.as_str(),
+            "mcp.example",
+            "mcp.example:443",
+        ] {
+            let resp = post(&c, &url, Some(&sid), request(2, "echo"))
+                .header("host", host)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200, "Host: {host}");
+            resp.bytes().await.unwrap();
+        }
+        let resp = post(&c, &url, Some(&sid), request(3, "echo"))
+            .header("host", "evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 403);
+
+        let mut config = HttpServerConfig::default();
+        config.allowed_hosts = vec![format!("mcp.example:{port}")];
+        config.default_hosts = false;
+        config.bind = "127.0.0.1:0".parse().unwrap();
+        let (strict, _closed) = start(config).await;
+        let url = strict.url();
+        let strict_port = strict.local_addr().port();
+        let resp = post(&c, &url, None, initialize(1))
+            .header("host", format!("127.0.0.1:{strict_port}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 403, "the defaults are off");
+        let resp = post(&c, &url, None, initialize(1))
+            .header("host", format!("mcp.example:{port}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    })
+    .await
+}
+
+/// With `max_sessions` live, a new session ends the least recently used idle
+/// one (its client then gets 404; the library hears `SessionEvicted`) instead
+/// of getting 503; a session with a call in flight is never taken.
+#[tokio::test]
+async fn a_full_table_evicts_the_least_recently_used_idle_session() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.max_sessions = 3;
+        let (server, mut closed) = start(config).await;
+        let url = server.url();
+        let c = client();
+        let busy = open_session(&c, &url).await;
+        let first = open_session(&c, &url).await;
+        let second = open_session(&c, &url).await;
+        // `busy` has a call in flight; `first` was used after `second`.
+        let held = post(&c, &url, Some(&busy), request(2, "hold"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(held.status(), 200);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let resp = post(&c, &url, Some(&first), request(2, "echo"))
+            .send()
+            .await
+            .unwrap();
+        resp.bytes().await.unwrap();
+        let third = open_session(&c, &url).await;
+        assert_eq!(server.evicted_sessions(), 1);
+        assert_eq!(server.session_count(), 3);
+        match closed.recv().await {
+            Some(CloseReason::SessionEvicted) => {}
+            other => panic!("expected SessionEvicted, got {other:?}"),
+        }
+        let resp = post(&c, &url, Some(&second), request(3, "echo"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "the least recently used went");
+        for sid in [&busy, &first, &third] {
+            let resp = post(&c, &url, Some(sid), request(4, "echo"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.bytes().await.unwrap();
+        }
+        // `busy`'s call was answered by `release` (request 4 above is `echo`):
+        // release it now, and it is idle again.
+        let resp = post(&c, &url, Some(&busy), request(5, "release"))
+            .send()
+            .await
+            .unwrap();
+        resp.bytes().await.unwrap();
+        held.bytes().await.unwrap();
+        assert_eq!(server.evicted_sessions(), 1);
+    })
+    .await
+}
+
+/// A session that was opening when a drain began, whose `initialize` the
+/// library refuses (as the bridge does once draining), gets 503 under the
+/// initialize's id like every new session then, not an error inside a 200; a
+/// legacy HTTP+SSE session's `initialize` during a drain too.
+#[tokio::test]
+async fn an_initialize_refused_during_a_drain_gets_503() {
+    bounded(async {
+        for json_response in [false, true] {
+            let mut config = HttpServerConfig::default();
+            config.json_response = json_response;
+            let (server, mut acceptor) = HttpServer::bind(config).await.unwrap();
+            let server = std::sync::Arc::new(server);
+            let url = server.url();
+            let c = client();
+            let reply = tokio::spawn({
+                let c = c.clone();
+                let url = url.clone();
+                async move { post(&c, &url, None, initialize(7)).send().await.unwrap() }
+            });
+            let session = acceptor.accept().await.expect("a session");
+            let (tx, mut rx) = session.transport.split();
+            let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
+                panic!("the initialize")
+            };
+            server.refuse_new_sessions();
+            tx.send(Message::Error(
+                switchboard_protocol::jsonrpc::ErrorResponse::new(
+                    Some(init.id),
+                    switchboard_protocol::jsonrpc::ErrorObject::new(-32603, "shutting down"),
+                ),
+            ))
+            .await
+            .unwrap();
+            let resp = reply.await.unwrap();
+            assert_eq!(resp.status(), 503, "json_response={json_response}");
+            assert!(resp.headers().get("mcp-session-id").is_none());
+            let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+            assert_eq!(body["id"], 7, "{body}");
+            assert_eq!(body["error"]["code"], -32000, "{body}");
+            assert_eq!(server.session_count(), 0);
+        }
+
+        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let base = format!("http://{}", server.local_addr());
+        let c = client();
+        let mut stream = c
+            .get(format!("{base}/sse"))
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        let _session = acceptor.accept().await.expect("a legacy session");
+        let first = stream.chunk().await.unwrap().expect("the endpoint event");
+        let text = String::from_utf8_lossy(&first).into_owned();
+        let endpoint = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .expect("endpoint data")
+            .trim()
+            .to_owned();
+        server.refuse_new_sessions();
+        let resp = c
+            .post(format!("{base}{endpoint}"))
+            .header("content-type", "application/json")
+            .body(initialize(3))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 503);
+        let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["id"], 3, "{body}");
+        // The legacy session ended with it: its stream closes.
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            assert!(!String::from_utf8_lossy(&chunk).contains("\"id\":3"));
+        }
+    })
+    .await
 }

@@ -539,3 +539,50 @@ async fn a_drain_refuses_new_stateless_requests_but_not_work_in_progress() {
     assert_eq!(r.status(), 200);
     assert_eq!(json_of(r).await["result"]["echo"], "tools/call");
 }
+
+/// A 2026-07-28 POST with `accept`.
+async fn post_accepting(server: &HttpServer, method: &str, accept: &str) -> reqwest::Response {
+    bounded(
+        client()
+            .post(server.url())
+            .header("accept", accept)
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", method)
+            .body(modern(5, method))
+            .send(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A client whose `Accept` allows one type gets that type: JSON only, the
+/// response as one JSON body even when notifications came first (they are not
+/// sent); SSE only, an SSE stream even for a lone response; `*/*`, the
+/// server's choice; neither, 406.
+#[tokio::test]
+async fn a_client_accepting_one_type_gets_that_type() {
+    let (server, _seen) = start().await;
+    let r = post_accepting(&server, "progress", "application/json").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    assert_eq!(json_of(r).await["result"], json!({"done": true}));
+
+    let r = post_accepting(&server, "tools/list", "text/event-stream").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let got = events(&bounded(r.text()).await.unwrap());
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["result"], json!({"echo": "tools/list"}));
+
+    let r = post_accepting(&server, "tools/list", "*/*").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    json_of(r).await;
+    let r = post_accepting(&server, "progress", "*/*").await;
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    assert_eq!(events(&bounded(r.text()).await.unwrap()).len(), 2);
+
+    let r = post_accepting(&server, "tools/list", "text/plain").await;
+    assert_eq!(r.status(), 406);
+}

@@ -15,13 +15,14 @@
 //! |---|---|
 //! | `GET <sse_path>` whose `Accept` allows `text/event-stream` (absent, `*/*`, `text/*` or `text/event-stream`) | 200 `text/event-stream`: a new session; the first event is `event: endpoint` with `data: <message_path>?sessionId=<id>` (a relative URI; the id is 32 lowercase hex digits from the OS's CSPRNG, as `Mcp-Session-Id`); then every message the library sends on the session's [`Sender`] as one `message` event (JSON in `data`, no event id: the transport has no resumption); an SSE comment (`: keep-alive`) every [`HttpServerConfig::sse_keep_alive`] while nothing else is sent |
 //! | `GET <sse_path>` with another `Accept` | 406 |
-//! | `GET <sse_path>` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`](super::server::HttpServer::refuse_new_sessions), or with the acceptor dropped | 503 |
+//! | `GET <sse_path>` with [`HttpServerConfig::max_sessions`] live and none idle (a Streamable HTTP session idle the longest ends to make room; a legacy one is never idle while its stream is open), after [`HttpServer::refuse_new_sessions`](super::server::HttpServer::refuse_new_sessions), or with the acceptor dropped | 503 |
 //! | `POST <message_path>` without `sessionId` | 400 |
 //! | `POST <message_path>?sessionId=<id>` naming no live legacy session | 404 |
 //! | ... whose `Content-Type` is not `application/json` | 415 |
 //! | ... whose body exceeds [`HttpServerConfig::max_body_bytes`] | 413 |
 //! | ... whose body is not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | ... whose body is not one JSON-RPC message (a batch included) | 400, JSON-RPC -32600 (the id kept when it could be read) |
+//! | ... an `initialize` request after [`HttpServer::refuse_new_sessions`](super::server::HttpServer::refuse_new_sessions) | 503, JSON-RPC -32000 under its id; the session ends |
 //! | ... otherwise | 202, body `Accepted`; the message goes to the session's [`Receiver`] |
 //! | another method on either path | 405 with `Allow` |
 //!
@@ -79,7 +80,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use switchboard_protocol::codec::sse::encode_comment;
@@ -207,30 +208,6 @@ fn rpc_error(status: StatusCode, code: i64, message: impl Into<String>) -> Respo
     )
 }
 
-/// Whether `Accept` allows `text/event-stream`: absent (anything goes, RFC 9110
-/// §12.5.1), or listing `text/event-stream`, `text/*` or `*/*` with a weight
-/// above zero, and not `text/event-stream;q=0`.
-fn accepts_event_stream(headers: &HeaderMap) -> bool {
-    let mut values = headers.get_all(ACCEPT).iter().peekable();
-    if values.peek().is_none() {
-        return true;
-    }
-    let (mut allowed, mut refused) = (false, false);
-    for item in values.flat_map(|v| v.as_bytes().split(|&b| b == b',')) {
-        match super::guard::media_range(item) {
-            (t, false) => {
-                allowed |= [&b"text/event-stream"[..], b"text/*", b"*/*"]
-                    .iter()
-                    .any(|ok| t.eq_ignore_ascii_case(ok));
-            }
-            (t, true) => refused |= t.eq_ignore_ascii_case(b"text/event-stream"),
-        }
-    }
-    // The most specific range wins (RFC 9110 §12.5.1): `text/event-stream;q=0`
-    // refuses it even beside `*/*`.
-    allowed && !refused
-}
-
 /// The `sessionId` query parameter's value, if present and non-empty.
 fn session_param(query: Option<&str>) -> Option<&str> {
     query?
@@ -254,7 +231,7 @@ fn last(activity: &Activity) -> Instant {
 
 /// GET on the SSE path: a new session and its stream.
 async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
-    if !accepts_event_stream(headers) {
+    if !super::guard::sse_acceptable(headers) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             code::INVALID_REQUEST,
@@ -265,9 +242,6 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
         |why: &str| rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why.to_owned());
     if ctx.refusing.load(Ordering::Relaxed) {
         return unavailable(super::server::SHUTTING_DOWN);
-    }
-    if ctx.registry.len() >= ctx.config.max_sessions {
-        return unavailable(&super::server::too_many_sessions(ctx.config.max_sessions));
     }
     let id = match mint_session_id() {
         Ok(id) => id,
@@ -489,6 +463,17 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
             };
         }
     };
+    if ctx.refusing.load(Ordering::Relaxed) {
+        if let Message::Request(r) = &message {
+            if r.method == "initialize" {
+                // A drain: the MCP session this `initialize` would open is
+                // refused as a new Streamable HTTP one is (503), and the
+                // legacy session, which has nothing else to do, ends.
+                session.end(CloseReason::SessionClosed);
+                return super::server::shutting_down(r.id.clone());
+            }
+        }
+    }
     session.touch();
     match session.deliver(Inbound::Message(message), false).await {
         Ok(()) => {
@@ -541,14 +526,15 @@ mod tests {
         assert_eq!(session_param(None), None);
     }
 
+    /// The legacy stream takes the Streamable endpoint's GET rule.
     #[test]
     fn accept_rules() {
         let with = |values: &[&'static str]| {
             let mut h = HeaderMap::new();
             for v in values {
-                h.append(ACCEPT, HeaderValue::from_static(v));
+                h.append(http::header::ACCEPT, HeaderValue::from_static(v));
             }
-            accepts_event_stream(&h)
+            crate::http::guard::sse_acceptable(&h)
         };
         assert!(with(&[]));
         assert!(with(&["text/event-stream"]));

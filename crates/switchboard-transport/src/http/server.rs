@@ -19,19 +19,19 @@
 //! | path other than [`HttpServerConfig::path`] | 404 |
 //! | GET or DELETE with `MCP-Protocol-Version: 2026-07-28` (a modern revision) | 405 with `Allow: POST` |
 //! | a POST that is a 2026-07-28 exchange: no `Mcp-Session-Id` (or a modern `MCP-Protocol-Version`, which wins over a session id, ignored as 2026-07-28 says) and either a modern `MCP-Protocol-Version` or a body whose `params._meta` names `io.modelcontextprotocol/protocolVersion` (then even with an unsupported header version: the library answers -32022 or -32020) | after the Accept, Content-Type and size checks below: served statelessly, see [`super::stateless`] for its answers |
-//! | `MCP-Protocol-Version` present and not in [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed) | 400 |
+//! | `MCP-Protocol-Version` present and neither the revision the named session negotiated nor, older than that, one of [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed); checked once the session is found, so an unknown `Mcp-Session-Id` is 404 first (a GET: before its `Accept` check too) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
-//! | POST whose `Accept` lacks `application/json` or `text/event-stream`; GET whose `Accept` lacks `text/event-stream` (a type listed with `q=0` counts as lacking, RFC 9110 §12.4.2) | 406 |
+//! | POST whose `Accept` allows neither `application/json` nor `text/event-stream`; GET whose `Accept` does not allow `text/event-stream` (RFC 9110 §12.5.1: no `Accept` allows anything, `*/*` and `type/*` match, the most specific range decides, `q=0` refuses) | 406 |
 //! | POST whose `Content-Type` is not `application/json`, or with a `Content-Encoding` other than `identity` (gzip and the rest are not decoded; `Accept-Encoding: identity` in the answer) | 415 |
 //! | POST body over [`HttpServerConfig::max_body_bytes`] | 413 |
 //! | `Mcp-Session-Id` naming no live session | 404 |
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
 //! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
-//! | `initialize` with [`HttpServerConfig::max_sessions`] live, after [`HttpServer::refuse_new_sessions`], or with the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`]; a new stateless request (not a notification, not an `input_required` retry) after [`HttpServer::refuse_new_sessions`] | 503 |
+//! | `initialize` with [`HttpServerConfig::max_sessions`] live and none idle (else the least recently used idle one ends to make room), after [`HttpServer::refuse_new_sessions`], or with the acceptor dropped; a stateless exchange beyond [`HttpServerConfig::max_exchanges`]; a new stateless request (not a notification, not an `input_required` retry) after [`HttpServer::refuse_new_sessions`] | 503 |
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
-//! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
+//! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; whatever that says, `application/json` when it is the only type `Accept` allows, `text/event-stream` when that is; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
 //! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
 //! | DELETE | 200, the session ends |
 //!
@@ -148,20 +148,36 @@ pub struct HttpServerConfig {
     pub bind: SocketAddr,
     /// The MCP endpoint's path, starting with `/`. Default [`DEFAULT_PATH`].
     pub path: String,
-    /// The accepted `Host` header values (`name:port`, compared ignoring ASCII
-    /// case). `None` (default): `localhost`, `127.0.0.1` and `[::1]`, each with the
-    /// bound port, and the bound address itself. Anything else gets 403
-    /// (DNS-rebinding protection; every revision's "Security Warning").
-    pub allowed_hosts: Option<Vec<String>>,
-    /// The accepted `Origin` header values (e.g. `http://localhost:8080`, compared
-    /// ignoring ASCII case); a request without `Origin` is accepted. `None`
-    /// (default): `http://` and `https://` with each default host. A present,
-    /// unlisted `Origin` gets 403 (2025-11-25: MUST).
-    pub allowed_origins: Option<Vec<String>>,
+    /// `Host` header values accepted besides the defaults (DNS-rebinding
+    /// protection; every revision's "Security Warning"): an entry `name` takes
+    /// that name with any port or none, `name:port` that port only (names
+    /// compared ignoring ASCII case; IPv6 in brackets). Anything not accepted
+    /// gets 403. Default empty.
+    pub allowed_hosts: Vec<String>,
+    /// Whether the default `Host` values are accepted too: the loopback names
+    /// `localhost`, `127.0.0.1` and `[::1]` with any port or none (only a client
+    /// on this machine reaches them, and a rebinding page sends its own name),
+    /// and the bound address (`ip:port`) when it is not a loopback one. `false`:
+    /// only [`allowed_hosts`](Self::allowed_hosts). Default `true`.
+    pub default_hosts: bool,
+    /// `Origin` header values accepted besides the defaults (e.g.
+    /// `https://app.example`, compared ignoring ASCII case); a request without
+    /// `Origin` is accepted. A present `Origin` not accepted gets 403
+    /// (2025-11-25: MUST). Default empty.
+    pub allowed_origins: Vec<String>,
+    /// Whether the default `Origin` values are accepted too: `http://` and
+    /// `https://` with each loopback name at the bound port, and with the bound
+    /// address. Default `true`.
+    pub default_origins: bool,
     /// The largest POST body, in bytes; larger gets 413. Default
     /// [`DEFAULT_MAX_BODY_BYTES`] (4 MiB).
     pub max_body_bytes: usize,
-    /// The most sessions live at once; an `initialize` beyond gets 503. Default
+    /// The most sessions live at once (both kinds). A new one beyond it ends
+    /// the least recently used idle session (no open response, no request
+    /// awaiting its response; [`CloseReason::SessionEvicted`], counted by
+    /// [`HttpServer::evicted_sessions`] and logged), as a client that never
+    /// sends DELETE leaves its session to the idle timeout otherwise; with
+    /// every session busy, the new one gets 503. Default
     /// [`DEFAULT_MAX_SESSIONS`].
     pub max_sessions: usize,
     /// The most stateless 2026-07-28 exchanges ([`super::stateless`]) in progress
@@ -179,7 +195,8 @@ pub struct HttpServerConfig {
     pub sse_replay_buffer: usize,
     /// Answer POSTed requests with `application/json` (only the responses; other
     /// messages related to them go to the standalone stream) instead of an SSE
-    /// stream. Default `false`.
+    /// stream, when the client accepts both (a client whose `Accept` allows one
+    /// of them only gets that one either way). Default `false`.
     pub json_response: bool,
     /// How long the SSE reply to a POST waits for its first message before the
     /// response head (and, from 2025-11-25, the priming event) go out alone.
@@ -203,8 +220,9 @@ pub struct HttpServerConfig {
     /// any time, and SHOULD send `retry` first). Default `None`: no `retry` field,
     /// clients wait their own default.
     pub sse_retry: Option<Duration>,
-    /// The revisions accepted in `MCP-Protocol-Version`; any other value gets 400,
-    /// except on a POST whose body is a 2026-07-28 message (its `_meta` names
+    /// The revisions accepted in `MCP-Protocol-Version` (on a session, besides
+    /// the one its `initialize` negotiated, which is always accepted there, and
+    /// only those not newer than it); any other value gets 400, except on a POST whose body is a 2026-07-28 message (its `_meta` names
     /// `io.modelcontextprotocol/protocolVersion`), which is served statelessly so the
     /// library answers -32022 with the supported versions (or -32020 when header and
     /// body disagree). Default 2025-03-26, 2025-06-18, 2025-11-25 (stateful
@@ -244,8 +262,10 @@ impl Default for HttpServerConfig {
         HttpServerConfig {
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             path: DEFAULT_PATH.to_owned(),
-            allowed_hosts: None,
-            allowed_origins: None,
+            allowed_hosts: Vec::new(),
+            default_hosts: true,
+            allowed_origins: Vec::new(),
+            default_origins: true,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_exchanges: DEFAULT_MAX_EXCHANGES,
@@ -485,14 +505,14 @@ impl HttpServer {
         }
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
-        let hosts = config
-            .allowed_hosts
-            .clone()
-            .unwrap_or_else(|| guard::default_hosts(local_addr));
-        let origins = config
-            .allowed_origins
-            .clone()
-            .unwrap_or_else(|| guard::default_origins(local_addr));
+        let mut hosts = config.allowed_hosts.clone();
+        if config.default_hosts {
+            hosts.extend(guard::default_hosts(local_addr));
+        }
+        let mut origins = config.allowed_origins.clone();
+        if config.default_origins {
+            origins.extend(guard::default_origins(local_addr));
+        }
         let (tx, rx) = mpsc::channel(config.transport.capacity());
         let limits = Limits {
             replay: config.sse_replay_buffer.max(1),
@@ -548,6 +568,14 @@ impl HttpServer {
         self.shared.registry.len()
     }
 
+    /// How many idle sessions were ended so far to make room for a new one
+    /// when [`HttpServerConfig::max_sessions`] were live
+    /// ([`CloseReason::SessionEvicted`]; each is logged, info, with this
+    /// count).
+    pub fn evicted_sessions(&self) -> u64 {
+        self.shared.registry.evicted()
+    }
+
     /// From now on, a request that would open a session (`initialize` on the
     /// endpoint, a GET on the legacy SSE path) and a new stateless 2026-07-28
     /// request get 503 with a JSON-RPC error (-32000, "the server is shutting
@@ -556,7 +584,10 @@ impl HttpServer {
     /// cancellation) and the retries of an `input_required` round trip (params
     /// with `inputResponses` or `requestState`). For a drain: a client behind a
     /// load balancer retries a 503 elsewhere (RFC 9110 §15.6.4), where an error
-    /// inside a 200 would end its attempt.
+    /// inside a 200 would end its attempt. A session that was opening when
+    /// this was called, whose `initialize` the library then answers with an
+    /// error (a bridge that starts no more children), gets that 503 too, as
+    /// does an `initialize` POSTed to a legacy HTTP+SSE session.
     pub fn refuse_new_sessions(&self) {
         self.shared.refusing.store(true, Ordering::Relaxed);
     }
@@ -754,12 +785,8 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     if *req.method() == Method::POST {
         return post(shared, req, version).await;
     }
-    let version = match version {
-        Ok(v) => v,
-        Err(text) => return unsupported_version(shared, &text),
-    };
     match *req.method() {
-        Method::GET => get(shared, req.headers(), version),
+        Method::GET => get(shared, req.headers()),
         Method::DELETE => delete(shared, req.headers()),
         _ => {
             let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
@@ -771,23 +798,52 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     }
 }
 
-/// 400 for an `MCP-Protocol-Version` this server does not speak (stateful
-/// shape).
-fn unsupported_version(shared: &Shared, text: &str) -> Response<Body> {
-    let supported: Vec<&str> = shared
-        .config
-        .supported_versions
-        .iter()
-        .map(|v| v.as_str())
-        .collect();
-    rpc_error(
-        StatusCode::BAD_REQUEST,
-        code::INVALID_REQUEST,
-        format!(
-            "unsupported MCP-Protocol-Version {text:?} (supported: {})",
-            supported.join(", ")
-        ),
+/// The revision a stateful request speaks: its `MCP-Protocol-Version` against
+/// the revision its session negotiated, if any ([`guard::session_version`]);
+/// the `Err` is the 400 answer.
+fn session_version(
+    shared: &Shared,
+    headers: &HeaderMap,
+    session: Option<&Session>,
+) -> Result<ProtocolVersion, Box<Response<Body>>> {
+    let negotiated = session.and_then(Session::negotiated);
+    guard::session_version(
+        guard::version_header(headers),
+        negotiated,
+        &shared.config.supported_versions,
     )
+    .map_err(|refusal| Box::new(version_refused(shared, &refusal, negotiated)))
+}
+
+/// 400 for an `MCP-Protocol-Version` the request may not name (stateful
+/// shape): one the server does not speak and its session did not negotiate,
+/// or one newer than the session's.
+fn version_refused(
+    shared: &Shared,
+    refusal: &guard::VersionRefusal,
+    negotiated: Option<ProtocolVersion>,
+) -> Response<Body> {
+    let message = match refusal {
+        guard::VersionRefusal::Unsupported(text) => {
+            let supported: Vec<&str> = shared
+                .config
+                .supported_versions
+                .iter()
+                .map(|v| v.as_str())
+                .collect();
+            let session = negotiated
+                .map(|n| format!("; this session negotiated {n}"))
+                .unwrap_or_default();
+            format!(
+                "unsupported MCP-Protocol-Version {text:?} (supported: {}{session})",
+                supported.join(", ")
+            )
+        }
+        guard::VersionRefusal::NotNegotiated { header, negotiated } => format!(
+            "MCP-Protocol-Version {header} is newer than {negotiated}, the revision this session negotiated"
+        ),
+    };
+    rpc_error(StatusCode::BAD_REQUEST, code::INVALID_REQUEST, message)
 }
 
 /// A 128-bit session id from the OS's CSPRNG, as 32 lowercase hex digits
@@ -962,13 +1018,13 @@ async fn post(
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
-    if !guard::post_accept_ok(headers) {
+    let Some(shape) = guard::post_reply(headers) else {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             code::INVALID_REQUEST,
-            "Accept must list both application/json and text/event-stream",
+            "Accept must allow application/json or text/event-stream (MCP clients list both)",
         );
-    }
+    };
     let bytes = match read_json_body(headers, body, shared.config.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(response) => return *response,
@@ -1014,18 +1070,18 @@ async fn post(
                     parts.headers,
                     version,
                     message,
-                    peek,
+                    (peek, shape),
                 )
                 .await;
             }
         }
     }
-    let version = match header_version {
-        Ok(v) => v,
-        Err(text) => return unsupported_version(shared, &text),
-    };
     let session = match find_session(shared, headers) {
         Ok(s) => s,
+        Err(response) => return *response,
+    };
+    let version = match session_version(shared, headers, session.as_deref()) {
+        Ok(v) => v,
         Err(response) => return *response,
     };
     let batching = session
@@ -1048,10 +1104,10 @@ async fn post(
                 Frame::Single(Message::Request(r)) if r.method == "initialize" => r.id.clone(),
                 _ => return session_required(),
             };
-            match create_session(shared, headers, version, initialize).await {
+            match create_session(shared, headers, version, initialize.clone()).await {
                 Ok(s) => {
                     let id = s.id.clone();
-                    (s, Some(id))
+                    (s, Some((id, initialize)))
                 }
                 Err(response) => return *response,
             }
@@ -1063,14 +1119,23 @@ async fn post(
     // DELETE the session, which would hold a `max_sessions` slot (and a
     // bridge's child) until the idle timeout. Ended when this is dropped armed.
     let mut unclaimed = Unclaimed(opening.then(|| session.clone()));
-    let mut response = answer(shared, &session, frame, version, opening).await;
+    let json = shape.json(shared.config.json_response);
+    let mut response = answer(shared, &session, frame, (version, json), opening).await;
     unclaimed.0 = None;
-    if let Some(id) = created {
+    if let Some((id, initialize)) = created {
         if session.initialize_failed() {
             // The error answer is in the reply already; the session that was
             // never established goes, and its id is not handed out.
             debug!(session = %session.id, "initialize failed; session ended");
             session.end(CloseReason::SessionClosed);
+            if shared.refusing.load(Ordering::Relaxed) {
+                // A drain began while the session was opening, and the
+                // library refused it (a bridge that no longer starts
+                // children): refused as every new session is now, with the
+                // 503 a load balancer retries elsewhere, not an error inside
+                // a 200 that would end the client's attempt.
+                return shutting_down(initialize);
+            }
         } else if let Ok(value) = HeaderValue::from_str(&id) {
             response.headers_mut().insert(guard::SESSION_ID, value);
         }
@@ -1091,6 +1156,15 @@ impl Drop for Unclaimed {
     }
 }
 
+/// The 503 a new session gets after [`HttpServer::refuse_new_sessions`]: a
+/// JSON-RPC error (-32000, [`SHUTTING_DOWN`]) under the `initialize`'s id.
+pub(crate) fn shutting_down(initialize: Id) -> Response<Body> {
+    error_body(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorResponse::new(Some(initialize), ErrorObject::new(-32000, SHUTTING_DOWN)),
+    )
+}
+
 /// A new session for the `initialize` request whose id is `initialize`; when
 /// none can be had, the 503 answers that request under its id.
 async fn create_session(
@@ -1108,10 +1182,7 @@ async fn create_session(
     };
     let full = || too_many_sessions(shared.config.max_sessions);
     if shared.refusing.load(Ordering::Relaxed) {
-        return Err(Box::new(unavailable(SHUTTING_DOWN.to_owned())));
-    }
-    if shared.registry.len() >= shared.config.max_sessions {
-        return Err(Box::new(unavailable(full())));
+        return Err(Box::new(shutting_down(initialize)));
     }
     let id = mint_session_id().map_err(|e| {
         warn!(error = %e, "the OS random source failed");
@@ -1183,7 +1254,7 @@ async fn answer(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     frame: Frame,
-    version: ProtocolVersion,
+    (version, json): (ProtocolVersion, bool),
     opening: bool,
 ) -> Response<Body> {
     let (_answering, alone) = Answering::enter(&shared.answering);
@@ -1212,7 +1283,6 @@ async fn answer(
             format!("request id {id} appears twice in the batch"),
         );
     }
-    let json = shared.config.json_response;
     // The `initialize` that opens a session names no revision in its header
     // (2025-03-26 assumed) or not necessarily the one it negotiates: its reply
     // is primed below, by its answer.
@@ -1460,19 +1530,23 @@ fn priming(stream: u64, seq: u64, retry: Option<Duration>) -> Bytes {
     Bytes::from(guard::priming_event(stream, seq, millis))
 }
 
-fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> Response<Body> {
-    if !guard::get_accept_ok(headers) {
-        return rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            code::INVALID_REQUEST,
-            "Accept must list text/event-stream",
-        );
-    }
+fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     let session = match find_session(shared, headers) {
         Ok(Some(s)) => s,
         Ok(None) => return session_required(),
         Err(response) => return *response,
     };
+    let version = match session_version(shared, headers, Some(&session)) {
+        Ok(v) => v,
+        Err(response) => return *response,
+    };
+    if !guard::sse_acceptable(headers) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            code::INVALID_REQUEST,
+            "Accept must allow text/event-stream",
+        );
+    }
     let last = guard::header_text(headers, &guard::LAST_EVENT_ID);
     if last.is_none() && headers.contains_key(&guard::LAST_EVENT_ID) {
         // Present but not text: not an id of ours (and not a request for the
@@ -1541,6 +1615,9 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
 fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     match find_session(shared, headers) {
         Ok(Some(session)) => {
+            if let Err(response) = session_version(shared, headers, Some(&session)) {
+                return *response;
+            }
             session.end(CloseReason::SessionDeleted);
             status_only(StatusCode::OK)
         }

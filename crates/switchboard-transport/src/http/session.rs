@@ -25,7 +25,7 @@ use switchboard_protocol::jsonrpc::Id;
 use switchboard_protocol::ProtocolVersion;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::guard;
 use crate::config::TransportConfig;
@@ -56,6 +56,19 @@ pub(crate) struct Limits {
 pub(crate) struct Registry {
     sessions: Mutex<HashMap<Arc<str>, Arc<Session>>>,
     max: usize,
+    /// Sessions ended so far to make room for a new one ([`Self::insert`]).
+    evicted: std::sync::atomic::AtomicU64,
+}
+
+/// Of the sessions `(id, idle since)` (`None`: not idle), the one idle the
+/// longest: the least recently used, to end when the table is full.
+fn least_recently_used<'a>(
+    sessions: impl Iterator<Item = (&'a Arc<str>, Option<Instant>)>,
+) -> Option<&'a Arc<str>> {
+    sessions
+        .filter_map(|(id, since)| since.map(|t| (t, id)))
+        .min_by_key(|(t, _)| *t)
+        .map(|(_, id)| id)
 }
 
 impl Registry {
@@ -63,6 +76,7 @@ impl Registry {
         Registry {
             sessions: Mutex::new(HashMap::default()),
             max,
+            evicted: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -74,14 +88,45 @@ impl Registry {
         self.lock().get(id).cloned()
     }
 
-    /// Adds a session; `false` (not added) when `max` sessions are live.
+    /// Adds a session. When `max` are live, the least recently used idle one
+    /// (no open response, no request awaiting its response: a client that
+    /// left without DELETE, as the TypeScript SDK's v1 client does) is taken
+    /// out to make room, ended with [`CloseReason::SessionEvicted`] (its
+    /// client's next request gets 404 and it starts a new session) and counted
+    /// in the log; `false` (not added) when every live session is busy.
     pub(crate) fn insert(&self, session: Arc<Session>) -> bool {
         let mut map = self.lock();
+        let mut evicted = None;
         if map.len() >= self.max {
-            return false;
+            let lru = least_recently_used(map.iter().map(|(id, s)| (id, s.idle_since())));
+            let Some(id) = lru.cloned() else {
+                return false;
+            };
+            evicted = map.remove(&id);
         }
         map.insert(session.id.clone(), session);
+        drop(map);
+        if let Some(old) = evicted {
+            let total = self
+                .evicted
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            let idle = old.idle_since().map(|t| t.elapsed().as_secs());
+            info!(
+                session = %old.id,
+                idle_secs = idle,
+                evicted_total = total,
+                max_sessions = self.max,
+                "session table full: ended the least recently used idle session to make room"
+            );
+            old.end(CloseReason::SessionEvicted);
+        }
         true
+    }
+
+    /// How many sessions [`Self::insert`] has ended to make room.
+    pub(crate) fn evicted(&self) -> u64 {
+        self.evicted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn remove(&self, id: &str) {
@@ -712,6 +757,14 @@ impl Session {
                 }
             });
         }
+    }
+
+    /// Since when the session has been idle (its last activity) when it is:
+    /// not ended, no open response, no request awaiting its response; `None`
+    /// otherwise.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        let st = self.lock();
+        (!st.ended && st.connections == 0 && st.requests.is_empty()).then_some(st.last_activity)
     }
 
     /// Whether the session has had no open response and no request for `idle`.
@@ -1356,6 +1409,27 @@ mod tests {
         assert!(rx.is_none());
         let (events, rx) = s.attach(open, open_gen);
         assert!(events.is_empty() && rx.is_none());
+    }
+
+    /// The session idle the longest goes first; busy ones (`None`) never.
+    #[test]
+    fn the_least_recently_used_idle_session_is_chosen() {
+        let now = Instant::now();
+        let ids: Vec<Arc<str>> = ["a", "b", "c", "d"].iter().map(|&s| s.into()).collect();
+        let at = |secs: u64| Some(now + Duration::from_secs(secs));
+        let sessions = [
+            (&ids[0], at(5)),
+            (&ids[1], None),
+            (&ids[2], at(2)),
+            (&ids[3], at(9)),
+        ];
+        assert_eq!(
+            least_recently_used(sessions.iter().copied()).map(|id| &**id),
+            Some("c")
+        );
+        let busy = [(&ids[0], None), (&ids[1], None)];
+        assert_eq!(least_recently_used(busy.iter().copied()), None);
+        assert_eq!(least_recently_used(std::iter::empty()), None);
     }
 
     #[test]

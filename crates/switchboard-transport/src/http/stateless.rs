@@ -59,6 +59,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tracing::{debug, warn};
 
 use super::body::Body;
+use super::guard::ReplyShape;
 use super::server::{HttpSession, SessionKind};
 use crate::config::TransportConfig;
 use crate::handle::{BatchingSwitch, CloseReason, Inbound, Outbound, Receiver, Sender, Transport};
@@ -181,7 +182,10 @@ fn classify(mut out: Outbound) -> Out {
 /// Serves one stateless POST whose body decoded to `message` (see the module
 /// documentation). `version`: the revision to report in the [`HttpSession`];
 /// `permit` is held until the exchange ends (the reply written or the client
-/// gone); `stopping` turns true when the server is dropped.
+/// gone); `stopping` turns true when the server is dropped; `shape`: what the
+/// client's `Accept` allows (JSON only: notifications before the response are
+/// not sent, and the response is one JSON body; SSE only: a response sent first
+/// is an SSE stream of one event).
 pub(crate) async fn exchange(
     acceptor: &mpsc::Sender<HttpSession>,
     (mut stopping, permit): (watch::Receiver<bool>, OwnedSemaphorePermit),
@@ -189,7 +193,7 @@ pub(crate) async fn exchange(
     headers: HeaderMap,
     version: ProtocolVersion,
     message: Message,
-    peek: MetaPeek,
+    (peek, shape): (MetaPeek, ReplyShape),
 ) -> Response<Body> {
     if matches!(message, Message::Response(_) | Message::Error(_)) {
         return json_reply(
@@ -257,6 +261,10 @@ pub(crate) async fn exchange(
                 None => break None,
                 Some(out) => match classify(out) {
                     Out::Dropped => continue,
+                    Out::Notification(_) if shape == ReplyShape::Json => {
+                        debug!("a notification on a stateless exchange whose client accepts only JSON; not sent");
+                        continue;
+                    }
                     other => break Some(other),
                 },
             },
@@ -283,12 +291,20 @@ pub(crate) async fn exchange(
                 .encode(),
             )
         }
-        Some(Out::Response(line, error)) => {
+        Some(Out::Response(line, error)) if shape != ReplyShape::Sse => {
             let _ = in_tx.try_send(Inbound::Closed {
                 reason: CloseReason::SessionClosed,
             });
             let status = error.map_or(StatusCode::OK, |c| status_for_error(c, peek.complete));
             json_reply(status, line)
+        }
+        Some(Out::Response(line, _)) => {
+            // A client that accepts only SSE: the response as a stream of one
+            // event (status 200, as every SSE reply).
+            let _ = in_tx.try_send(Inbound::Closed {
+                reason: CloseReason::SessionClosed,
+            });
+            sse_reply(std::collections::VecDeque::from([sse_event(&line)]), None)
         }
         Some(Out::Notification(line)) => {
             let (body_tx, body_rx) = mpsc::channel::<Bytes>(config.capacity());
@@ -297,24 +313,29 @@ pub(crate) async fn exchange(
                 forward(out_rx, body_tx, in_tx, stopping, told).await;
                 drop(permit);
             });
-            let mut response = Response::new(Body::stream_owned(
-                std::collections::VecDeque::from([first]),
-                Some(body_rx),
-            ));
-            let h = response.headers_mut();
-            h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            h.insert(
-                http::header::CACHE_CONTROL,
-                HeaderValue::from_static("no-cache"),
-            );
-            h.insert(
-                super::server::X_ACCEL_BUFFERING,
-                HeaderValue::from_static("no"),
-            );
-            response
+            sse_reply(std::collections::VecDeque::from([first]), Some(body_rx))
         }
         Some(Out::Dropped) => unreachable!("skipped above"),
     }
+}
+
+/// An SSE reply (200) of `first`, then what comes on `rest`.
+fn sse_reply(
+    first: std::collections::VecDeque<Bytes>,
+    rest: Option<mpsc::Receiver<Bytes>>,
+) -> Response<Body> {
+    let mut response = Response::new(Body::stream_owned(first, rest));
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    h.insert(
+        super::server::X_ACCEL_BUFFERING,
+        HeaderValue::from_static("no"),
+    );
+    response
 }
 
 /// Moves the library's messages onto the SSE reply until the response went out

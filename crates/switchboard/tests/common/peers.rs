@@ -138,6 +138,17 @@ pub fn python() -> Option<PathBuf> {
     installed("SWITCHBOARD_PYTHON")
 }
 
+/// `SWITCHBOARD_PY1_PYTHON`: the Python with the Python SDK 1.x (`mcp` 1.30.0)
+/// and `mcp-proxy` (interop/requirements-py1.txt).
+pub fn py1_python() -> Option<PathBuf> {
+    installed("SWITCHBOARD_PY1_PYTHON")
+}
+
+/// A Python script run with `SWITCHBOARD_PY1_PYTHON` (unbuffered).
+pub fn py1_script(name: &str, script: &Path) -> Option<PeerSpec> {
+    Some(PeerSpec::new(name, py1_python()?).arg("-u").arg(script))
+}
+
 /// `SWITCHBOARD_NODE`: the pinned Node 22 binary.
 pub fn node() -> Option<PathBuf> {
     installed("SWITCHBOARD_NODE")
