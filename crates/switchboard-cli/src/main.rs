@@ -2,7 +2,7 @@
 //!
 //! Commands (each in its own module):
 //! - `decode` ([`decode`]): re-encode newline-delimited JSON-RPC and answer bad lines
-//!   as the spec says; the default when no command is given;
+//!   as the spec says;
 //! - `tools`, `resources`, `prompts`, `ping` ([`client`]): a terminal MCP client for
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
@@ -13,7 +13,8 @@
 //! protocol or transport error or bad command-line input; each failure with one
 //! line `switchboard: ...` on stderr. The exception: a flag or subcommand that
 //! does not parse gets clap's usage error (`error: ...`, then the usage and a
-//! `--help` hint, a few lines), also with status 2.
+//! `--help` hint, a few lines), also with status 2; so does no command at all,
+//! which prints the whole usage (commands and options) on stderr.
 //!
 //! Diagnostics go to stderr through `tracing`, filtered by `RUST_LOG` when set
 //! (`target=level,...` directives, e.g. `switchboard=debug`), else by `-v`
@@ -41,14 +42,17 @@ use tracing_subscriber::prelude::*;
 #[command(
     name = "switchboard",
     version,
-    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect"
+    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect",
+    // No command: the usage on stderr, exit 2 (clap's usage error), as a CLI
+    // with subcommands does; nothing is run by default.
+    arg_required_else_help = true
 )]
 struct Cli {
     /// More diagnostics on stderr (repeatable); `RUST_LOG` overrides.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Command,
 }
 
 #[derive(Subcommand)]
@@ -132,11 +136,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Decode {
-        file: None,
-        revision: ProtocolVersion::LATEST_LEGACY,
-    });
-    match command {
+    match cli.command {
         Command::Decode { file, revision } => match decode::decode(file, revision) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
