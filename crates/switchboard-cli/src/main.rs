@@ -7,7 +7,10 @@
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
-//! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP.
+//! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
+//! - `completions SHELL`: the shell completion script for bash, zsh, fish,
+//!   PowerShell or elvish on stdout, generated from this very definition
+//!   (`clap_complete`), so it never lags behind a flag.
 //!
 //! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
@@ -29,11 +32,12 @@ mod client;
 mod decode;
 mod example_server;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 
-use clap::{ArgAction, Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 use switchboard_protocol::ProtocolVersion;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
@@ -84,6 +88,12 @@ enum Command {
     Bridge(Box<bridge::BridgeArgs>),
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
+    /// Print the shell completion script for SHELL on stdout (e.g. `switchboard
+    /// completions bash > ~/.local/share/bash-completion/completions/switchboard`).
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Sends `tracing` output to stderr: `RUST_LOG` (as [`Targets`] directives) when set
@@ -166,6 +176,15 @@ fn main() -> ExitCode {
         }
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
+        Command::Completions { shell } => {
+            // Generated into memory (clap_complete panics on a failed write),
+            // then written; a closed stdout (`| head`) is not an error.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "switchboard", &mut script);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&script).and_then(|()| out.flush());
+            ExitCode::SUCCESS
+        }
     }
 }
 
