@@ -31,6 +31,7 @@ mod bridge;
 mod client;
 mod decode;
 mod example_server;
+mod signals;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -15,7 +15,9 @@ fn no_command_prints_the_usage() {
     assert!(r.stderr.contains("Usage: switchboard"), "{}", r.stderr);
     for command in ["decode", "tools", "ping", "bridge", "connect"] {
         assert!(
-            r.stderr.lines().any(|l| l.trim_start().starts_with(command)),
+            r.stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with(command)),
             "{command} listed: {}",
             r.stderr
         );
@@ -63,7 +65,11 @@ fn completions_for_each_shell() {
             .args(["--norc", "--noprofile", "-c", &program])
             .output()
             .expect("bash runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     assert_eq!(complete("switchboard to"), "tools");
@@ -71,7 +77,10 @@ fn completions_for_each_shell() {
         .split(' ')
         .map(str::to_owned)
         .collect();
-    assert!(tools.contains(&"list".to_owned()) && tools.contains(&"call".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"list".to_owned()) && tools.contains(&"call".to_owned()),
+        "{tools:?}"
+    );
     assert!(
         complete("switchboard bridge --ch")
             .split(' ')

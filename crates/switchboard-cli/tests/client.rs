@@ -683,7 +683,7 @@ fn a_dual_era_stdio_server_is_spoken_to_in_a_legacy_revision_by_default() {
 fn ctrl_c_cancels_the_call_and_exits_2() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    let mut child = Command::new(exe())
+    let mut child = common::with_default_signals(&mut Command::new(exe()))
         .args([
             "tools",
             "call",
@@ -713,9 +713,7 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
     let first = rx.recv_timeout(common::BOUND).expect("a progress line");
     assert!(first.starts_with("progress: 1/30"), "{first}");
     let started = std::time::Instant::now();
-    let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+    common::send_signal(pid, libc::SIGINT);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
@@ -751,7 +749,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
     use std::process::{Command, Stdio};
     let log = std::env::temp_dir().join(format!("sb-cli-cancel-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let mut child = Command::new(exe())
+    let mut child = common::with_default_signals(&mut Command::new(exe()))
         .args([
             "tools",
             "call",
@@ -775,9 +773,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
     let mut first = String::new();
     stderr.read_line(&mut first).expect("a progress line");
     assert!(first.starts_with("progress: 1/30"), "{first}");
-    let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+    common::send_signal(pid, libc::SIGINT);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
@@ -1038,6 +1034,46 @@ fn a_second_ctrl_c_kills_a_server_that_ignores_its_shutdown() {
     );
 }
 
+/// A second Ctrl-C while the client is still writing to a stdio server what it
+/// queued (the interrupted call, then its `notifications/cancelled`; here the
+/// server stopped reading, so that write waits its bound of 1 s) kills the
+/// server at once too: that signal was taken by the write's wait and the
+/// shutdown then waited for a third, running the spec's two graces of 2 s.
+#[test]
+fn a_second_ctrl_c_while_writing_to_the_server_kills_it() {
+    // Answers initialize and tools/list (one tool), then reads nothing more.
+    let reply = |result: &str| {
+        format!(
+            "read -r line; id=${{line#*\\\"id\\\":}}; id=${{id%%[!0-9]*}}; \
+             printf '{{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{result}}}\\n' \"$id\"; "
+        )
+    };
+    let serve = format!(
+        "{}read -r line; {}",
+        reply(
+            "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{}},\
+             \"serverInfo\":{\"name\":\"deaf\",\"version\":\"1\"}}"
+        ),
+        reply("{\"tools\":[{\"name\":\"big\",\"inputSchema\":{\"type\":\"object\"}}]}")
+    );
+    // More than a pipe holds (64 KiB), less than one argument may be (128 KiB).
+    let args = format!("{{\"data\":\"{}\"}}", "x".repeat(120_000));
+    let (code, stderr, still_running, after_last) = signal_during(
+        &["tools", "call", "big", "--args", &args],
+        &serve,
+        &["INT", "INT"],
+        None,
+        true,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+    assert!(
+        after_last < std::time::Duration::from_millis(1500),
+        "the client took {after_last:?} to exit after the second Ctrl-C"
+    );
+}
+
 /// Starts `ping -- sh -c '...; exec sleep 300'` (a server that ignores stdin EOF
 /// and never answers; `stubborn`: SIGTERM too), with SIG`ignored` ignored in the
 /// client when given (as `trap '' SIG` before `exec` leaves it), sends each of
@@ -1051,6 +1087,19 @@ fn signal_while_connecting(
     ignored: Option<&str>,
     stubborn: bool,
 ) -> (Option<i32>, String, bool, std::time::Duration) {
+    signal_during(&["ping"], "", signals, ignored, stubborn)
+}
+
+/// [`signal_while_connecting`] for the client command `cli` (then `-- sh -c
+/// SCRIPT`) with a server that first runs `serve` (shell commands that answer
+/// what the client sends) and only then counts as running.
+fn signal_during(
+    cli: &[&str],
+    serve: &str,
+    signals: &[&str],
+    ignored: Option<&str>,
+    stubborn: bool,
+) -> (Option<i32>, String, bool, std::time::Duration) {
     let signal = signals.join("-");
     use std::process::{Command, Stdio};
     let dir =
@@ -1059,7 +1108,7 @@ fn signal_while_connecting(
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
     let script = format!(
-        "{}echo $$ > '{}'; exec sleep 300",
+        "{}{serve}echo $$ > '{}'; exec sleep 300",
         if stubborn { "trap '' TERM; " } else { "" },
         pid_file.display()
     );
@@ -1072,8 +1121,9 @@ fn signal_while_connecting(
         }
         None => Command::new(exe),
     };
-    let mut child = command
-        .args(["ping", "--", "sh", "-c", &script])
+    let mut child = common::with_default_signals(&mut command)
+        .args(cli)
+        .args(["--", "sh", "-c", &script])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -1106,9 +1156,13 @@ fn signal_while_connecting(
             );
         }
         last = std::time::Instant::now();
-        let _ = Command::new("kill")
-            .args([&format!("-{signal}"), &pid.to_string()])
-            .status();
+        let number = match *signal {
+            "INT" => libc::SIGINT,
+            "TERM" => libc::SIGTERM,
+            "HUP" => libc::SIGHUP,
+            other => panic!("no such signal here: {other}"),
+        };
+        common::send_signal(pid, number);
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
