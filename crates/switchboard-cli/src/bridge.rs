@@ -317,11 +317,11 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 }
 
 /// Runs `switchboard bridge` until SIGTERM or Ctrl-C, then drains and ends the
-/// children; a second SIGTERM or Ctrl-C meanwhile stops it at once, children
-/// killed (exit 1). Exit 0 after a clean stop,
-/// 2 when it cannot start: a bad flag, a server command that is not an executable
-/// file or not in `PATH` (`ChildConfig::find_program`), a listener that cannot
-/// bind. Both signals are watched even when inherited as ignored (`cmd &` in a
+/// children (exit 0); a second SIGTERM or Ctrl-C meanwhile stops it at once,
+/// children killed (exit 128 + that signal's number: 143, 130; not 1, which the
+/// client commands use for a tool's `isError`). Exit 2 when it cannot start: a
+/// bad flag, a server command that is not an executable file or not in `PATH`
+/// (`ChildConfig::find_program`), a listener that cannot bind. Both signals are watched even when inherited as ignored (`cmd &` in a
 /// script), from before the bridge starts until it exits.
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
@@ -425,8 +425,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             // `ChildProcess` promises when its runtime ends first.
             stop = signals.next() => {
                 eprintln!("switchboard bridge: second signal: stopped at once, children killed");
-                tracing::debug!("{}", stop.message());
-                ExitCode::from(1)
+                ExitCode::from(stop.exit_code())
             }
         }
     })

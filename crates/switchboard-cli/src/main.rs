@@ -14,9 +14,11 @@
 //!
 //! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
-//! line `switchboard: ...` on stderr. The exception: a flag or subcommand that
-//! does not parse gets clap's usage error (`error: ...`, then the usage and a
-//! `--help` hint, a few lines), also with status 2; so does no command at all,
+//! line `switchboard: ...` on stderr; 128 + the signal's number (130 for Ctrl-C,
+//! 143 for SIGTERM, 129 for SIGHUP) when a signal ended a client command or forced
+//! a draining `bridge` to stop ([`signals`]). The exception: a flag or subcommand
+//! that does not parse gets clap's usage error (`error: ...`, then the usage and
+//! a `--help` hint, a few lines), also with status 2; so does no command at all,
 //! which prints the whole usage (commands and options) on stderr.
 //!
 //! Diagnostics go to stderr through `tracing`, filtered by `RUST_LOG` when set

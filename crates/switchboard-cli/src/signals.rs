@@ -9,6 +9,11 @@
 //! made a handler of their own (nobody listened: the second Ctrl-C of a draining
 //! bridge went unseen). [`Signals::next`] keeps a signal that arrives while nobody
 //! waits for the next call.
+//!
+//! A command a signal ended exits with [`Stop::exit_code`]: 128 + the signal's
+//! number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), the status a shell
+//! gives a job a signal ended, so that `$?`, `make` and CI runners read it as
+//! "interrupted", never as a tool's `isError` (1) or a protocol error (2).
 
 use std::io;
 
@@ -37,6 +42,13 @@ impl Stop {
             Stop::Terminate => libc::SIGTERM,
             Stop::Hangup => libc::SIGHUP,
         }
+    }
+
+    /// The exit status of a command this signal ended: 128 + its number, the
+    /// shell's convention (POSIX `sh`, "Exit Status for Commands").
+    pub fn exit_code(self) -> u8 {
+        // 128 + 1, 2 or 15: always below 256.
+        128 + self.number() as u8
     }
 
     /// The one-line reason, as the client prints it after `switchboard: `.
@@ -119,6 +131,16 @@ fn ignored(signo: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(Stop::Interrupt.exit_code(), 130);
+        assert_eq!(Stop::Terminate.exit_code(), 143);
+        assert_eq!(Stop::Hangup.exit_code(), 129);
+        for stop in Stop::ALL {
+            assert!(![0, 1, 2].contains(&stop.exit_code()), "{stop:?}");
+        }
+    }
 
     /// A signal raised before anyone waits is kept for the next wait, and a
     /// signal not watched is not reported.

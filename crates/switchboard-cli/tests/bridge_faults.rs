@@ -377,7 +377,8 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
 }
 
 /// A second SIGTERM while the bridge drains stops it at once: no more drain,
-/// no graces for a child that ignores SIGTERM (it is killed), exit 1. With one
+/// no graces for a child that ignores SIGTERM (it is killed), exit 143 (128 +
+/// SIGTERM, the shell's convention; not 1, a tool's `isError`). With one
 /// signal this stop takes the drain (here 60 s) and then 5 s + 5 s of graces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_stops_the_bridge_at_once() {
@@ -413,7 +414,7 @@ async fn a_second_sigterm_stops_the_bridge_at_once() {
         .await
         .expect("the bridge exits at once on the second SIGTERM")
         .unwrap();
-    assert_eq!(status.code(), Some(1), "{status:?}");
+    assert_eq!(status.code(), Some(143), "{status:?}");
     // Killed, not left to ignore SIGTERM: gone or a zombie awaiting its reaper.
     let gone = || {
         std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |stat| {

@@ -680,7 +680,7 @@ fn a_dual_era_stdio_server_is_spoken_to_in_a_legacy_revision_by_default() {
 }
 
 #[test]
-fn ctrl_c_cancels_the_call_and_exits_2() {
+fn ctrl_c_cancels_the_call_and_exits_130() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut child = common::with_default_signals(&mut Command::new(exe()))
@@ -722,7 +722,7 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
         .recv_timeout(common::BOUND)
         .expect("exits after SIGINT")
         .unwrap();
-    assert_eq!(status.code(), Some(2), "{status}");
+    assert_eq!(status.code(), Some(130), "{status}");
     assert!(started.elapsed().as_secs() < 15, "{:?}", started.elapsed());
     // Every remaining line, until stderr closes (bounded).
     let mut rest = Vec::new();
@@ -782,7 +782,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
         .recv_timeout(common::BOUND)
         .expect("exits after SIGINT")
         .unwrap();
-    assert_eq!(status.code(), Some(2), "{status}");
+    assert_eq!(status.code(), Some(130), "{status}");
     let sent = std::fs::read_to_string(&log).expect("the server's input");
     let _ = std::fs::remove_file(&log);
     let messages: Vec<Value> = sent
@@ -979,26 +979,27 @@ fn structured_content_that_breaks_the_output_schema_exits_2() {
     }
 }
 
-/// Ctrl-C while the server has not answered `initialize` yet: exit 2 with one
-/// line, and the stdio child (in its own process group, so a terminal's Ctrl-C
-/// does not reach it) is shut down, not left running.
+/// Ctrl-C while the server has not answered `initialize` yet: exit 130 (128 +
+/// SIGINT, the shell's convention) with one line, and the stdio child (in its own
+/// process group, so a terminal's Ctrl-C does not reach it) is shut down, not
+/// left running.
 #[test]
-fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
+fn ctrl_c_while_connecting_exits_130_and_ends_the_child() {
     let (code, stderr, still_running, _) = signal_while_connecting(&["INT"], None, false);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
 }
 
 /// SIGTERM (`timeout`, a CI runner, systemd) and SIGHUP (the terminal closed)
-/// end the command as Ctrl-C does. They killed the process outright (exit 143 or
-/// 129, no message), leaving a stdio server that does not exit on stdin EOF
-/// running in its own process group.
+/// end the command as Ctrl-C does, with the shell's status for each (143, 129).
+/// They killed the process outright (no message), leaving a stdio server that
+/// does not exit on stdin EOF running in its own process group.
 #[test]
-fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
-    for (signal, name) in [("TERM", "SIGTERM"), ("HUP", "SIGHUP")] {
+fn sigterm_and_sighup_while_connecting_end_the_child() {
+    for (signal, name, status) in [("TERM", "SIGTERM", 143), ("HUP", "SIGHUP", 129)] {
         let (code, stderr, still_running, _) = signal_while_connecting(&[signal], None, false);
-        assert_eq!(code, Some(2), "{signal}: {stderr}");
+        assert_eq!(code, Some(status), "{signal}: {stderr}");
         assert_eq!(stderr, format!("switchboard: terminated by {name}\n"));
         assert!(
             !still_running,
@@ -1013,7 +1014,7 @@ fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
 fn an_inherited_ignored_signal_stays_ignored() {
     let (code, stderr, still_running, _) =
         signal_while_connecting(&["HUP", "TERM"], Some("HUP"), false);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(143), "{stderr}");
     assert_eq!(stderr, "switchboard: terminated by SIGTERM\n");
     assert!(!still_running, "the stdio server was left running");
 }
@@ -1025,7 +1026,7 @@ fn an_inherited_ignored_signal_stays_ignored() {
 fn a_second_ctrl_c_kills_a_server_that_ignores_its_shutdown() {
     let (code, stderr, still_running, after_last) =
         signal_while_connecting(&["INT", "INT"], None, true);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
     assert!(
@@ -1065,7 +1066,7 @@ fn a_second_ctrl_c_while_writing_to_the_server_kills_it() {
         None,
         true,
     );
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
     assert!(

@@ -23,7 +23,8 @@
 //! Exit status ([`EXIT_OK`], [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`]): 0 on success, 1
 //! when the tool returned `isError: true`, 2 on a protocol or transport error (the
 //! server cannot be started or reached, it answered a JSON-RPC error, it timed out,
-//! an unknown tool, bad arguments, Ctrl-C, SIGTERM or SIGHUP).
+//! an unknown tool, bad arguments); 128 + the signal's number when a signal ended
+//! it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP: [`Stop::exit_code`]).
 //!
 //! **Signals** ([`crate::signals`], watched from before the server is started or
 //! reached until exit; one inherited as ignored stays ignored). Ctrl-C, SIGTERM or
@@ -273,7 +274,7 @@ pub struct PingArgs {
 /// Why a command did not succeed: the exit status and the one line for stderr.
 #[derive(Debug)]
 pub struct Failure {
-    /// [`EXIT_TOOL_ERROR`] or [`EXIT_FAILURE`].
+    /// [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`], or a signal's [`Stop::exit_code`].
     pub code: u8,
     /// The message, without the `switchboard: ` prefix.
     pub message: String,
@@ -290,7 +291,7 @@ impl Failure {
     /// The command was ended by `stop` (Ctrl-C, SIGTERM, SIGHUP).
     fn stopped(stop: Stop) -> Self {
         Failure {
-            code: EXIT_FAILURE,
+            code: stop.exit_code(),
             message: stop.message().to_owned(),
         }
     }
