@@ -1103,8 +1103,11 @@ fn signal_during(
 ) -> (Option<i32>, String, bool, std::time::Duration) {
     let signal = signals.join("-");
     use std::process::{Command, Stdio};
+    // One directory per call: tests sending the same signals run side by side.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir =
-        std::env::temp_dir().join(format!("sb-signal-{signal}-connect-{}", std::process::id()));
+        std::env::temp_dir().join(format!("sb-signal-{signal}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
