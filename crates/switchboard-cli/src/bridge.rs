@@ -2,7 +2,9 @@
 //! era) and `switchboard connect` (a remote HTTP MCP server served on our stdio).
 //!
 //! This module only turns flags into a `switchboard_bridge::BridgeConfig` and runs
-//! it until SIGTERM or Ctrl-C; what the bridge does is in `switchboard-bridge`.
+//! it until SIGTERM or Ctrl-C (watched by [`crate::signals`] from before the
+//! listener and the children start); what the bridge does is in
+//! `switchboard-bridge`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -15,6 +17,8 @@ use switchboard_bridge::{
 use switchboard_transport::http::server::HttpServerConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
 use tracing_subscriber::prelude::*;
+
+use crate::signals::{Inherited, Signals, Stop};
 
 /// `--child`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -332,10 +336,12 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 }
 
 /// Runs `switchboard bridge` until SIGTERM or Ctrl-C, then drains and ends the
-/// children; a second SIGTERM or Ctrl-C meanwhile stops it at once, children
-/// killed (exit 1). Exit 0 after a clean stop, 2 when it cannot start: a bad flag, a
-/// server command that is not an executable file or not in `PATH`
-/// (`ChildConfig::find_program`), a listener that cannot bind.
+/// children (exit 0); a second SIGTERM or Ctrl-C meanwhile stops it at once,
+/// children killed (exit 128 + that signal's number: 143, 130; not 1, which the
+/// client commands use for a tool's `isError`). Exit 2 when it cannot start: a
+/// bad flag, a server command that is not an executable file or not in `PATH`
+/// (`ChildConfig::find_program`), a listener that cannot bind. Both signals are watched even when inherited as ignored (`cmd &` in a
+/// script), from before the bridge starts until it exits.
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     init_tracing();
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
@@ -387,6 +393,15 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        // Before anything starts: a signal during start-up, or between the first
+        // signal and the wait for a second, is never lost nor fatal.
+        let mut signals = match Signals::watch(&[Stop::Interrupt, Stop::Terminate], Inherited::Overridden) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("switchboard: cannot watch signals: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
@@ -418,7 +433,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             lines.push(format!("  {me} tools call {url} {call}"));
         }
         println!("{}", lines.join("\n"));
-        wait_for_signal().await;
+        signals.next().await;
         eprintln!(
             "switchboard bridge: stopping (draining requests in flight; a second signal stops at once)"
         );
@@ -427,9 +442,9 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             // Asked twice: no more drain, nor graces for the children. Leaving
             // the runtime kills each child's process group (SIGKILL), as
             // `ChildProcess` promises when its runtime ends first.
-            () = wait_for_signal() => {
+            stop = signals.next() => {
                 eprintln!("switchboard bridge: second signal: stopped at once, children killed");
-                ExitCode::from(1)
+                ExitCode::from(stop.exit_code())
             }
         }
     })
@@ -442,21 +457,6 @@ fn origin_of(url: &str) -> &str {
         Some(i) => &url[..after_scheme + i],
         None => url,
     }
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// `Name: value` (or `Name:value`) → the pair. Refused: no colon, no name, or a

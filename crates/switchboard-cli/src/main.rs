@@ -2,19 +2,26 @@
 //!
 //! Commands (each in its own module):
 //! - `decode` ([`decode`]): re-encode newline-delimited JSON-RPC and answer bad lines
-//!   as the spec says; the default when no command is given;
+//!   as the spec says;
 //! - `tools`, `resources`, `prompts`, `ping` ([`client`]): a terminal MCP client for
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
 //! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
-//! - `config` ([`config`]): check a gateway configuration file, print its schema.
+//! - `config` ([`config`]): check a gateway configuration file, print its schema;
+//! - `lock`, `keygen` ([`client::lock`]): lock, check, approve and sign tool definitions;
+//! - `completions SHELL`: the shell completion script for bash, zsh, fish,
+//!   PowerShell or elvish on stdout, generated from this very definition
+//!   (`clap_complete`), so it never lags behind a flag.
 //!
 //! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
-//! line `switchboard: ...` on stderr. The exception: a flag or subcommand that
-//! does not parse gets clap's usage error (`error: ...`, then the usage and a
-//! `--help` hint, a few lines), also with status 2.
+//! line `switchboard: ...` on stderr; 128 + the signal's number (130 for Ctrl-C,
+//! 143 for SIGTERM, 129 for SIGHUP) when a signal ended a client command or forced
+//! a draining `bridge` to stop ([`signals`]). The exception: a flag or subcommand
+//! that does not parse gets clap's usage error (`error: ...`, then the usage and
+//! a `--help` hint, a few lines), also with status 2; so does no command at all,
+//! which prints the whole usage (commands and options) on stderr.
 //!
 //! Diagnostics go to stderr through `tracing`, filtered by `RUST_LOG` when set
 //! (`target=level,...` directives, e.g. `switchboard=debug`), else by `-v`
@@ -29,12 +36,14 @@ mod client;
 mod config;
 mod decode;
 mod example_server;
+mod signals;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 
-use clap::{ArgAction, Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 use switchboard_protocol::ProtocolVersion;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
@@ -43,14 +52,17 @@ use tracing_subscriber::prelude::*;
 #[command(
     name = "switchboard",
     version,
-    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect"
+    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect",
+    // No command: the usage on stderr, exit 2 (clap's usage error), as a CLI
+    // with subcommands does; nothing is run by default.
+    arg_required_else_help = true
 )]
 struct Cli {
     /// More diagnostics on stderr (repeatable); `RUST_LOG` overrides.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Command,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +102,12 @@ enum Command {
     /// Check a gateway configuration file, or print its JSON Schema.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Print the shell completion script for SHELL on stdout (e.g. `switchboard
+    /// completions bash > ~/.local/share/bash-completion/completions/switchboard`).
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Sends `tracing` output to stderr: `RUST_LOG` (as [`Targets`] directives) when set
@@ -142,11 +160,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Decode {
-        file: None,
-        revision: ProtocolVersion::LATEST_LEGACY,
-    });
-    match command {
+    match cli.command {
         Command::Decode { file, revision } => match decode::decode(file, revision) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -181,6 +195,15 @@ fn main() -> ExitCode {
         Command::Lock(a) => {
             init_tracing(client_filter(cli.verbose));
             client::lock::run(*a)
+        }
+        Command::Completions { shell } => {
+            // Generated into memory (clap_complete panics on a failed write),
+            // then written; a closed stdout (`| head`) is not an error.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "switchboard", &mut script);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&script).and_then(|()| out.flush());
+            ExitCode::SUCCESS
         }
     }
 }

@@ -377,11 +377,24 @@ async fn sigterm_drains_requests_in_flight_then_exits() {
 }
 
 /// A second SIGTERM while the bridge drains stops it at once: no more drain,
-/// no graces for a child that ignores SIGTERM (it is killed), exit 1. With one
+/// no graces for a child that ignores SIGTERM (it is killed), exit 143 (128 +
+/// SIGTERM, the shell's convention; not 1, a tool's `isError`). With one
 /// signal this stop takes the drain (here 60 s) and then 5 s + 5 s of graces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_stops_the_bridge_at_once() {
-    let pids = temp_path("second-term");
+    second_signal_stops_the_bridge_at_once("second-term", libc::SIGTERM, 143).await;
+}
+
+/// The same with Ctrl-C (SIGINT) as the second signal: exit 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ctrl_c_after_sigterm_stops_the_bridge_at_once_with_130() {
+    second_signal_stops_the_bridge_at_once("second-int", libc::SIGINT, 130).await;
+}
+
+/// SIGTERM, then `second` while the bridge drains a minute-long call; the
+/// bridge must exit `code` at once and its child be killed.
+async fn second_signal_stops_the_bridge_at_once(name: &str, second_signal: i32, code: i32) {
+    let pids = temp_path(name);
     // The example server with SIGTERM ignored (kept across exec); it answers the
     // calls in flight for up to 10 s after its stdin closes.
     let cmd = [
@@ -408,12 +421,12 @@ async fn a_second_sigterm_stops_the_bridge_at_once() {
         "one SIGTERM drains: the call is in flight for a minute"
     );
     let second = Instant::now();
-    bridge.terminate();
+    bridge.signal(second_signal);
     let status = tokio::time::timeout(Duration::from_secs(5), bridge.child.wait())
         .await
-        .expect("the bridge exits at once on the second SIGTERM")
+        .expect("the bridge exits at once on the second signal")
         .unwrap();
-    assert_eq!(status.code(), Some(1), "{status:?}");
+    assert_eq!(status.code(), Some(code), "{status:?}");
     // Killed, not left to ignore SIGTERM: gone or a zombie awaiting its reaper.
     let gone = || {
         std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |stat| {

@@ -701,10 +701,10 @@ fn a_dual_era_stdio_server_is_spoken_to_in_a_legacy_revision_by_default() {
 }
 
 #[test]
-fn ctrl_c_cancels_the_call_and_exits_2() {
+fn ctrl_c_cancels_the_call_and_exits_130() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    let mut child = Command::new(exe())
+    let mut child = common::with_default_signals(&mut Command::new(exe()))
         .args([
             "tools",
             "call",
@@ -734,9 +734,7 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
     let first = rx.recv_timeout(common::BOUND).expect("a progress line");
     assert!(first.starts_with("progress: 1/30"), "{first}");
     let started = std::time::Instant::now();
-    let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+    common::send_signal(pid, libc::SIGINT);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
@@ -745,7 +743,7 @@ fn ctrl_c_cancels_the_call_and_exits_2() {
         .recv_timeout(common::BOUND)
         .expect("exits after SIGINT")
         .unwrap();
-    assert_eq!(status.code(), Some(2), "{status}");
+    assert_eq!(status.code(), Some(130), "{status}");
     assert!(started.elapsed().as_secs() < 15, "{:?}", started.elapsed());
     // Every remaining line, until stderr closes (bounded).
     let mut rest = Vec::new();
@@ -772,7 +770,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
     use std::process::{Command, Stdio};
     let log = std::env::temp_dir().join(format!("sb-cli-cancel-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let mut child = Command::new(exe())
+    let mut child = common::with_default_signals(&mut Command::new(exe()))
         .args([
             "tools",
             "call",
@@ -796,9 +794,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
     let mut first = String::new();
     stderr.read_line(&mut first).expect("a progress line");
     assert!(first.starts_with("progress: 1/30"), "{first}");
-    let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+    common::send_signal(pid, libc::SIGINT);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
@@ -807,7 +803,7 @@ fn ctrl_c_sends_the_stdio_server_a_cancellation_for_the_call() {
         .recv_timeout(common::BOUND)
         .expect("exits after SIGINT")
         .unwrap();
-    assert_eq!(status.code(), Some(2), "{status}");
+    assert_eq!(status.code(), Some(130), "{status}");
     let sent = std::fs::read_to_string(&log).expect("the server's input");
     let _ = std::fs::remove_file(&log);
     let messages: Vec<Value> = sent
@@ -1004,26 +1000,27 @@ fn structured_content_that_breaks_the_output_schema_exits_2() {
     }
 }
 
-/// Ctrl-C while the server has not answered `initialize` yet: exit 2 with one
-/// line, and the stdio child (in its own process group, so a terminal's Ctrl-C
-/// does not reach it) is shut down, not left running.
+/// Ctrl-C while the server has not answered `initialize` yet: exit 130 (128 +
+/// SIGINT, the shell's convention) with one line, and the stdio child (in its own
+/// process group, so a terminal's Ctrl-C does not reach it) is shut down, not
+/// left running.
 #[test]
-fn ctrl_c_while_connecting_exits_2_and_ends_the_child() {
+fn ctrl_c_while_connecting_exits_130_and_ends_the_child() {
     let (code, stderr, still_running, _) = signal_while_connecting(&["INT"], None, false);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
 }
 
 /// SIGTERM (`timeout`, a CI runner, systemd) and SIGHUP (the terminal closed)
-/// end the command as Ctrl-C does. They killed the process outright (exit 143 or
-/// 129, no message), leaving a stdio server that does not exit on stdin EOF
-/// running in its own process group.
+/// end the command as Ctrl-C does, with the shell's status for each (143, 129).
+/// They killed the process outright (no message), leaving a stdio server that
+/// does not exit on stdin EOF running in its own process group.
 #[test]
-fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
-    for (signal, name) in [("TERM", "SIGTERM"), ("HUP", "SIGHUP")] {
+fn sigterm_and_sighup_while_connecting_end_the_child() {
+    for (signal, name, status) in [("TERM", "SIGTERM", 143), ("HUP", "SIGHUP", 129)] {
         let (code, stderr, still_running, _) = signal_while_connecting(&[signal], None, false);
-        assert_eq!(code, Some(2), "{signal}: {stderr}");
+        assert_eq!(code, Some(status), "{signal}: {stderr}");
         assert_eq!(stderr, format!("switchboard: terminated by {name}\n"));
         assert!(
             !still_running,
@@ -1038,7 +1035,7 @@ fn sigterm_and_sighup_while_connecting_exit_2_and_end_the_child() {
 fn an_inherited_ignored_signal_stays_ignored() {
     let (code, stderr, still_running, _) =
         signal_while_connecting(&["HUP", "TERM"], Some("HUP"), false);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(143), "{stderr}");
     assert_eq!(stderr, "switchboard: terminated by SIGTERM\n");
     assert!(!still_running, "the stdio server was left running");
 }
@@ -1050,7 +1047,47 @@ fn an_inherited_ignored_signal_stays_ignored() {
 fn a_second_ctrl_c_kills_a_server_that_ignores_its_shutdown() {
     let (code, stderr, still_running, after_last) =
         signal_while_connecting(&["INT", "INT"], None, true);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(stderr, "switchboard: interrupted\n");
+    assert!(!still_running, "the stdio server was left running");
+    assert!(
+        after_last < std::time::Duration::from_millis(1500),
+        "the client took {after_last:?} to exit after the second Ctrl-C"
+    );
+}
+
+/// A second Ctrl-C while the client is still writing to a stdio server what it
+/// queued (the interrupted call, then its `notifications/cancelled`; here the
+/// server stopped reading, so that write waits its bound of 1 s) kills the
+/// server at once too: that signal was taken by the write's wait and the
+/// shutdown then waited for a third, running the spec's two graces of 2 s.
+#[test]
+fn a_second_ctrl_c_while_writing_to_the_server_kills_it() {
+    // Answers initialize and tools/list (one tool), then reads nothing more.
+    let reply = |result: &str| {
+        format!(
+            "read -r line; id=${{line#*\\\"id\\\":}}; id=${{id%%[!0-9]*}}; \
+             printf '{{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{result}}}\\n' \"$id\"; "
+        )
+    };
+    let serve = format!(
+        "{}read -r line; {}",
+        reply(
+            "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{}},\
+             \"serverInfo\":{\"name\":\"deaf\",\"version\":\"1\"}}"
+        ),
+        reply("{\"tools\":[{\"name\":\"big\",\"inputSchema\":{\"type\":\"object\"}}]}")
+    );
+    // More than a pipe holds (64 KiB), less than one argument may be (128 KiB).
+    let args = format!("{{\"data\":\"{}\"}}", "x".repeat(120_000));
+    let (code, stderr, still_running, after_last) = signal_during(
+        &["tools", "call", "big", "--args", &args],
+        &serve,
+        &["INT", "INT"],
+        None,
+        true,
+    );
+    assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(stderr, "switchboard: interrupted\n");
     assert!(!still_running, "the stdio server was left running");
     assert!(
@@ -1072,15 +1109,31 @@ fn signal_while_connecting(
     ignored: Option<&str>,
     stubborn: bool,
 ) -> (Option<i32>, String, bool, std::time::Duration) {
+    signal_during(&["ping"], "", signals, ignored, stubborn)
+}
+
+/// [`signal_while_connecting`] for the client command `cli` (then `-- sh -c
+/// SCRIPT`) with a server that first runs `serve` (shell commands that answer
+/// what the client sends) and only then counts as running.
+fn signal_during(
+    cli: &[&str],
+    serve: &str,
+    signals: &[&str],
+    ignored: Option<&str>,
+    stubborn: bool,
+) -> (Option<i32>, String, bool, std::time::Duration) {
     let signal = signals.join("-");
     use std::process::{Command, Stdio};
+    // One directory per call: tests sending the same signals run side by side.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir =
-        std::env::temp_dir().join(format!("sb-signal-{signal}-connect-{}", std::process::id()));
+        std::env::temp_dir().join(format!("sb-signal-{signal}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("child.pid");
     let _ = std::fs::remove_file(&pid_file);
     let script = format!(
-        "{}echo $$ > '{}'; exec sleep 300",
+        "{}{serve}echo $$ > '{}'; exec sleep 300",
         if stubborn { "trap '' TERM; " } else { "" },
         pid_file.display()
     );
@@ -1093,8 +1146,9 @@ fn signal_while_connecting(
         }
         None => Command::new(exe),
     };
-    let mut child = command
-        .args(["ping", "--", "sh", "-c", &script])
+    let mut child = common::with_default_signals(&mut command)
+        .args(cli)
+        .args(["--", "sh", "-c", &script])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -1127,9 +1181,13 @@ fn signal_while_connecting(
             );
         }
         last = std::time::Instant::now();
-        let _ = Command::new("kill")
-            .args([&format!("-{signal}"), &pid.to_string()])
-            .status();
+        let number = match *signal {
+            "INT" => libc::SIGINT,
+            "TERM" => libc::SIGTERM,
+            "HUP" => libc::SIGHUP,
+            other => panic!("no such signal here: {other}"),
+        };
+        common::send_signal(pid, number);
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

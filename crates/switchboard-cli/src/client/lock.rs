@@ -13,6 +13,8 @@ use switchboard_bridge::pin::{
     UpstreamLock, LOCK_VERSION,
 };
 
+use crate::signals::{Inherited, Stop};
+
 use super::{
     client_options, connect, list_pages, render, resolve_target, with_skipped, CommonArgs, Failure,
     Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
@@ -319,12 +321,13 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
 /// Connects to `target`, lists everything, disconnects.
 async fn discover_target(target: &Target, common: &CommonArgs) -> Result<Discovery, Failure> {
     let ui = Ui::new(true);
-    let mut signals = Signals::watch()?;
+    let mut signals = Signals::watch(&Stop::ALL, Inherited::Kept)
+        .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))?;
     let connection = connect(target, client_options(common, &ui), common, &mut signals).await?;
     let outcome = tokio::select! {
         biased;
         r = discover(&connection.client) => r,
-        why = signals.next() => Err(Failure::new(why)),
+        stop = signals.next() => Err(Failure::stopped(stop)),
     };
     let outcome = match (outcome, &connection.child) {
         (Err(failure), Some(child)) => Err(with_skipped(failure, child)),

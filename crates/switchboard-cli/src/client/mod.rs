@@ -23,13 +23,16 @@
 //! Exit status ([`EXIT_OK`], [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`]): 0 on success, 1
 //! when the tool returned `isError: true`, 2 on a protocol or transport error (the
 //! server cannot be started or reached, it answered a JSON-RPC error, it timed out,
-//! an unknown tool, bad arguments, Ctrl-C, SIGTERM or SIGHUP).
+//! an unknown tool, bad arguments); 128 + the signal's number when a signal ended
+//! it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP: [`Stop::exit_code`]).
 //!
-//! **Signals.** Ctrl-C, SIGTERM or SIGHUP cancels the request in flight
-//! (`notifications/cancelled`) and closes: a stdio server is shut down in the
-//! spec's order (at most [`CHILD_GRACE`] per step), an HTTP session deleted (at
-//! most [`CLOSE_BOUND`]). A second signal while closing kills the stdio server at
-//! once (SIGKILL to its process group) or abandons the `DELETE`.
+//! **Signals** ([`crate::signals`], watched from before the server is started or
+//! reached until exit; one inherited as ignored stays ignored). Ctrl-C, SIGTERM or
+//! SIGHUP cancels the request in flight (`notifications/cancelled`) and closes: a
+//! stdio server is shut down in the spec's order (at most [`CHILD_GRACE`] per
+//! step), an HTTP session deleted (at most [`CLOSE_BOUND`]). A second signal at any
+//! point while closing kills the stdio server at once (SIGKILL to its process
+//! group) or abandons the `DELETE`.
 //!
 //! **Sampling and elicitation.** This client declares neither capability (nor
 //! `roots`): it has no model and, in non-interactive use, no human to ask. A
@@ -64,6 +67,8 @@ use switchboard_protocol::types::{
 use switchboard_protocol::version::Era;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildProcess, ChildTransport};
 use switchboard_transport::{error_chain, Transport, TransportConfig};
+
+use crate::signals::{Inherited, Signals, Stop};
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -270,7 +275,7 @@ pub struct PingArgs {
 /// Why a command did not succeed: the exit status and the one line for stderr.
 #[derive(Debug)]
 pub struct Failure {
-    /// [`EXIT_TOOL_ERROR`] or [`EXIT_FAILURE`].
+    /// [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`], or a signal's [`Stop::exit_code`].
     pub code: u8,
     /// The message, without the `switchboard: ` prefix.
     pub message: String,
@@ -281,6 +286,14 @@ impl Failure {
         Failure {
             code: EXIT_FAILURE,
             message: message.into(),
+        }
+    }
+
+    /// The command was ended by `stop` (Ctrl-C, SIGTERM, SIGHUP).
+    fn stopped(stop: Stop) -> Self {
+        Failure {
+            code: stop.exit_code(),
+            message: stop.message().to_owned(),
         }
     }
 }
@@ -466,8 +479,8 @@ impl Connection {
     /// Disconnects: a URL's session is ended (its `DELETE` sent, at most
     /// [`CLOSE_BOUND`]), or what is queued for the child is written (at most
     /// [`FLUSH_BOUND`]), the client dropped (closing the child's stdin) and the
-    /// child shut down in the spec's order and reaped. A signal meanwhile
-    /// cuts it short: the `DELETE` is abandoned, the child killed at once.
+    /// child shut down in the spec's order and reaped. A signal at any point
+    /// meanwhile cuts it short: the `DELETE` is abandoned, the child killed at once.
     async fn close(self, signals: &mut Signals) {
         let Connection { client, child } = self;
         let Some(child) = child else {
@@ -477,38 +490,57 @@ impl Connection {
                         tracing::debug!("the session did not close in time");
                     }
                 }
-                why = signals.next() => tracing::debug!("{why} again: the session is not deleted"),
+                stop = signals.next() => tracing::debug!("{} again: the session is not deleted", stop.message()),
             }
             return;
         };
         // What is queued for the server goes out before its stdin closes: above
         // all the `notifications/cancelled` of a call a signal interrupted (queued
         // when the call's future was dropped), which is the only way to cancel a
-        // call over stdio. Bounded, and a signal cuts it short.
-        tokio::select! {
+        // call over stdio. Bounded; a signal cuts it short and, as it is the
+        // user's second, the shutdown too (it is not waited for again there).
+        let ending = tokio::select! {
             flushed = tokio::time::timeout(FLUSH_BOUND, client.peer().flush()) => {
                 if !matches!(flushed, Ok(true)) {
                     tracing::debug!("the server's stdin did not take what was queued");
                 }
+                Ending::InOrder
             }
-            why = signals.next() => tracing::debug!("{why} again: not waiting to write to the server"),
-        }
+            stop = signals.next() => {
+                tracing::debug!("{} again: not waiting to write to the server", stop.message());
+                Ending::AtOnce
+            }
+        };
         drop(client);
-        shut_down(child, signals).await;
+        shut_down(child, signals, ending).await;
     }
 }
 
-/// Shuts a stdio server down in the spec's order and reaps it; a signal
-/// meanwhile (the user's second Ctrl-C) kills it at once instead of waiting out
-/// its graces.
-async fn shut_down(child: ChildProcess, signals: &mut Signals) {
+/// How a stdio server is ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// In the spec's order (stdin closed, SIGTERM, SIGKILL, [`CHILD_GRACE`]
+    /// apart), unless a signal comes meanwhile.
+    InOrder,
+    /// At once (SIGKILL to its process group): the user already asked twice.
+    AtOnce,
+}
+
+/// Shuts a stdio server down as `ending` says and reaps it; a signal meanwhile
+/// (the user's second Ctrl-C) kills it at once instead of waiting out its
+/// graces.
+async fn shut_down(child: ChildProcess, signals: &mut Signals, ending: Ending) {
     let switch = child.kill_switch();
+    if ending == Ending::AtOnce {
+        tracing::debug!("killing the server process");
+        switch.kill();
+    }
     let shutdown = child.shutdown();
     tokio::pin!(shutdown);
     let report = tokio::select! {
         report = &mut shutdown => report,
-        why = signals.next() => {
-            tracing::debug!("{why} again: killing the server process");
+        stop = signals.next(), if ending == Ending::InOrder => {
+            tracing::debug!("{} again: killing the server process", stop.message());
             switch.kill();
             shutdown.await
         }
@@ -579,7 +611,7 @@ async fn connect(
                 client: client?,
                 child: None,
             }),
-            why = signals.next() => Err(Failure::new(why)),
+            stop = signals.next() => Err(Failure::stopped(stop)),
         },
         Target::Command(_) if !common.header.is_empty() => Err(Failure::new(
             "--header applies to a URL target; a stdio server (-- CMD) has no HTTP headers",
@@ -598,7 +630,7 @@ async fn connect(
                 r = Client::connect(Transport { sender, receiver }, options) => r.map_err(|e| {
                     Failure::new(format!("cannot connect to {target}: {}", error_chain(&e)))
                 }),
-                why = signals.next() => Err(Failure::new(why)),
+                stop = signals.next() => Err(Failure::stopped(stop)),
             };
             match handshake {
                 Ok(client) => Ok(Connection {
@@ -607,7 +639,7 @@ async fn connect(
                 }),
                 Err(failure) => {
                     let failure = with_skipped(failure, &process);
-                    shut_down(process, signals).await;
+                    shut_down(process, signals, Ending::InOrder).await;
                     Err(failure)
                 }
             }
@@ -950,69 +982,6 @@ async fn act(
     Ok(EXIT_OK)
 }
 
-/// The signals that end a command: Ctrl-C (`interrupted`), SIGTERM and SIGHUP
-/// (`terminated by SIG...`). Each ends it the same way (the request in flight
-/// cancelled, a stdio child shut down, exit 2), where the default action killed
-/// the process and left the child running; a second one while the command is
-/// closing cuts that short (a stdio child is killed at once, an HTTP session's
-/// `DELETE` is not waited for). A signal that this process inherited as ignored
-/// (`nohup`, `trap '' HUP`, a background job of a non-interactive shell for
-/// SIGINT) stays ignored: it is not watched.
-struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    /// Installs the handlers. Errors: the runtime cannot watch signals.
-    fn watch() -> Result<Signals, Failure> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let watch = |kind: SignalKind| {
-            if ignored(kind.as_raw_value()) {
-                return Ok(None);
-            }
-            signal(kind)
-                .map(Some)
-                .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))
-        };
-        Ok(Signals {
-            int: watch(SignalKind::interrupt())?,
-            term: watch(SignalKind::terminate())?,
-            hup: watch(SignalKind::hangup())?,
-        })
-    }
-
-    /// The next signal, as the failure's message. Cancel safe (a signal that
-    /// arrives while no one waits is kept for the next call).
-    async fn next(&mut self) -> &'static str {
-        async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            () = one(&mut self.int) => "interrupted",
-            () = one(&mut self.term) => "terminated by SIGTERM",
-            () = one(&mut self.hup) => "terminated by SIGHUP",
-        }
-    }
-}
-
-/// Whether signal `signo`'s disposition is "ignore" (`SIG_IGN`), as inherited
-/// from the parent.
-fn ignored(signo: i32) -> bool {
-    // SAFETY: a query only (no new action is set); `old` is a valid, zeroed
-    // `sigaction` for the kernel to fill in.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signo, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
-    }
-}
-
 /// Connects, acts, disconnects; Ctrl-C (or SIGTERM, SIGHUP) cancels the request
 /// in flight (the library sends `notifications/cancelled`) and fails the command.
 async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u8, Failure> {
@@ -1022,13 +991,14 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
     // with no message and a stdio child left running in its own process group.
     // Installed here, before any child is spawned (`ctrl_c()` would install its
     // handler only when first polled, after the spawn).
-    let mut signals = Signals::watch()?;
+    let mut signals = Signals::watch(&Stop::ALL, Inherited::Kept)
+        .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))?;
     let connection = connect(&target, client_options(&common, &ui), &common, &mut signals).await?;
     let outcome = tokio::select! {
         // A result that is ready counts, even if a signal came at the same time.
         biased;
         r = act(&connection.client, &common, &ui, action) => r,
-        why = signals.next() => Err(Failure::new(why)),
+        stop = signals.next() => Err(Failure::stopped(stop)),
     };
     ui.finish();
     let outcome = match (outcome, &connection.child) {
@@ -1046,7 +1016,7 @@ async fn session(target: Target, common: CommonArgs, action: Action) -> Result<u
 /// (`isError`, exit 1).
 fn with_skipped(failure: Failure, child: &ChildProcess) -> Failure {
     let (count, last) = child.skipped_lines();
-    if count == 0 || failure.code != EXIT_FAILURE {
+    if count == 0 || failure.code == EXIT_TOOL_ERROR {
         return failure;
     }
     let last = last.unwrap_or_default();

@@ -72,6 +72,15 @@ impl BridgeProc {
         BridgeProc { child, url, base }
     }
 
+    /// Sends `signal` (e.g. `libc::SIGINT`) with `kill(2)`; panics if it
+    /// cannot be sent.
+    pub fn signal(&self, signal: i32) {
+        let pid = libc::pid_t::try_from(self.child.id().expect("running")).expect("a pid");
+        // SAFETY: a plain system call on the bridge this test started, by its id.
+        let sent = unsafe { libc::kill(pid, signal) };
+        assert_eq!(sent, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
         let pid = self.child.id().expect("running").to_string();

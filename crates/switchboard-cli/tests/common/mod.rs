@@ -10,6 +10,42 @@ use std::time::{Duration, Instant};
 /// The most any one run of the binary may take before the test fails.
 pub const BOUND: Duration = Duration::from_secs(60);
 
+/// `command` with SIGINT, SIGTERM and SIGHUP at their default actions in the
+/// child, as a shell gives a foreground job, for a test that signals it: the test
+/// run itself may have inherited them ignored (SIGINT for `./scripts/test &` in a
+/// non-interactive shell, SIGHUP under `nohup`), which the client commands keep,
+/// so the test's signal would never arrive.
+pub fn with_default_signals(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only `signal(2)` runs, which is
+    // async-signal-safe; nothing is allocated.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Sends `signal` (e.g. `libc::SIGINT`) to process `pid`, which this test
+/// started; panics if it cannot be sent. A direct `kill(2)`: no `kill` program
+/// to start, which can fail on a loaded machine and leave the signal unsent.
+pub fn send_signal(pid: u32, signal: i32) {
+    let pid = libc::pid_t::try_from(pid).expect("a pid");
+    // SAFETY: a plain system call on a process of ours, by its id.
+    let sent = unsafe { libc::kill(pid, signal) };
+    assert_eq!(
+        sent,
+        0,
+        "kill({pid}, {signal}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// The binary under test.
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_switchboard")
@@ -55,8 +91,8 @@ pub fn run_with_env(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -
         .expect("spawn switchboard");
     let mut pipe = child.stdin.take().expect("stdin piped");
     if let Some(bytes) = stdin {
-        // A run that ends before reading its input (a refusal at start) closes
-        // the pipe first: what it did is in its exit code and stderr.
+        // A run that ends before reading its input (a flag refused at start)
+        // closes the pipe first: what it did is still checked below.
         if let Err(e) = pipe.write_all(bytes) {
             assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
         }
