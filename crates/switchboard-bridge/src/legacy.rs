@@ -542,7 +542,7 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
         "tools/call" => {
-            if let Err(why) = session.core.allow.check_call(r.params.as_deref()) {
+            if let Err(why) = session.core.check_tool_call(r.params.as_deref()) {
                 let _ = session
                     .tx
                     .send(error(r.id, code::INVALID_PARAMS, why))
@@ -682,7 +682,7 @@ impl DirectSink for Direct {
             "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
                 session.core.mode != ChildMode::Shared
             }
-            "tools/call" => session.core.allow.check_call(r.params.as_deref()).is_ok(),
+            "tools/call" => session.core.check_tool_call(r.params.as_deref()).is_ok(),
             _ => true,
         };
         let upstream = lock(&session.upstream).clone();
@@ -1008,7 +1008,7 @@ async fn pump(
                 let out = match message {
                     Message::Response(resp) => {
                         let result = if is_list {
-                            session.core.allow.filter_list_result(resp.result)
+                            session.core.filter_tool_list(resp.result)
                         } else {
                             resp.result
                         };

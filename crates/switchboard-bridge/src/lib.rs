@@ -36,6 +36,7 @@
 
 mod allow;
 mod connect;
+mod guard;
 mod legacy;
 mod modern;
 pub mod pin;
@@ -54,6 +55,7 @@ pub use allow::Allowlist;
 pub use connect::{
     connect_stdio, relay_from, ConnectConfig, CONNECT_DRAIN_ON_CLOSE, CONNECT_FLUSH_BOUND,
 };
+pub use guard::{DriftGuard, GuardMode};
 use serde_json::json;
 use serde_json::value::RawValue;
 use switchboard_protocol::jsonrpc::{
@@ -100,6 +102,9 @@ pub struct BridgeConfig {
     pub mode: ChildMode,
     /// Tools the clients may see and call; empty (default) allows every tool.
     pub allow_tools: Allowlist,
+    /// The drift guard (`--lock`): tools judged against an approved lock.
+    /// Default none.
+    pub drift_guard: Option<Arc<DriftGuard>>,
     /// The children's pipes: queue sizes and the line limit (default 16 MiB).
     pub transport: TransportConfig,
     /// How long a child has to answer `initialize`. Default 30 s.
@@ -137,6 +142,7 @@ impl BridgeConfig {
             http: HttpServerConfig::default(),
             mode: ChildMode::default(),
             allow_tools: Allowlist::default(),
+            drift_guard: None,
             transport: TransportConfig::default(),
             init_timeout: Duration::from_secs(30),
             ready_wait: Duration::from_secs(10),
@@ -154,6 +160,7 @@ impl BridgeConfig {
 pub(crate) struct Core {
     pub(crate) mode: ChildMode,
     pub(crate) allow: Allowlist,
+    pub(crate) guard: Option<Arc<DriftGuard>>,
     pub(crate) init_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) shared: Upstream,
@@ -180,6 +187,37 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// Whether a `tools/call` (its params) may reach the upstream: the
+    /// allowlist, then the drift guard. `Err(message)` for a -32602 answer.
+    pub(crate) fn check_tool_call(&self, params: Option<&RawValue>) -> Result<(), String> {
+        self.allow.check_call(params)?;
+        let Some(guard) = &self.guard else {
+            return Ok(());
+        };
+        #[derive(serde::Deserialize)]
+        struct Named<'a> {
+            #[serde(borrow)]
+            name: Option<std::borrow::Cow<'a, str>>,
+        }
+        let name = params
+            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
+            .and_then(|n| n.name);
+        match name {
+            Some(name) => guard.check_call(&name),
+            None => Err("tools/call needs params.name".to_owned()),
+        }
+    }
+
+    /// A `tools/list` result as clients see it: the allowlist's intersection,
+    /// then the drift guard's judgement.
+    pub(crate) fn filter_tool_list(&self, result: Box<RawValue>) -> Box<RawValue> {
+        let result = self.allow.filter_list_result(result);
+        match &self.guard {
+            Some(guard) => guard.filter_list_result(result),
+            None => result,
+        }
+    }
+
     /// A fresh owner id for a session or exchange (from 1: 0 is
     /// [`upstream::BRIDGE_OWNER`], the bridge's own calls).
     pub(crate) fn next_owner(&self) -> u64 {
@@ -546,6 +584,7 @@ impl Bridge {
         let core = Arc::new(Core {
             mode: config.mode,
             allow: config.allow_tools.clone(),
+            guard: config.drift_guard.clone(),
             init_timeout: config.init_timeout,
             request_timeout: config.request_timeout,
             shared,

@@ -185,7 +185,7 @@ async fn handle(
         });
     }
     if r.method == "tools/call" {
-        if let Err(why) = core.allow.check_call(r.params.as_deref()) {
+        if let Err(why) = core.check_tool_call(r.params.as_deref()) {
             return Some(error(r.id, code::INVALID_PARAMS, why));
         }
     }
@@ -682,7 +682,7 @@ fn filter_list(core: &Core, message: Message) -> Message {
     match message {
         Message::Response(r) => Message::Response(Response {
             id: r.id,
-            result: core.allow.filter_list_result(r.result),
+            result: core.filter_tool_list(r.result),
         }),
         other => other,
     }

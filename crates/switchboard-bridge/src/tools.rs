@@ -77,8 +77,12 @@ struct Known {
 
 /// What a fetch learnt, beside the list kept.
 pub(crate) enum Listed {
-    /// Every tool name the child reports.
-    Names(BTreeSet<String>),
+    /// Every tool the child reports: the names, and the tools as listed (for
+    /// the drift guard).
+    Tools {
+        names: BTreeSet<String>,
+        tools: Vec<Value>,
+    },
     /// The child has no tools capability or refused `tools/list` (why).
     Refused(String),
 }
@@ -150,6 +154,7 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
         return Ok((known, Listed::Refused(why)));
     }
     let mut names = BTreeSet::new();
+    let mut listed = Vec::new();
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -191,6 +196,7 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
                 .unwrap_or_default();
             names.insert(name.to_owned());
             known.tools.insert(name.to_owned(), pairs);
+            listed.push(tool.clone());
         }
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.to_owned()),
@@ -201,7 +207,13 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
         let ttl = Duration::from_millis(ttl.unwrap_or(0)).max(MIN_REFETCH);
         known.expires = Some(known.fetched + ttl);
     }
-    Ok((known, Listed::Names(names)))
+    Ok((
+        known,
+        Listed::Tools {
+            names,
+            tools: listed,
+        },
+    ))
 }
 
 /// One `tools/list` call: Ok(Ok(result)), Ok(Err(the child's error message)), or
@@ -272,8 +284,11 @@ pub(crate) async fn follow(
 /// names differ from `logged`, the ones last written about (then updated).
 async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
+    if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
+        guard.observe(tools);
+    }
     match outcome {
-        Ok(Listed::Names(names)) if core.allow.is_restricted() => {
+        Ok(Listed::Tools { names, .. }) if core.allow.is_restricted() => {
             let missing = core.allow.drift(&names);
             let now: Vec<String> = missing.iter().map(|n| (*n).to_owned()).collect();
             if logged.as_ref() == Some(&now) {

@@ -7,12 +7,15 @@
 //! `switchboard-bridge`.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use switchboard_bridge::pin::Lock;
 use switchboard_bridge::{
-    connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig,
+    connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, DriftGuard, GuardMode,
 };
 use switchboard_transport::http::server::HttpServerConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
@@ -78,6 +81,22 @@ pub struct BridgeArgs {
     /// Only this tool may be listed and called (repeatable); default: every tool.
     #[arg(long = "allow-tool", value_name = "NAME")]
     pub allow_tools: Vec<String>,
+    /// Judge the server's tools against this lock (`switchboard lock`): with
+    /// `--lock-mode block` (the default) a tool that is new or whose definition
+    /// is not the approved one is withheld from `tools/list` and its calls are
+    /// refused (-32602, never reaching the server); `warn` serves and logs it.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// What `--lock` does with a tool that is not as approved.
+    #[arg(long, value_enum, default_value = "block", requires = "lock")]
+    pub lock_mode: LockModeArg,
+    /// Which upstream of the lock is this server's; default: the lock's only one.
+    #[arg(long, value_name = "NAME", requires = "lock")]
+    pub lock_upstream: Option<String>,
+    /// Refuse to start unless the lock is signed with this key (a file, or the
+    /// key itself, `ed25519:...`: `switchboard keygen`, `lock sign`).
+    #[arg(long, value_name = "PUBKEY", requires = "lock")]
+    pub lock_key: Option<String>,
     /// Also accept this `Host` header value (repeatable): `NAME` with any port
     /// or none, `NAME:PORT` with that port only. Always accepted unless
     /// `--no-default-hosts`: `localhost`, `127.0.0.1` and `[::1]` with any port
@@ -327,6 +346,17 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
         ChildArg::Shared => ChildMode::Shared,
     };
     config.allow_tools = Allowlist::new(args.allow_tools);
+    if let Some(file) = &args.lock {
+        config.drift_guard = Some(Arc::new(drift_guard(
+            file,
+            args.lock_upstream.as_deref(),
+            args.lock_key.as_deref(),
+            match args.lock_mode {
+                LockModeArg::Block => GuardMode::Block,
+                LockModeArg::Warn => GuardMode::Warn,
+            },
+        )?));
+    }
     config.drain_timeout = args.drain_timeout;
     config.request_timeout = args.request_timeout;
     config.held_call_timeout = args.held_call_timeout;
@@ -514,6 +544,50 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `--lock-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LockModeArg {
+    /// Withhold and refuse what is not as approved.
+    Block,
+    /// Serve it and log.
+    Warn,
+}
+
+/// Reads the lock for `--lock` (checking its signature first with
+/// `--lock-key`) and picks this server's upstream. Errors: one line.
+fn drift_guard(
+    file: &Path,
+    upstream: Option<&str>,
+    key: Option<&str>,
+    mode: GuardMode,
+) -> Result<DriftGuard, String> {
+    if let Some(key) = key {
+        crate::client::lock::check_signature(file, key)?;
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lock: Lock = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a lock file: {e}", file.display()))?;
+    let name = match upstream {
+        Some(n) => n.to_owned(),
+        None if lock.upstreams.len() == 1 => {
+            lock.upstreams.keys().next().cloned().unwrap_or_default()
+        }
+        None => {
+            return Err(format!(
+                "{}: holds {} upstreams: name this server's with --lock-upstream",
+                file.display(),
+                lock.upstreams.len()
+            ))
+        }
+    };
+    let entry = lock
+        .upstreams
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| format!("{}: no upstream {name:?} in the lock", file.display()))?;
+    Ok(DriftGuard::new(entry, mode, file.display().to_string()))
 }
 
 #[cfg(test)]
