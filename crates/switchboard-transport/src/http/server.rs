@@ -32,7 +32,7 @@
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
-//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
+//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; a connection still reading that stream is taken over (its body ends; a half-open one never blocks the client's new GET) |
 //! | DELETE | 200, the session ends |
 //!
 //! Error bodies are a JSON-RPC error response with `id: null`
@@ -1499,13 +1499,6 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
     };
     let opened = match opened {
         Ok(o) => o,
-        Err(StreamError::Conflict) => {
-            return rpc_error(
-                StatusCode::CONFLICT,
-                code::INVALID_REQUEST,
-                "the session's standalone stream is already open",
-            )
-        }
         Err(StreamError::UnknownStream) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,

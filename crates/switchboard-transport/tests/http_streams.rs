@@ -1,0 +1,201 @@
+//! The life of the HTTP server's SSE streams, seen from the wire: a new GET
+//! takes the standalone stream over from a connection that still holds it (a
+//! half-open one never ends by itself). Servers bind 127.0.0.1 only; every
+//! wait is bounded.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard_protocol::codec::{SseItem, SseParser};
+use switchboard_protocol::jsonrpc::{Message, Notification, Response};
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig, SessionAcceptor};
+use switchboard_transport::Inbound;
+use tokio::sync::mpsc;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test timed out")
+}
+
+/// Serves every session: answers `initialize`, holds every other request
+/// unanswered (its stream stays open), and hands each session's sender to
+/// `senders` so the test can send on it.
+fn serve(
+    mut acceptor: SessionAcceptor,
+    senders: mpsc::UnboundedSender<switchboard_transport::Sender>,
+) {
+    tokio::spawn(async move {
+        while let Some(session) = acceptor.accept().await {
+            let (tx, mut rx) = session.transport.split();
+            let _ = senders.send(tx.clone());
+            tokio::spawn(async move {
+                while let Some(event) = rx.recv().await {
+                    match event {
+                        Inbound::Message(Message::Request(r)) if r.method == "initialize" => {
+                            let result = json!({"protocolVersion": "2025-11-25",
+                                "capabilities": {}, "serverInfo": {"name": "s", "version": "0"}});
+                            let answer = Response::new(r.id, &result).unwrap();
+                            let _ = tx.send(Message::Response(answer)).await;
+                        }
+                        Inbound::Closed { .. } => break,
+                        _ => {}
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn initialize() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string()
+}
+
+/// Opens a Streamable HTTP session on `url`; returns its id.
+async fn open_session(c: &reqwest::Client, url: &str) -> String {
+    let resp = c
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(initialize())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let sid = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    resp.bytes().await.unwrap();
+    sid
+}
+
+fn get_stream(
+    c: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    last: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let b = c
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25");
+    match last {
+        Some(l) => b.header("last-event-id", l),
+        None => b,
+    }
+}
+
+fn progress(n: u64) -> Message {
+    Message::Notification(
+        Notification::new(
+            "notifications/message",
+            &json!({"level": "info", "data": n}),
+        )
+        .unwrap(),
+    )
+}
+
+/// Reads SSE events (id, data) from `resp` until `n` with data came.
+async fn read_events(
+    resp: &mut reqwest::Response,
+    parser: &mut SseParser,
+    n: usize,
+) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let chunk = resp.chunk().await.unwrap().expect("the stream ended early");
+        for item in parser.feed(&chunk) {
+            if let SseItem::Event(e) = item.unwrap() {
+                if !e.data.is_empty() {
+                    out.push((e.id, e.data));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Reads `resp` to its end; `Ok` when the body ended properly, `Err` when it
+/// broke (reqwest reports a body cut before its last chunk as an error).
+async fn read_to_end(resp: &mut reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(format!("{e:?}")),
+        }
+    }
+}
+
+/// A new GET for the standalone stream, with or without `Last-Event-ID`, is
+/// not refused while a connection still holds the stream (a half-open one
+/// looks open to the server until a write to it fails, which can take many
+/// minutes): it takes the stream over. The old body ends, events after the
+/// `Last-Event-ID` are replayed, and later ones go to the new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_get_takes_the_standalone_stream_over() {
+    bounded(async {
+        let (server, acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let (senders_tx, mut senders) = mpsc::unbounded_channel();
+        serve(acceptor, senders_tx);
+        let url = server.url();
+        let c = reqwest::Client::new();
+        let sid = open_session(&c, &url).await;
+        let tx = senders.recv().await.unwrap();
+
+        let mut first = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        assert_eq!(first.status(), 200);
+        let mut parser = SseParser::new();
+        tx.send(progress(1)).await.unwrap();
+        let got = read_events(&mut first, &mut parser, 1).await;
+        let seen = got[0].0.clone().expect("events carry ids");
+        // Sent after the last event the client saw: the client never saw
+        // these (its connection is the half-open one).
+        tx.send(progress(2)).await.unwrap();
+        tx.send(progress(3)).await.unwrap();
+
+        let mut second = get_stream(&c, &url, &sid, Some(&seen)).send().await.unwrap();
+        assert_eq!(second.status(), 200, "taken over, not refused");
+        let ended = tokio::time::timeout(Duration::from_secs(10), read_to_end(&mut first))
+            .await
+            .expect("the old connection's body ends");
+        ended.expect("and ends properly");
+        let mut parser = SseParser::new();
+        let replayed = read_events(&mut second, &mut parser, 2).await;
+        let data: Vec<Value> = replayed
+            .iter()
+            .map(|(_, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        assert_eq!(data[0]["params"]["data"], 2, "{data:?}");
+        assert_eq!(data[1]["params"]["data"], 3, "{data:?}");
+        tx.send(progress(4)).await.unwrap();
+        let live = read_events(&mut second, &mut parser, 1).await;
+        let last = live[0].0.clone().expect("an id");
+        assert!(live[0].1.contains(r#""data":4"#), "{live:?}");
+
+        // Without Last-Event-ID too: the third GET takes the stream from the
+        // second, and gets what is sent from then on.
+        let mut third = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        assert_eq!(third.status(), 200);
+        tokio::time::timeout(Duration::from_secs(10), read_to_end(&mut second))
+            .await
+            .expect("the second connection's body ends")
+            .expect("properly");
+        tx.send(progress(5)).await.unwrap();
+        let mut parser = SseParser::new();
+        let got = read_events(&mut third, &mut parser, 1).await;
+        assert!(got[0].1.contains(r#""data":5"#), "{got:?}");
+        assert_ne!(got[0].0.as_deref(), Some(last.as_str()));
+        drop(tx);
+    })
+    .await
+}
