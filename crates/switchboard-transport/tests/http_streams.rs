@@ -1,7 +1,7 @@
 //! The life of the HTTP server's SSE streams, seen from the wire: a new GET
 //! takes the standalone stream over from a connection that still holds it (a
-//! half-open one never ends by itself). Servers bind 127.0.0.1 only; every
-//! wait is bounded.
+//! half-open one never ends by itself), and GET streams get keep-alive
+//! comments while silent. Servers bind 127.0.0.1 only; every wait is bounded.
 
 use std::future::Future;
 use std::time::Duration;
@@ -91,6 +91,10 @@ fn get_stream(
         Some(l) => b.header("last-event-id", l),
         None => b,
     }
+}
+
+fn list_changed() -> Message {
+    Message::Notification(Notification::new("notifications/tools/list_changed", &json!({})).unwrap())
 }
 
 fn progress(n: u64) -> Message {
@@ -196,6 +200,52 @@ async fn a_new_get_takes_the_standalone_stream_over() {
         assert!(got[0].1.contains(r#""data":5"#), "{got:?}");
         assert_ne!(got[0].0.as_deref(), Some(last.as_str()));
         drop(tx);
+    })
+    .await
+}
+
+/// A GET stream silent for `sse_keep_alive` gets a `: keep-alive` comment,
+/// and more of them while it stays silent; a message in between still comes
+/// as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_standalone_stream_gets_keep_alives() {
+    bounded(async {
+        let mut config = HttpServerConfig::default();
+        config.sse_keep_alive = Some(Duration::from_millis(100));
+        let (server, acceptor) = HttpServer::bind(config).await.unwrap();
+        let (senders_tx, mut senders) = mpsc::unbounded_channel();
+        serve(acceptor, senders_tx);
+        let url = server.url();
+        let c = reqwest::Client::new();
+        let sid = open_session(&c, &url).await;
+        let tx = senders.recv().await.unwrap();
+        let mut stream = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        assert_eq!(stream.status(), 200);
+        let mut parser = SseParser::new().with_comments(true);
+        let mut comments = 0;
+        let mut messages = 0;
+        let mut sent = false;
+        while comments < 3 || messages < 1 {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+                .await
+                .expect("no keep-alive within 5 s")
+                .unwrap()
+                .expect("the stream stays open");
+            for item in parser.feed(&chunk) {
+                match item.unwrap() {
+                    SseItem::Comment(text) => {
+                        assert_eq!(text.trim(), "keep-alive");
+                        comments += 1;
+                    }
+                    SseItem::Event(e) if !e.data.is_empty() => messages += 1,
+                    SseItem::Event(_) => {}
+                }
+            }
+            if comments >= 1 && !sent {
+                tx.send(list_changed()).await.unwrap();
+                sent = true;
+            }
+        }
     })
     .await
 }

@@ -19,6 +19,8 @@
 //!                               and each resources/subscribe still in force),
 //!                               then re-send the failed message
 //! optional GET stream (standalone_stream) -> Receiver
+//!   ended, broken, or silent past sse_keep_alive (half-open) -> GET again,
+//!   with Last-Event-ID
 //! last Sender dropped -> DELETE the session (bounded), Inbound::Closed
 //! ```
 //!
@@ -177,6 +179,20 @@ pub struct HttpClientConfig {
     /// `notifications/initialized` has been posted (legacy revisions only; a 405
     /// means the server offers none). Default `false`.
     pub standalone_stream: bool,
+    /// The keep-alive interval expected on the standalone GET stream: a server
+    /// writes a comment (`: keep-alive`) on it after this much silence (this
+    /// crate's server: [`HttpServerConfig::sse_keep_alive`], the same default).
+    /// A stream silent for [`silence_limit`] of it (no event, no comment) is
+    /// taken for dead, as a half-open connection (the server's host vanished, a
+    /// NAT forgot the flow) never ends by itself: the client drops it and
+    /// reconnects with `Last-Event-ID`, so what the server sent meanwhile is
+    /// replayed. Against a server that sends no keep-alives this costs one
+    /// reconnect per silence. `None`: wait forever. Default 15 s
+    /// ([`DEFAULT_SSE_KEEP_ALIVE`]), so the limit is 30 s.
+    ///
+    /// [`HttpServerConfig::sse_keep_alive`]: super::server::HttpServerConfig::sse_keep_alive
+    /// [`DEFAULT_SSE_KEEP_ALIVE`]: super::legacy::DEFAULT_SSE_KEEP_ALIVE
+    pub sse_keep_alive: Option<Duration>,
     /// How many times in a row a broken SSE stream is resumed (GET with
     /// `Last-Event-ID`) before the requests on it fail. Default 3.
     pub max_resume_attempts: u32,
@@ -197,7 +213,8 @@ pub struct HttpClientConfig {
 impl HttpClientConfig {
     /// The configuration for the MCP endpoint `url` (e.g.
     /// `http://127.0.0.1:8080/mcp`), every other field at its default: no extra
-    /// `headers`, `standalone_stream: false`, `max_resume_attempts: 3`,
+    /// `headers`, `standalone_stream: false`, `sse_keep_alive` 15 s,
+    /// `max_resume_attempts: 3`,
     /// `default_retry` 500 ms, `connect_timeout` 10 s, `delete_timeout` 2 s,
     /// `max_body_bytes` 16 MiB (`codec::DEFAULT_MAX_FRAME_LEN`), `transport`
     /// [`TransportConfig::default`]. Change fields after, or add headers with
@@ -211,6 +228,7 @@ impl HttpClientConfig {
             url: url.into(),
             headers: Vec::new(),
             standalone_stream: false,
+            sse_keep_alive: Some(super::legacy::DEFAULT_SSE_KEEP_ALIVE),
             max_resume_attempts: 3,
             default_retry: Duration::from_millis(500),
             connect_timeout: Duration::from_secs(10),
@@ -1308,8 +1326,20 @@ async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<(),
     }
 }
 
+/// How long the standalone GET stream may stay silent (no byte at all) before
+/// the client takes it for dead, for a server that keeps it alive every
+/// `keep_alive` ([`HttpClientConfig::sse_keep_alive`]): the interval plus as
+/// much again, at least 1 s more (a keep-alive late on a loaded server, or
+/// one whose interval is a little longer than expected, is not a dead
+/// connection).
+pub fn silence_limit(keep_alive: Duration) -> Duration {
+    keep_alive.saturating_add(keep_alive.max(Duration::from_secs(1)))
+}
+
 /// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
-/// the Server") in a task; a 405 means the server offers none.
+/// the Server") in a task; a 405 means the server offers none. A stream that
+/// ends, breaks or stays silent past [`silence_limit`] is opened again with
+/// `Last-Event-ID` (the last event id seen on it, if any).
 fn start_standalone(inner: &Arc<Inner>) {
     let task_inner = inner.clone();
     let task = tokio::spawn(
@@ -1328,13 +1358,30 @@ fn start_standalone(inner: &Arc<Inner>) {
                     }
                     Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
                         let batching = Batching::Refused;
-                        while let Ok(Some(chunk)) = r.chunk().await {
+                        let silence = inner.config.sse_keep_alive.map(silence_limit);
+                        loop {
+                            let next = match silence {
+                                Some(limit) => match tokio::time::timeout(limit, r.chunk()).await {
+                                    Ok(next) => next,
+                                    Err(_) => {
+                                        tracing::info!(
+                                            silent_ms = limit.as_millis() as u64,
+                                            "the standalone stream went silent past its keep-alive; taken for dead, reconnecting"
+                                        );
+                                        break;
+                                    }
+                                },
+                                None => r.chunk().await,
+                            };
+                            let Ok(Some(chunk)) = next else { break };
                             if feed_sse(&inner, &mut parser, &chunk, &mut none, batching, &mut None)
                                 .await
                             {
                                 failures = 0;
                             }
                         }
+                        // The connection is closed here (a dead one too).
+                        drop(r);
                         parser.finish();
                     }
                     Ok(r) => {
@@ -1376,11 +1423,26 @@ mod tests {
         assert_eq!(c.url, "http://127.0.0.1:1/mcp");
         assert_eq!(c.headers, vec![("a".to_owned(), "b".to_owned())]);
         assert!(!c.standalone_stream);
+        assert_eq!(c.sse_keep_alive, Some(Duration::from_secs(15)));
         assert_eq!(c.max_resume_attempts, 3);
         assert_eq!(c.default_retry, Duration::from_millis(500));
         assert_eq!(c.connect_timeout, Duration::from_secs(10));
         assert_eq!(c.delete_timeout, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 16 * 1024 * 1024);
+    }
+
+    /// The silence limit is the keep-alive interval and as much again, at
+    /// least 1 s more: 30 s for the default 15 s.
+    #[test]
+    fn the_silence_limit_leaves_slack_past_the_keep_alive() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            silence_limit(Duration::from_secs(15)),
+            Duration::from_secs(30)
+        );
+        assert_eq!(silence_limit(ms(100)), ms(1100));
+        assert_eq!(silence_limit(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
     }
 
     #[test]

@@ -222,9 +222,14 @@ pub struct HttpServerConfig {
     /// [`sse_path`](Self::sse_path) is `None`. Default
     /// [`DEFAULT_MESSAGE_PATH`](super::legacy::DEFAULT_MESSAGE_PATH) (`/message`).
     pub message_path: String,
-    /// How long a legacy SSE stream may stay silent before it gets a keep-alive
-    /// comment (`: keep-alive`), so proxies do not cut it. `None`: never. Default
-    /// [`DEFAULT_SSE_KEEP_ALIVE`](super::legacy::DEFAULT_SSE_KEEP_ALIVE) (15 s).
+    /// How long an SSE stream opened by a GET (a legacy HTTP+SSE session's
+    /// stream; the standalone stream of a Streamable HTTP session, or a stream
+    /// resumed with `Last-Event-ID`) may stay silent before it gets a keep-alive
+    /// comment (`: keep-alive`), so proxies do not cut it and a client can tell
+    /// a dead connection by a much longer silence (the Streamable HTTP client's
+    /// [`HttpClientConfig::sse_keep_alive`](super::client::HttpClientConfig::sse_keep_alive)).
+    /// The replies to POSTs get none (no timer per call). `None`: never.
+    /// Default [`DEFAULT_SSE_KEEP_ALIVE`](super::legacy::DEFAULT_SSE_KEEP_ALIVE) (15 s).
     pub sse_keep_alive: Option<Duration>,
     /// Queue capacities and the initial batching rule of each session's
     /// [`Transport`] (`max_line_len` is not used: bodies are bounded by
@@ -1528,7 +1533,8 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, version: ProtocolVersion) -> R
         }
         _ => {}
     }
-    sse_response(Body::stream(prefix, opened.rx, session.guard()))
+    let body = Body::stream(prefix, opened.rx, session.guard());
+    sse_response(body.with_keep_alive(shared.config.sse_keep_alive))
 }
 
 fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
