@@ -1,9 +1,13 @@
 //! The life of the HTTP server's SSE streams, seen from the wire: a new GET
 //! takes the standalone stream over from a connection that still holds it (a
-//! half-open one never ends by itself), and GET streams get keep-alive
-//! comments while silent. Servers bind 127.0.0.1 only; every wait is bounded.
+//! half-open one never ends by itself), GET streams get keep-alive comments
+//! while silent, and [`HttpServer::shutdown`] ends every open SSE body with the
+//! terminating zero-length chunk before the connections close, even when the
+//! runtime ends right after it (as a program's does). Servers bind 127.0.0.1
+//! only; every wait is bounded.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -11,6 +15,8 @@ use switchboard_protocol::codec::{SseItem, SseParser};
 use switchboard_protocol::jsonrpc::{Message, Notification, Response};
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig, SessionAcceptor};
 use switchboard_transport::Inbound;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -94,7 +100,9 @@ fn get_stream(
 }
 
 fn list_changed() -> Message {
-    Message::Notification(Notification::new("notifications/tools/list_changed", &json!({})).unwrap())
+    Message::Notification(
+        Notification::new("notifications/tools/list_changed", &json!({})).unwrap(),
+    )
 }
 
 fn progress(n: u64) -> Message {
@@ -167,7 +175,10 @@ async fn a_new_get_takes_the_standalone_stream_over() {
         tx.send(progress(2)).await.unwrap();
         tx.send(progress(3)).await.unwrap();
 
-        let mut second = get_stream(&c, &url, &sid, Some(&seen)).send().await.unwrap();
+        let mut second = get_stream(&c, &url, &sid, Some(&seen))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(second.status(), 200, "taken over, not refused");
         let ended = tokio::time::timeout(Duration::from_secs(10), read_to_end(&mut first))
             .await
@@ -246,6 +257,243 @@ async fn a_silent_standalone_stream_gets_keep_alives() {
                 sent = true;
             }
         }
+    })
+    .await
+}
+
+/// One raw HTTP/1.1 exchange: the request is written, then the response head
+/// is read; the rest is read by [`Raw::finish`].
+struct Raw {
+    sock: TcpStream,
+    /// What was read after the head so far.
+    rest: Vec<u8>,
+    head: String,
+}
+
+impl Raw {
+    async fn open(addr: SocketAddr, request: String) -> Raw {
+        let mut sock = TcpStream::connect(addr).await.unwrap();
+        sock.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let end = loop {
+            let mut chunk = [0u8; 4096];
+            let n = sock.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed before the head");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        Raw {
+            sock,
+            rest: buf[end..].to_vec(),
+            head,
+        }
+    }
+
+    /// Reads until `needle` has come in the body's raw bytes.
+    async fn wait_for(&mut self, needle: &str) {
+        while !String::from_utf8_lossy(&self.rest).contains(needle) {
+            let mut chunk = [0u8; 4096];
+            let n = self.sock.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed before {needle:?}");
+            self.rest.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Reads to the end of the connection and checks the chunked body ended
+    /// properly: `Ok(body)`, or `Err` saying how it broke (a reset, a cut
+    /// chunk, no terminating zero-length chunk).
+    async fn finish(mut self) -> Result<String, String> {
+        assert!(
+            self.head
+                .to_ascii_lowercase()
+                .contains("transfer-encoding: chunked"),
+            "{}",
+            self.head
+        );
+        loop {
+            let mut chunk = [0u8; 4096];
+            match self.sock.read(&mut chunk).await {
+                Ok(0) => break,
+                Ok(n) => self.rest.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("the connection broke: {e}")),
+            }
+        }
+        dechunk(&self.rest)
+    }
+}
+
+/// Decodes a chunked body (RFC 9112 §7.1): `Ok` with its data when it ends
+/// with the zero-length chunk and the empty line after it, `Err` otherwise.
+fn dechunk(mut raw: &[u8]) -> Result<String, String> {
+    let mut data = Vec::new();
+    loop {
+        let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
+            return Err(format!(
+                "cut inside a chunk-size line, after {:?}",
+                String::from_utf8_lossy(&data)
+            ));
+        };
+        let line = std::str::from_utf8(&raw[..eol]).map_err(|e| e.to_string())?;
+        let size_text = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|e| format!("bad chunk size {line:?}: {e}"))?;
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return if raw == b"\r\n" {
+                Ok(String::from_utf8_lossy(&data).into_owned())
+            } else {
+                Err(format!("bad end after the last chunk: {raw:?}"))
+            };
+        }
+        if raw.len() < size + 2 {
+            return Err(format!(
+                "cut inside a chunk of {size} bytes, after {:?}",
+                String::from_utf8_lossy(&data)
+            ));
+        }
+        data.extend_from_slice(&raw[..size]);
+        if &raw[size..size + 2] != b"\r\n" {
+            return Err("a chunk not followed by CRLF".to_owned());
+        }
+        raw = &raw[size + 2..];
+    }
+}
+
+#[test]
+fn dechunk_tells_a_whole_body_from_a_cut_one() {
+    assert_eq!(dechunk(b"3\r\nabc\r\n0\r\n\r\n").unwrap(), "abc");
+    assert!(dechunk(b"3\r\nabc\r\n").is_err());
+    assert!(dechunk(b"5\r\nabc").is_err());
+    assert!(dechunk(b"3\r\nabc\r\n0\r\n").is_err());
+}
+
+/// [`HttpServer::shutdown`] ends every open SSE body with the terminating
+/// zero-length chunk before the connections close: the reply to a POST whose
+/// call is unanswered, the standalone GET stream and a legacy `/sse` stream,
+/// as DELETE ends a session's streams. The server runs on a runtime of its own
+/// that is dropped right after `shutdown` returns, as at the end of a
+/// program: a connection not finished by then would be cut mid-body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_every_open_sse_body_with_its_last_chunk() {
+    bounded(async {
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let server_thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let (server, acceptor) =
+                    HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+                let (senders_tx, senders) = mpsc::unbounded_channel();
+                serve(acceptor, senders_tx);
+                let _ = ready_tx.send((server.local_addr(), server.url()));
+                let _ = stop_rx.await;
+                let cut = server.shutdown(Duration::from_secs(10)).await;
+                let _ = done_tx.send(cut);
+                drop(senders);
+            });
+            // Every task left (a connection not finished) is dropped here.
+            drop(runtime);
+        });
+        let (addr, url) = ready_rx.await.unwrap();
+        let c = reqwest::Client::new();
+        let sid = open_session(&c, &url).await;
+        let host = format!("127.0.0.1:{}", addr.port());
+        let common = format!(
+            "Host: {host}\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-11-25\r\n"
+        );
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "held", "params": {}}).to_string();
+        let mut post = Raw::open(
+            addr,
+            format!(
+                "POST /mcp HTTP/1.1\r\n{common}accept: application/json, text/event-stream\r\n\
+                 content-type: application/json\r\ncontent-length: {}\r\n\r\n{call}",
+                call.len()
+            ),
+        )
+        .await;
+        let mut standalone = Raw::open(
+            addr,
+            format!("GET /mcp HTTP/1.1\r\n{common}accept: text/event-stream\r\n\r\n"),
+        )
+        .await;
+        let mut legacy = Raw::open(
+            addr,
+            format!("GET /sse HTTP/1.1\r\nHost: {host}\r\naccept: text/event-stream\r\n\r\n"),
+        )
+        .await;
+        for (raw, what) in [(&post, "POST"), (&standalone, "GET"), (&legacy, "legacy")] {
+            assert!(raw.head.starts_with("HTTP/1.1 200"), "{what}: {}", raw.head);
+        }
+        // Each stream has sent its first event: the POST's and the GET's
+        // priming events (2025-11-25), the legacy stream's endpoint.
+        post.wait_for("id: ").await;
+        standalone.wait_for("id: ").await;
+        legacy.wait_for("event: endpoint").await;
+
+        stop_tx.send(()).unwrap();
+        let cut = done_rx.await.unwrap();
+        assert_eq!(cut, 0, "no connection needed cutting");
+        for (raw, what) in [(post, "POST"), (standalone, "GET"), (legacy, "legacy")] {
+            let body = raw
+                .finish()
+                .await
+                .unwrap_or_else(|e| panic!("the {what} stream did not end properly: {e}"));
+            assert!(
+                body.contains("id: ") || body.contains("endpoint"),
+                "{what}: {body}"
+            );
+        }
+        server_thread.join().unwrap();
+    })
+    .await
+}
+
+/// A connection that cannot finish its response (here a stateless 2026-07-28
+/// call whose library side keeps its sender and never answers) does not hold
+/// [`HttpServer::shutdown`] past its grace: it is cut, counted in the return
+/// value, and closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_what_is_still_open_after_the_grace() {
+    bounded(async {
+        let (server, acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        let (senders_tx, mut senders) = mpsc::unbounded_channel();
+        serve(acceptor, senders_tx);
+        let addr = server.local_addr();
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "never", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+        .to_string();
+        let mut sock = TcpStream::connect(addr).await.unwrap();
+        sock.write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\naccept: application/json, text/event-stream\r\n\
+                 content-type: application/json\r\nmcp-protocol-version: 2026-07-28\r\n\
+                 content-length: {}\r\n\r\n{call}",
+                addr.port(),
+                call.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+        // The exchange reached the library, which holds its sender.
+        let _held = senders.recv().await.expect("the exchange");
+        let cut = server.shutdown(Duration::from_millis(300)).await;
+        assert_eq!(cut, 1);
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut rest))
+            .await
+            .expect("the cut connection is closed");
+        // Closed, one way or the other, without an answer to the call.
+        let text = String::from_utf8_lossy(&rest);
+        assert!(closed.is_err() || !text.contains("\"id\":1"), "{text}");
     })
     .await
 }
