@@ -1149,3 +1149,53 @@ async fn a_standalone_stream_silent_past_its_keep_alive_is_reopened_with_last_ev
     })
     .await;
 }
+
+/// A standalone stream refused for a while (a server that still counts a dead
+/// connection as the stream's reader answers 409) is tried again, backing off,
+/// well past `max_resume_attempts`, instead of being given up: once the server
+/// lets it open, its notifications arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_standalone_stream_is_tried_again_not_given_up() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let gets = Arc::new(AtomicUsize::new(0));
+        let (closed_tx, _closed) = mpsc::unbounded_channel();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let script = {
+            let gets = gets.clone();
+            session_script(inits, move |seen| match seen.method.as_str() {
+                "GET" if gets.fetch_add(1, Ordering::SeqCst) < 4 => Reply::Full {
+                    status: 409,
+                    headers: Vec::new(),
+                    body: "the standalone stream is already open".into(),
+                },
+                "GET" => Reply::Silent(format!("id: 0-1\ndata: {note}\n\n"), closed_tx.clone()),
+                _ => json_reply(200, result_for(&seen.body, json!({}))),
+            })
+        };
+        let (url, _seen, _task) = stub(script).await;
+        let mut config = HttpClientConfig::new(&url);
+        config.standalone_stream = true;
+        config.max_resume_attempts = 1;
+        config.default_retry = Duration::from_millis(20);
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(notification("notifications/initialized", json!({})))
+            .await
+            .unwrap();
+        // Four refusals: waits of 20, 20, 40 and 80 ms.
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("the stream was given up");
+        let Some(Inbound::Message(Message::Notification(n))) = got else {
+            panic!("the stream's notification: {got:?}")
+        };
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(gets.load(Ordering::SeqCst), 5);
+        drop(tx);
+    })
+    .await;
+}

@@ -177,7 +177,10 @@ pub struct HttpClientConfig {
     pub headers: Vec<(String, String)>,
     /// Open the standalone GET stream for server-initiated messages once
     /// `notifications/initialized` has been posted (legacy revisions only; a 405
-    /// means the server offers none). Default `false`.
+    /// means the server offers none). It is kept open for as long as the
+    /// session lasts: reopened with `Last-Event-ID` when it ends, breaks or
+    /// goes silent (see [`sse_keep_alive`](Self::sse_keep_alive)), and tried
+    /// again, backing off up to 30 s, while it is refused. Default `false`.
     pub standalone_stream: bool,
     /// The keep-alive interval expected on the standalone GET stream: a server
     /// writes a comment (`: keep-alive`) on it after this much silence (this
@@ -1336,10 +1339,28 @@ pub fn silence_limit(keep_alive: Duration) -> Duration {
     keep_alive.saturating_add(keep_alive.max(Duration::from_secs(1)))
 }
 
+/// The longest wait between two attempts to open the standalone stream: 30 s.
+const MAX_STANDALONE_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The wait before the next attempt to open the standalone stream after
+/// `failures` attempts in a row that failed (refused, unreachable): `retry`
+/// (the stream's SSE `retry`, else [`HttpClientConfig::default_retry`]) at
+/// first, doubled by each failure, at most [`MAX_STANDALONE_BACKOFF`] (or
+/// `retry`, if longer). A refusal can last (a server that still counts a dead
+/// connection as the stream's reader answers 409 until it notices), so the
+/// client keeps trying, less often, rather than give the stream up.
+fn standalone_backoff(failures: u32, retry: Duration) -> Duration {
+    let doubled = retry.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    doubled.min(MAX_STANDALONE_BACKOFF.max(retry))
+}
+
 /// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
-/// the Server") in a task; a 405 means the server offers none. A stream that
-/// ends, breaks or stays silent past [`silence_limit`] is opened again with
-/// `Last-Event-ID` (the last event id seen on it, if any).
+/// the Server") in a task; a 405 means the server offers none, a 404 that the
+/// session is gone (the next request starts a new one, with its own stream). A
+/// stream that ends, breaks or stays silent past [`silence_limit`] is opened
+/// again with `Last-Event-ID` (the last event id seen on it, if any); failed
+/// attempts are retried for as long as the session lasts
+/// ([`standalone_backoff`]).
 fn start_standalone(inner: &Arc<Inner>) {
     let task_inner = inner.clone();
     let task = tokio::spawn(
@@ -1384,6 +1405,12 @@ fn start_standalone(inner: &Arc<Inner>) {
                         drop(r);
                         parser.finish();
                     }
+                    Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                        // The session is gone: the next request's 404 starts
+                        // a new one, which opens its own stream.
+                        tracing::debug!("the standalone stream's session is gone (404)");
+                        return;
+                    }
                     Ok(r) => {
                         tracing::debug!(status = %r.status(), "standalone stream refused");
                         failures += 1;
@@ -1393,15 +1420,17 @@ fn start_standalone(inner: &Arc<Inner>) {
                         failures += 1;
                     }
                 }
-                if failures > inner.config.max_resume_attempts {
-                    tracing::warn!("the standalone stream could not be kept open; given up");
-                    return;
+                if failures == inner.config.max_resume_attempts.saturating_add(1) {
+                    tracing::warn!(
+                        failures,
+                        "the standalone stream could not be opened again; still trying, less often"
+                    );
                 }
-                let wait = parser
+                let retry = parser
                     .retry()
                     .map(Duration::from_millis)
                     .unwrap_or(inner.config.default_retry);
-                tokio::time::sleep(wait).await;
+                tokio::time::sleep(standalone_backoff(failures, retry)).await;
             }
         }
         .in_current_span(),
@@ -1443,6 +1472,18 @@ mod tests {
         assert_eq!(silence_limit(ms(100)), ms(1100));
         assert_eq!(silence_limit(Duration::ZERO), Duration::from_secs(1));
         assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
+    }
+
+    /// Failed attempts to open the standalone stream back off from `retry`,
+    /// doubling, up to 30 s (or `retry` when that is longer).
+    #[test]
+    fn the_standalone_stream_backs_off_to_thirty_seconds() {
+        let ms = Duration::from_millis;
+        let waits: Vec<Duration> = (0..5).map(|f| standalone_backoff(f, ms(500))).collect();
+        assert_eq!(waits, [ms(500), ms(500), ms(1000), ms(2000), ms(4000)]);
+        assert_eq!(standalone_backoff(7, ms(500)), ms(32_000).min(ms(30_000)));
+        assert_eq!(standalone_backoff(u32::MAX, ms(500)), ms(30_000));
+        assert_eq!(standalone_backoff(3, ms(60_000)), ms(60_000));
     }
 
     #[test]
