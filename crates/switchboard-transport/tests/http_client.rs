@@ -1199,3 +1199,82 @@ async fn a_refused_standalone_stream_is_tried_again_not_given_up() {
     })
     .await;
 }
+
+/// A standalone stream that ends and is then refused with 404 (the server
+/// restarted and lost the session) starts a new session at once, as a
+/// request's 404 does, without waiting for the client's next request: the
+/// new session's stream brings the server's notifications again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_whose_session_is_lost_starts_a_new_one() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let gets = Arc::new(AtomicUsize::new(0));
+        let (closed_tx, _closed) = mpsc::unbounded_channel();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let script = {
+            let (gets, inits) = (gets.clone(), inits.clone());
+            session_script(inits.clone(), move |seen| {
+                if seen.method != "GET" {
+                    return json_reply(200, result_for(&seen.body, json!({})));
+                }
+                let current = format!("s{}", inits.load(Ordering::SeqCst));
+                match gets.fetch_add(1, Ordering::SeqCst) {
+                    // Served, then the server goes away.
+                    0 => Reply::Sse(vec!["id: 0-1\ndata: \n\n".into()]),
+                    // Back, without the session.
+                    _ if seen.header("mcp-session-id") != Some(current.as_str())
+                        || current == "s1" =>
+                    {
+                        Reply::Full {
+                            status: 404,
+                            headers: Vec::new(),
+                            body: "session not found".into(),
+                        }
+                    }
+                    _ => Reply::Silent(format!("id: 0-1\ndata: {note}\n\n"), closed_tx.clone()),
+                }
+            })
+        };
+        let (url, mut seen, _task) = stub(script).await;
+        let mut config = HttpClientConfig::new(&url);
+        config.standalone_stream = true;
+        config.default_retry = Duration::from_millis(20);
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(notification("notifications/initialized", json!({})))
+            .await
+            .unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("no new session's stream");
+        let Some(Inbound::Message(Message::Notification(n))) = got else {
+            panic!("the new session's notification: {got:?}")
+        };
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(inits.load(Ordering::SeqCst), 2, "one new session");
+        assert_eq!(handle.session_id().as_deref(), Some("s2"));
+        assert_eq!(handle.sessions_replaced(), 1);
+        // The new session got the replayed initialize and initialized.
+        let mut posts = Vec::new();
+        while let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(300), seen.recv()).await
+        {
+            if s.method == "POST" {
+                posts.push(s.rpc_method().to_owned());
+            }
+        }
+        assert_eq!(
+            posts,
+            [
+                "initialize",
+                "notifications/initialized",
+                "initialize",
+                "notifications/initialized"
+            ]
+        );
+        drop(tx);
+    })
+    .await;
+}

@@ -1355,8 +1355,9 @@ fn standalone_backoff(failures: u32, retry: Duration) -> Duration {
 }
 
 /// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
-/// the Server") in a task; a 405 means the server offers none, a 404 that the
-/// session is gone (the next request starts a new one, with its own stream). A
+/// the Server") in a task; a 405 means the server offers none, and so does a
+/// 404 before the stream was ever opened; a 404 after that means the session
+/// is gone: a new one is started ([`renew_session`]), with its own stream. A
 /// stream that ends, breaks or stays silent past [`silence_limit`] is opened
 /// again with `Last-Event-ID` (the last event id seen on it, if any); failed
 /// attempts are retried for as long as the session lasts
@@ -1368,6 +1369,8 @@ fn start_standalone(inner: &Arc<Inner>) {
             let inner = task_inner;
             let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
             let mut failures = 0u32;
+            // The server has opened the stream for this session at least once.
+            let mut served = false;
             let mut none = Vec::new();
             loop {
                 let last = parser.last_event_id().to_owned();
@@ -1378,6 +1381,7 @@ fn start_standalone(inner: &Arc<Inner>) {
                         return;
                     }
                     Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
+                        served = true;
                         let batching = Batching::Refused;
                         let silence = inner.config.sse_keep_alive.map(silence_limit);
                         loop {
@@ -1406,9 +1410,30 @@ fn start_standalone(inner: &Arc<Inner>) {
                         parser.finish();
                     }
                     Ok(r) if r.status() == StatusCode::NOT_FOUND => {
-                        // The session is gone: the next request's 404 starts
-                        // a new one, which opens its own stream.
-                        tracing::debug!("the standalone stream's session is gone (404)");
+                        if !served {
+                            // Never opened for this session: a server that
+                            // answers GET with 404 for "no stream" (405 is
+                            // the spec's); a new session would do the same.
+                            tracing::debug!("the server offers no standalone stream (404)");
+                            return;
+                        }
+                        // The session is gone (a restarted server): a new one
+                        // is started now, as after a POST's 404 (the spec's
+                        // MUST for any request that named the session), and
+                        // opens its own stream. A client that only listens
+                        // would otherwise hear nothing more until it sends.
+                        // In a task of its own: it replaces (aborts) this one.
+                        tracing::info!("the standalone stream's session is gone (404); starting a new one");
+                        let generation = lock(&inner.state).generation;
+                        let renewing = inner.clone();
+                        tokio::spawn(
+                            async move {
+                                if let Err(e) = renew_session(&renewing, generation).await {
+                                    tracing::warn!(error = %e, "the lost session could not be replaced; the next request tries again");
+                                }
+                            }
+                            .in_current_span(),
+                        );
                         return;
                     }
                     Ok(r) => {
