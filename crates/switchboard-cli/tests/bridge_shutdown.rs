@@ -1,10 +1,12 @@
-//! SIGTERM and the bridge's open SSE streams, seen on the wire: every open
-//! response body (a POST's stream with a call in flight, the standalone GET
-//! stream, a legacy `/sse` stream) ends with the terminating zero-length chunk
-//! before its connection closes, as on DELETE, never a reset or a body cut
-//! mid-chunk. The bridge listens on 127.0.0.1 only; every wait is bounded.
+//! SIGTERM and the open SSE streams of the bridge (and of the example server
+//! over HTTP), seen on the wire: every open response body (a POST's stream
+//! with a call in flight, the standalone GET stream, a legacy `/sse` stream)
+//! ends with the terminating zero-length chunk before its connection closes,
+//! as on DELETE, never a reset or a body cut mid-chunk. The servers listen on
+//! 127.0.0.1 only; every wait is bounded.
 
 mod bridge_util;
+mod common;
 
 use std::net::SocketAddr;
 
@@ -181,5 +183,47 @@ async fn sigterm_ends_every_open_sse_body_with_its_last_chunk() {
         .await
         .expect("the bridge exits")
         .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// `example-server --http` on SIGTERM: its standalone GET stream and a legacy
+/// `/sse` stream end with their last chunk too, and it exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_example_server_ends_its_streams_on_sigterm_too() {
+    let server = common::HttpExample::start();
+    let c = client();
+    let s = open_session(&c, &server.url, "2025-11-25", json!({})).await;
+    let addr: SocketAddr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let common = format!(
+        "Host: {addr}\r\nmcp-session-id: {}\r\nmcp-protocol-version: {}\r\n",
+        s.id, s.version
+    );
+    let mut standalone = Raw::open(
+        addr,
+        format!("GET /mcp HTTP/1.1\r\n{common}accept: text/event-stream\r\n\r\n"),
+    )
+    .await;
+    let mut legacy = Raw::open(
+        addr,
+        format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\naccept: text/event-stream\r\n\r\n"),
+    )
+    .await;
+    standalone.wait_for("id: ").await;
+    legacy.wait_for("event: endpoint").await;
+    let readers = tokio::spawn(async move { (standalone.finish().await, legacy.finish().await) });
+    let status = tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    let (standalone, legacy) = tokio::time::timeout(WAIT, readers)
+        .await
+        .expect("every stream ends")
+        .unwrap();
+    standalone.unwrap_or_else(|e| panic!("the GET stream did not end properly: {e}"));
+    legacy.unwrap_or_else(|e| panic!("the legacy stream did not end properly: {e}"));
     assert!(status.success(), "{status:?}");
 }
