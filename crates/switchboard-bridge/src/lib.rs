@@ -669,8 +669,12 @@ impl Bridge {
     }
 
     /// Drains and stops: waits up to [`BridgeConfig::drain_timeout`] for the
-    /// requests in flight, stops serving HTTP (every session ends), then ends
-    /// every child in the spec's order (close stdin, SIGTERM, SIGKILL).
+    /// requests in flight, ends every child in the spec's order (close stdin,
+    /// SIGTERM, SIGKILL), then stops serving HTTP: every session ends, and
+    /// every open SSE response (a POST's, a standalone GET stream, a legacy
+    /// `/sse` stream) ends its body properly, as on DELETE, before its
+    /// connection closes; connections still open after [`CLOSE_GRACE`] are
+    /// cut ([`HttpServer::shutdown`]).
     pub async fn shutdown(mut self) {
         // Orchestrators stop sending traffic once /readyz says so; a new
         // session that comes meanwhile gets 503, to be retried elsewhere.
@@ -714,7 +718,14 @@ impl Bridge {
             // 2026-07-28 child) reach the wire before the connections close.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        self.server.take();
+        if let Some(server) = self.server.take() {
+            // Awaited: the runtime may end right after this returns (the
+            // binary's does), which would cut every body not yet finished.
+            let cut = server.shutdown(CLOSE_GRACE).await;
+            if cut > 0 {
+                warn!(cut, "connections cut at the end of the close grace");
+            }
+        }
         // Listen streams on a legacy child end when told the server is
         // stopping: let them send their final result.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
@@ -730,6 +741,11 @@ impl Bridge {
         info!("bridge stopped");
     }
 }
+
+/// How long [`Bridge::shutdown`] lets open HTTP connections finish their
+/// responses once every session has ended: 2 s (a client that reads what it
+/// is sent needs a few milliseconds; one that does not is then cut).
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Subscribes a restarted shared child again to every resource its downstream
 /// subscribers hold ([`Core::shared_subscription`]): a new process knows none

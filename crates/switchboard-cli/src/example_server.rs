@@ -51,7 +51,7 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig, DEFAULT_SHUTDOWN_GRACE};
 use switchboard_transport::{stdio, TransportConfig};
 
 /// The `serverInfo.name` of the example server.
@@ -541,7 +541,9 @@ async fn serve_http(server: Server, addr: SocketAddr) -> std::io::Result<()> {
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
         _ = term.recv() => tracing::info!("terminated; stopping"),
     }
-    drop(http);
+    // Awaited before the runtime ends: every open SSE body ends with its last
+    // chunk rather than being cut when the process exits.
+    http.shutdown(DEFAULT_SHUTDOWN_GRACE).await;
     Ok(())
 }
 

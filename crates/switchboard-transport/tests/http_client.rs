@@ -226,6 +226,10 @@ enum Reply {
     /// An SSE response that stays open (headers only) until the client closes it;
     /// the close is reported on the channel.
     Hold(mpsc::UnboundedSender<()>),
+    /// An SSE response that sends these raw chunks and then goes silent, open,
+    /// as a half-open connection does (no byte more, no close), until the
+    /// client closes it; the close is reported on the channel.
+    Silent(String, mpsc::UnboundedSender<()>),
 }
 
 fn json_reply(status: u16, body: Value) -> Reply {
@@ -371,6 +375,16 @@ async fn serve_one(
             .await?;
             let mut chunk = [0u8; 64];
             // Returns 0 (or fails) once the client drops the connection.
+            let _ = sock.read(&mut chunk).await;
+            let _ = closed.send(());
+        }
+        Reply::Silent(chunks, closed) => {
+            sock.write_all(
+                b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/event-stream\r\n\r\n",
+            )
+            .await?;
+            sock.write_all(chunks.as_bytes()).await?;
+            let mut chunk = [0u8; 64];
             let _ = sock.read(&mut chunk).await;
             let _ = closed.send(());
         }
@@ -1095,6 +1109,200 @@ async fn legacy_cancellation_is_posted_then_the_stream_is_dropped() {
             rx.try_recv().is_none(),
             "nothing is delivered for a cancelled call"
         );
+    })
+    .await;
+}
+
+/// A standalone GET stream silent past its keep-alive (no event, no comment,
+/// never closed: a half-open connection) is taken for dead: the client drops
+/// it and opens the stream again with the last event id it saw there, and
+/// what the server sends on the new one arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_silent_past_its_keep_alive_is_reopened_with_last_event_id() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let gets = Arc::new(AtomicUsize::new(0));
+        let (closed_tx, mut closed) = mpsc::unbounded_channel();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let script = {
+            let gets = gets.clone();
+            session_script(inits, move |seen| match seen.method.as_str() {
+                // The first stream primes an id, then goes silent for good.
+                "GET" if gets.fetch_add(1, Ordering::SeqCst) == 0 => {
+                    Reply::Silent("id: 0-1\ndata: \n\n".into(), closed_tx.clone())
+                }
+                "GET" => Reply::Silent(format!("id: 0-2\ndata: {note}\n\n"), closed_tx.clone()),
+                _ => json_reply(200, result_for(&seen.body, json!({}))),
+            })
+        };
+        let (url, mut seen, _task) = stub(script).await;
+        let mut config = HttpClientConfig::new(&url);
+        config.standalone_stream = true;
+        config.sse_keep_alive = Some(Duration::from_millis(100));
+        config.default_retry = Duration::from_millis(20);
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(notification("notifications/initialized", json!({})))
+            .await
+            .unwrap();
+        // The silence limit is 1.1 s: well within this bound, the stream is
+        // given up and reopened, and the notification of the new one arrives.
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("the silent stream was never given up");
+        let Some(Inbound::Message(Message::Notification(n))) = got else {
+            panic!("the new stream's notification: {got:?}")
+        };
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        tokio::time::timeout(Duration::from_secs(5), closed.recv())
+            .await
+            .expect("the client closed the silent connection");
+        let mut get_ids = Vec::new();
+        while get_ids.len() < 2 {
+            let s = bounded(seen.recv()).await.expect("a request");
+            if s.method == "GET" {
+                get_ids.push(s.header("last-event-id").map(str::to_owned));
+            }
+        }
+        assert_eq!(get_ids[0], None, "the first GET has no id to resume from");
+        assert_eq!(
+            get_ids[1].as_deref(),
+            Some("0-1"),
+            "resumed after the priming event"
+        );
+        drop(tx);
+    })
+    .await;
+}
+
+/// A standalone stream refused for a while (a server that still counts a dead
+/// connection as the stream's reader answers 409) is tried again, backing off,
+/// well past `max_resume_attempts`, instead of being given up: once the server
+/// lets it open, its notifications arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_standalone_stream_is_tried_again_not_given_up() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let gets = Arc::new(AtomicUsize::new(0));
+        let (closed_tx, _closed) = mpsc::unbounded_channel();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let script = {
+            let gets = gets.clone();
+            session_script(inits, move |seen| match seen.method.as_str() {
+                "GET" if gets.fetch_add(1, Ordering::SeqCst) < 4 => Reply::Full {
+                    status: 409,
+                    headers: Vec::new(),
+                    body: "the standalone stream is already open".into(),
+                },
+                "GET" => Reply::Silent(format!("id: 0-1\ndata: {note}\n\n"), closed_tx.clone()),
+                _ => json_reply(200, result_for(&seen.body, json!({}))),
+            })
+        };
+        let (url, _seen, _task) = stub(script).await;
+        let mut config = HttpClientConfig::new(&url);
+        config.standalone_stream = true;
+        config.max_resume_attempts = 1;
+        config.default_retry = Duration::from_millis(20);
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(notification("notifications/initialized", json!({})))
+            .await
+            .unwrap();
+        // Four refusals: waits of 20, 20, 40 and 80 ms.
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("the stream was given up");
+        let Some(Inbound::Message(Message::Notification(n))) = got else {
+            panic!("the stream's notification: {got:?}")
+        };
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(gets.load(Ordering::SeqCst), 5);
+        drop(tx);
+    })
+    .await;
+}
+
+/// A standalone stream that ends and is then refused with 404 (the server
+/// restarted and lost the session) starts a new session at once, as a
+/// request's 404 does, without waiting for the client's next request: the
+/// new session's stream brings the server's notifications again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_whose_session_is_lost_starts_a_new_one() {
+    bounded(async {
+        let inits = Arc::new(AtomicUsize::new(0));
+        let gets = Arc::new(AtomicUsize::new(0));
+        let (closed_tx, _closed) = mpsc::unbounded_channel();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let script = {
+            let (gets, inits) = (gets.clone(), inits.clone());
+            session_script(inits.clone(), move |seen| {
+                if seen.method != "GET" {
+                    return json_reply(200, result_for(&seen.body, json!({})));
+                }
+                let current = format!("s{}", inits.load(Ordering::SeqCst));
+                match gets.fetch_add(1, Ordering::SeqCst) {
+                    // Served, then the server goes away.
+                    0 => Reply::Sse(vec!["id: 0-1\ndata: \n\n".into()]),
+                    // Back, without the session.
+                    _ if seen.header("mcp-session-id") != Some(current.as_str())
+                        || current == "s1" =>
+                    {
+                        Reply::Full {
+                            status: 404,
+                            headers: Vec::new(),
+                            body: "session not found".into(),
+                        }
+                    }
+                    _ => Reply::Silent(format!("id: 0-1\ndata: {note}\n\n"), closed_tx.clone()),
+                }
+            })
+        };
+        let (url, mut seen, _task) = stub(script).await;
+        let mut config = HttpClientConfig::new(&url);
+        config.standalone_stream = true;
+        config.default_retry = Duration::from_millis(20);
+        let (transport, handle) = client::connect(config).unwrap();
+        let (tx, mut rx) = transport.split();
+        tx.send(initialize(1)).await.unwrap();
+        assert_eq!(answer_id(&next_answer(&mut rx).await), Id::from(1));
+        handle.set_protocol_version(Some(ProtocolVersion::V2025_11_25));
+        tx.send(notification("notifications/initialized", json!({})))
+            .await
+            .unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("no new session's stream");
+        let Some(Inbound::Message(Message::Notification(n))) = got else {
+            panic!("the new session's notification: {got:?}")
+        };
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(inits.load(Ordering::SeqCst), 2, "one new session");
+        assert_eq!(handle.session_id().as_deref(), Some("s2"));
+        assert_eq!(handle.sessions_replaced(), 1);
+        // The new session got the replayed initialize and initialized.
+        let mut posts = Vec::new();
+        while let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(300), seen.recv()).await
+        {
+            if s.method == "POST" {
+                posts.push(s.rpc_method().to_owned());
+            }
+        }
+        assert_eq!(
+            posts,
+            [
+                "initialize",
+                "notifications/initialized",
+                "initialize",
+                "notifications/initialized"
+            ]
+        );
+        drop(tx);
     })
     .await;
 }

@@ -723,12 +723,14 @@ async fn the_get_stream_receives_unrelated_server_messages_and_resumes() {
         let url = server.url();
         let c = client();
         let sid = open_session(&c, &url).await;
+        let mut first = get(&c, &url, &sid).send().await.unwrap();
+        assert_eq!(first.status(), 200);
+        assert_eq!(first.headers()["content-type"], "text/event-stream");
+        // A second standalone stream at once takes it over: the first one's
+        // body ends.
         let mut stream = get(&c, &url, &sid).send().await.unwrap();
         assert_eq!(stream.status(), 200);
-        assert_eq!(stream.headers()["content-type"], "text/event-stream");
-        // A second standalone stream at once: 409.
-        let second = get(&c, &url, &sid).send().await.unwrap();
-        assert_eq!(second.status(), 409);
+        while first.chunk().await.unwrap().is_some() {}
         let resp = post(&c, &url, Some(&sid), request(2, "notify_unrelated"))
             .send()
             .await
@@ -750,23 +752,13 @@ async fn the_get_stream_receives_unrelated_server_messages_and_resumes() {
             .await
             .unwrap();
         resp.bytes().await.unwrap();
-        // ...and replayed on resumption after the last event seen.
-        let mut resumed = tokio::time::timeout(Duration::from_secs(5), async {
-            loop {
-                let r = get(&c, &url, &sid)
-                    .header("last-event-id", &first_id)
-                    .send()
-                    .await
-                    .unwrap();
-                if r.status() != 409 {
-                    return r;
-                }
-                // The old connection's close has not been seen yet.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .unwrap();
+        // ...and replayed on resumption after the last event seen (the old
+        // connection, closed or not yet seen closed, is taken over).
+        let mut resumed = get(&c, &url, &sid)
+            .header("last-event-id", &first_id)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resumed.status(), 200);
         let got = read_messages(&mut resumed, 1).await;
         assert_eq!(got[0].1["method"], "notifications/message");
@@ -1384,19 +1376,12 @@ async fn standalone_ids_stay_unique_and_a_bad_last_event_id_is_refused() {
         }
         ids.extend(events(&body).into_iter().map(|e| e.0.unwrap()));
         drop(first);
-        // The server notices the closed connection at its next send; until then
-        // a new GET may see 409.
-        let second = loop {
-            let r = get_stream(&c, &url, &sid, None).send().await.unwrap();
-            if r.status() == 200 {
-                break r;
-            }
-            assert_eq!(r.status(), 409);
-            let note = Notification::new("notifications/tools/list_changed", &json!({})).unwrap();
-            tx.send(Message::Notification(note)).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        let mut second = second;
+        // Whether or not the server has noticed the closed connection yet, a
+        // new GET takes the stream over.
+        let mut second = get_stream(&c, &url, &sid, None).send().await.unwrap();
+        assert_eq!(second.status(), 200);
+        let note = Notification::new("notifications/tools/list_changed", &json!({})).unwrap();
+        tx.send(Message::Notification(note)).await.unwrap();
         let chunk = second.chunk().await.unwrap().expect("an event");
         ids.extend(events(&chunk).into_iter().map(|e| e.0.unwrap()));
         let unique: std::collections::HashSet<_> = ids.iter().collect();
@@ -1544,16 +1529,10 @@ async fn initialize_priming_follows_the_negotiated_revision() {
     .await
 }
 
-/// GETs with `Last-Event-ID: last` until the answer is not 409 (the server
-/// notices a closed connection at its next send).
+/// GETs with `Last-Event-ID: last` (a connection still reading that stream is
+/// taken over).
 async fn resume_at(c: &reqwest::Client, url: &str, sid: &str, last: &str) -> reqwest::Response {
-    loop {
-        let r = get_stream(c, url, sid, Some(last)).send().await.unwrap();
-        if r.status() != 409 {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    get_stream(c, url, sid, Some(last)).send().await.unwrap()
 }
 
 /// Asserts a 400 whose body is a JSON-RPC error without id (-32600).
@@ -1679,7 +1658,7 @@ async fn a_last_event_id_never_sent_is_refused_and_changes_nothing() {
         assert_eq!(messages(&body)[0]["result"]["done"], 3);
 
         // The standalone stream, which has sent nothing yet: refused, and not
-        // attached (the GET that follows is not a 409).
+        // attached.
         // Its priming events take fresh seqs: 0-0 is never sent either.
         for last in ["0-7", "0-0"] {
             refused(last.to_owned()).await;

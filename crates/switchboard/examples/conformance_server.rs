@@ -21,7 +21,7 @@ mod conformance_fixture;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use switchboard::server::ServeOptions;
-use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
+use switchboard_transport::http::server::{HttpServer, HttpServerConfig, DEFAULT_SHUTDOWN_GRACE};
 
 /// The port from `--port N` / `--port=N`, else `PORT`, else 0.
 fn port() -> Result<u16, String> {
@@ -73,6 +73,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
         _ = term.recv() => tracing::info!("terminated; stopping"),
     }
-    drop(http);
+    // Awaited before the runtime ends: every open SSE body ends with its last
+    // chunk rather than being cut when the process exits.
+    http.shutdown(DEFAULT_SHUTDOWN_GRACE).await;
     Ok(())
 }

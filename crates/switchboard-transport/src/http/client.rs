@@ -20,6 +20,8 @@
 //!                               and each resources/subscribe still in force),
 //!                               then re-send the failed message
 //! optional GET stream (standalone_stream) -> Receiver
+//!   ended, broken, or silent past sse_keep_alive (half-open) -> GET again,
+//!   with Last-Event-ID
 //! last Sender dropped -> DELETE the session (bounded), Inbound::Closed
 //! ```
 //!
@@ -180,8 +182,25 @@ pub struct HttpClientConfig {
     pub headers: Vec<(String, String)>,
     /// Open the standalone GET stream for server-initiated messages once
     /// `notifications/initialized` has been posted (legacy revisions only; a 405
-    /// means the server offers none). Default `false`.
+    /// means the server offers none). It is kept open for as long as the
+    /// session lasts: reopened with `Last-Event-ID` when it ends, breaks or
+    /// goes silent (see [`sse_keep_alive`](Self::sse_keep_alive)), and tried
+    /// again, backing off up to 30 s, while it is refused. Default `false`.
     pub standalone_stream: bool,
+    /// The keep-alive interval expected on the standalone GET stream: a server
+    /// writes a comment (`: keep-alive`) on it after this much silence (this
+    /// crate's server: [`HttpServerConfig::sse_keep_alive`], the same default).
+    /// A stream silent for [`silence_limit`] of it (no event, no comment) is
+    /// taken for dead, as a half-open connection (the server's host vanished, a
+    /// NAT forgot the flow) never ends by itself: the client drops it and
+    /// reconnects with `Last-Event-ID`, so what the server sent meanwhile is
+    /// replayed. Against a server that sends no keep-alives this costs one
+    /// reconnect per silence. `None`: wait forever. Default 15 s
+    /// ([`DEFAULT_SSE_KEEP_ALIVE`]), so the limit is 30 s.
+    ///
+    /// [`HttpServerConfig::sse_keep_alive`]: super::server::HttpServerConfig::sse_keep_alive
+    /// [`DEFAULT_SSE_KEEP_ALIVE`]: super::legacy::DEFAULT_SSE_KEEP_ALIVE
+    pub sse_keep_alive: Option<Duration>,
     /// How many times in a row a broken SSE stream is resumed (GET with
     /// `Last-Event-ID`) before the requests on it fail. Default 3.
     pub max_resume_attempts: u32,
@@ -202,7 +221,8 @@ pub struct HttpClientConfig {
 impl HttpClientConfig {
     /// The configuration for the MCP endpoint `url` (e.g.
     /// `http://127.0.0.1:8080/mcp`), every other field at its default: no extra
-    /// `headers`, `standalone_stream: false`, `max_resume_attempts: 3`,
+    /// `headers`, `standalone_stream: false`, `sse_keep_alive` 15 s,
+    /// `max_resume_attempts: 3`,
     /// `default_retry` 500 ms, `connect_timeout` 10 s, `delete_timeout` 2 s,
     /// `max_body_bytes` 16 MiB (`codec::DEFAULT_MAX_FRAME_LEN`), `transport`
     /// [`TransportConfig::default`]. Change fields after, or add headers with
@@ -216,6 +236,7 @@ impl HttpClientConfig {
             url: url.into(),
             headers: Vec::new(),
             standalone_stream: false,
+            sse_keep_alive: Some(super::legacy::DEFAULT_SSE_KEEP_ALIVE),
             max_resume_attempts: 3,
             default_retry: Duration::from_millis(500),
             connect_timeout: Duration::from_secs(10),
@@ -1389,8 +1410,39 @@ async fn swallow_reply(inner: &Inner, mut resp: reqwest::Response) -> Result<Box
     }
 }
 
+/// How long the standalone GET stream may stay silent (no byte at all) before
+/// the client takes it for dead, for a server that keeps it alive every
+/// `keep_alive` ([`HttpClientConfig::sse_keep_alive`]): the interval plus as
+/// much again, at least 1 s more (a keep-alive late on a loaded server, or
+/// one whose interval is a little longer than expected, is not a dead
+/// connection).
+pub fn silence_limit(keep_alive: Duration) -> Duration {
+    keep_alive.saturating_add(keep_alive.max(Duration::from_secs(1)))
+}
+
+/// The longest wait between two attempts to open the standalone stream: 30 s.
+const MAX_STANDALONE_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The wait before the next attempt to open the standalone stream after
+/// `failures` attempts in a row that failed (refused, unreachable): `retry`
+/// (the stream's SSE `retry`, else [`HttpClientConfig::default_retry`]) at
+/// first, doubled by each failure, at most [`MAX_STANDALONE_BACKOFF`] (or
+/// `retry`, if longer). A refusal can last (a server that still counts a dead
+/// connection as the stream's reader answers 409 until it notices), so the
+/// client keeps trying, less often, rather than give the stream up.
+fn standalone_backoff(failures: u32, retry: Duration) -> Duration {
+    let doubled = retry.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    doubled.min(MAX_STANDALONE_BACKOFF.max(retry))
+}
+
 /// Opens the standalone GET stream (MCP 2025-03-26+, "Listening for Messages from
-/// the Server") in a task; a 405 means the server offers none.
+/// the Server") in a task; a 405 means the server offers none, and so does a
+/// 404 before the stream was ever opened; a 404 after that means the session
+/// is gone: a new one is started ([`renew_session`]), with its own stream. A
+/// stream that ends, breaks or stays silent past [`silence_limit`] is opened
+/// again with `Last-Event-ID` (the last event id seen on it, if any); failed
+/// attempts are retried for as long as the session lasts
+/// ([`standalone_backoff`]).
 fn start_standalone(inner: &Arc<Inner>) {
     let task_inner = inner.clone();
     let task = tokio::spawn(
@@ -1398,6 +1450,8 @@ fn start_standalone(inner: &Arc<Inner>) {
             let inner = task_inner;
             let mut parser = SseParser::with_max_event_len(inner.config.max_body_bytes);
             let mut failures = 0u32;
+            // The server has opened the stream for this session at least once.
+            let mut served = false;
             let mut none = Vec::new();
             loop {
                 let last = parser.last_event_id().to_owned();
@@ -1408,15 +1462,60 @@ fn start_standalone(inner: &Arc<Inner>) {
                         return;
                     }
                     Ok(mut r) if r.status().is_success() && is_sse(r.headers()) => {
+                        served = true;
                         let batching = Batching::Refused;
-                        while let Ok(Some(chunk)) = r.chunk().await {
+                        let silence = inner.config.sse_keep_alive.map(silence_limit);
+                        loop {
+                            let next = match silence {
+                                Some(limit) => match tokio::time::timeout(limit, r.chunk()).await {
+                                    Ok(next) => next,
+                                    Err(_) => {
+                                        tracing::info!(
+                                            silent_ms = limit.as_millis() as u64,
+                                            "the standalone stream went silent past its keep-alive; taken for dead, reconnecting"
+                                        );
+                                        break;
+                                    }
+                                },
+                                None => r.chunk().await,
+                            };
+                            let Ok(Some(chunk)) = next else { break };
                             if feed_sse(&inner, &mut parser, &chunk, &mut none, batching, &mut None)
                                 .await
                             {
                                 failures = 0;
                             }
                         }
+                        // The connection is closed here (a dead one too).
+                        drop(r);
                         parser.finish();
+                    }
+                    Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                        if !served {
+                            // Never opened for this session: a server that
+                            // answers GET with 404 for "no stream" (405 is
+                            // the spec's); a new session would do the same.
+                            tracing::debug!("the server offers no standalone stream (404)");
+                            return;
+                        }
+                        // The session is gone (a restarted server): a new one
+                        // is started now, as after a POST's 404 (the spec's
+                        // MUST for any request that named the session), and
+                        // opens its own stream. A client that only listens
+                        // would otherwise hear nothing more until it sends.
+                        // In a task of its own: it replaces (aborts) this one.
+                        tracing::info!("the standalone stream's session is gone (404); starting a new one");
+                        let generation = lock(&inner.state).generation;
+                        let renewing = inner.clone();
+                        tokio::spawn(
+                            async move {
+                                if let Err(e) = renew_session(&renewing, generation).await {
+                                    tracing::warn!(error = %e, "the lost session could not be replaced; the next request tries again");
+                                }
+                            }
+                            .in_current_span(),
+                        );
+                        return;
                     }
                     Ok(r) => {
                         tracing::debug!(status = %r.status(), "standalone stream refused");
@@ -1427,15 +1526,17 @@ fn start_standalone(inner: &Arc<Inner>) {
                         failures += 1;
                     }
                 }
-                if failures > inner.config.max_resume_attempts {
-                    tracing::warn!("the standalone stream could not be kept open; given up");
-                    return;
+                if failures == inner.config.max_resume_attempts.saturating_add(1) {
+                    tracing::warn!(
+                        failures,
+                        "the standalone stream could not be opened again; still trying, less often"
+                    );
                 }
-                let wait = parser
+                let retry = parser
                     .retry()
                     .map(Duration::from_millis)
                     .unwrap_or(inner.config.default_retry);
-                tokio::time::sleep(wait).await;
+                tokio::time::sleep(standalone_backoff(failures, retry)).await;
             }
         }
         .in_current_span(),
@@ -1457,6 +1558,7 @@ mod tests {
         assert_eq!(c.url, "http://127.0.0.1:1/mcp");
         assert_eq!(c.headers, vec![("a".to_owned(), "b".to_owned())]);
         assert!(!c.standalone_stream);
+        assert_eq!(c.sse_keep_alive, Some(Duration::from_secs(15)));
         assert_eq!(c.max_resume_attempts, 3);
         assert_eq!(c.default_retry, Duration::from_millis(500));
         assert_eq!(c.connect_timeout, Duration::from_secs(10));
@@ -1481,6 +1583,32 @@ mod tests {
         assert_eq!(error_answer_id(Some(&Id::from(3)), &two), None);
         assert_eq!(error_answer_id(None, &two), None);
         assert_eq!(error_answer_id(Some(&Id::from(1)), &[]), None);
+    }
+
+    /// The silence limit is the keep-alive interval and as much again, at
+    /// least 1 s more: 30 s for the default 15 s.
+    #[test]
+    fn the_silence_limit_leaves_slack_past_the_keep_alive() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            silence_limit(Duration::from_secs(15)),
+            Duration::from_secs(30)
+        );
+        assert_eq!(silence_limit(ms(100)), ms(1100));
+        assert_eq!(silence_limit(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
+    }
+
+    /// Failed attempts to open the standalone stream back off from `retry`,
+    /// doubling, up to 30 s (or `retry` when that is longer).
+    #[test]
+    fn the_standalone_stream_backs_off_to_thirty_seconds() {
+        let ms = Duration::from_millis;
+        let waits: Vec<Duration> = (0..5).map(|f| standalone_backoff(f, ms(500))).collect();
+        assert_eq!(waits, [ms(500), ms(500), ms(1000), ms(2000), ms(4000)]);
+        assert_eq!(standalone_backoff(7, ms(500)), ms(32_000).min(ms(30_000)));
+        assert_eq!(standalone_backoff(u32::MAX, ms(500)), ms(30_000));
+        assert_eq!(standalone_backoff(3, ms(60_000)), ms(60_000));
     }
 
     #[test]

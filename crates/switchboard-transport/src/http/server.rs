@@ -32,7 +32,7 @@
 //! | a request id already open in the session | 400 |
 //! | POST of notifications and responses only | 202, no body |
 //! | POST with requests, or a batch with invalid items that want an answer | 200, `text/event-stream` (or `application/json` with [`HttpServerConfig::json_response`]; whatever that says, `application/json` when it is the only type `Accept` allows, `text/event-stream` when that is; a batch is answered with an array, even of one); an invalid batch item whose id cannot be read gets its error response with `id: null` here, from the server itself |
-//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; 409 if the standalone stream is already open |
+//! | GET | 200, `text/event-stream`: the standalone stream, or a resumed one with `Last-Event-ID` (replaying what followed that event); 400 when `Last-Event-ID` names no stream kept by the session or an event it never sent; a connection still reading that stream is taken over (its body ends; a half-open one never blocks the client's new GET) |
 //! | DELETE | 200, the session ends |
 //!
 //! Error bodies are a JSON-RPC error response with `id: null`
@@ -240,9 +240,14 @@ pub struct HttpServerConfig {
     /// [`sse_path`](Self::sse_path) is `None`. Default
     /// [`DEFAULT_MESSAGE_PATH`](super::legacy::DEFAULT_MESSAGE_PATH) (`/message`).
     pub message_path: String,
-    /// How long a legacy SSE stream may stay silent before it gets a keep-alive
-    /// comment (`: keep-alive`), so proxies do not cut it. `None`: never. Default
-    /// [`DEFAULT_SSE_KEEP_ALIVE`](super::legacy::DEFAULT_SSE_KEEP_ALIVE) (15 s).
+    /// How long an SSE stream opened by a GET (a legacy HTTP+SSE session's
+    /// stream; the standalone stream of a Streamable HTTP session, or a stream
+    /// resumed with `Last-Event-ID`) may stay silent before it gets a keep-alive
+    /// comment (`: keep-alive`), so proxies do not cut it and a client can tell
+    /// a dead connection by a much longer silence (the Streamable HTTP client's
+    /// [`HttpClientConfig::sse_keep_alive`](super::client::HttpClientConfig::sse_keep_alive)).
+    /// The replies to POSTs get none (no timer per call). `None`: never.
+    /// Default [`DEFAULT_SSE_KEEP_ALIVE`](super::legacy::DEFAULT_SSE_KEEP_ALIVE) (15 s).
     pub sse_keep_alive: Option<Duration>,
     /// Queue capacities and the initial batching rule of each session's
     /// [`Transport`] (`max_line_len` is not used: bodies are bounded by
@@ -421,6 +426,36 @@ struct Shared {
     /// Set by [`HttpServer::refuse_new_sessions`]: a new session of either
     /// kind gets 503.
     refusing: AtomicBool,
+    /// How many TCP connections are open ([`HttpServer::shutdown`] waits for
+    /// none).
+    connections: watch::Sender<usize>,
+}
+
+/// Held by the task serving one connection: counts it in
+/// [`Shared::connections`] while it lives.
+struct OpenConnection(Arc<Shared>);
+
+impl OpenConnection {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.connections.send_modify(|n| *n += 1);
+        OpenConnection(shared.clone())
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connections.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// How the tasks serving connections learn that the server stops.
+#[derive(Clone)]
+struct Stop {
+    /// The server is shutting down (or gone): finish the response in progress
+    /// (HTTP/1.1 keep-alive off), then close.
+    graceful: watch::Receiver<bool>,
+    /// The grace of [`HttpServer::shutdown`] is over: close now, mid-body.
+    cut: watch::Receiver<bool>,
 }
 
 /// The message of the 503 a new session gets after
@@ -470,7 +505,12 @@ pub(crate) fn too_many_sessions(max: usize) -> String {
     format!("too many sessions: the server's limit of {max} live sessions is reached; try again once one has ended")
 }
 
-/// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown))
+/// The default grace of [`HttpServer::shutdown`] for open connections to
+/// finish their responses: 5 s.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A running Streamable HTTP server. Dropping it (or [`shutdown`](Self::shutdown),
+/// which also waits for the connections to close)
 /// stops accepting connections, ends every session
 /// ([`CloseReason::SessionClosed`]) and closes open connections once their
 /// current response ends.
@@ -478,6 +518,7 @@ pub struct HttpServer {
     local_addr: SocketAddr,
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
+    cut: watch::Sender<bool>,
 }
 
 impl fmt::Debug for HttpServer {
@@ -523,7 +564,13 @@ impl HttpServer {
             registry.spawn_reaper(idle);
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let (cut, cut_rx) = watch::channel(false);
+        let stop = Stop {
+            graceful: shutdown_rx.clone(),
+            cut: cut_rx,
+        };
         let shared = Arc::new(Shared {
+            connections: watch::channel(0).0,
             clock: Clock::new(config.sse_first_event_wait / 2),
             answering: AtomicUsize::new(0),
             refusing: AtomicBool::new(false),
@@ -541,12 +588,13 @@ impl HttpServer {
             limits,
         });
         let span = info_span!("http_server", addr = %local_addr);
-        tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx).instrument(span));
+        tokio::spawn(accept_loop(listener, shared.clone(), stop).instrument(span));
         Ok((
             HttpServer {
                 local_addr,
                 shared,
                 shutdown,
+                cut,
             },
             SessionAcceptor { rx },
         ))
@@ -592,9 +640,52 @@ impl HttpServer {
         self.shared.refusing.store(true, Ordering::Relaxed);
     }
 
-    /// Stops the server; the same as dropping it.
-    pub fn shutdown(self) {}
+    /// How many TCP connections are open now.
+    pub fn connection_count(&self) -> usize {
+        *self.shared.connections.borrow()
+    }
+
+    /// Stops the server, as dropping it does, and waits until its connections
+    /// have closed, at most `grace` ([`DEFAULT_SHUTDOWN_GRACE`] is a fair
+    /// bound). Every session ends ([`CloseReason::SessionClosed`]; stateless
+    /// exchanges end as their module says), so every open SSE response (the
+    /// reply to a POST, a standalone or resumed GET stream, a legacy HTTP+SSE
+    /// stream) ends its body properly, the terminating zero-length chunk
+    /// included, as after DELETE; then its connection closes (no keep-alive).
+    /// Connections still open after `grace` (a client that does not read what
+    /// it was sent) are cut. Returns how many were cut: 0 when every response
+    /// ended whole.
+    ///
+    /// Await it before the runtime ends (a program's last step): dropping the
+    /// server only starts the close, and a runtime dropped right after it
+    /// drops the connections' tasks with it, mid-body, so a client sees a
+    /// truncated chunked body or a reset instead of the end of its stream.
+    pub async fn shutdown(self, grace: Duration) -> usize {
+        let shared = self.shared.clone();
+        let cut = self.cut.clone();
+        drop(self);
+        let mut open = shared.connections.subscribe();
+        if tokio::time::timeout(grace, open.wait_for(|n| *n == 0))
+            .await
+            .is_ok()
+        {
+            return 0;
+        }
+        let left = *open.borrow();
+        warn!(
+            connections = left,
+            grace_ms = grace.as_millis() as u64,
+            "connections still open after the shutdown grace; cut"
+        );
+        cut.send_replace(true);
+        // Bounded: a cut connection's task ends at its next poll.
+        let _ = tokio::time::timeout(CUT_WAIT, open.wait_for(|n| *n == 0)).await;
+        left
+    }
 }
+
+/// How long [`HttpServer::shutdown`] waits for the connections it cut to go.
+const CUT_WAIT: Duration = Duration::from_secs(1);
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
@@ -610,11 +701,16 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await.map(|_| ());
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// Waits until the shutdown's grace is over; never, when the server was only
+/// dropped (no grace was given).
+async fn cut_off(cut: &mut watch::Receiver<bool>) {
+    if cut.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Stop) {
+    let mut shutdown = stop.graceful.clone();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -623,8 +719,12 @@ async fn accept_loop(
                         warn!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
                     let span = info_span!("http_connection", %peer);
+                    // Counted before the task runs, so a shutdown right now
+                    // waits for it too.
+                    let open = OpenConnection::new(&shared);
                     tokio::spawn(
-                        serve_connection(stream, shared.clone(), shutdown.clone()).instrument(span),
+                        serve_connection(stream, shared.clone(), stop.clone(), open)
+                            .instrument(span),
                     );
                 }
                 Err(e) => {
@@ -639,11 +739,17 @@ async fn accept_loop(
     debug!("the server stopped accepting connections");
 }
 
+/// Serves one connection; `_open` counts it until it closes.
 async fn serve_connection(
     stream: TcpStream,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    stop: Stop,
+    _open: OpenConnection,
 ) {
+    let Stop {
+        graceful: mut shutdown,
+        mut cut,
+    } = stop;
     let service = service_fn(move |req: Request<Incoming>| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(handle(&shared, req).await) }
@@ -657,8 +763,13 @@ async fn serve_connection(
             }
         }
         () = stopped(&mut shutdown) => {
+            // The response in progress is finished (the session's end ends an
+            // SSE body with its last chunk), then the connection closes.
             conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = cut_off(&mut cut) => debug!("connection cut: the shutdown grace is over"),
+            }
         }
     }
 }
@@ -1573,13 +1684,6 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     };
     let opened = match opened {
         Ok(o) => o,
-        Err(StreamError::Conflict) => {
-            return rpc_error(
-                StatusCode::CONFLICT,
-                code::INVALID_REQUEST,
-                "the session's standalone stream is already open",
-            )
-        }
         Err(StreamError::UnknownStream) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -1609,7 +1713,8 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
         }
         _ => {}
     }
-    sse_response(Body::stream(prefix, opened.rx, session.guard()))
+    let body = Body::stream(prefix, opened.rx, session.guard());
+    sse_response(body.with_keep_alive(shared.config.sse_keep_alive))
 }
 
 fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {

@@ -298,8 +298,6 @@ pub(crate) enum StreamError {
     Ended,
     /// A request id of the POST is already open in this session (400).
     DuplicateId(Id),
-    /// The standalone stream already has a reader (409).
-    Conflict,
     /// The event id names no stream kept here (400).
     UnknownStream,
     /// The event id names a kept stream but an event it never sent to a
@@ -336,7 +334,9 @@ pub(crate) struct Session {
     /// `MCP-Protocol-Version`: its client knows priming events ([`Self::primes`]).
     primes: std::sync::atomic::AtomicBool,
     /// Woken when a POST takes its early events or goes without them, for
-    /// senders that found those at capacity ([`Live::Early`]).
+    /// senders that found those at capacity ([`Live::Early`]), and when a new
+    /// connection takes a stream over from another ([`Self::new_live`]), for
+    /// senders waiting for room on the old one's full queue.
     attached: tokio::sync::Notify,
 }
 
@@ -424,12 +424,23 @@ impl Session {
         }
     }
 
+    /// A new connection reads `stream` from now on: its queue. A connection
+    /// that read it until now is taken over: its queue is dropped, so its body
+    /// ends once it has written what was queued (a half-open connection, which
+    /// the server cannot tell from a slow one, no longer holds the stream), and
+    /// senders waiting for room on it go to the new one. What the old connection
+    /// may not have delivered is replayed from `Last-Event-ID` by the caller.
     fn new_live(&self, st: &mut State, stream: u64) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(self.limits.capacity);
         st.next_gen += 1;
         let generation = st.next_gen;
-        if let Some(s) = st.streams.get_mut(&stream) {
-            s.live = Some((generation, Live::Queue(tx)));
+        let old = st
+            .streams
+            .get_mut(&stream)
+            .and_then(|s| s.live.replace((generation, Live::Queue(tx))));
+        if let Some((_, Live::Queue(_))) = old {
+            debug!(session = %self.id, stream, "a new connection takes the stream over");
+            self.attached.notify_waiters();
         }
         rx
     }
@@ -615,16 +626,16 @@ impl Session {
     }
 
     /// Opens the standalone stream for a GET without `Last-Event-ID`: events
-    /// buffered and not yet handed to any connection come first.
+    /// buffered and not yet handed to any connection come first. A connection
+    /// still reading it is taken over ([`Self::new_live`]): a client only opens
+    /// a second one when it has given the first up (a half-open connection
+    /// looks open here until a write to it fails, which can take many minutes).
     pub(crate) fn open_standalone(&self, prime: bool) -> Result<Opened, StreamError> {
         let mut st = self.lock();
         if st.ended {
             return Err(StreamError::Ended);
         }
         let s = st.streams.get(&STANDALONE).expect("the standalone stream");
-        if s.live_open() {
-            return Err(StreamError::Conflict);
-        }
         let after = s.delivered;
         let prefix: VecDeque<Bytes> = s
             .buffer
@@ -648,7 +659,8 @@ impl Session {
 
     /// Resumes `stream` after event `after` (GET with `Last-Event-ID`): replays the
     /// kept events after it, then goes on live if the stream is still open (the
-    /// standalone stream always is; a POST stream until its last response).
+    /// standalone stream always is; a POST stream until its last response). A
+    /// connection still reading the stream is taken over ([`Self::new_live`]).
     ///
     /// [`StreamError::NeverSent`] when `after` names an event the stream never
     /// sent (beyond the last one handed to a connection, or a seq 0 it never
@@ -675,9 +687,6 @@ impl Session {
         // even its priming event.
         if after > s.delivered || (after == 0 && !s.sent_zero) || s.is_early() {
             return Err(StreamError::NeverSent);
-        }
-        if stream == STANDALONE && s.live_open() {
-            return Err(StreamError::Conflict);
         }
         let prefix: VecDeque<Bytes> = s
             .buffer
@@ -907,17 +916,29 @@ impl Session {
                     // future (copied into each task that sends) several times
                     // larger.
                     let mut ended = self.ended.subscribe();
+                    // A new connection may take the stream over from this full
+                    // one (a half-open connection is never read again): then
+                    // the wait is for the new one. Registered before the check,
+                    // so a takeover right after it is not missed.
+                    let mut moved = Box::pin(self.attached.notified());
+                    moved.as_mut().enable();
+                    if self.reader_of(&route) != Some(generation) {
+                        continue;
+                    }
                     let wait = Box::pin(async move {
                         tokio::select! {
-                            r = tx.reserve_owned() => Some(match r {
+                            r = tx.reserve_owned() => Some(Some(match r {
                                 Ok(permit) => Room::Reserved(generation, permit),
                                 Err(_) => Room::Gone(generation),
-                            }),
+                            })),
+                            () = moved => Some(None),
                             () = is_ended(&mut ended) => None,
                         }
                     });
                     match wait.await {
-                        Some(room) => room,
+                        Some(Some(room)) => room,
+                        // Woken: look again at who reads the stream now.
+                        Some(None) => continue,
                         None => return Err(()),
                     }
                 }
@@ -930,6 +951,13 @@ impl Session {
                 Commit::Again => continue,
             }
         }
+    }
+
+    /// The generation of the connection that takes the next events of the
+    /// stream `route` resolves to, if any ([`Stream::reader`]).
+    fn reader_of(&self, route: &Route) -> Option<u64> {
+        let st = self.lock();
+        resolve(&st, route).and_then(|t| st.streams.get(&t).and_then(Stream::reader))
     }
 
     /// Under the lock: the room there is now for a message routed by `route`,
@@ -1430,6 +1458,48 @@ mod tests {
         let busy = [(&ids[0], None), (&ids[1], None)];
         assert_eq!(least_recently_used(busy.iter().copied()), None);
         assert_eq!(least_recently_used(std::iter::empty()), None);
+    }
+
+    fn unrelated(n: u64) -> Outbound {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":{n}}}}}"#
+        );
+        Outbound::new(line.into_bytes(), Route::Unrelated)
+    }
+
+    /// A new GET takes the standalone stream over from a connection that
+    /// still holds it, and a sender waiting for room on that connection's full
+    /// queue (a half-open connection is never read again) goes on to the new
+    /// one: its message arrives there, nothing waits for the old one.
+    #[tokio::test]
+    async fn a_takeover_frees_a_sender_waiting_on_the_old_connection() {
+        let (s, _t) = session(1);
+        let old = s.open_standalone(false).expect("opened");
+        let _never_read = old.rx.expect("a queue");
+        s.try_route(unrelated(1)).expect("room for one");
+        let sender = {
+            let s = s.clone();
+            tokio::spawn(async move { s.route(unrelated(2)).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(
+            !sender.is_finished(),
+            "waits for room on the old connection"
+        );
+        let new = s.open_standalone(false).expect("taken over, not refused");
+        assert!(new.prefix.is_empty(), "1 went to the old connection");
+        tokio::time::timeout(Duration::from_secs(5), sender)
+            .await
+            .expect("the sender went on")
+            .unwrap()
+            .unwrap();
+        let mut rx = new.rx.expect("a queue");
+        let got = rx.recv().await.expect("the message");
+        assert!(data(&VecDeque::from([got]))[0].contains(r#""data":2"#));
+        // Resuming after event 1 replays 2, taking the stream over again.
+        let resumed = s.resume(STANDALONE, 1, false).expect("resumed");
+        assert_eq!(data(&resumed.prefix).len(), 1);
+        assert!(rx.recv().await.is_none(), "the taken-over queue ends");
     }
 
     #[test]
