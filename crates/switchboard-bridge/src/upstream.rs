@@ -477,6 +477,12 @@ impl Upstream {
         self.inner.status.borrow().clone()
     }
 
+    /// Whether it is shut down for good ([`Status::Stopped`]), without
+    /// copying the status.
+    pub(crate) fn is_stopped(&self) -> bool {
+        matches!(*self.inner.status.borrow(), Status::Stopped)
+    }
+
     /// The status as it changes.
     pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
         self.inner.status.subscribe()
