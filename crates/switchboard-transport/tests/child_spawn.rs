@@ -57,21 +57,27 @@ async fn spawning_a_child_does_not_copy_our_address_space() {
     unsafe { libc::madvise(region, PAGES * page, libc::MADV_NOHUGEPAGE) };
     let region = region.cast::<u8>();
     for scheduling in [ChildScheduling::Inherit, ChildScheduling::Batch] {
-        touch(region, page);
-        let before = minor_faults();
-        let mut config = ChildConfig::new("spawned", "cat");
-        config.scheduling = scheduling;
-        let child = stdio::spawn(config, &TransportConfig::default()).unwrap();
-        touch(region, page);
-        let faults = minor_faults() - before;
-        let report = tokio::time::timeout(Duration::from_secs(20), child.process.shutdown())
-            .await
-            .expect("cat ends when its stdin closes")
-            .unwrap();
-        assert!(report.status.success(), "{report:?}");
+        // The fewest faults of three spawns: a fork costs one per page every
+        // time, while something else of the kernel's (NUMA balancing's hinting
+        // faults, on a machine that has it) could cost some once.
+        let mut fewest = i64::MAX;
+        for _ in 0..3 {
+            touch(region, page);
+            let before = minor_faults();
+            let mut config = ChildConfig::new("spawned", "cat");
+            config.scheduling = scheduling;
+            let child = stdio::spawn(config, &TransportConfig::default()).unwrap();
+            touch(region, page);
+            fewest = fewest.min(minor_faults() - before);
+            let report = tokio::time::timeout(Duration::from_secs(20), child.process.shutdown())
+                .await
+                .expect("cat ends when its stdin closes")
+                .unwrap();
+            assert!(report.status.success(), "{report:?}");
+        }
         assert!(
-            faults < (PAGES / 4) as i64,
-            "{scheduling:?}: {faults} page faults writing {PAGES} pages after the spawn: \
+            fewest < (PAGES / 4) as i64,
+            "{scheduling:?}: {fewest} page faults writing {PAGES} pages after the spawn: \
              the spawn write-protected our memory (fork)"
         );
     }
