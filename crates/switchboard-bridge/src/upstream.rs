@@ -477,6 +477,12 @@ impl Upstream {
         self.inner.status.borrow().clone()
     }
 
+    /// Whether it is shut down for good ([`Status::Stopped`]), without
+    /// copying the status.
+    pub(crate) fn is_stopped(&self) -> bool {
+        matches!(*self.inner.status.borrow(), Status::Stopped)
+    }
+
     /// The status as it changes.
     pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
         self.inner.status.subscribe()
@@ -1138,8 +1144,12 @@ async fn exchange(
             .ok_or_else(|| "the child's output ended".to_owned())?;
         let message = match event {
             Inbound::Message(m) => m,
-            Inbound::Failed { id, error } => Inbound::failure_response(id, error),
-            Inbound::Batch(_) => continue,
+            // Its answer could not be read (over the line limit): the
+            // handshake fails, as when the child is gone.
+            Inbound::Failed { id: failed, error } if failed == id => {
+                return Err(format!("its answer could not be read: {}", error.message))
+            }
+            Inbound::Failed { .. } | Inbound::Batch(_) => continue,
             Inbound::Closed { reason } => {
                 return Err(format!("before initializing: {}", shown(&reason)))
             }
@@ -1186,7 +1196,7 @@ impl DirectSink for Responses {
             },
             _ => return Err(message),
         };
-        complete(&self.0, &id, message);
+        complete(&self.0, &id, Ok(message));
         Ok(())
     }
 }
@@ -1196,8 +1206,14 @@ async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receive
     while let Some(event) = receiver.recv().await {
         match event {
             Inbound::Message(m) => dispatch(inner, m).await,
+            // The child did answer, but the transport could not read the
+            // answer (over the line limit): a failure of the bridge's, which
+            // its callers answer with -32603 as every other, not an answer of
+            // the child's to pass on (the transport's -32000).
             Inbound::Failed { id, error } => {
-                dispatch(inner, Inbound::failure_response(id, error)).await
+                warn!(%id, error = %error.message, "the upstream server's answer could not be read; its call fails");
+                let why = format!("the upstream server {}: {}", inner.name, error.message);
+                complete(inner, &id, Err(why));
             }
             Inbound::Batch(items) => {
                 for m in items.into_iter().flatten() {
@@ -1260,9 +1276,9 @@ fn other_owner_cancelled(table: &Table, owner: Option<u64>) -> bool {
 
 async fn dispatch(inner: &Arc<Inner>, message: Message) {
     match message {
-        Message::Response(ref r) => complete(inner, &r.id.clone(), message),
+        Message::Response(ref r) => complete(inner, &r.id.clone(), Ok(message)),
         Message::Error(ref e) => match e.id.clone() {
-            Some(id) => complete(inner, &id, message),
+            Some(id) => complete(inner, &id, Ok(message)),
             None => {
                 warn!(error = %e.error.message, code = e.error.code, "the upstream server sent an error without id")
             }
@@ -1339,7 +1355,10 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
     }
 }
 
-fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
+/// Ends the call with upstream id `id`: with the child's answer (`Ok`, a
+/// response or error response, the call's [`Step::Done`]) or with why it
+/// cannot have one (`Err`, [`Step::Failed`]: the callers answer -32603).
+fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
     let slot = {
         let mut table = lock(&inner.table);
         let slot = upstream_id(id).and_then(|n| table.calls.remove(&n));
@@ -1354,7 +1373,7 @@ fn complete(inner: &Arc<Inner>, id: &Id, message: Message) {
     };
     match slot {
         Some(slot) => {
-            let _ = slot.done.send(Ok(message));
+            let _ = slot.done.send(outcome);
         }
         None => {
             // A cancelled call the child answered after all: it is done with it.
@@ -1896,6 +1915,50 @@ for line in sys.stdin:
         assert!(
             matches!(step, Step::Event(CallEvent::Request(_))),
             "the child's request goes to the client's call: {step:?}"
+        );
+        up.shutdown(Duration::ZERO).await;
+    }
+
+    /// The child's answer over the transport's line limit fails its call as
+    /// the bridge's other failures do ([`Step::Failed`], which callers answer
+    /// with -32603), not as an error answer of the child's (the transport's
+    /// -32000); the next call on the child works.
+    #[tokio::test]
+    async fn an_answer_over_the_line_limit_fails_its_call() {
+        let big = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+             "serverInfo": {"name": "big", "version": "1"}}
+    elif m.get("method") == "tools/call":
+        text = "x" * 10000 if m["params"]["name"] == "big" else "small"
+        r = {"content": [{"type": "text", "text": text}]}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+        let mut config = python_config(big);
+        config.transport.max_line_len = 4096;
+        let up = Upstream::start(config, None);
+        up.ready(Duration::from_secs(10)).await.expect("ready");
+        let mut call = up.call(tool("big"), 1).await.expect("started");
+        match next_step(&mut call).await {
+            Step::Failed(why) => {
+                assert!(why.contains("line limit"), "{why}");
+                assert!(why.contains("asking"), "names the upstream: {why}");
+            }
+            other => panic!("expected the call to fail, got {other:?}"),
+        }
+        let mut call = up.call(tool("small"), 1).await.expect("started");
+        assert!(
+            matches!(next_step(&mut call).await, Step::Done(Message::Response(_))),
+            "the child goes on"
+        );
+        assert!(
+            lock(&up.inner.table).calls.is_empty(),
+            "no call left behind"
         );
         up.shutdown(Duration::ZERO).await;
     }

@@ -862,9 +862,10 @@ async fn connect_relays_a_host_app_to_a_remote_of_every_era() {
 /// MCP 2025-03-26 ("Base protocol → Batching"): implementations MUST support
 /// receiving JSON-RPC batches, and on stdio a line may be a batch. A host app
 /// that negotiated 2025-03-26 through `connect` gets every item of its batch
-/// answered (an invalid item with its own error, JSON-RPC 2.0 §6), as from the
-/// library's own stdio server; `connect` used to refuse the whole batch
-/// (-32600 "batches are not supported in this protocol revision").
+/// answered (an invalid item with its own error, JSON-RPC 2.0 §6), all in one
+/// array on one line, as from the library's own stdio server; `connect` used
+/// to refuse the whole batch (-32600 "batches are not supported in this
+/// protocol revision"), then answered it line by line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_takes_a_batch_from_a_2025_03_26_host_app() {
     let bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
@@ -890,8 +891,14 @@ async fn connect_takes_a_batch_from_a_2025_03_26_host_app() {
     .await;
     let (out, status) = host.close_and_collect().await;
     assert!(status.success(), "{out:?}");
+    // One line, an array (JSON-RPC 2.0 §6), as the library's stdio server
+    // answers a batch; the answers used to come one per line.
+    let arrays: Vec<&Vec<Value>> = out.iter().filter_map(Value::as_array).collect();
+    assert_eq!(arrays.len(), 1, "{out:?}");
+    assert_eq!(arrays[0].len(), 3, "{out:?}");
     let answer = |id: u64| {
-        out.iter()
+        arrays[0]
+            .iter()
             .find(|m| m["id"] == id && m.get("method").is_none())
     };
     assert_eq!(answer(1).map(|m| &m["result"]), Some(&json!({})), "{out:?}");

@@ -980,3 +980,78 @@ async fn an_initialize_abandoned_before_its_answer_frees_its_session() {
     let reply = s.echo(&c, &bridge.url, 1, "a slot").await;
     assert_eq!(first_text(&reply.response(&json!(1))["result"]), "a slot");
 }
+
+/// A server whose tool `big` answers with a line of 17 MiB (over the bridge's
+/// 16 MiB line limit for its children) and `small` with a short text.
+const BIG_ANSWER_SERVER: &str = r#"
+import json, sys
+tool = {"inputSchema": {"type": "object"}}
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if "id" not in m or method is None:
+        continue
+    if method == "initialize":
+        r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+             "serverInfo": {"name": "big", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [dict(tool, name="big"), dict(tool, name="small")]}
+    elif method == "tools/call":
+        big = m["params"]["name"] == "big"
+        r = {"content": [{"type": "text", "text": "x" * (17 << 20) if big else "small"}]}
+    else:
+        r = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// A child's answer over the line limit reaches the client as -32603, as every
+/// other failure of the bridge's (it came as the transport's -32000), for a
+/// session's own child and for a 2026-07-28 client on the shared child; the
+/// session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_answer_over_the_line_limit_is_a_32603() {
+    let bridge = BridgeProc::start(&[], &["python3", "-c", BIG_ANSWER_SERVER]).await;
+    let c = client();
+    let call = |name: &str| json!({"name": name, "arguments": {}});
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let reply = s
+        .request(&c, &bridge.url, json!(1), "tools/call", call("big"))
+        .await;
+    let error = &reply.response(&json!(1))["error"];
+    assert_eq!(error["code"], -32603, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("line limit"),
+        "{error}"
+    );
+    let reply = s
+        .request(&c, &bridge.url, json!(2), "tools/call", call("small"))
+        .await;
+    assert_eq!(first_text(&reply.response(&json!(2))["result"]), "small");
+    // A 2026-07-28 client, through the shared child.
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(3),
+        "tools/call",
+        call("big"),
+        json!({}),
+    )
+    .await;
+    let error = &reply.response(&json!(3))["error"];
+    assert_eq!(error["code"], -32603, "{}", reply.body);
+    assert!(
+        error["message"].as_str().unwrap().contains("line limit"),
+        "{error}"
+    );
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(4),
+        "tools/call",
+        call("small"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(first_text(&reply.response(&json!(4))["result"]), "small");
+}

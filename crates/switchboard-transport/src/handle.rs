@@ -89,6 +89,10 @@ pub struct Sender {
     /// Requests are refused ([`SendError::is_request_refused`]): the stateless
     /// 2026-07-28 exchange, where the server never sends requests.
     pub(crate) no_requests: bool,
+    /// A line transport's batches read and waiting for their answers, which
+    /// [`forget`](Self::forget) tells of a request that gets none; `None` for
+    /// the other transports.
+    pub(crate) replies: Option<Arc<crate::line::BatchReplies>>,
 }
 
 /// Where a [`Sender`]'s messages go.
@@ -444,11 +448,16 @@ impl Sender {
     /// NOT respond; MCP "Utilities → Cancellation", every revision). On the
     /// Streamable HTTP server the POST that carried it stops waiting for it:
     /// its stream ends once no other request of that POST is pending (events
-    /// already sent stay available for `Last-Event-ID` replay). A no-op on
-    /// every other transport, which have no per-request channel to close.
+    /// already sent stay available for `Last-Event-ID` replay). On a line
+    /// transport (stdio, a child, [`crate::memory`], [`crate::connect`]), the
+    /// answer to the 2025-03-26 batch that carried it, one array, no longer
+    /// waits for it (and goes out now if it was the last). A no-op otherwise.
     pub fn forget(&self, id: &Id) {
         if let Outlet::Session(s) = &self.out {
             s.session.forget(id);
+        }
+        if let Some(replies) = &self.replies {
+            replies.forget(id);
         }
     }
 
@@ -802,10 +811,14 @@ pub enum Inbound {
     Message(Message),
     /// A JSON-RPC batch (2025-03-26 only), each item decoded on its own
     /// (JSON-RPC 2.0 §6: an invalid item does not spoil the others). Invalid items
-    /// are passed on, not answered by the transport: on the server side their
-    /// answers belong in the batch's response array, which the library builds
-    /// (`DecodeError::to_response`, unless `wants_response` is false); on the
-    /// client side they have been logged (warn) and may be ignored.
+    /// whose id could be read are passed on, not answered by the transport: the
+    /// library answers each (`DecodeError::to_response`, unless `wants_response`
+    /// is false; on the client side they have also been logged, warn). Those
+    /// whose id could not be read are answered by the transport itself and not
+    /// passed on. The answers to the batch's requests, sent one by one, go out
+    /// as the batch's one array: on the POST's reply over Streamable HTTP, and
+    /// as one line, once the last is sent or forgotten ([`Sender::forget`]),
+    /// over a line transport.
     Batch(Vec<Result<Message, DecodeError>>),
     /// A request of ours that the transport gave up on. Over HTTP (client side):
     /// it could not be sent, or no JSON-RPC answer to it came back (an HTTP error
@@ -1063,6 +1076,7 @@ mod tests {
             out: Outlet::Queue(tx),
             batching: BatchingSwitch::new(Batching::Refused),
             no_requests: false,
+            replies: None,
         };
         (sender, rx)
     }

@@ -5,15 +5,24 @@
 //! 2025-03-26, or one batch) per line, no embedded newlines; R5 adds that TCP and
 //! Unix-socket transports SHOULD reuse this framing, hence [`connect`] over any
 //! [`AsyncRead`]/[`AsyncWrite`] pair.
+//!
+//! A batch read (2025-03-26) is answered with one line too: the answers to its
+//! requests are gathered into one array, written once the last is in
+//! ([`BatchReplies`]; JSON-RPC 2.0 §6).
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use foldhash::HashMap;
 
 use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
-use switchboard_protocol::jsonrpc::{decode_frame, ErrorObject, ErrorResponse, Frame, Message};
+use switchboard_protocol::jsonrpc::{
+    decode_frame, DecodeError, ErrorObject, ErrorResponse, Frame, Id, Message,
+};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 use tracing::{debug, trace, warn, Instrument, Span};
 
@@ -227,6 +236,7 @@ where
     let batching = BatchingSwitch::new(config.batching);
     let decoder = LineDecoder::with_max_line_len(config.max_line_len);
     let skipped = Arc::new(Skipped::default());
+    let replies = Arc::new(BatchReplies::default());
     let limit = match &role {
         Role::Client { peer } => Some(LogLines::new(
             log_limit,
@@ -242,15 +252,17 @@ where
         replies: out_tx.downgrade(),
         batching: batching.clone(),
         decoder,
+        batch_replies: replies.clone(),
     };
     let reader = tokio::spawn(reader.run(input).instrument(span.clone()));
-    let writer = tokio::spawn(write_loop(output, out_rx, hangup).instrument(span));
+    let writer = tokio::spawn(write_loop(output, out_rx, hangup, replies.clone()).instrument(span));
     Started {
         transport: Transport {
             sender: Sender {
                 out: crate::handle::Outlet::Queue(out_tx),
                 batching: batching.clone(),
                 no_requests: false,
+                replies: Some(replies),
             },
             receiver: Receiver::gated(in_rx, batching, gate),
         },
@@ -313,20 +325,33 @@ impl Hangup {
     }
 }
 
-/// The next queued item, or `None` when every [`Sender`] is gone or the output's
-/// reader is (see [`HangupCheck`]).
+/// The next line to write: a batch's array that [`Sender::forget`] completed,
+/// else the next queued item; `None` when every [`Sender`] is gone or the
+/// output's reader is (see [`HangupCheck`]).
 async fn next_queued(
     queue: &mut mpsc::Receiver<Outbound>,
     hangup: &mut Option<Hangup>,
+    replies: &BatchReplies,
 ) -> Option<Outbound> {
-    let Some(watch) = hangup.as_mut() else {
-        return queue.recv().await;
-    };
-    tokio::select! {
-        out = queue.recv() => out,
-        () = watch.gone() => {
-            warn!("the reader of the transport's output is gone; closing the output");
-            None
+    loop {
+        // Registered before the check, so a completion between the two wakes us.
+        let ready = replies.ready.notified();
+        if let Some(array) = replies.take_completed() {
+            return Some(Outbound::new(array, Route::Unrelated));
+        }
+        let gone = async {
+            match hangup.as_mut() {
+                Some(watch) => watch.gone().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            out = queue.recv() => return out,
+            () = ready => continue,
+            () = gone => {
+                warn!("the reader of the transport's output is gone; closing the output");
+                return None;
+            }
         }
     }
 }
@@ -335,11 +360,15 @@ async fn next_queued(
 /// when `hangup` watches for that), then flushes and shuts the output down. Lines
 /// already queued are gathered into one write (up to [`WRITE_BATCH`] bytes); the
 /// output is flushed whenever the queue runs empty, and before a flush barrier
-/// ([`Sender::flush`]) is answered.
+/// ([`Sender::flush`]) is answered. An answer to a request of a batch read is
+/// not written but given to `replies`, and the batch's array goes out in its
+/// place once complete; when the writer ends, the arrays of batches still
+/// waiting go out with the answers they have.
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut output: W,
     mut queue: mpsc::Receiver<Outbound>,
     mut hangup: Option<Hangup>,
+    replies: Arc<BatchReplies>,
 ) {
     // An item taken from the queue that did not fit in the previous write (a line,
     // or a barrier, which ends a batch).
@@ -347,7 +376,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     loop {
         let first = match held.take() {
             Some(out) => out,
-            None => match next_queued(&mut queue, &mut hangup).await {
+            None => match next_queued(&mut queue, &mut hangup, &replies).await {
                 Some(out) => out,
                 None => break,
             },
@@ -362,7 +391,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             let _ = done.send(());
             continue;
         }
-        let mut batch = first.line;
+        let Some(mut batch) = replies.admit(first) else {
+            // An answer kept for its batch's array: nothing to write yet.
+            continue;
+        };
         let mut lines = 1;
         while batch.len() < WRITE_BATCH {
             let Ok(out) = queue.try_recv() else {
@@ -372,7 +404,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 held = Some(out);
                 break;
             }
-            batch.extend_from_slice(&out.line);
+            let Some(line) = replies.admit(out) else {
+                continue;
+            };
+            if batch.len() + line.len() > WRITE_BATCH {
+                // A batch's array, completed by this answer, that does not fit.
+                held = Some(Outbound::new(line, Route::Unrelated));
+                break;
+            }
+            batch.extend_from_slice(&line);
             lines += 1;
         }
         trace!(bytes = batch.len(), lines, "writing");
@@ -388,8 +428,204 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     debug!("every sender dropped; closing the output");
+    for array in replies.close() {
+        if output.write_all(&array).await.is_err() {
+            break;
+        }
+    }
     let _ = output.flush().await;
     let _ = output.shutdown().await;
+}
+
+/// The answers to the batches a line transport read, gathered into one array
+/// each (JSON-RPC 2.0 §6: the answer to a batch is an array of the responses
+/// to its requests, sent once all are processed; MCP 2025-03-26, the one
+/// revision with batches, "Transports → stdio": a line is one message or one
+/// batch). Shared by the three parts of a transport:
+///
+/// - the reader [`open`](Self::open)s a batch before it hands the batch's items
+///   on: the ids it waits for (its requests, and its invalid items that want
+///   an answer and whose id could be read), and the answers the transport
+///   gives itself (the error responses, `id: null`, to invalid items whose id
+///   could not be read, which nothing else could place in the array);
+/// - the writer [`admit`](Self::admit)s every queued line: a response or error
+///   response to a request the batch waits for is kept instead of written,
+///   and the array goes out (one line) in place of the last answer; when the
+///   writer ends, the batches still waiting go out with what they have;
+/// - [`Sender::forget`] says a request will get no answer (it was cancelled):
+///   its batch no longer waits for it, and goes out if that was the last (no
+///   line at all if it has no answer).
+///
+/// A batch of notifications and responses only has no answer; an id already
+/// waited for (repeated in a batch, or pending in an earlier one) is waited
+/// for once, so its second answer goes out on its own line.
+#[derive(Debug, Default)]
+pub(crate) struct BatchReplies {
+    state: Mutex<BatchState>,
+    /// Wakes the writer when [`forget`](Self::forget) completed a batch.
+    ready: Notify,
+}
+
+#[derive(Debug, Default)]
+struct BatchState {
+    /// Each id waited for, and the key of its batch.
+    due: HashMap<Id, u64>,
+    /// The batches waiting, by key.
+    open: HashMap<u64, OpenBatch>,
+    next_key: u64,
+    /// Arrays completed by `forget`, each one line, not yet written.
+    completed: VecDeque<Vec<u8>>,
+}
+
+#[derive(Debug, Default)]
+struct OpenBatch {
+    /// How many of its ids are still due.
+    waiting: usize,
+    /// The answers in so far, each compact JSON without the line break.
+    answers: Vec<Vec<u8>>,
+}
+
+/// One line holding `answers` (JSON texts) as one array.
+fn array_line(answers: &[Vec<u8>]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(answers.iter().map(|a| a.len() + 1).sum::<usize>() + 2);
+    line.push(b'[');
+    for (i, answer) in answers.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(answer);
+    }
+    line.extend_from_slice(b"]\n");
+    line
+}
+
+/// What a batch read needs from [`BatchReplies::open`]: the ids its answer
+/// waits for, and the error responses (encoded, without line break) of its
+/// invalid items whose id could not be read, taken out of `items`.
+fn batch_answers(items: &mut Vec<Result<Message, DecodeError>>) -> (Vec<Id>, Vec<Vec<u8>>) {
+    let mut orphans = Vec::new();
+    items.retain(|item| match item {
+        Err(e) if e.wants_response() && e.id().is_none() => {
+            let mut line = encode_line(&Message::Error(e.to_response()));
+            line.pop();
+            orphans.push(line);
+            false
+        }
+        _ => true,
+    });
+    let ids = items
+        .iter()
+        .filter_map(|item| match item {
+            Ok(Message::Request(r)) => Some(r.id.clone()),
+            Err(e) if e.wants_response() => e.id().cloned(),
+            _ => None,
+        })
+        .collect();
+    (ids, orphans)
+}
+
+impl BatchReplies {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A batch read: its answer waits for `ids` and starts with `orphans`
+    /// (see [`batch_answers`]). With no id to wait for, the orphans' array is
+    /// complete at once (written by the writer when it next looks).
+    fn open(&self, ids: Vec<Id>, orphans: Vec<Vec<u8>>) {
+        let mut st = self.lock();
+        let key = st.next_key;
+        let mut waiting = 0;
+        for id in ids {
+            if let std::collections::hash_map::Entry::Vacant(e) = st.due.entry(id) {
+                e.insert(key);
+                waiting += 1;
+            }
+        }
+        if waiting == 0 {
+            if !orphans.is_empty() {
+                st.completed.push_back(array_line(&orphans));
+                drop(st);
+                self.ready.notify_one();
+            }
+            return;
+        }
+        st.next_key += 1;
+        st.open.insert(
+            key,
+            OpenBatch {
+                waiting,
+                answers: orphans,
+            },
+        );
+    }
+
+    /// What the writer writes for `out`: its line, unless it answers a request
+    /// a batch waits for; then `None` while the batch waits for others, and the
+    /// batch's array once this was the last.
+    fn admit(&self, out: Outbound) -> Option<Vec<u8>> {
+        let Route::Response(id) = &out.route else {
+            return Some(out.line);
+        };
+        let mut st = self.lock();
+        let Some(key) = st.due.remove(id) else {
+            return Some(out.line);
+        };
+        let batch = st.open.get_mut(&key).expect("a due id's batch is open");
+        let mut line = out.line;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        batch.answers.push(line);
+        batch.waiting -= 1;
+        if batch.waiting > 0 {
+            return None;
+        }
+        let batch = st.open.remove(&key).expect("open");
+        Some(array_line(&batch.answers))
+    }
+
+    /// The request `id` will get no answer: its batch stops waiting for it.
+    pub(crate) fn forget(&self, id: &Id) {
+        let mut st = self.lock();
+        let Some(key) = st.due.remove(id) else {
+            return;
+        };
+        let batch = st.open.get_mut(&key).expect("a due id's batch is open");
+        batch.waiting -= 1;
+        if batch.waiting > 0 {
+            return;
+        }
+        let batch = st.open.remove(&key).expect("open");
+        if batch.answers.is_empty() {
+            return;
+        }
+        st.completed.push_back(array_line(&batch.answers));
+        drop(st);
+        self.ready.notify_one();
+    }
+
+    /// An array [`forget`](Self::forget) completed, if any.
+    fn take_completed(&self) -> Option<Vec<u8>> {
+        self.lock().completed.pop_front()
+    }
+
+    /// At the writer's end: the arrays still to write, the completed ones first,
+    /// then each batch still waiting with the answers it has (none for one
+    /// without any), in the order they were read.
+    fn close(&self) -> Vec<Vec<u8>> {
+        let mut st = self.lock();
+        st.due.clear();
+        let mut open: Vec<(u64, OpenBatch)> = st.open.drain().collect();
+        open.sort_by_key(|(key, _)| *key);
+        let mut arrays: Vec<Vec<u8>> = st.completed.drain(..).collect();
+        arrays.extend(
+            open.iter()
+                .filter(|(_, b)| !b.answers.is_empty())
+                .map(|(_, b)| array_line(&b.answers)),
+        );
+        arrays
+    }
 }
 
 struct ReaderTask {
@@ -406,6 +642,9 @@ struct ReaderTask {
     /// taken: the same as `FrameDecoder` with `set_batching` before every
     /// `next_frame`, but the line's text stays at hand for the client's logs.
     decoder: LineDecoder,
+    /// Where a batch's answer is gathered (opened here, before its items are
+    /// handed on).
+    batch_replies: Arc<BatchReplies>,
 }
 
 /// At most [`EXCERPT_CHARS`] characters of `text`, for a log.
@@ -482,13 +721,21 @@ impl ReaderTask {
                 trace!(method = message.method(), "received a message");
                 Inbound::Message(message)
             }
-            Ok(Frame::Batch(items)) => {
+            Ok(Frame::Batch(mut items)) => {
                 if let Role::Client { peer } = &self.role {
                     for e in items.iter().filter_map(|i| i.as_ref().err()) {
                         if admit(&mut self.limit) {
                             warn!(peer = %peer, error = %e, "invalid batch item from the server");
                         }
                     }
+                }
+                // Opened before the items are handed on, so that no answer
+                // to them can reach the writer first.
+                let (ids, orphans) = batch_answers(&mut items);
+                self.batch_replies.open(ids, orphans);
+                if items.is_empty() {
+                    // Every item was answered here.
+                    return Ok(());
                 }
                 Inbound::Batch(items)
             }
@@ -763,6 +1010,163 @@ mod tests {
         }
     }
 
+    /// A server-role transport over an in-memory pipe with batches allowed,
+    /// with the peer's halves: the lines we write (read them from the first)
+    /// and what we read (write to the second).
+    fn server_with_batches() -> (
+        Transport,
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
+        use tokio::io::AsyncBufReadExt;
+        let (peer, ours) = duplex(64 * 1024);
+        let (our_in, our_out) = split(ours);
+        let (peer_out, peer_in) = split(peer);
+        let config = TransportConfig {
+            batching: switchboard_protocol::jsonrpc::Batching::Allowed,
+            ..TransportConfig::default()
+        };
+        let t = connect(our_in, our_out, Role::Server, &config, Span::none());
+        (t, tokio::io::BufReader::new(peer_out).lines(), peer_in)
+    }
+
+    /// The next line we wrote, as JSON, within 5 s.
+    async fn written<R: tokio::io::AsyncBufRead + Unpin>(
+        lines: &mut tokio::io::Lines<R>,
+    ) -> serde_json::Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("a line within 5 s")
+            .unwrap()
+            .expect("a line, not the end");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn next_batch(rx: &mut Receiver) -> Vec<Result<Message, DecodeError>> {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Inbound::Batch(items))) => items,
+            other => panic!("expected a batch, got {other:?}"),
+        }
+    }
+
+    fn pong(id: i64) -> Message {
+        Message::Response(switchboard_protocol::jsonrpc::Response {
+            id: Id::from(id),
+            result: serde_json::value::RawValue::from_string("{}".to_owned()).unwrap(),
+        })
+    }
+
+    /// A batch's answers, sent one by one in any order, go out as one line: an
+    /// array with the error of an invalid item whose id cannot be read (answered
+    /// by the transport, not passed on), then the answers as they were sent,
+    /// once the last request is answered; a message that answers nothing goes
+    /// out on its own meanwhile; a broken notification gets nothing (JSON-RPC
+    /// 2.0 §6, MCP 2025-03-26 "Transports → stdio").
+    #[tokio::test]
+    async fn a_batchs_answers_go_out_as_one_array() {
+        let (t, mut lines, mut peer_in) = server_with_batches();
+        let (tx, mut rx) = t.split();
+        let batch = concat!(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}},"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"},"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":7},"#,
+            r#"{"jsonrpc":"1.0","method":"x"},"#,
+            r#"7]"#,
+            "\n"
+        );
+        peer_in.write_all(batch.as_bytes()).await.unwrap();
+        let items = next_batch(&mut rx).await;
+        assert_eq!(
+            items.len(),
+            5,
+            "the item without an id is answered here: {items:?}"
+        );
+        tx.send(pong(2)).await.unwrap();
+        let log = Message::Notification(
+            switchboard_protocol::jsonrpc::Notification::new(
+                "notifications/message",
+                &serde_json::json!({"level": "info", "data": "meanwhile"}),
+            )
+            .unwrap(),
+        );
+        tx.send(log).await.unwrap();
+        let Some(Err(invalid)) = items.iter().find(|i| i.is_err()) else {
+            panic!("the invalid item with id 3 is passed on: {items:?}")
+        };
+        tx.send(Message::Error(invalid.to_response()))
+            .await
+            .unwrap();
+        assert_eq!(
+            written(&mut lines).await["params"]["data"],
+            "meanwhile",
+            "what answers nothing is not held"
+        );
+        tx.send(pong(1)).await.unwrap();
+        let array = written(&mut lines).await;
+        let array = array.as_array().expect("one array");
+        assert_eq!(array.len(), 4, "{array:?}");
+        assert_eq!(array[0]["id"], serde_json::Value::Null);
+        assert_eq!(array[0]["error"]["code"], -32600);
+        assert_eq!(
+            array[1],
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+        );
+        assert_eq!(array[2]["id"], 3);
+        assert_eq!(array[2]["error"]["code"], -32600);
+        assert_eq!(array[3]["id"], 1);
+        // A response to no batch's request goes out alone.
+        tx.send(pong(9)).await.unwrap();
+        assert_eq!(written(&mut lines).await["id"], 9);
+    }
+
+    /// A request of a batch that gets no answer (cancelled: `Sender::forget`)
+    /// no longer holds the others back; a batch with nothing left to answer
+    /// writes nothing; one with only items without a readable id is answered
+    /// by the transport alone; and at the writer's end a batch still waiting
+    /// goes out with the answers it has.
+    #[tokio::test]
+    async fn a_forgotten_request_does_not_hold_its_batch() {
+        let (t, mut lines, mut peer_in) = server_with_batches();
+        let (tx, mut rx) = t.split();
+        let two = concat!(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+            "\n"
+        );
+        peer_in.write_all(two.as_bytes()).await.unwrap();
+        next_batch(&mut rx).await;
+        tx.send(pong(1)).await.unwrap();
+        tx.forget(&Id::from(2));
+        assert_eq!(
+            written(&mut lines).await,
+            serde_json::json!([{"jsonrpc": "2.0", "id": 1, "result": {}}])
+        );
+        // Nothing answered: no line.
+        peer_in
+            .write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}]\n")
+            .await
+            .unwrap();
+        next_batch(&mut rx).await;
+        tx.forget(&Id::from(5));
+        // Only items the transport answers: nothing is passed on.
+        peer_in.write_all(b"[1,2]\n").await.unwrap();
+        let array = written(&mut lines).await;
+        assert_eq!(array.as_array().map(Vec::len), Some(2), "{array}");
+        assert_eq!(array[1]["error"]["code"], -32600, "{array}");
+        // At the end, what a batch has goes out.
+        peer_in.write_all(two.as_bytes()).await.unwrap();
+        next_batch(&mut rx).await;
+        tx.send(pong(2)).await.unwrap();
+        drop((tx, rx));
+        assert_eq!(
+            written(&mut lines).await,
+            serde_json::json!([{"jsonrpc": "2.0", "id": 2, "result": {}}])
+        );
+        let end = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await;
+        assert!(matches!(end, Ok(Ok(None))), "then the output ends: {end:?}");
+    }
+
     /// `flush` returns once everything queued before it is in the output, and not
     /// before: with a pipe of 64 bytes, it waits for the peer to read.
     #[tokio::test]
@@ -936,7 +1340,7 @@ mod tests {
         }
         drop(tx);
         let recorder = Recorder::default();
-        write_loop(recorder.clone(), rx, None).await;
+        write_loop(recorder.clone(), rx, None, Arc::default()).await;
         let written = recorder.bytes.lock().unwrap().clone();
         assert!(
             written == expected,

@@ -1055,8 +1055,9 @@ impl Driver {
                                 match item {
                                     Ok(m) => self.dispatch.on_message(m),
                                     // JSON-RPC 2.0 §6: an invalid item gets its own error
-                                    // response (none for a broken notification). The
-                                    // answers go out one by one, not as one array yet.
+                                    // response (none for a broken notification). Sent
+                                    // one by one; the transport puts the answers to a
+                                    // batch in one array.
                                     Err(e) => {
                                         tracing::warn!(error = %e, "bad item in a batch");
                                         self.dispatch.send_in_background(

@@ -454,9 +454,16 @@ async fn batches_are_served_after_2025_03_26_is_negotiated() {
         ),
     ];
     within(raw.tx.send_batch(batch)).await.unwrap();
-    // Each item is answered (as its own message, in any order).
-    let mut answers = [raw.recv().await, raw.recv().await];
+    // Each item is answered, all in one batch (JSON-RPC 2.0 §6; in any order).
+    let mut answers: Vec<Value> = match within(raw.rx.recv()).await {
+        Some(Inbound::Batch(items)) => items
+            .into_iter()
+            .map(|m| serde_json::from_slice(&m.unwrap().encode()).unwrap())
+            .collect(),
+        other => panic!("expected one batch of answers, got {other:?}"),
+    };
     answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(answers.len(), 2, "{answers:?}");
     assert_eq!(answers[0], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
     assert_eq!(answers[1]["result"]["content"][0]["text"], "batched");
 }
@@ -594,7 +601,7 @@ async fn no_server_request_before_notifications_initialized() {
 }
 
 #[tokio::test]
-async fn invalid_items_of_a_batch_get_their_own_error() {
+async fn a_batch_over_stdio_is_answered_with_one_array() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (server, _probe) = server();
     let (ours, theirs) = tokio::io::duplex(65_536);
@@ -624,9 +631,14 @@ async fn invalid_items_of_a_batch_get_their_own_error() {
         "\n"
     );
     within(our_w.write_all(rest.as_bytes())).await.unwrap();
-    // The invalid request is answered with -32600 and its id, the valid one served,
-    // the broken notification not answered.
-    let mut answers = [next_json(&mut lines).await, next_json(&mut lines).await];
+    // One line, an array (JSON-RPC 2.0 §6): the invalid request answered with
+    // -32600 and its id, the valid one served, the broken notification not
+    // answered.
+    let mut answers = match next_json(&mut lines).await {
+        Value::Array(answers) => answers,
+        other => panic!("expected one array, got {other}"),
+    };
+    assert_eq!(answers.len(), 2, "{answers:?}");
     answers.sort_by_key(|a| a["id"].as_i64());
     assert_eq!(answers[0]["id"], 9);
     assert_eq!(answers[0]["error"]["code"], -32600);

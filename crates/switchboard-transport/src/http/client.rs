@@ -452,6 +452,7 @@ pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHan
             out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
+            replies: None,
         },
         receiver: Receiver::new(in_rx, batching),
     };

@@ -277,6 +277,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
             out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
+            replies: None,
         },
         receiver: Receiver::new(in_rx, batching),
     };

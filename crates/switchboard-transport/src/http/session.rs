@@ -398,6 +398,7 @@ impl Session {
                 })),
                 batching: batching.clone(),
                 no_requests: false,
+                replies: None,
             },
             receiver: Receiver::gated(in_rx, batching, gate),
         };

@@ -373,6 +373,7 @@ pub async fn connect(url: &str, config: SseClientConfig) -> Result<Transport, Ss
             out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: false,
+            replies: None,
         },
         receiver: Receiver::new(in_rx, batching),
     })

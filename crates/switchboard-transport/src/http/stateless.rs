@@ -217,6 +217,7 @@ pub(crate) async fn exchange(
             out: crate::handle::Outlet::Queue(out_tx),
             batching: batching.clone(),
             no_requests: true,
+            replies: None,
         },
         receiver: Receiver::new(in_rx, batching),
     };

@@ -140,8 +140,12 @@ pub enum ChildScheduling {
     /// running on its CPU; it runs when that task sleeps, or on an idle CPU.
     /// For a server that works only when a request arrives, so that the
     /// process handing it requests (a bridge writing to many children) is not
-    /// switched out for the child it just woke. Set between fork and exec, so
-    /// every thread the child starts inherits it. Only from `SCHED_OTHER`: when
+    /// switched out for the child it just woke. The child starts in it (the
+    /// thread that spawns it takes it for the length of the spawn, and a new
+    /// process starts in its parent thread's policy), so every thread the
+    /// child starts inherits it; no code runs between fork and exec, so the
+    /// child is still started without copying our address space
+    /// (`posix_spawn`). Only from `SCHED_OTHER`: when
     /// we run in another policy (`SCHED_IDLE`, a real-time one), the child
     /// inherits ours, never a class above it. When the system refuses it (it
     /// does not for an unprivileged process on Linux, but a sandbox may), the
@@ -413,6 +417,64 @@ impl Drop for ChildProcess {
     }
 }
 
+/// The scheduling policy the thread that spawns a child should take for the
+/// length of the spawn, given the one it runs in (`ours`, as
+/// `sched_getscheduler` reports it): `SCHED_BATCH` for
+/// [`ChildScheduling::Batch`] from `SCHED_OTHER` only, never from another
+/// policy (`SCHED_IDLE`, a real-time one, or with `SCHED_RESET_ON_FORK`), which
+/// the child then inherits as is; `None`: leave it.
+#[cfg(target_os = "linux")]
+fn spawn_policy(scheduling: ChildScheduling, ours: libc::c_int) -> Option<libc::c_int> {
+    match scheduling {
+        ChildScheduling::Batch if ours == libc::SCHED_OTHER => Some(libc::SCHED_BATCH),
+        ChildScheduling::Batch | ChildScheduling::Inherit => None,
+    }
+}
+
+/// The calling thread in the policy of [`spawn_policy`] while it lives, and in
+/// its own again once dropped. On Linux `sched_setscheduler(0, ..)` sets the
+/// calling thread only, and a process starts in the policy of the thread that
+/// made it (`sched(7)`), so a child spawned meanwhile starts in it without any
+/// code of ours between fork and exec: std then uses `posix_spawn`. Switching
+/// between `SCHED_OTHER` and `SCHED_BATCH` keeps the nice value and needs no
+/// privilege; a refusal leaves the thread (and the child) as they were, and
+/// the caller's check after the spawn reports it.
+#[cfg(target_os = "linux")]
+struct SpawnPolicy {
+    /// The thread's own policy, to restore; `None` when it was not changed.
+    restore: Option<libc::c_int>,
+}
+
+#[cfg(target_os = "linux")]
+impl SpawnPolicy {
+    fn enter(scheduling: ChildScheduling) -> Self {
+        // SAFETY: reads the calling thread's policy; no memory is passed.
+        let ours = unsafe { libc::sched_getscheduler(0) };
+        let Some(policy) = spawn_policy(scheduling, ours) else {
+            return SpawnPolicy { restore: None };
+        };
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sets the calling thread's policy; `param` lives across the call.
+        let set = unsafe { libc::sched_setscheduler(0, policy, &param) };
+        SpawnPolicy {
+            restore: (set == 0).then_some(ours),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for SpawnPolicy {
+    fn drop(&mut self) {
+        let Some(ours) = self.restore else { return };
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sets the calling thread's policy; `param` lives across the call.
+        if unsafe { libc::sched_setscheduler(0, ours, &param) } != 0 {
+            let error = io::Error::last_os_error();
+            warn!(%error, policy = ours, "could not give the thread that spawned a child its scheduling policy back");
+        }
+    }
+}
+
 /// Starts `config.command` as a child process speaking MCP over its stdin and
 /// stdout (MCP "Transports → stdio", client side), in the [`Role::Client`] role:
 /// a line of its stdout that is not a valid message is logged (warn, with the
@@ -451,22 +513,17 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     if let Some(dir) = &config.current_dir {
         cmd.current_dir(dir);
     }
+    // No `pre_exec`: without one, std starts the child with `posix_spawn`
+    // (a `vfork`-style clone that shares our memory until the exec) instead of
+    // `fork`, which copies our page tables and descriptor table, a cost that
+    // grows with every session a bridge holds. The scheduling policy reaches the
+    // child through the thread that spawns it (see `SpawnPolicy`).
     #[cfg(target_os = "linux")]
-    if config.scheduling == ChildScheduling::Batch {
-        // SAFETY: runs in the forked child before exec; it only makes one
-        // async-signal-safe system call and allocates nothing. A refusal is
-        // not an error here: the parent checks the policy after the spawn.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::sched_getscheduler(0) == libc::SCHED_OTHER {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-                }
-                Ok(())
-            });
-        }
-    }
-    let mut child = cmd.spawn().map_err(|e| {
+    let policy = SpawnPolicy::enter(config.scheduling);
+    let spawned = cmd.spawn();
+    #[cfg(target_os = "linux")]
+    drop(policy);
+    let mut child = spawned.map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
@@ -952,7 +1009,38 @@ mod tests {
             // SAFETY: reads the policy of our child; no memory is passed.
             let policy = unsafe { libc::sched_getscheduler(pid) };
             assert_eq!(policy, want, "{scheduling:?}");
+            // SAFETY: reads this thread's policy; no memory is passed.
+            let ours = unsafe { libc::sched_getscheduler(0) };
+            assert_eq!(ours, libc::SCHED_OTHER, "the spawning thread's is back");
             let _ = child.process.shutdown().await;
+        }
+    }
+
+    /// The spawning thread's policy for the length of a spawn: `SCHED_BATCH`
+    /// from `SCHED_OTHER` only.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn spawn_policy_is_batch_only_from_other() {
+        let reset = libc::SCHED_RESET_ON_FORK;
+        for (scheduling, ours, want) in [
+            (
+                ChildScheduling::Batch,
+                libc::SCHED_OTHER,
+                Some(libc::SCHED_BATCH),
+            ),
+            (ChildScheduling::Batch, libc::SCHED_BATCH, None),
+            (ChildScheduling::Batch, libc::SCHED_IDLE, None),
+            (ChildScheduling::Batch, libc::SCHED_FIFO, None),
+            (ChildScheduling::Batch, libc::SCHED_RR, None),
+            (ChildScheduling::Batch, libc::SCHED_OTHER | reset, None),
+            (ChildScheduling::Inherit, libc::SCHED_OTHER, None),
+            (ChildScheduling::Inherit, libc::SCHED_IDLE, None),
+        ] {
+            assert_eq!(
+                spawn_policy(scheduling, ours),
+                want,
+                "{scheduling:?} {ours}"
+            );
         }
     }
 
