@@ -608,7 +608,12 @@ impl OAuthClient {
             tracing::info!("no protected resource metadata; using the 2025-03-26 discovery");
             let mut base = server.clone();
             base.set_path("/");
-            let metadata = match self.server_metadata(&discovery::origin(server)).await? {
+            // The URL is made from the server's, not from an issuer the client
+            // was given, so the document's `issuer` is taken as it is.
+            let metadata = match self
+                .server_metadata(&discovery::origin(server), false)
+                .await?
+            {
                 Some(m) => m,
                 None => AuthorizationServerMetadata::defaults_2025_03_26(&base),
             };
@@ -624,7 +629,7 @@ impl OAuthClient {
                 "the protected resource metadata names no authorization server".into(),
             )
         })?;
-        let metadata = self.server_metadata(&issuer).await?.ok_or_else(|| {
+        let metadata = self.server_metadata(&issuer, true).await?.ok_or_else(|| {
             AuthError::Discovery(format!("no authorization server metadata for {issuer}"))
         })?;
         Ok(Found {
@@ -635,12 +640,14 @@ impl OAuthClient {
     }
 
     /// The metadata of the authorization server `issuer` from the first of its
-    /// well-known URLs that has one; `None` when none has. A document whose
-    /// `issuer` differs is refused ([`AuthError::IssuerMismatch`], after trying
-    /// the other URLs).
+    /// well-known URLs that has one; `None` when none has. With `check_issuer`, a
+    /// document whose `issuer` differs is refused ([`AuthError::IssuerMismatch`],
+    /// after trying the other URLs); without (2025-03-26: `issuer` is only the
+    /// MCP server's origin), any is taken.
     async fn server_metadata(
         &self,
         issuer: &str,
+        check_issuer: bool,
     ) -> Result<Option<AuthorizationServerMetadata>, AuthError> {
         let issuer_url = Url::parse(issuer)
             .ok()
@@ -649,7 +656,7 @@ impl OAuthClient {
         let mut mismatch = None;
         for url in authorization_server_metadata_urls(&issuer_url) {
             match self.get_json::<AuthorizationServerMetadata>(&url).await {
-                Ok(Some(m)) if m.issuer == issuer => {
+                Ok(Some(m)) if m.issuer == issuer || !check_issuer => {
                     tracing::debug!(%url, "authorization server metadata found");
                     return Ok(Some(m));
                 }
