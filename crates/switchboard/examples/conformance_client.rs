@@ -35,7 +35,8 @@
 //!
 //! Exit status: 0 when the scenario's steps all succeeded; 1 with a one-line
 //! reason on stderr when one failed; 2 for an unknown scenario or bad arguments;
-//! 3 for the authorization scenarios (`auth/*`), which need OAuth (a later issue).
+//! 3 for the authorization extensions it does not implement (private_key_jwt,
+//! enterprise-managed authorization, DPoP, workload identity).
 //! The whole run is bounded (45 s; the suite's own timeout is 60 s). Set
 //! `CONFORMANCE_CLIENT_DEBUG=1` for the library's debug log on stderr.
 //!
