@@ -31,7 +31,11 @@
 //! (`sep-2322-client-request-state`), exercise every method that carries
 //! `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (`http-*`), connect through a
 //! -32022 refusal and send one more request (`request-metadata`), or list the tools
-//! (`json-schema-ref-no-deref`).
+//! (`json-schema-ref-no-deref`). The `auth/*` scenarios connect through the
+//! server's OAuth authorization ([`HttpClientConfig::auth`]: the authorization
+//! endpoint redirects at once, so a headless agent follows it; the suite's Client
+//! ID Metadata Document URL; the pre-registered credentials of
+//! `MCP_CONFORMANCE_CONTEXT`), then list the tools and call each.
 //!
 //! Exit status: 0 when the scenario's steps all succeeded; 1 with a one-line
 //! reason on stderr when one failed; 2 for an unknown scenario or bad arguments;
