@@ -291,6 +291,32 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text, and any text after a valid challenge, parses without a
+        /// panic; a well-formed `Bearer` challenge after arbitrary earlier ones is
+        /// still found with its parameters.
+        #[test]
+        fn any_header_parses_and_a_trailing_bearer_is_found(
+            junk in "[ -~\\t]{0,80}",
+            scope in "[a-z:]{1,12}( [a-z:]{1,12}){0,3}",
+        ) {
+            let _ = parse(&junk);
+            let text = format!("{junk}, Bearer scope=\"{scope}\", error=insufficient_scope");
+            let found = parse(&text)
+                .into_iter()
+                .filter(|c| c.scheme == "Bearer")
+                .last()
+                .map(|c| (c.param("scope").map(str::to_owned), c.param("error").map(str::to_owned)));
+            // Junk may leave a quoted string open, which swallows the rest.
+            if junk.bytes().filter(|b| *b == b'"').count() % 2 == 0 && !junk.contains('\\') {
+                proptest::prop_assert_eq!(
+                    found,
+                    Some((Some(scope.clone()), Some("insufficient_scope".to_owned())))
+                );
+            }
+        }
+    }
+
     #[test]
     fn garbage_never_panics() {
         for s in [
