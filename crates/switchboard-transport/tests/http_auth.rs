@@ -64,6 +64,9 @@ struct Script {
     /// (`None`: the right one).
     advertise_iss: bool,
     wrong_iss: Option<&'static str>,
+    /// The token endpoint does not know the first client it registered (a
+    /// server that lost its registrations): `invalid_client`.
+    forgets_first_client: bool,
 }
 
 #[derive(Default)]
@@ -75,6 +78,7 @@ struct Books {
     tokens: HashMap<String, Vec<String>>,
     refresh: HashMap<String, Vec<String>>,
     issued: usize,
+    registered: usize,
 }
 
 struct Server {
@@ -133,7 +137,13 @@ impl Server {
                     "authorization_response_iss_parameter_supported": self.script.advertise_iss,
                 }),
             ),
-            ("POST", "/as/register") => Self::json(201, json!({"client_id": "dyn-client"})),
+            ("POST", "/as/register") => {
+                books.registered += 1;
+                Self::json(
+                    201,
+                    json!({"client_id": format!("dyn-client-{}", books.registered)}),
+                )
+            }
             ("GET", "/as/authorize") => {
                 let q = &seen.query;
                 let n = books.codes.len() + 1;
@@ -159,6 +169,14 @@ impl Server {
             }
             ("POST", "/as/token") => {
                 let f = seen.form();
+                if self.script.forgets_first_client
+                    && f.get("client_id").map(String::as_str) == Some("dyn-client-1")
+                {
+                    return Self::json(
+                        401,
+                        json!({"error": "invalid_client", "error_description": "unknown client"}),
+                    );
+                }
                 let scopes = match f.get("grant_type").map(String::as_str) {
                     Some("authorization_code") => {
                         let Some((challenge, scopes)) = books.codes.remove(&f["code"]) else {
@@ -392,7 +410,7 @@ async fn a_401_runs_discovery_registration_and_the_code_grant_then_sends_again()
     let authorize = server.at("/as/authorize");
     assert_eq!(authorize.len(), 1, "one flow for both requests");
     let q = &authorize[0].query;
-    assert_eq!(q["client_id"], "dyn-client");
+    assert_eq!(q["client_id"], "dyn-client-1");
     assert_eq!(q["code_challenge_method"], "S256");
     assert_eq!(q["resource"], resource);
     assert_eq!(q["scope"], "read", "scopes_supported of the PRM");
@@ -407,7 +425,7 @@ async fn a_401_runs_discovery_registration_and_the_code_grant_then_sends_again()
     let f = token[0].form();
     assert_eq!(f["grant_type"], "authorization_code");
     assert_eq!(f["resource"], resource);
-    assert_eq!(f["client_id"], "dyn-client");
+    assert_eq!(f["client_id"], "dyn-client-1");
     assert!(token[0].headers.get("authorization").is_none());
     let with_token: Vec<_> = server
         .at("/mcp")
@@ -543,4 +561,25 @@ async fn client_credentials_with_basic_authentication() {
     assert_eq!(f["scope"], "read");
     assert!(server.at("/as/register").is_empty());
     assert!(server.at("/as/authorize").is_empty());
+}
+
+/// A dynamically registered client the token endpoint no longer knows
+/// (`invalid_client`) fails that request and is forgotten: the next challenge
+/// registers again instead of failing forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_the_server_forgot_is_made_again() {
+    let server = serve(Script {
+        forgets_first_client: true,
+        ..Script::default()
+    })
+    .await;
+    let (tx, mut rx, _auth) = connect(&server, code_grant());
+    tx.send(request(1, "tools/list")).await.unwrap();
+    let (_, message, _) = next(&mut rx).await.unwrap_err();
+    assert!(message.contains("invalid_client"), "{message}");
+    tx.send(request(2, "tools/list")).await.unwrap();
+    assert_eq!(next(&mut rx).await.unwrap(), Id::from(2));
+    assert_eq!(server.at("/as/register").len(), 2);
+    let last = server.at("/as/token").pop().unwrap();
+    assert_eq!(last.form()["client_id"], "dyn-client-2");
 }

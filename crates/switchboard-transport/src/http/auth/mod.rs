@@ -119,7 +119,13 @@ pub enum AuthError {
         issuer: String,
     },
     /// The token endpoint refused or answered something unusable.
-    Token(String),
+    Token {
+        /// What happened (the OAuth `error` and `error_description` when given).
+        message: String,
+        /// The endpoint answered `invalid_client` (RFC 6749 §5.2): the client
+        /// it was given is unknown there or failed to authenticate.
+        invalid_client: bool,
+    },
     /// The configured grant needs something not configured (client credentials
     /// without credentials, the code grant without an agent).
     Config(String),
@@ -157,7 +163,7 @@ impl fmt::Display for AuthError {
                 f,
                 "the authorization server {issuer} advertises the iss parameter but its response has none (RFC 9207); refused"
             ),
-            AuthError::Token(m) => write!(f, "the token request failed: {m}"),
+            AuthError::Token { message, .. } => write!(f, "the token request failed: {message}"),
             AuthError::Config(m) => write!(f, "OAuth is not configured for this: {m}"),
             AuthError::Http(m) => write!(f, "{m}"),
         }
@@ -262,7 +268,10 @@ impl AuthorizationAgent for FollowRedirects {
                     .map(str::to_owned);
                 match location {
                     Some(l) if status.is_redirection() => {
-                        url = url.join(&l).map_err(|e| format!("bad redirect {l:?}: {e}"))?;
+                        // The Location is not quoted: it may hold a code.
+                        url = url
+                            .join(&l)
+                            .map_err(|e| format!("a redirect that is not a URL: {e}"))?;
                     }
                     _ => {
                         return Err(format!(
@@ -846,7 +855,21 @@ impl OAuthClient {
             form.push(("scope", scopes.join(" ")));
         }
         form.push(("resource", found.resource.clone()));
-        let tokens = self.token_request(metadata, &client, form).await?;
+        let tokens = match self.token_request(metadata, &client, form).await {
+            Ok(t) => t,
+            Err(e) => {
+                if matches!(
+                    &e,
+                    AuthError::Token {
+                        invalid_client: true,
+                        ..
+                    }
+                ) {
+                    self.forget_registered(&metadata.issuer);
+                }
+                return Err(e);
+            }
+        };
         tracing::info!(issuer = %metadata.issuer, scope = %scopes.join(" "), "authorized");
         self.keep(tokens, scopes, found.clone());
         Ok(())
@@ -980,20 +1003,23 @@ impl OAuthClient {
             .form(&form)
             .send()
             .await
-            .map_err(|e| AuthError::Token(format!("POST {endpoint}: {}", error_chain(&e))))?;
+            .map_err(|e| token_error(format!("POST {endpoint}: {}", error_chain(&e))))?;
         let status = resp.status();
         let bytes = resp.bytes().await.unwrap_or_default();
         if !status.is_success() {
-            return Err(AuthError::Token(format!(
-                "{endpoint} answered HTTP {status}: {}",
-                oauth_error_text(&bytes)
-            )));
+            return Err(AuthError::Token {
+                message: format!(
+                    "{endpoint} answered HTTP {status}: {}",
+                    oauth_error_text(&bytes)
+                ),
+                invalid_client: oauth_error_code(&bytes).as_deref() == Some("invalid_client"),
+            });
         }
         let t: TokenResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| AuthError::Token(format!("{endpoint}: not a token response: {e}")))?;
+            .map_err(|e| token_error(format!("{endpoint}: not a token response: {e}")))?;
         if let Some(kind) = &t.token_type {
             if !kind.eq_ignore_ascii_case("bearer") {
-                return Err(AuthError::Token(format!(
+                return Err(token_error(format!(
                     "{endpoint} issued a {kind:?} token; only Bearer is supported"
                 )));
             }
@@ -1005,6 +1031,20 @@ impl OAuthClient {
                 .expires_in
                 .map(|s| Instant::now() + Duration::from_secs(s.min(u64::from(u32::MAX)))),
         })
+    }
+
+    /// Forgets the client kept for `issuer` when it was not pre-registered (a
+    /// server that forgot its registration answers `invalid_client`; the next
+    /// challenge registers again).
+    fn forget_registered(&self, issuer: &str) {
+        let pre = self
+            .config
+            .pre_registered
+            .iter()
+            .any(|p| p.issuer.as_deref().is_none_or(|i| i == issuer));
+        if !pre {
+            lock(&self.state).clients.remove(issuer);
+        }
     }
 
     fn keep(&self, tokens: Tokens, scopes: Vec<String>, found: Found) {
@@ -1029,16 +1069,33 @@ impl OAuthClient {
     }
 }
 
+/// A token endpoint failure that is not an OAuth error answer.
+fn token_error(message: String) -> AuthError {
+    AuthError::Token {
+        message,
+        invalid_client: false,
+    }
+}
+
+/// An OAuth error body (RFC 6749 §5.2).
+#[derive(Deserialize)]
+struct OAuthErrorBody {
+    error: String,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// The `error` code of an OAuth error body, if it is one.
+fn oauth_error_code(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<OAuthErrorBody>(body)
+        .ok()
+        .map(|e| e.error)
+}
+
 /// The `error` and `error_description` of an OAuth error body (RFC 6749 §5.2),
 /// else an excerpt of the body.
 fn oauth_error_text(body: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct E {
-        error: String,
-        #[serde(default)]
-        error_description: Option<String>,
-    }
-    match serde_json::from_slice::<E>(body) {
+    match serde_json::from_slice::<OAuthErrorBody>(body) {
         Ok(e) => match e.error_description {
             Some(d) => format!("{}: {d}", e.error),
             None => e.error,
