@@ -375,21 +375,19 @@ fn request(id: i64, method: &str) -> Message {
 /// The next answer: `Ok(id)` for a result, `Err((id, message, data))` for a
 /// transport failure.
 async fn next(rx: &mut Receiver) -> Result<Id, (Id, String, Value)> {
-    loop {
-        match bounded(rx.recv()).await {
-            Some(Inbound::Message(Message::Response(r))) => return Ok(r.id),
-            Some(Inbound::Failed { id, error }) => {
-                assert_eq!(error.code, TRANSPORT_ERROR);
-                let data = error
-                    .data
-                    .as_ref()
-                    .map(|d| serde_json::from_str(d.get()).unwrap())
-                    .unwrap_or(Value::Null);
-                return Err((id, error.message, data));
-            }
-            Some(other) => panic!("unexpected {other:?}"),
-            None => panic!("the transport closed"),
+    match bounded(rx.recv()).await {
+        Some(Inbound::Message(Message::Response(r))) => Ok(r.id),
+        Some(Inbound::Failed { id, error }) => {
+            assert_eq!(error.code, TRANSPORT_ERROR);
+            let data = error
+                .data
+                .as_ref()
+                .map(|d| serde_json::from_str(d.get()).unwrap())
+                .unwrap_or(Value::Null);
+            Err((id, error.message, data))
         }
+        Some(other) => panic!("unexpected {other:?}"),
+        None => panic!("the transport closed"),
     }
 }
 
@@ -426,7 +424,7 @@ async fn a_401_runs_discovery_registration_and_the_code_grant_then_sends_again()
     assert_eq!(f["grant_type"], "authorization_code");
     assert_eq!(f["resource"], resource);
     assert_eq!(f["client_id"], "dyn-client-1");
-    assert!(token[0].headers.get("authorization").is_none());
+    assert!(!token[0].headers.contains_key("authorization"));
     let with_token: Vec<_> = server
         .at("/mcp")
         .into_iter()

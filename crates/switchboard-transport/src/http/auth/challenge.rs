@@ -304,8 +304,7 @@ mod tests {
             let text = format!("{junk}, Bearer scope=\"{scope}\", error=insufficient_scope");
             let found = parse(&text)
                 .into_iter()
-                .filter(|c| c.scheme == "Bearer")
-                .last()
+                .rfind(|c| c.scheme == "Bearer")
                 .map(|c| (c.param("scope").map(str::to_owned), c.param("error").map(str::to_owned)));
             // Junk may leave a quoted string open, which swallows the rest.
             if junk.bytes().filter(|b| *b == b'"').count() % 2 == 0 && !junk.contains('\\') {

@@ -399,7 +399,8 @@ enum TokenState {
     Authorized {
         tokens: Tokens,
         scopes: Vec<String>,
-        found: Found,
+        /// Boxed: the metadata is large and a state is mostly `None` or this.
+        found: Box<Found>,
     },
 }
 
@@ -569,7 +570,7 @@ impl OAuthClient {
                 found,
             } => (
                 scopes.clone(),
-                tokens.refresh.clone().map(|r| (r, found.clone())),
+                tokens.refresh.clone().map(|r| (r, (**found).clone())),
             ),
             TokenState::None => (Vec::new(), None),
         };
@@ -1053,7 +1054,7 @@ impl OAuthClient {
         st.tokens = TokenState::Authorized {
             tokens,
             scopes,
-            found,
+            found: Box::new(found),
         };
     }
 
