@@ -67,6 +67,10 @@ struct Script {
     /// The token endpoint does not know the first client it registered (a
     /// server that lost its registrations): `invalid_client`.
     forgets_first_client: bool,
+    /// A 2025-03-26 server: no metadata at all; the authorization server's
+    /// endpoints are the defaults at the root (`/authorize`, `/token`,
+    /// `/register`), no `iss` on the redirect.
+    no_metadata: bool,
 }
 
 #[derive(Default)]
@@ -118,7 +122,17 @@ impl Server {
         let issuer = self.issuer();
         let mut books = self.books.lock().unwrap();
         books.seen.push(seen.clone());
-        match (seen.method.as_str(), seen.path.as_str()) {
+        let mut path = seen.path.as_str();
+        if self.script.no_metadata {
+            path = match path {
+                p if p.starts_with("/.well-known/") || p.starts_with("/as/") => "/gone",
+                "/authorize" => "/as/authorize",
+                "/token" => "/as/token",
+                "/register" => "/as/register",
+                p => p,
+            };
+        }
+        match (seen.method.as_str(), path) {
             ("GET", "/.well-known/oauth-protected-resource/mcp") => Self::json(
                 200,
                 json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer],
@@ -159,8 +173,11 @@ impl Server {
                 let mut to = url::Url::parse(&q["redirect_uri"]).unwrap();
                 to.query_pairs_mut()
                     .append_pair("code", &code)
-                    .append_pair("state", &q["state"])
-                    .append_pair("iss", self.script.wrong_iss.unwrap_or(&issuer));
+                    .append_pair("state", &q["state"]);
+                if !self.script.no_metadata {
+                    to.query_pairs_mut()
+                        .append_pair("iss", self.script.wrong_iss.unwrap_or(&issuer));
+                }
                 (
                     302,
                     vec![("location".into(), to.to_string())],
@@ -580,4 +597,40 @@ async fn a_registration_the_server_forgot_is_made_again() {
     assert_eq!(server.at("/as/register").len(), 2);
     let last = server.at("/as/token").pop().unwrap();
     assert_eq!(last.form()["client_id"], "dyn-client-2");
+}
+
+/// A 2025-03-26 server without Protected Resource Metadata nor authorization
+/// server metadata: the flow uses the default endpoints at the server's root
+/// (MCP 2025-03-26, "Fallbacks for Servers without Metadata Discovery"), after
+/// asking for the metadata at the origin, and `resource` is the server's URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_03_26_server_without_metadata_gets_the_default_endpoints() {
+    let server = serve(Script {
+        no_metadata: true,
+        ..Script::default()
+    })
+    .await;
+    let (tx, mut rx, _auth) = connect(&server, code_grant());
+    tx.send(request(1, "tools/list")).await.unwrap();
+    assert_eq!(next(&mut rx).await.unwrap(), Id::from(1));
+    let paths: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.path != "/mcp")
+        .map(|s| s.path)
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+            "/register",
+            "/authorize",
+            "/token",
+        ]
+    );
+    let token = server.at("/token");
+    assert_eq!(token[0].form()["resource"], format!("{}/mcp", server.base));
 }
