@@ -71,6 +71,8 @@ struct Script {
     /// endpoints are the defaults at the root (`/authorize`, `/token`,
     /// `/register`), no `iss` on the redirect.
     no_metadata: bool,
+    /// The metadata names a plain-http token endpoint off the loopback.
+    insecure_token_endpoint: bool,
 }
 
 #[derive(Default)]
@@ -143,7 +145,11 @@ impl Server {
                 json!({
                     "issuer": issuer,
                     "authorization_endpoint": format!("{issuer}/authorize"),
-                    "token_endpoint": format!("{issuer}/token"),
+                    "token_endpoint": if self.script.insecure_token_endpoint {
+                        "http://auth.example.invalid/token".to_owned()
+                    } else {
+                        format!("{issuer}/token")
+                    },
                     "registration_endpoint": format!("{issuer}/register"),
                     "response_types_supported": ["code"],
                     "code_challenge_methods_supported": ["S256"],
@@ -633,4 +639,21 @@ async fn a_2025_03_26_server_without_metadata_gets_the_default_endpoints() {
     );
     let token = server.at("/token");
     assert_eq!(token[0].form()["resource"], format!("{}/mcp", server.base));
+}
+
+/// A plain-http token endpoint off the loopback is refused before anything is
+/// sent to the authorization server (MCP "Communication Security").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_token_endpoint_is_refused() {
+    let server = serve(Script {
+        insecure_token_endpoint: true,
+        ..Script::default()
+    })
+    .await;
+    let (tx, mut rx, _auth) = connect(&server, code_grant());
+    tx.send(request(1, "tools/list")).await.unwrap();
+    let (_, message, _) = next(&mut rx).await.unwrap_err();
+    assert!(message.contains("not https"), "{message}");
+    assert!(server.at("/as/register").is_empty());
+    assert!(server.at("/as/authorize").is_empty());
 }

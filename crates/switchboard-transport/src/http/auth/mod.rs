@@ -63,7 +63,9 @@ pub use discovery::{
     authorization_server_metadata_urls, protected_resource_metadata_urls,
     AuthorizationServerMetadata, ProtectedResourceMetadata,
 };
-pub use policy::{check_iss, check_resource, code_challenge, select_scopes, token_auth, TokenAuth};
+pub use policy::{
+    check_endpoint, check_iss, check_resource, code_challenge, select_scopes, token_auth, TokenAuth,
+};
 
 use crate::error_chain;
 
@@ -126,6 +128,14 @@ pub enum AuthError {
         /// it was given is unknown there or failed to authenticate.
         invalid_client: bool,
     },
+    /// An authorization server endpoint that is not `https` (loopback
+    /// excepted): the client does not send credentials or codes there.
+    Insecure {
+        /// Which endpoint (`token_endpoint`, ...).
+        what: String,
+        /// Its URL.
+        url: String,
+    },
     /// The configured grant needs something not configured (client credentials
     /// without credentials, the code grant without an agent).
     Config(String),
@@ -164,6 +174,10 @@ impl fmt::Display for AuthError {
                 "the authorization server {issuer} advertises the iss parameter but its response has none (RFC 9207); refused"
             ),
             AuthError::Token { message, .. } => write!(f, "the token request failed: {message}"),
+            AuthError::Insecure { what, url } => write!(
+                f,
+                "the authorization server's {what} {url} is not https (only loopback may use http); refused"
+            ),
             AuthError::Config(m) => write!(f, "OAuth is not configured for this: {m}"),
             AuthError::Http(m) => write!(f, "{m}"),
         }
@@ -627,8 +641,10 @@ impl OAuthClient {
                 Some(m) => m,
                 None => AuthorizationServerMetadata::defaults_2025_03_26(&base),
             };
+            let mut resource = server.clone();
+            resource.set_fragment(None);
             return Ok(Found {
-                resource: server.to_string(),
+                resource: resource.to_string(),
                 resource_scopes: None,
                 metadata,
             });
@@ -837,6 +853,15 @@ impl OAuthClient {
             return Err(AuthError::PkceUnsupported {
                 issuer: metadata.issuer.clone(),
             });
+        }
+        policy::check_endpoint("token_endpoint", &metadata.token_endpoint)?;
+        if let Some(e) = &metadata.registration_endpoint {
+            policy::check_endpoint("registration_endpoint", e)?;
+        }
+        if let (Grant::AuthorizationCode, Some(e)) =
+            (self.config.grant, &metadata.authorization_endpoint)
+        {
+            policy::check_endpoint("authorization_endpoint", e)?;
         }
         let client = self.client_for(metadata).await?;
         let mut form: Vec<(&str, String)> = Vec::new();

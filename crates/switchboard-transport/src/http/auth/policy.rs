@@ -77,6 +77,29 @@ pub fn check_resource(resource: &str, server: &Url) -> Result<(), AuthError> {
     }
 }
 
+/// MCP 2025-06-18+ "Authorization → Communication Security": an authorization
+/// server endpoint must be `https`, except on the loopback interface
+/// (`localhost`, `127.0.0.0/8`, `::1`), where `http` is allowed (local servers,
+/// tests). `what` names the endpoint in the error ([`AuthError::Insecure`]).
+pub fn check_endpoint(what: &str, url: &str) -> Result<(), AuthError> {
+    let insecure = || AuthError::Insecure {
+        what: what.to_owned(),
+        url: url.to_owned(),
+    };
+    let u = Url::parse(url).map_err(|_| insecure())?;
+    let loopback = match u.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match u.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(insecure()),
+    }
+}
+
 /// RFC 9207 on an authorization response: a present `iss` must equal `issuer`
 /// exactly (no normalization: a trailing slash is a mismatch); an absent one is
 /// refused when the server advertised `authorization_response_iss_parameter_supported`.
@@ -258,6 +281,35 @@ mod tests {
                 matches!(
                     check_resource(bad, &server),
                     Err(AuthError::ResourceMismatch { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn endpoints_must_be_https_except_on_loopback() {
+        for ok in [
+            "https://auth.example.com/token",
+            "http://localhost:3000/token",
+            "http://LOCALHOST/token",
+            "http://127.0.0.1:1/token",
+            "http://127.8.9.10/token",
+            "http://[::1]:8080/token",
+        ] {
+            assert!(check_endpoint("token_endpoint", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://auth.example.com/token",
+            "http://10.0.0.5/token",
+            "http://localhost.example.com/token",
+            "ftp://localhost/token",
+            "not a url",
+        ] {
+            assert!(
+                matches!(
+                    check_endpoint("token_endpoint", bad),
+                    Err(AuthError::Insecure { .. })
                 ),
                 "{bad}"
             );
