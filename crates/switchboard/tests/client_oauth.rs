@@ -6,11 +6,14 @@
 //! `expectedResource`), logs in through discovery, Dynamic Client Registration
 //! and the code grant with PKCE (the SDK checks the verifier and that `resource`
 //! is exactly the MCP URL), and calls a tool that reports the token the SDK
-//! verified.
+//! verified. The same against the Python SDK's authorization server
+//! (`tests/interop/python_oauth_server.py`, `MCPServer` with an in-memory
+//! provider), whose refresh tokens are then used when the access token is gone.
 //!
-//! Required when `SWITCHBOARD_NODE` and `SWITCHBOARD_PEERS_NODE` are set
-//! (`scripts/test` sets them from `scripts/install-peers`); otherwise the test
-//! prints why it is skipped and passes. Every wait is bounded.
+//! Required when `SWITCHBOARD_NODE` and `SWITCHBOARD_PEERS_NODE` (TypeScript),
+//! `SWITCHBOARD_PYTHON` (Python) are set (`scripts/test` sets them from
+//! `scripts/install-peers`); otherwise each test prints why it is skipped and
+//! passes. Every wait is bounded.
 
 #[path = "common/peers.rs"]
 mod peers;
@@ -38,17 +41,13 @@ impl Drop for Killed {
     }
 }
 
-/// Starts the script and reads the URL it prints (bounded).
-fn start_server() -> Option<(Killed, String)> {
-    let spec = peers::node_script(
-        "ts-oauth-server",
-        &peers::interop_script("ts_oauth_server.cjs"),
-    )?;
-    let mut cmd = spec.command();
+/// Starts a server script and reads the URL it prints (bounded).
+fn start_server(spec: Option<peers::PeerSpec>) -> Option<(Killed, String)> {
+    let mut cmd = spec?.command();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let mut child = Killed(cmd.spawn().expect("start the TypeScript SDK OAuth server"));
+    let mut child = Killed(cmd.spawn().expect("start the OAuth server"));
     let stdout = child.0.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -63,11 +62,8 @@ fn start_server() -> Option<(Killed, String)> {
     Some((child, ready["url"].as_str().unwrap().to_owned()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn logs_in_at_the_ts_sdk_authorization_server_and_calls_a_tool() {
-    let Some((_server, url)) = start_server() else {
-        return;
-    };
+/// Connects to `url` with an OAuth client whose agent follows the redirects.
+async fn connect(url: &str) -> (Client, Arc<OAuthClient>) {
     let auth = OAuthClient::new(OAuthConfig {
         client_name: "switchboard-interop".into(),
         redirect_uri: "http://127.0.0.1:9/callback".into(),
@@ -75,21 +71,60 @@ async fn logs_in_at_the_ts_sdk_authorization_server_and_calls_a_tool() {
         ..OAuthConfig::default()
     })
     .unwrap();
-    let mut config = HttpClientConfig::new(&url);
+    let mut config = HttpClientConfig::new(url);
     config.auth = Some(auth.clone());
     let options = ClientOptions::new(Implementation::new("switchboard-interop", "0"));
-    let client = tokio::time::timeout(LIMIT, Client::connect_url(&url, options, config))
+    let client = tokio::time::timeout(LIMIT, Client::connect_url(url, options, config))
         .await
         .expect("bounded")
         .expect("connect through the SDK's authorization");
-    assert!(auth.is_authorized());
-    let result = tokio::time::timeout(LIMIT, client.call_tool("whoami", json!({})))
+    (client, auth)
+}
+
+/// `tools/call name {}`, its text.
+async fn call(client: &Client, name: &str) -> String {
+    let result = tokio::time::timeout(LIMIT, client.call_tool(name, json!({})))
         .await
         .expect("bounded")
-        .expect("tools/call whoami");
-    let text: String = result.content.iter().filter_map(|b| b.as_text()).collect();
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+    assert!(!result.is_error(), "{name}: {result:?}");
+    result.content.iter().filter_map(|b| b.as_text()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_in_at_the_ts_sdk_authorization_server_and_calls_a_tool() {
+    let script = peers::interop_script("ts_oauth_server.cjs");
+    let Some((_server, url)) = start_server(peers::node_script("ts-oauth-server", &script)) else {
+        return;
+    };
+    let (client, auth) = connect(&url).await;
+    assert!(auth.is_authorized());
+    let text = call(&client, "whoami").await;
     // The SDK registered us (a client id of its own) and granted the scope its
     // Protected Resource Metadata lists.
     assert!(text.starts_with("client "), "{text}");
     assert!(text.ends_with("scopes mcp:tools"), "{text}");
+}
+
+/// The Python SDK's authorization server issues refresh tokens: after the
+/// server forgets the access token, the next call's 401 is answered with the
+/// refresh_token grant (the SDK counts it), not a new authorization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_in_at_the_python_sdk_authorization_server_and_refreshes() {
+    let script = peers::interop_script("python_oauth_server.py");
+    let Some((_server, url)) = start_server(peers::python_script("python-oauth-server", &script))
+    else {
+        return;
+    };
+    let (client, auth) = connect(&url).await;
+    let text = call(&client, "whoami").await;
+    assert!(
+        text.starts_with("client ") && text.ends_with(" refreshed 0"),
+        "{text}"
+    );
+    let first = auth.generation();
+    assert_eq!(call(&client, "revoke_access").await, "revoked");
+    let text = call(&client, "whoami").await;
+    assert!(text.ends_with(" refreshed 1"), "{text}");
+    assert_eq!(auth.generation(), first + 1);
 }

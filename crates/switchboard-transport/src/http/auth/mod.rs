@@ -1010,6 +1010,10 @@ impl OAuthClient {
             client.client_secret.is_some(),
         );
         let mut request = self.http.post(&metadata.token_endpoint);
+        // `client_id` goes in the body with every method: RFC 6749 §4.1.3 wants
+        // it from public clients, and servers such as the Python SDK's look it
+        // up there before reading the Basic header.
+        form.push(("client_id", client.client_id.clone()));
         match (method, &client.client_secret) {
             (TokenAuth::ClientSecretBasic, Some(secret)) => {
                 request = request.header(
@@ -1018,10 +1022,9 @@ impl OAuthClient {
                 );
             }
             (TokenAuth::ClientSecretPost, Some(secret)) => {
-                form.push(("client_id", client.client_id.clone()));
                 form.push(("client_secret", secret.clone()));
             }
-            _ => form.push(("client_id", client.client_id.clone())),
+            _ => {}
         }
         let endpoint = &metadata.token_endpoint;
         let resp = request
