@@ -85,6 +85,10 @@ struct Books {
     refresh: HashMap<String, Vec<String>>,
     issued: usize,
     registered: usize,
+    /// The resource moved to the second authorization server (`/as2`): its
+    /// PRM names that one, and only tokens that one issued are accepted.
+    moved: bool,
+    issued_by_as2: std::collections::HashSet<String>,
 }
 
 struct Server {
@@ -111,6 +115,14 @@ impl Server {
         format!("{}/as", self.base)
     }
 
+    /// The resource moves to the second authorization server; every access
+    /// token is forgotten (refresh tokens of the first stay valid there).
+    fn move_to_as2(&self) {
+        let mut books = self.books.lock().unwrap();
+        books.moved = true;
+        books.tokens.clear();
+    }
+
     fn json(status: u16, body: Value) -> (u16, Vec<(String, String)>, String) {
         (
             status,
@@ -121,10 +133,19 @@ impl Server {
 
     fn answer(&self, seen: &Seen) -> (u16, Vec<(String, String)>, String) {
         let base = &self.base;
-        let issuer = self.issuer();
+        // Two authorization servers on this origin: `/as` and `/as2`, served alike.
+        let (as_name, normalized) = match seen.path.strip_prefix("/as2/") {
+            Some(rest) => ("as2", format!("/as/{rest}")),
+            None if seen.path == "/.well-known/oauth-authorization-server/as2" => (
+                "as2",
+                "/.well-known/oauth-authorization-server/as".to_owned(),
+            ),
+            None => ("as", seen.path.clone()),
+        };
+        let issuer = format!("{base}/{as_name}");
         let mut books = self.books.lock().unwrap();
         books.seen.push(seen.clone());
-        let mut path = seen.path.as_str();
+        let mut path = normalized.as_str();
         if self.script.no_metadata {
             path = match path {
                 p if p.starts_with("/.well-known/") || p.starts_with("/as/") => "/gone",
@@ -137,7 +158,8 @@ impl Server {
         match (seen.method.as_str(), path) {
             ("GET", "/.well-known/oauth-protected-resource/mcp") => Self::json(
                 200,
-                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer],
+                json!({"resource": format!("{base}/mcp"),
+                       "authorization_servers": [format!("{base}/{}", if books.moved { "as2" } else { "as" })],
                        "scopes_supported": ["read"]}),
             ),
             ("GET", "/.well-known/oauth-authorization-server/as") => Self::json(
@@ -232,6 +254,9 @@ impl Server {
                 books.issued += 1;
                 let access = format!("tok-{}", books.issued);
                 books.tokens.insert(access.clone(), scopes.clone());
+                if as_name == "as2" {
+                    books.issued_by_as2.insert(access.clone());
+                }
                 let mut body =
                     json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600});
                 if self.script.refresh {
@@ -247,7 +272,9 @@ impl Server {
                     .headers
                     .get("authorization")
                     .and_then(|a| a.strip_prefix("Bearer "));
-                let Some(scopes) = token.and_then(|t| books.tokens.get(t)) else {
+                let stale = books.moved && !token.is_some_and(|t| books.issued_by_as2.contains(t));
+                let Some(scopes) = token.and_then(|t| books.tokens.get(t)).filter(|_| !stale)
+                else {
                     return (
                         401,
                         vec![(
@@ -656,4 +683,31 @@ async fn a_plain_http_token_endpoint_is_refused() {
     assert!(message.contains("not https"), "{message}");
     assert!(server.at("/as/register").is_empty());
     assert!(server.at("/as/authorize").is_empty());
+}
+
+/// A resource that moves to another authorization server (its PRM names a new
+/// one, SEP-2352): the refresh token of the old one is not used; the client
+/// registers with the new one and authorizes there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_that_moves_to_another_authorization_server_is_authorized_there() {
+    let server = serve(Script {
+        refresh: true,
+        ..Script::default()
+    })
+    .await;
+    let (tx, mut rx, _auth) = connect(&server, code_grant());
+    tx.send(request(1, "tools/list")).await.unwrap();
+    assert_eq!(next(&mut rx).await.unwrap(), Id::from(1));
+    server.move_to_as2();
+    tx.send(request(2, "tools/list")).await.unwrap();
+    assert_eq!(next(&mut rx).await.unwrap(), Id::from(2));
+    assert_eq!(
+        server.at("/as/token").len(),
+        1,
+        "no refresh at the old server"
+    );
+    assert_eq!(server.at("/as2/register").len(), 1);
+    let authorize = server.at("/as2/authorize");
+    assert_eq!(authorize.len(), 1);
+    assert_eq!(authorize[0].query["client_id"], "dyn-client-2");
 }

@@ -560,9 +560,10 @@ impl OAuthClient {
     /// Answers a challenge (a response for which [`is_challenge`] holds) that
     /// `server` (the MCP endpoint URL) gave to a request sent with the tokens of
     /// `sent_generation`: when the tokens changed since, returns at once (retry
-    /// with the new ones); otherwise refreshes (401 with a refresh token) or runs
-    /// the whole flow, with the challenge's scopes joined to those asked for
-    /// before. `Ok`: retry the request.
+    /// with the new ones); otherwise discovers again, then refreshes (a 401, a
+    /// refresh token, and the same authorization server as before) or runs the
+    /// whole flow, with the challenge's scopes joined to those asked for before.
+    /// `Ok`: retry the request.
     pub async fn answer(
         &self,
         server: &str,
@@ -588,13 +589,20 @@ impl OAuthClient {
             ),
             TokenState::None => (Vec::new(), None),
         };
+        // Discovery first, even for a refresh: a resource that moved to another
+        // authorization server (SEP-2352) must not get the old one's tokens.
+        let found = self.discover(&server, &challenge).await?;
         if status == StatusCode::UNAUTHORIZED {
-            if let Some((refresh, found)) = refresh {
-                match self.refresh(&refresh, &found, &previous).await {
-                    Ok(()) => return Ok(()),
-                    Err(e) => {
-                        tracing::info!(error = %e, "the refresh was refused; authorizing again")
+            if let Some((refresh, before)) = refresh {
+                if before.metadata.issuer == found.metadata.issuer {
+                    match self.refresh(&refresh, &found, &previous).await {
+                        Ok(()) => return Ok(()),
+                        Err(e) => {
+                            tracing::info!(error = %e, "the refresh was refused; authorizing again")
+                        }
                     }
+                } else {
+                    tracing::info!(from = %before.metadata.issuer, to = %found.metadata.issuer, "the resource moved to another authorization server");
                 }
             }
         }
@@ -602,7 +610,6 @@ impl OAuthClient {
         if status == StatusCode::FORBIDDEN {
             tracing::info!(scope = ?challenge.scope, "the server asks for more scope (step-up)");
         }
-        let found = self.discover(&server, &challenge).await?;
         self.authorize(&found, &challenge_scopes, &previous).await
     }
 

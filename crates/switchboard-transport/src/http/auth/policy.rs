@@ -178,8 +178,8 @@ pub fn token_auth(
 
 /// The method asked for in a Dynamic Client Registration: `none` (a public
 /// client, as a native app is) when the server lists it, else the first of
-/// `client_secret_basic`, `client_secret_post` it lists, else `none`... unless it
-/// lists nothing, where `client_secret_basic` is its default.
+/// `client_secret_basic`, `client_secret_post` it lists, else `none`; when the
+/// server lists nothing, `client_secret_basic` (RFC 8414's default).
 pub fn registration_auth(supported: Option<&[String]>) -> TokenAuth {
     let Some(s) = supported else {
         return TokenAuth::ClientSecretBasic;
