@@ -31,11 +31,16 @@
 //! (`sep-2322-client-request-state`), exercise every method that carries
 //! `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (`http-*`), connect through a
 //! -32022 refusal and send one more request (`request-metadata`), or list the tools
-//! (`json-schema-ref-no-deref`).
+//! (`json-schema-ref-no-deref`). The `auth/*` scenarios connect through the
+//! server's OAuth authorization ([`HttpClientConfig::auth`]: the authorization
+//! endpoint redirects at once, so a headless agent follows it; the suite's Client
+//! ID Metadata Document URL; the pre-registered credentials of
+//! `MCP_CONFORMANCE_CONTEXT`), then list the tools and call each.
 //!
 //! Exit status: 0 when the scenario's steps all succeeded; 1 with a one-line
 //! reason on stderr when one failed; 2 for an unknown scenario or bad arguments;
-//! 3 for the authorization scenarios (`auth/*`), which need OAuth (a later issue).
+//! 3 for the authorization extensions it does not implement (private_key_jwt,
+//! enterprise-managed authorization, DPoP, workload identity).
 //! The whole run is bounded (45 s; the suite's own timeout is 60 s). Set
 //! `CONFORMANCE_CLIENT_DEBUG=1` for the library's debug log on stderr.
 //!
@@ -43,9 +48,11 @@
 //! era: the library does; it only knows what each scenario asks a client to do.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use switchboard::client::auth::{FollowRedirects, Grant, OAuthClient, OAuthConfig, PreRegistered};
 use switchboard::client::{EraPolicy, HttpClientConfig};
 use switchboard::{Client, ClientOptions, Error};
 use switchboard_protocol::jsonrpc::ErrorObject;
@@ -149,9 +156,13 @@ async fn run(scenario: &str, url: &str) -> Outcome {
                 .into(),
         ));
     }
-    if scenario.starts_with("auth/") {
+    if let Some(why) = UNSUPPORTED_AUTH
+        .iter()
+        .find(|(prefix, _)| scenario.starts_with(prefix))
+        .map(|(_, why)| why)
+    {
         return Err(Failure::Unsupported(format!(
-            "scenario {scenario:?} needs OAuth authorization, which this client does not implement yet (a later issue)"
+            "scenario {scenario:?} needs {why}, which this client does not implement"
         )));
     }
     if url.is_empty() {
@@ -160,6 +171,9 @@ async fn run(scenario: &str, url: &str) -> Outcome {
         )));
     }
     let version = requested_version()?;
+    if scenario.starts_with("auth/") {
+        return authorized(scenario, url, version).await;
+    }
     if !SCENARIOS.contains(&scenario) {
         return Err(Failure::Usage(format!(
             "unknown scenario {scenario:?} (known: {}, auth/*)",
@@ -198,8 +212,96 @@ const SCENARIOS: [&str; 11] = [
     "http-invalid-tool-headers",
 ];
 
+/// The `auth/*` scenarios this client does not take part in (exit 3): the
+/// extensions outside MCP authorization proper.
+const UNSUPPORTED_AUTH: [(&str, &str); 5] = [
+    (
+        "auth/client-credentials-jwt",
+        "private_key_jwt client authentication (RFC 7523)",
+    ),
+    (
+        "auth/enterprise-managed-authorization",
+        "enterprise-managed authorization (SEP-990)",
+    ),
+    ("auth/dpop", "DPoP-bound tokens (RFC 9449)"),
+    (
+        "auth/wif",
+        "workload identity federation (JWT bearer grant)",
+    ),
+    (
+        "auth/cross-app-access",
+        "enterprise-managed authorization (SEP-990)",
+    ),
+];
+
+/// The Client ID Metadata Document URL this client names as its `client_id`
+/// where the authorization server accepts one (the suite expects this one).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth client of an `auth/*` scenario: the authorization code grant through
+/// a headless agent (the suite's authorization endpoint redirects at once), the
+/// suite's CIMD URL, and the pre-registered credentials of
+/// `MCP_CONFORMANCE_CONTEXT` (`client_id`, `client_secret`, `issuer`), with the
+/// client credentials grant for `auth/client-credentials-*`.
+fn oauth_client(scenario: &str) -> Result<Arc<OAuthClient>, Failure> {
+    let mut config = OAuthConfig {
+        client_name: "switchboard-conformance-client".into(),
+        client_metadata_url: Some(CLIENT_METADATA_URL.into()),
+        ..OAuthConfig::default()
+    };
+    let agent = FollowRedirects::new(Duration::from_secs(10))
+        .map_err(|e| Failure::Step(format!("cannot start the agent: {e}")))?;
+    config.agent = Some(Arc::new(agent));
+    if let Ok(raw) = std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        let context: Value = serde_json::from_str(&raw)
+            .map_err(|e| Failure::Usage(format!("MCP_CONFORMANCE_CONTEXT is not JSON: {e}")))?;
+        let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+        if let Some(client_id) = text("client_id") {
+            config.pre_registered.push(PreRegistered {
+                issuer: text("issuer"),
+                client_id,
+                client_secret: text("client_secret"),
+            });
+        }
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        config.grant = Grant::ClientCredentials;
+    }
+    OAuthClient::new(config).map_err(|e| Failure::Usage(format!("OAuth configuration: {e}")))
+}
+
+/// An `auth/*` scenario: connect through the server's authorization, list the
+/// tools and call each one that takes no arguments (a step-up scenario asks for
+/// more scope at `tools/call`).
+async fn authorized(scenario: &str, url: &str, version: ProtocolVersion) -> Outcome {
+    let mut config = HttpClientConfig::new(url);
+    config.auth = Some(oauth_client(scenario)?);
+    let client = connect_with(url, version, config).await?;
+    let tools = client.list_tools().await.map_err(step("tools/list"))?;
+    for tool in &tools {
+        call_ok(&client, &tool.name, sample_arguments(tool)).await?;
+    }
+    Ok(())
+}
+
 /// Connects in the era of `version` with the handlers every scenario may need.
 async fn connect(url: &str, version: ProtocolVersion) -> Result<Client, Failure> {
+    // The standalone GET stream carries the server's requests that belong to no
+    // request of ours (the TypeScript SDK sends `Server.request` calls made inside a
+    // tool there, e.g. the elicitation of `elicitation-sep1034-client-defaults`);
+    // legacy revisions only, the library ignores it in 2026-07-28.
+    let mut config = HttpClientConfig::new(url);
+    config.standalone_stream = true;
+    connect_with(url, version, config).await
+}
+
+/// Connects with `config` in the era of `version`, with the handlers every
+/// scenario may need.
+async fn connect_with(
+    url: &str,
+    version: ProtocolVersion,
+    config: HttpClientConfig,
+) -> Result<Client, Failure> {
     let era = match version.era() {
         Era::Modern => EraPolicy::Modern,
         Era::Legacy => EraPolicy::Legacy,
@@ -212,12 +314,6 @@ async fn connect(url: &str, version: ProtocolVersion) -> Result<Client, Failure>
     .with_elicitation(|params, _cx| async move { Ok(accept_with_defaults(params)) })
     .with_sampling(|_params, _cx| async move { sampling_reply() })
     .with_roots(|_cx| async move { no_roots() });
-    // The standalone GET stream carries the server's requests that belong to no
-    // request of ours (the TypeScript SDK sends `Server.request` calls made inside a
-    // tool there, e.g. the elicitation of `elicitation-sep1034-client-defaults`);
-    // legacy revisions only, the library ignores it in 2026-07-28.
-    let mut config = HttpClientConfig::new(url);
-    config.standalone_stream = true;
     Client::connect_url(url, options, config)
         .await
         .map_err(step("connect"))

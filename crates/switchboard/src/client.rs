@@ -135,6 +135,11 @@ use crate::peer::{
 use modern::{ModernState, Outcome};
 
 pub use self::http::{connect_url_cache_clear, HttpClientConfig};
+/// MCP authorization's OAuth 2.1 client, for [`HttpClientConfig::auth`]: a 401
+/// or 403 `insufficient_scope` from the server runs discovery, registration and
+/// the grant, then the request goes again with the token (the transport's
+/// `http::auth`).
+pub use switchboard_transport::http::auth;
 
 /// Options of one call: timeout, progress callback, cancellation, members of the
 /// caller's own for `params._meta` ([`RequestOptions::meta`]: merged with the

@@ -3,7 +3,7 @@
 //! suite runs it (`MCP_CONFORMANCE_SCENARIO`, `MCP_CONFORMANCE_PROTOCOL_VERSION`,
 //! the URL as `argv[1]`): the `tools_call` scenario in both eras (the server
 //! records the arguments it got), and the exit statuses (1 for a failed step, 2 for
-//! an unknown scenario, 3 for `auth/*`).
+//! an unknown scenario, 3 for the `auth/*` extensions it does not implement).
 //!
 //! Where the binary comes from: `target/<profile>/examples/conformance_client`,
 //! which `cargo test` of the workspace builds before running tests (as in
@@ -192,7 +192,7 @@ async fn a_failed_step_exits_1_with_a_one_line_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_scenarios_exit_2_and_auth_scenarios_exit_3_without_a_request() {
+async fn unknown_scenarios_exit_2_and_auth_extensions_exit_3_without_a_request() {
     let (url, _http, calls) = start(true).await;
     let out = run_client("no-such-scenario", &url, &[]).await;
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
@@ -202,9 +202,20 @@ async fn unknown_scenarios_exit_2_and_auth_scenarios_exit_3_without_a_request() 
         stderr(&out)
     );
 
-    let out = run_client("auth/metadata-default", &url, &[]).await;
-    assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
-    assert!(stderr(&out).contains("OAuth"), "{}", stderr(&out));
+    // The authorization extensions outside MCP authorization proper.
+    for scenario in [
+        "auth/client-credentials-jwt",
+        "auth/dpop",
+        "auth/wif-jwt-bearer",
+    ] {
+        let out = run_client(scenario, &url, &[]).await;
+        assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("does not implement"),
+            "{}",
+            stderr(&out)
+        );
+    }
 
     let out = run_client(
         "tools_call",

@@ -59,7 +59,7 @@ use std::time::Duration;
 
 use crate::error_chain;
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::StatusCode;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -216,6 +216,12 @@ pub struct HttpClientConfig {
     pub max_body_bytes: usize,
     /// Queue sizes of the halves. Default [`TransportConfig::default`].
     pub transport: TransportConfig,
+    /// MCP authorization (module [`auth`](super::auth)): an OAuth client that
+    /// answers a 401 or a 403 `insufficient_scope` (discovery, registration,
+    /// authorization, token) after which the request is sent again with
+    /// `Authorization: Bearer`, which then goes on every request (replacing a
+    /// configured `Authorization` header). Default none: a 401 fails the request.
+    pub auth: Option<Arc<super::auth::OAuthClient>>,
 }
 
 impl HttpClientConfig {
@@ -225,7 +231,7 @@ impl HttpClientConfig {
     /// `max_resume_attempts: 3`,
     /// `default_retry` 500 ms, `connect_timeout` 10 s, `delete_timeout` 2 s,
     /// `max_body_bytes` 16 MiB (`codec::DEFAULT_MAX_FRAME_LEN`), `transport`
-    /// [`TransportConfig::default`]. Change fields after, or add headers with
+    /// [`TransportConfig::default`], no `auth`. Change fields after, or add headers with
     /// [`header`](Self::header).
     ///
     /// There is no `Default`: the endpoint has none (an empty URL would only fail
@@ -243,6 +249,7 @@ impl HttpClientConfig {
             delete_timeout: Duration::from_secs(2),
             max_body_bytes: switchboard_protocol::codec::DEFAULT_MAX_FRAME_LEN,
             transport: TransportConfig::default(),
+            auth: None,
         }
     }
 
@@ -609,6 +616,9 @@ impl Inner {
         if body.is_some() {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
+        if let Some(bearer) = self.config.auth.as_ref().and_then(|a| a.authorization()) {
+            h.insert(AUTHORIZATION, bearer);
+        }
         let modern = matches!(st.version, Some(v) if v.era() == Era::Modern);
         if let Some(v) = st.version {
             if v.has_version_header() || modern {
@@ -944,12 +954,14 @@ async fn post_one(
 ) -> bool {
     let is_initialize = matches!(&message, Some(Message::Request(r)) if r.method == "initialize");
     let mut resent = false;
+    let mut authorizations = 0u32;
     loop {
         // Wait while a new session is being started (404 recovery), so nothing is
         // sent without the session it needs.
         drop(inner.recovery.lock().await);
         let generation = lock(&inner.state).generation;
         let had_session = lock(&inner.state).session_id.is_some();
+        let tokens = inner.config.auth.as_ref().map(|a| a.generation());
         let resp = match inner.post(body.clone(), message.as_ref()).await {
             Ok(r) => r,
             Err(e) => {
@@ -977,6 +989,23 @@ async fn post_one(
                     );
                     inner.fail(&ids, &msg, Some((404, ""))).await;
                     return false;
+                }
+            }
+        }
+        if let (Some(auth), Some(sent)) = (&inner.config.auth, tokens) {
+            // MCP authorization: answer the challenge, then send again (bounded).
+            if super::auth::is_challenge(status, resp.headers())
+                && authorizations < auth.config().max_authorizations
+            {
+                authorizations += 1;
+                match auth.answer(&inner.url, status, resp.headers(), sent).await {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        lock(&inner.state).last_error_status = Some(status.as_u16());
+                        let msg = format!("HTTP {status} from {}; {e}", inner.url);
+                        inner.fail(&ids, &msg, Some((status.as_u16(), ""))).await;
+                        return false;
+                    }
                 }
             }
         }
