@@ -61,6 +61,8 @@
 //! itself (the transport crate's clients).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -128,16 +130,34 @@ impl ConnectConfig {
 /// the transport manages (before anything is read), the URL is invalid, the
 /// remote cannot be reached in any era (each attempt's failure named), or it
 /// went away during the relay.
-pub async fn connect_stdio(config: ConnectConfig) -> Result<(), String> {
+pub async fn connect_stdio(config: ConnectConfig) -> Result<ConnectEnd, String> {
     let down = stdio::serve(&TransportConfig::default());
     let (down_tx, down_rx) = down.split();
     let out = down_tx.clone();
-    let outcome = relay_until(config, down_tx, down_rx, Box::pin(stop_signal())).await;
+    let signalled = Arc::new(AtomicI32::new(0));
+    let stop = {
+        let signalled = signalled.clone();
+        Box::pin(async move { signalled.store(stop_signal().await, Ordering::Relaxed) })
+    };
+    let outcome = relay_until(config, down_tx, down_rx, stop).await;
     // What is queued for the host app (an answer to its last request, the error
     // answer to its `initialize`) is written before the process ends; bounded, as
     // a host app that stopped reading would hold it forever.
     let _ = tokio::time::timeout(CONNECT_FLUSH_BOUND, out.flush()).await;
-    outcome
+    outcome.map(|()| match signalled.load(Ordering::Relaxed) {
+        0 => ConnectEnd::Closed,
+        n => ConnectEnd::Signal(n),
+    })
+}
+
+/// How [`connect_stdio`] ended, when not in error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectEnd {
+    /// Either side closed: the host app's stdin, or the remote's session.
+    Closed,
+    /// A signal (its number: SIGINT, SIGTERM or SIGHUP) stopped it, after the
+    /// remote session was ended.
+    Signal(i32),
 }
 
 /// How long [`connect_stdio`] waits, once the relay has ended, for what is queued
@@ -153,10 +173,11 @@ pub async fn relay_from(
     relay_until(config, down_tx, down_rx, Box::pin(std::future::pending())).await
 }
 
-/// SIGTERM, SIGINT or SIGHUP: a host app that stops `connect` with a signal
-/// instead of closing stdin (Node's `child.kill()` sends SIGTERM) ends the
-/// remote session too, which would otherwise be left for its idle timeout.
-async fn stop_signal() {
+/// SIGTERM, SIGINT or SIGHUP (their numbers: 15, 2, 1): a host app that stops
+/// `connect` with a signal instead of closing stdin (Node's `child.kill()` sends
+/// SIGTERM) ends the remote session too, which would otherwise be left for its
+/// idle timeout. Resolves to the signal's number.
+async fn stop_signal() -> i32 {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -165,15 +186,14 @@ async fn stop_signal() {
             signal(SignalKind::interrupt()),
             signal(SignalKind::hangup()),
         ) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-                _ = hup.recv() => {}
-            }
-            return;
+            return tokio::select! {
+                _ = term.recv() => 15,
+                _ = int.recv() => 2,
+                _ = hup.recv() => 1,
+            };
         }
     }
-    std::future::pending::<()>().await
+    std::future::pending::<i32>().await
 }
 
 type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;

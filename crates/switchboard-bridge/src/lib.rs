@@ -53,7 +53,8 @@ use std::time::Duration;
 
 pub use allow::Allowlist;
 pub use connect::{
-    connect_stdio, relay_from, ConnectConfig, CONNECT_DRAIN_ON_CLOSE, CONNECT_FLUSH_BOUND,
+    connect_stdio, relay_from, ConnectConfig, ConnectEnd, CONNECT_DRAIN_ON_CLOSE,
+    CONNECT_FLUSH_BOUND,
 };
 pub use guard::{DriftGuard, GuardMode};
 use serde_json::json;

@@ -15,7 +15,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 use switchboard_bridge::pin::Lock;
 use switchboard_bridge::{
-    connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, DriftGuard, GuardMode,
+    connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, ConnectEnd,
+    DriftGuard, GuardMode,
 };
 use switchboard_transport::http::server::HttpServerConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
@@ -508,9 +509,10 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 
 /// Runs `switchboard connect` until the host app closes stdin (exit 0, once the
 /// answers to its requests already forwarded are written, within
-/// `ConnectConfig::drain_on_close`) or the remote cannot be reached or goes away
-/// (exit 2, one line on stderr). Stdout carries only JSON-RPC; diagnostics go to
-/// stderr.
+/// `ConnectConfig::drain_on_close`), the remote cannot be reached or goes away
+/// (exit 2, one line on stderr), or a signal stops it (the remote session ended
+/// first; exit 128 + its number: 130 for SIGINT, 143 for SIGTERM, 129 for
+/// SIGHUP). Stdout carries only JSON-RPC; diagnostics go to stderr.
 pub fn run_connect(args: ConnectArgs) -> ExitCode {
     init_tracing_at(tracing::Level::WARN);
     let mut config = ConnectConfig::new(args.url);
@@ -538,7 +540,9 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
     // The stdin reader sits in a blocking read: do not wait for it.
     runtime.shutdown_background();
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ConnectEnd::Closed) => ExitCode::SUCCESS,
+        // 128 + the signal's number, as for the other commands (`signals`).
+        Ok(ConnectEnd::Signal(n)) => ExitCode::from(128 + n.clamp(0, 127) as u8),
         Err(e) => {
             eprintln!("switchboard: {e}");
             ExitCode::from(2)

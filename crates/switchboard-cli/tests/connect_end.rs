@@ -142,6 +142,8 @@ fn sigterm_deletes_the_remote_session() {
     let status = child.try_wait().unwrap();
     let _ = child.kill();
     assert!(status.is_some(), "connect ends on SIGTERM");
+    // 128 + 15, as a shell reports a job SIGTERM ended.
+    assert_eq!(status.unwrap().code(), Some(143));
     let deadline = Instant::now() + Duration::from_secs(3);
     while remote.logged(DELETED) < 1 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
