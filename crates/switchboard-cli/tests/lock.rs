@@ -345,10 +345,22 @@ fn approve_takes_chosen_differences_into_the_lock() {
         out.contains("tool delete_file: changed") && !out.contains("read_file"),
         "{out}"
     );
+    // A check without a server reaches it by the lock's identity.
+    let (code, out, _) = switchboard_in(&dir.0, &["lock", "--check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with("files: drifted (1 difference(s))\n  ~ tool delete_file: changed"),
+        "{out}"
+    );
     // Everything.
     let (code, out, err) = approve(&["--yes"]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, _) = lock(&dir.0, &changed, &["--check"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "files: matches switchboard.lock\n")
+    );
+    let (code, out, _) = switchboard_in(&dir.0, &["lock", "--check"]);
     assert_eq!(
         (code, out.as_str()),
         (0, "files: matches switchboard.lock\n")

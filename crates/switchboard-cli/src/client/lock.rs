@@ -42,6 +42,8 @@ pub struct LockArgs {
     pub name: Option<String>,
     /// Compare what the server offers with the lock instead of writing it: exit
     /// 0 when it matches, 1 when it drifted (each difference shown), 2 on error.
+    /// Without a URL or `-- CMD`, every upstream of the lock (or `--name`'s) is
+    /// checked, each reached by the identity the lock records.
     #[arg(long)]
     pub check: bool,
     /// Suspicious definitions (invisible characters, text addressed to the
@@ -101,19 +103,76 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
         return super::finish(signature(action));
     }
     let outcome = (|| {
+        if args.check && args.url.is_none() && args.common.command.is_empty() {
+            return check_all(&args);
+        }
         let (target, _) = resolve_target(
             args.url.iter().cloned().collect(),
             args.common.command.clone(),
             &[],
         )?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
-        let discovery = runtime.block_on(discover_target(&target, &args.common))?;
+        let discovery = runtime()?.block_on(discover_target(&target, &args.common))?;
         decide(&args, &target, discovery)
     })();
     super::finish(outcome)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))
+}
+
+/// Where the lock says an upstream is.
+fn target_of(identity: &Identity) -> Target {
+    match identity {
+        Identity::Url { url } => Target::Url(url.clone()),
+        Identity::Command { command, args } => {
+            Target::Command(std::iter::once(command).chain(args).cloned().collect())
+        }
+    }
+}
+
+/// `lock --check` without a server: every upstream of the lock (or `--name`'s),
+/// each reached by its identity. Exit 0 when all match, 1 when one drifted.
+fn check_all(args: &LockArgs) -> Result<u8, Failure> {
+    let lock = read_lock(&args.file)?.ok_or_else(|| {
+        Failure::new(format!(
+            "{}: no lock (run `switchboard lock` first)",
+            args.file.display()
+        ))
+    })?;
+    if let Some(n) = &args.name {
+        if !lock.upstreams.contains_key(n) {
+            return Err(Failure::new(format!(
+                "{}: no upstream {n:?} in the lock",
+                args.file.display()
+            )));
+        }
+    }
+    let runtime = runtime()?;
+    let mut code = EXIT_OK;
+    for (name, locked) in &lock.upstreams {
+        if args.name.as_ref().is_some_and(|n| n != name) {
+            continue;
+        }
+        let discovery =
+            runtime.block_on(discover_target(&target_of(&locked.identity), &args.common))?;
+        let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
+        let suspicious = report_suspicious(name, &found, Some(&lock));
+        let drift = compare(locked, &found);
+        if drift.is_empty() {
+            println!("{name}: matches {}", args.file.display());
+            if args.strict && suspicious > 0 {
+                code = EXIT_DRIFT;
+            }
+        } else {
+            print!("{}", render_drift(name, locked, &found, &drift));
+            code = EXIT_DRIFT;
+        }
+    }
+    Ok(code)
 }
 
 /// `lock sign` and `lock verify`.
@@ -181,10 +240,7 @@ fn approve_all(
             "approve asks at a terminal; in a script pass --yes to approve every difference",
         ));
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
+    let runtime = runtime()?;
     let names: Vec<String> = lock
         .upstreams
         .keys()
@@ -194,13 +250,7 @@ fn approve_all(
     let (mut approved, mut left) = (0usize, 0usize);
     for name in names {
         let locked = lock.upstreams.get_mut(&name).expect("listed above");
-        let target = match &locked.identity {
-            Identity::Url { url } => Target::Url(url.clone()),
-            Identity::Command { command, args } => {
-                Target::Command(std::iter::once(command).chain(args).cloned().collect())
-            }
-        };
-        let discovery = runtime.block_on(discover_target(&target, common))?;
+        let discovery = runtime.block_on(discover_target(&target_of(&locked.identity), common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
         let drift: Vec<Drift> = compare(locked, &found)
             .into_iter()
