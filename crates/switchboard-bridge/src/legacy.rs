@@ -541,8 +541,8 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             let _ = session.tx.send(pong).await;
             return;
         }
-        "tools/call" => {
-            if let Err(why) = session.core.check_tool_call(r.params.as_deref()) {
+        "tools/call" | "prompts/get" => {
+            if let Err(why) = session.core.check_request(&r.method, r.params.as_deref()) {
                 let _ = session
                     .tx
                     .send(error(r.id, code::INVALID_PARAMS, why))
@@ -682,7 +682,10 @@ impl DirectSink for Direct {
             "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
                 session.core.mode != ChildMode::Shared
             }
-            "tools/call" => session.core.check_tool_call(r.params.as_deref()).is_ok(),
+            "tools/call" | "prompts/get" => session
+                .core
+                .check_request(&r.method, r.params.as_deref())
+                .is_ok(),
             _ => true,
         };
         let upstream = lock(&session.upstream).clone();
@@ -704,8 +707,9 @@ impl DirectSink for Direct {
 struct Begun {
     /// The client's id of the request.
     down_id: Id,
-    /// `tools/list` (its result is filtered by the allowlist).
-    is_list: bool,
+    /// What a list's result holds, for the lists the allowlist and the drift
+    /// guard filter.
+    list: Option<crate::pin::Kind>,
     /// The request, kept for an `input_required` retry, which only a
     /// 2026-07-28-only child sends; other calls skip the copy.
     original: Option<Request>,
@@ -719,12 +723,12 @@ impl Begun {
     /// hand-off less between the client's POST and the child's stdin).
     fn new(session: &Session, upstream: &Upstream, r: Request) -> Self {
         let down_id = r.id.clone();
-        let is_list = r.method == "tools/list";
+        let list = crate::guard::list_kind(&r.method);
         let original = lock(&session.modern_meta).is_some().then(|| r.clone());
         let start = upstream.try_call(r, session.owner);
         Begun {
             down_id,
-            is_list,
+            list,
             original,
             start,
         }
@@ -871,7 +875,7 @@ async fn pump(
 ) {
     let Begun {
         down_id,
-        is_list,
+        list,
         original,
         start,
     } = begun;
@@ -1007,10 +1011,9 @@ async fn pump(
                 lock(&session.calls).remove(&down_id);
                 let out = match message {
                     Message::Response(resp) => {
-                        let result = if is_list {
-                            session.core.filter_tool_list(resp.result)
-                        } else {
-                            resp.result
+                        let result = match list {
+                            Some(kind) => session.core.filter_list(kind, resp.result),
+                            None => resp.result,
                         };
                         // Only a 2026-07-28-only child keeps the original.
                         let result = if original.is_some() {

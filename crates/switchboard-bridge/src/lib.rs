@@ -237,11 +237,18 @@ impl<T> Live<T> {
 }
 
 impl Core {
-    /// Whether a `tools/call` (its params) may reach the upstream: the
-    /// allowlist, then the drift guard. `Err(message)` for a -32602 answer.
-    pub(crate) fn check_tool_call(&self, params: Option<&RawValue>) -> Result<(), String> {
-        self.allow.check_call(params)?;
-        let Some(guard) = &self.guard else {
+    /// Whether a request may reach the upstream: for `tools/call` the
+    /// allowlist, then for it and `prompts/get` the drift guard. `Err(message)`
+    /// for a -32602 answer.
+    pub(crate) fn check_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), String> {
+        if method == "tools/call" {
+            self.allow.check_call(params)?;
+        }
+        let (Some(guard), Some(kind)) = (&self.guard, guard::used_kind(method)) else {
             return Ok(());
         };
         #[derive(serde::Deserialize)]
@@ -253,17 +260,22 @@ impl Core {
             .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
             .and_then(|n| n.name);
         match name {
-            Some(name) => guard.check_call(&name),
-            None => Err("tools/call needs params.name".to_owned()),
+            Some(name) => guard.check(kind, &name),
+            None => Err(format!("{method} needs params.name")),
         }
     }
 
-    /// A `tools/list` result as clients see it: the allowlist's intersection,
-    /// then the drift guard's judgement.
-    pub(crate) fn filter_tool_list(&self, result: Box<RawValue>) -> Box<RawValue> {
-        let result = self.allow.filter_list_result(result);
+    /// A list result as clients see it (`kind`: what the list holds): for
+    /// tools the allowlist's intersection, then for each kind the drift guard's
+    /// judgement.
+    pub(crate) fn filter_list(&self, kind: pin::Kind, result: Box<RawValue>) -> Box<RawValue> {
+        let result = if kind == pin::Kind::Tool {
+            self.allow.filter_list_result(result)
+        } else {
+            result
+        };
         match &self.guard {
-            Some(guard) => guard.filter_list_result(result),
+            Some(guard) => guard.filter_list_result(kind, result),
             None => result,
         }
     }

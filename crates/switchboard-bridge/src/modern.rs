@@ -184,10 +184,8 @@ async fn handle(
             Err(e) => error(r.id, code::INTERNAL_ERROR, e.to_string()),
         });
     }
-    if r.method == "tools/call" {
-        if let Err(why) = core.check_tool_call(r.params.as_deref()) {
-            return Some(error(r.id, code::INVALID_PARAMS, why));
-        }
+    if let Err(why) = core.check_request(&r.method, r.params.as_deref()) {
+        return Some(error(r.id, code::INVALID_PARAMS, why));
     }
     if info.modern {
         // The child speaks 2026-07-28 itself: forward the request as it is (its
@@ -585,10 +583,9 @@ async fn run(
                 }
             }
             Step::Done(message) => {
-                let message = if held.method == "tools/list" {
-                    filter_list(core, message)
-                } else {
-                    message
+                let message = match crate::guard::list_kind(&held.method) {
+                    Some(kind) => filter_list(core, kind, message),
+                    None => message,
                 };
                 let message = match message {
                     Message::Response(mut r) if held.method == "subscriptions/listen" => {
@@ -677,12 +674,13 @@ fn with_subscription_id(raw: Box<RawValue>, id: &Id) -> Box<RawValue> {
     serde_json::value::to_raw_value(&obj).unwrap_or(raw)
 }
 
-/// A `tools/list` answer narrowed to the allowlist.
-fn filter_list(core: &Core, message: Message) -> Message {
+/// A list answer as clients see it: narrowed to the allowlist (tools) and
+/// judged by the drift guard.
+fn filter_list(core: &Core, kind: crate::pin::Kind, message: Message) -> Message {
     match message {
         Message::Response(r) => Message::Response(Response {
             id: r.id,
-            result: core.filter_tool_list(r.result),
+            result: core.filter_list(kind, r.result),
         }),
         other => other,
     }

@@ -573,6 +573,12 @@ fn drift_guard(
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let lock: Lock = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a lock file: {e}", file.display()))?;
+    if let Some(problem) = lock.problems().first() {
+        return Err(format!("{}: {problem}", file.display()));
+    }
+    if lock.upstreams.is_empty() {
+        return Err(format!("{}: locks no upstream", file.display()));
+    }
     let name = match upstream {
         Some(n) => n.to_owned(),
         None if lock.upstreams.len() == 1 => {

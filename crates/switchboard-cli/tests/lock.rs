@@ -178,6 +178,35 @@ fn check_errors_exit_2() {
     let (code, _, err) = lock(&dir.0, &defs(), &["--check"]);
     assert_eq!(code, 2);
     assert!(err.contains("switchboard.lock: not a lock file"), "{err}");
+    // A hash edited by hand (to approve another definition than the one the
+    // review shows) is refused, as is a definition renamed.
+    std::fs::remove_file(dir.0.join("switchboard.lock")).unwrap();
+    assert_eq!(lock(&dir.0, &defs(), &["--name", "files"]).0, 0);
+    let path = dir.0.join("switchboard.lock");
+    let mut forged: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    forged["upstreams"]["files"]["tools"]["read_file"]["sha256"] = json!("ab".repeat(32));
+    std::fs::write(&path, forged.to_string()).unwrap();
+    let (code, _, err) = lock(&dir.0, &defs(), &["--check"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("files: tool \"read_file\": sha256 is not its definition's hash"),
+        "{err}"
+    );
+    let bridge = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(&dir.0)
+        .args([
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--lock",
+            "switchboard.lock",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bridge.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bridge.stderr).contains("sha256 is not its definition's hash"));
 }
 
 /// `lock` then `lock --check` on a real server: exit 0 both times, then a

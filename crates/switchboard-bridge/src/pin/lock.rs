@@ -24,6 +24,52 @@ pub struct Lock {
     pub upstreams: BTreeMap<String, UpstreamLock>,
 }
 
+impl Lock {
+    /// What is wrong with a lock as read: an entry whose `sha256` is not the
+    /// hash of its `definition` (a hand edit would otherwise approve whatever
+    /// the hash names, while the review shows the harmless text), or whose
+    /// definition names another entry. Empty when it is sound.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.version != LOCK_VERSION {
+            out.push(format!(
+                "lock version {} (this switchboard reads {LOCK_VERSION})",
+                self.version
+            ));
+        }
+        for (upstream, u) in &self.upstreams {
+            if let Some(i) = &u.instructions {
+                if i.sha256 != sha256_hex(&i.definition) {
+                    out.push(format!(
+                        "{upstream}: instructions: sha256 is not its definition's hash"
+                    ));
+                }
+            }
+            for (kind, table) in [
+                (Kind::Tool, &u.tools),
+                (Kind::Prompt, &u.prompts),
+                (Kind::ResourceTemplate, &u.resource_templates),
+            ] {
+                for (name, p) in table {
+                    let noun = kind.noun();
+                    if p.sha256 != sha256_hex(&p.definition) {
+                        out.push(format!(
+                            "{upstream}: {noun} {name:?}: sha256 is not its definition's hash"
+                        ));
+                    }
+                    if p.definition.get(kind.key()).and_then(Value::as_str) != Some(name) {
+                        out.push(format!(
+                            "{upstream}: {noun} {name:?}: its definition's {} is not {name:?}",
+                            kind.key()
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 /// One upstream's approved definitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -96,7 +142,7 @@ fn sorted(v: Value) -> Value {
 }
 
 /// The kinds of entry a lock holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// The server's `instructions`.
     Instructions,
@@ -137,7 +183,7 @@ impl Kind {
     }
 
     /// The member that names an entry.
-    fn key(self) -> &'static str {
+    pub fn key(self) -> &'static str {
         match self {
             Kind::ResourceTemplate => "uriTemplate",
             _ => "name",
@@ -450,6 +496,41 @@ mod tests {
         }
         assert_eq!(compare(&locked, &found), []);
         assert_eq!(locked, found);
+    }
+
+    #[test]
+    fn a_hash_or_name_edited_by_hand_is_a_problem() {
+        let (up, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("Echoes.")]));
+        let mut lock = Lock {
+            version: LOCK_VERSION,
+            upstreams: [("srv".to_owned(), up)].into(),
+        };
+        assert_eq!(lock.problems(), Vec::<String>::new());
+        let entry = lock
+            .upstreams
+            .get_mut("srv")
+            .unwrap()
+            .tools
+            .get_mut("echo")
+            .unwrap();
+        entry.sha256 = sha256_hex(&json!({"name": "echo", "description": "EVIL"}));
+        assert_eq!(
+            lock.problems(),
+            ["srv: tool \"echo\": sha256 is not its definition's hash"]
+        );
+        let entry = lock
+            .upstreams
+            .get_mut("srv")
+            .unwrap()
+            .tools
+            .get_mut("echo")
+            .unwrap();
+        entry.definition["name"] = json!("zzz");
+        entry.sha256 = sha256_hex(&entry.definition);
+        assert_eq!(
+            lock.problems(),
+            ["srv: tool \"echo\": its definition's name is not \"echo\""]
+        );
     }
 
     #[test]

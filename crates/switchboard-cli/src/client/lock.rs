@@ -670,12 +670,8 @@ fn read_lock(path: &Path) -> Result<Option<Lock>, Failure> {
     };
     let lock: Lock = serde_json::from_str(&text)
         .map_err(|e| Failure::new(format!("{}: not a lock file: {e}", path.display())))?;
-    if lock.version != LOCK_VERSION {
-        return Err(Failure::new(format!(
-            "{}: lock version {} (this switchboard reads {LOCK_VERSION})",
-            path.display(),
-            lock.version
-        )));
+    if let Some(problem) = lock.problems().first() {
+        return Err(Failure::new(format!("{}: {problem}", path.display())));
     }
     Ok(Some(lock))
 }
