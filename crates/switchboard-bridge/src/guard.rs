@@ -30,12 +30,35 @@ pub enum GuardMode {
     Warn,
 }
 
-/// A tool's latest verdict.
+/// An entry's latest verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Verdict {
     Approved,
-    /// Listed with another definition; its hash.
+    /// Listed with another definition (its hash), or listed twice.
     Changed(String),
+}
+
+/// The latest verdicts of one upstream server's entries: the guard keeps one
+/// for the shared child; a session with a child of its own keeps its own,
+/// dropped with it, since each child may list something else.
+#[derive(Debug, Default)]
+pub struct Verdicts(Mutex<HashMap<(Kind, String), Verdict>>);
+
+impl Verdicts {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Kind, String), Verdict>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Whose verdicts a list or a call is judged by.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// The shared child's (2026-07-28 exchanges, sessions of a shared child):
+    /// the bridge lists it itself at each start and list change.
+    Shared,
+    /// A session's own child's, which only that session's lists tell of: a
+    /// call before the session listed is refused in block mode.
+    Own(&'a Verdicts),
 }
 
 /// The guard of one upstream's tools.
@@ -45,8 +68,8 @@ pub struct DriftGuard {
     mode: GuardMode,
     /// Where the lock came from, for messages.
     source: String,
-    /// (kind, name) → the latest verdict (entries never listed have none).
-    seen: Mutex<HashMap<(Kind, String), Verdict>>,
+    /// The shared child's verdicts.
+    shared: Verdicts,
 }
 
 impl DriftGuard {
@@ -57,12 +80,15 @@ impl DriftGuard {
             lock,
             mode,
             source: source.into(),
-            seen: Mutex::new(HashMap::new()),
+            shared: Verdicts::default(),
         }
     }
 
-    fn seen(&self) -> std::sync::MutexGuard<'_, HashMap<(Kind, String), Verdict>> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+    fn verdicts<'a>(&'a self, scope: Scope<'a>) -> &'a Verdicts {
+        match scope {
+            Scope::Shared => &self.shared,
+            Scope::Own(v) => v,
+        }
     }
 
     /// The approved entries of `kind`.
@@ -74,21 +100,34 @@ impl DriftGuard {
         }
     }
 
-    /// Judges one listed entry, records and logs the verdict; `true` when it is
-    /// to be served.
-    fn judge(&self, kind: Kind, name: &str, listed: &Value) -> bool {
+    /// Judges one listed entry (`twice`: its name is listed more than once,
+    /// which is never as approved), records and logs the verdict; `true` when
+    /// it is to be served.
+    fn judge(&self, scope: Scope<'_>, kind: Kind, name: &str, listed: &Value, twice: bool) -> bool {
         let what = kind.noun();
         let Some(approved) = self.approved(kind).get(name) else {
             warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
             return self.mode == GuardMode::Warn;
         };
-        let hash = crate::pin::sha256_hex(&definition(kind, listed));
-        let verdict = if hash == approved.sha256 {
-            Verdict::Approved
+        let verdict = if twice {
+            Verdict::Changed("(listed more than once)".to_owned())
         } else {
-            Verdict::Changed(hash)
+            let hash = crate::pin::sha256_hex(&definition(kind, listed));
+            if hash == approved.sha256 {
+                Verdict::Approved
+            } else {
+                Verdict::Changed(hash)
+            }
         };
-        let before = self.seen().insert((kind, name.to_owned()), verdict.clone());
+        let table = self.verdicts(scope);
+        let mut table = table.lock();
+        let key = (kind, name.to_owned());
+        // Two copies of a name in one list: the worse verdict stands.
+        if twice && matches!(table.get(&key), Some(Verdict::Changed(_))) {
+            return self.mode == GuardMode::Warn;
+        }
+        let before = table.insert(key, verdict.clone());
+        drop(table);
         if let Verdict::Changed(hash) = &verdict {
             if before.as_ref() != Some(&verdict) {
                 warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %hash, mode = ?self.mode, "drift: a definition is not the approved one");
@@ -101,11 +140,12 @@ impl DriftGuard {
     /// Takes in a whole list (every page) the bridge fetched itself: each tool
     /// judged, approved tools the upstream no longer lists logged.
     pub fn observe(&self, tools: &[Value]) {
+        let counts = name_counts(Kind::Tool, tools.iter());
         let mut listed = BTreeSet::new();
         for tool in tools {
             if let Some(name) = tool.get("name").and_then(Value::as_str) {
                 listed.insert(name);
-                self.judge(Kind::Tool, name, tool);
+                self.judge(Scope::Shared, Kind::Tool, name, tool, counts[name] > 1);
             }
         }
         let gone: Vec<&str> = self
@@ -124,7 +164,12 @@ impl DriftGuard {
     /// `resources/templates/list`) with every entry judged; in block mode the
     /// ones not as approved are removed (the rest of the result kept as
     /// written).
-    pub fn filter_list_result(&self, kind: Kind, result: Box<RawValue>) -> Box<RawValue> {
+    pub fn filter_list_result(
+        &self,
+        scope: Scope<'_>,
+        kind: Kind,
+        result: Box<RawValue>,
+    ) -> Box<RawValue> {
         let member = match kind {
             Kind::Prompt => "prompts",
             Kind::ResourceTemplate => "resourceTemplates",
@@ -139,15 +184,17 @@ impl DriftGuard {
         else {
             return result;
         };
+        let values: Vec<(Value, &RawValue)> = entries
+            .into_iter()
+            .filter_map(|e| Some((serde_json::from_str::<Value>(e.get()).ok()?, e)))
+            .collect();
+        let counts = name_counts(kind, values.iter().map(|(v, _)| v));
         let mut kept = String::from("[");
-        for entry in entries {
-            let Ok(value) = serde_json::from_str::<Value>(entry.get()) else {
-                continue;
-            };
+        for (value, entry) in &values {
             let Some(name) = value.get(kind.key()).and_then(Value::as_str) else {
                 continue;
             };
-            if self.judge(kind, name, &value) {
+            if self.judge(scope, kind, name, value, counts[name] > 1) {
                 if kept.len() > 1 {
                     kept.push(',');
                 }
@@ -168,7 +215,7 @@ impl DriftGuard {
     /// `name`: in block mode refused (the message for a -32602 answer) when
     /// the entry is not in the lock, or its latest listed definition is not the
     /// approved one.
-    pub fn check(&self, kind: Kind, name: &str) -> Result<(), String> {
+    pub fn check(&self, scope: Scope<'_>, kind: Kind, name: &str) -> Result<(), String> {
         if self.mode == GuardMode::Warn {
             return Ok(());
         }
@@ -179,14 +226,37 @@ impl DriftGuard {
                 self.source
             ));
         }
-        match self.seen().get(&(kind, name.to_owned())) {
-            Some(Verdict::Changed(hash)) => Err(format!(
+        let verdict = self
+            .verdicts(scope)
+            .lock()
+            .get(&(kind, name.to_owned()))
+            .cloned();
+        match (verdict, scope) {
+            (Some(Verdict::Changed(hash)), _) => Err(format!(
                 "{what} {name:?} changed since it was approved ({}): its definition now hashes to {hash}; refused until approved (`switchboard lock approve`)",
+                self.source
+            )),
+            (None, Scope::Own(_)) => Err(format!(
+                "{what} {name:?}: this session's server has not listed its {what}s yet, so it is not checked against the lock ({}); list them first",
                 self.source
             )),
             _ => Ok(()),
         }
     }
+}
+
+/// How many times each name is listed.
+fn name_counts<'a>(
+    kind: Kind,
+    entries: impl Iterator<Item = &'a Value>,
+) -> HashMap<&'a str, usize> {
+    let mut counts = HashMap::new();
+    for e in entries {
+        if let Some(name) = e.get(kind.key()).and_then(Value::as_str) {
+            *counts.entry(name).or_insert(0) += 1;
+        }
+    }
+    counts
 }
 
 /// The kind of entries a list method returns, for the methods the guard
@@ -256,12 +326,13 @@ mod tests {
     fn block_withholds_new_and_changed_tools_and_refuses_their_calls() {
         let g = guard(GuardMode::Block);
         // Before any list: approved names may be called, others not.
-        assert_eq!(g.check(Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         assert!(g
-            .check(Kind::Tool, "exec")
+            .check(Scope::Shared, Kind::Tool, "exec")
             .unwrap_err()
             .contains("not approved"));
         let out = g.filter_list_result(
+            Scope::Shared,
             Kind::Tool,
             list(&[
                 tool("Removes a file."),
@@ -273,18 +344,18 @@ mod tests {
         // A rug pull: the same name, another definition.
         let mut pulled = tool("Removes a file.");
         pulled["annotations"]["destructiveHint"] = json!(false);
-        let out = g.filter_list_result(Kind::Tool, list(&[pulled.clone()]));
+        let out = g.filter_list_result(Scope::Shared, Kind::Tool, list(&[pulled.clone()]));
         assert_eq!(names(&out), Vec::<String>::new());
         assert!(g
-            .check(Kind::Tool, "rm")
+            .check(Scope::Shared, Kind::Tool, "rm")
             .unwrap_err()
             .contains("changed since it was approved"));
         // Back as approved: served and callable again.
         g.observe(&[tool("Removes a file.")]);
-        assert_eq!(g.check(Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         // The bridge's own list catches it too.
         g.observe(&[pulled]);
-        assert!(g.check(Kind::Tool, "rm").is_err());
+        assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
     }
 
     #[test]
@@ -306,15 +377,18 @@ mod tests {
             {"name": "new"}
         ]}))
         .unwrap();
-        let out: Value =
-            serde_json::from_str(g.filter_list_result(Kind::Prompt, prompts).get()).unwrap();
+        let out: Value = serde_json::from_str(
+            g.filter_list_result(Scope::Shared, Kind::Prompt, prompts)
+                .get(),
+        )
+        .unwrap();
         assert_eq!(out, json!({"prompts": []}));
         assert!(g
-            .check(Kind::Prompt, "review")
+            .check(Scope::Shared, Kind::Prompt, "review")
             .unwrap_err()
             .starts_with("prompt \"review\" changed"));
         assert!(g
-            .check(Kind::Prompt, "new")
+            .check(Scope::Shared, Kind::Prompt, "new")
             .unwrap_err()
             .starts_with("prompt \"new\" is not approved"));
         let templates = serde_json::value::to_raw_value(&json!({"resourceTemplates": [
@@ -323,7 +397,7 @@ mod tests {
         ]}))
         .unwrap();
         let out: Value = serde_json::from_str(
-            g.filter_list_result(Kind::ResourceTemplate, templates)
+            g.filter_list_result(Scope::Shared, Kind::ResourceTemplate, templates)
                 .get(),
         )
         .unwrap();
@@ -334,14 +408,48 @@ mod tests {
     }
 
     #[test]
+    fn a_name_listed_twice_is_never_served_whichever_copy_comes_first() {
+        for bad_first in [true, false] {
+            let g = guard(GuardMode::Block);
+            let mut copies = vec![tool("Removes a file."), tool("EVIL")];
+            if bad_first {
+                copies.reverse();
+            }
+            let out = g.filter_list_result(Scope::Shared, Kind::Tool, list(&copies));
+            assert_eq!(names(&out), Vec::<String>::new());
+            assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
+        }
+    }
+
+    #[test]
+    fn a_sessions_own_child_is_judged_by_its_own_lists_only() {
+        let g = guard(GuardMode::Block);
+        let (good, evil) = (Verdicts::default(), Verdicts::default());
+        // Not listed yet: refused, for the server may not be the approved one.
+        let err = g.check(Scope::Own(&evil), Kind::Tool, "rm").unwrap_err();
+        assert!(err.contains("has not listed its tools yet"), "{err}");
+        g.filter_list_result(Scope::Own(&evil), Kind::Tool, list(&[tool("EVIL")]));
+        g.filter_list_result(
+            Scope::Own(&good),
+            Kind::Tool,
+            list(&[tool("Removes a file.")]),
+        );
+        assert!(g.check(Scope::Own(&evil), Kind::Tool, "rm").is_err());
+        assert_eq!(g.check(Scope::Own(&good), Kind::Tool, "rm"), Ok(()));
+        // The shared child's verdicts are apart from both.
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+    }
+
+    #[test]
     fn warn_serves_everything() {
         let g = guard(GuardMode::Warn);
         let out = g.filter_list_result(
+            Scope::Shared,
             Kind::Tool,
             list(&[tool("Removes a file, and more."), json!({"name": "exec"})]),
         );
         assert_eq!(names(&out), ["rm", "exec"]);
-        assert_eq!(g.check(Kind::Tool, "rm"), Ok(()));
-        assert_eq!(g.check(Kind::Tool, "exec"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "exec"), Ok(()));
     }
 }

@@ -97,6 +97,20 @@ struct Session {
     /// applied here ([`Core::shared_child_logs_everything`]); `None`: every log
     /// message the child sends.
     log_level: Mutex<Option<LoggingLevel>>,
+    /// The drift guard's verdicts on this session's own child's lists (a
+    /// per-session child; unused with a shared one).
+    verdicts: crate::guard::Verdicts,
+}
+
+impl Session {
+    /// Whose verdicts this session's lists and calls are judged by: its own
+    /// child's, or the shared child's.
+    fn guard_scope(&self) -> crate::guard::Scope<'_> {
+        match self.core.mode {
+            ChildMode::PerSession => crate::guard::Scope::Own(&self.verdicts),
+            ChildMode::Shared => crate::guard::Scope::Shared,
+        }
+    }
 }
 
 /// A server→client request of the child forwarded to the client and not
@@ -137,6 +151,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
+        verdicts: crate::guard::Verdicts::default(),
     });
     let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -542,7 +557,11 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
         "tools/call" | "prompts/get" => {
-            if let Err(why) = session.core.check_request(&r.method, r.params.as_deref()) {
+            if let Err(why) =
+                session
+                    .core
+                    .check_request(session.guard_scope(), &r.method, r.params.as_deref())
+            {
                 let _ = session
                     .tx
                     .send(error(r.id, code::INVALID_PARAMS, why))
@@ -684,7 +703,7 @@ impl DirectSink for Direct {
             }
             "tools/call" | "prompts/get" => session
                 .core
-                .check_request(&r.method, r.params.as_deref())
+                .check_request(session.guard_scope(), &r.method, r.params.as_deref())
                 .is_ok(),
             _ => true,
         };
@@ -1012,7 +1031,11 @@ async fn pump(
                 let out = match message {
                     Message::Response(resp) => {
                         let result = match list {
-                            Some(kind) => session.core.filter_list(kind, resp.result),
+                            Some(kind) => {
+                                session
+                                    .core
+                                    .filter_list(session.guard_scope(), kind, resp.result)
+                            }
                             None => resp.result,
                         };
                         // Only a 2026-07-28-only child keeps the original.

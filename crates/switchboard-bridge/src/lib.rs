@@ -56,7 +56,7 @@ pub use connect::{
     connect_stdio, relay_from, ConnectConfig, ConnectEnd, CONNECT_DRAIN_ON_CLOSE,
     CONNECT_FLUSH_BOUND,
 };
-pub use guard::{DriftGuard, GuardMode};
+pub use guard::{DriftGuard, GuardMode, Scope, Verdicts};
 use serde_json::json;
 use serde_json::value::RawValue;
 use switchboard_protocol::jsonrpc::{
@@ -242,6 +242,7 @@ impl Core {
     /// for a -32602 answer.
     pub(crate) fn check_request(
         &self,
+        scope: guard::Scope<'_>,
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), String> {
@@ -260,7 +261,7 @@ impl Core {
             .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
             .and_then(|n| n.name);
         match name {
-            Some(name) => guard.check(kind, &name),
+            Some(name) => guard.check(scope, kind, &name),
             None => Err(format!("{method} needs params.name")),
         }
     }
@@ -268,14 +269,19 @@ impl Core {
     /// A list result as clients see it (`kind`: what the list holds): for
     /// tools the allowlist's intersection, then for each kind the drift guard's
     /// judgement.
-    pub(crate) fn filter_list(&self, kind: pin::Kind, result: Box<RawValue>) -> Box<RawValue> {
+    pub(crate) fn filter_list(
+        &self,
+        scope: guard::Scope<'_>,
+        kind: pin::Kind,
+        result: Box<RawValue>,
+    ) -> Box<RawValue> {
         let result = if kind == pin::Kind::Tool {
             self.allow.filter_list_result(result)
         } else {
             result
         };
         match &self.guard {
-            Some(guard) => guard.filter_list_result(kind, result),
+            Some(guard) => guard.filter_list_result(scope, kind, result),
             None => result,
         }
     }

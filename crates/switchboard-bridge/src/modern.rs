@@ -184,7 +184,9 @@ async fn handle(
             Err(e) => error(r.id, code::INTERNAL_ERROR, e.to_string()),
         });
     }
-    if let Err(why) = core.check_request(&r.method, r.params.as_deref()) {
+    if let Err(why) =
+        core.check_request(crate::guard::Scope::Shared, &r.method, r.params.as_deref())
+    {
         return Some(error(r.id, code::INVALID_PARAMS, why));
     }
     if info.modern {
@@ -680,7 +682,7 @@ fn filter_list(core: &Core, kind: crate::pin::Kind, message: Message) -> Message
     match message {
         Message::Response(r) => Message::Response(Response {
             id: r.id,
-            result: core.filter_list(kind, r.result),
+            result: core.filter_list(crate::guard::Scope::Shared, kind, r.result),
         }),
         other => other,
     }

@@ -236,3 +236,43 @@ async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     assert!(err.contains("the lock is not signed"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// With a child per session, each session's child is judged by that session's
+/// own lists: a call before the session listed is refused (its child may not
+/// be the approved server), one after an approved list goes through.
+#[tokio::test]
+async fn per_session_children_are_judged_by_their_own_lists() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("per-session");
+        let (defs, lock) = lock_approved(&d.0);
+        let log = d.0.join("calls.log");
+        let bridge = BridgeProc::start_with_env(
+            &["--child", "per-session", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &[("SCRIPTED_CALLS", log.to_str().unwrap())],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = |id: i64| {
+            s.request(
+                &c,
+                &bridge.url,
+                json!(id),
+                "tools/call",
+                json!({"name": "read_file", "arguments": {}}),
+            )
+        };
+        let r = call(1).await;
+        assert!(error_message(r.response(&json!(1))).contains("has not listed its tools yet"));
+        let r = s
+            .request(&c, &bridge.url, json!(2), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(2)), ["delete_file", "read_file"]);
+        let r = call(3).await;
+        assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+        assert_eq!(calls(&log), ["read_file"]);
+    })
+    .await
+    .expect("bounded");
+}

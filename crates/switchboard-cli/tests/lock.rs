@@ -142,6 +142,25 @@ fn lock_then_check_matches_then_each_change_is_shown_and_exits_1() {
         std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
         text
     );
+    // A name listed twice is drift whichever copy comes first, and no lock is
+    // written of it.
+    let mut twice = defs();
+    let evil =
+        json!({"name": "read_file", "description": "EVIL", "inputSchema": {"type": "object"}});
+    twice["tools"].as_array_mut().unwrap().insert(0, evil);
+    let (code, out, _) = lock(&dir.0, &twice, &["--check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("tool \"read_file\" is listed twice"), "{out}");
+    let (code, _, err) = lock(&dir.0, &twice, &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is listed twice: switchboard.lock not written"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
+        text
+    );
 
     // --strict refuses to write a lock of suspicious definitions (exit 1), and a
     // check of them fails even without drift.
@@ -155,8 +174,13 @@ fn lock_then_check_matches_then_each_change_is_shown_and_exits_1() {
         std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
         text
     );
-    let (code, _, _) = lock(&dir.0, &pulled, &[]);
+    let (code, out, _) = lock(&dir.0, &pulled, &[]);
     assert_eq!(code, 0);
+    // Locking again over other definitions says what it replaces.
+    assert!(
+        out.starts_with("files: replaced (4 difference(s))"),
+        "{out}"
+    );
     let (code, _, _) = lock(&dir.0, &pulled, &["--check"]);
     assert_eq!(code, 0);
     let (code, _, _) = lock(&dir.0, &pulled, &["--check", "--strict"]);

@@ -432,6 +432,15 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         };
         let drift = compare(locked, &found);
         let identity_changed = locked.identity != found.identity;
+        // An entry listed twice (or nameless) is not as approved, whichever
+        // copy the lock's table kept: the bridge serves neither.
+        if !malformed.is_empty() {
+            println!("{name}: drifted (the server's lists are malformed)");
+            for m in &malformed {
+                println!("  ! {}", visible(&m.message));
+            }
+            return Ok(EXIT_DRIFT);
+        }
         if drift.is_empty() && !identity_changed {
             println!("{name}: matches {}", args.file.display());
             return Ok(if args.strict && suspicious > 0 {
@@ -443,6 +452,13 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         print!("{}", render_drift(&name, locked, &found, &drift));
         return Ok(EXIT_DRIFT);
     }
+    if let Some(m) = malformed.first() {
+        return Err(Failure::new(format!(
+            "{name}: the server listed {}: {} not written",
+            m.message,
+            args.file.display()
+        )));
+    }
     if args.strict && suspicious > 0 {
         return Err(Failure {
             code: EXIT_DRIFT,
@@ -451,6 +467,23 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
                 args.file.display()
             ),
         });
+    }
+    // Locking again over an entry that differs replaces an approval: say what
+    // changes, and that a signature no longer holds.
+    if let Some(old) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) {
+        let drift = compare(old, &found);
+        if !drift.is_empty() || old.identity != found.identity {
+            print!(
+                "{}",
+                render_drift(&name, old, &found, &drift).replacen("drifted", "replaced", 1)
+            );
+            if signature_path(&args.file).exists() {
+                eprintln!(
+                    "switchboard: {} no longer matches its signature: sign it again (`switchboard lock sign`)",
+                    args.file.display()
+                );
+            }
+        }
     }
     let mut lock = existing.unwrap_or(Lock {
         version: LOCK_VERSION,

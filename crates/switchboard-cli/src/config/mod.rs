@@ -744,17 +744,17 @@ pub fn run(command: ConfigCommand) -> std::process::ExitCode {
     use std::process::ExitCode;
     match command {
         ConfigCommand::Schema => {
-            print!("{SCHEMA}");
+            out(SCHEMA);
             ExitCode::SUCCESS
         }
         ConfigCommand::Check { file, json } => match load(&file) {
             Ok(config) if json => {
                 let text = serde_json::to_string_pretty(&config).expect("plain data");
-                println!("{text}");
+                out(&format!("{text}\n"));
                 ExitCode::SUCCESS
             }
             Ok(config) => {
-                print!("{}", summary(&config));
+                out(&summary(&config));
                 ExitCode::SUCCESS
             }
             Err(problems) => {
@@ -768,6 +768,15 @@ pub fn run(command: ConfigCommand) -> std::process::ExitCode {
             }
         },
     }
+}
+
+/// Writes to stdout; a closed stdout (`| head`) is not an error.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// A few lines a person reads: each upstream and each route.

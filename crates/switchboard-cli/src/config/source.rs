@@ -244,6 +244,21 @@ fn parse_toml(text: &str) -> Result<Source, Vec<SyntaxError>> {
     }
 }
 
+/// A JSON value without places (serde_json gives none).
+struct JsonNode(Raw<JsonNode>);
+
+impl<'de> Deserialize<'de> for JsonNode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Raw::deserialize(d).map(JsonNode)
+    }
+}
+
+impl Node for JsonNode {
+    fn into_parts(self, _text: &str) -> (Option<Pos>, Raw<Self>) {
+        (None, self.0)
+    }
+}
+
 struct YamlNode(serde_saphyr::Spanned<Raw<YamlNode>>);
 
 impl<'de> Deserialize<'de> for YamlNode {
@@ -287,7 +302,13 @@ fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
 /// come from reading the same text as YAML (JSON is YAML 1.2's flow style),
 /// when that reads it to the same value. Otherwise problems name key paths only.
 fn parse_json(text: &str) -> Result<Source, Vec<SyntaxError>> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
+    // Through `Raw`, so that a key given twice is refused as in TOML and YAML
+    // (serde_json's own `Value` keeps the last one silently).
+    let value = serde_json::from_str::<JsonNode>(text).map(|root| {
+        let mut places = HashMap::new();
+        flatten(root, text, &mut String::new(), &mut places)
+    });
+    let value: Value = value.map_err(|e| {
         vec![SyntaxError {
             pos: (e.line() > 0).then(|| Pos {
                 line: e.line() as u64,
@@ -379,6 +400,9 @@ mod tests {
     fn duplicate_keys_are_errors() {
         assert!(Source::parse("a: 1\na: 2\n", Format::Yaml).is_err());
         assert!(Source::parse("a = 1\na = 2\n", Format::Toml).is_err());
+        let e = Source::parse("{\"a\": {\"c\": 1,\n \"c\": 2}}", Format::Json).unwrap_err();
+        assert!(e[0].message.contains("duplicate key \"c\""), "{e:?}");
+        assert_eq!(e[0].pos.map(|p| p.line), Some(2));
     }
 
     #[test]
