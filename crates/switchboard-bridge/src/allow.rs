@@ -18,7 +18,6 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::raw::RawObject;
 
 /// The allowed tool names; empty means every tool.
 #[derive(Debug, Clone, Default)]
@@ -76,43 +75,19 @@ impl Allowlist {
         if !self.is_restricted() {
             return result;
         }
-        // Edited as raw members: the tools kept, and every other member, stay as
-        // the child wrote them.
-        let Ok(mut obj) = RawObject::parse(result.get()) else {
-            return result;
-        };
-        let Some(tools) = obj
-            .get("tools")
-            .and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok())
-        else {
-            return result;
-        };
         /// A tool's name, all this needs of it.
         #[derive(serde::Deserialize)]
         struct Named<'a> {
             #[serde(borrow)]
             name: Option<std::borrow::Cow<'a, str>>,
         }
-        let mut kept = String::from("[");
-        for tool in tools {
-            let name = serde_json::from_str::<Named>(tool.get())
+        let permitted = |tool: &RawValue| {
+            serde_json::from_str::<Named>(tool.get())
                 .ok()
-                .and_then(|t| t.name);
-            if name.is_some_and(|n| self.permits(&n)) {
-                if kept.len() > 1 {
-                    kept.push(',');
-                }
-                kept.push_str(tool.get());
-            }
-        }
-        kept.push(']');
-        match RawValue::from_string(kept) {
-            Ok(kept) => {
-                obj.insert("tools", kept);
-                obj.to_raw()
-            }
-            Err(_) => result,
-        }
+                .and_then(|t| t.name)
+                .is_some_and(|n| self.permits(&n))
+        };
+        crate::raw::retain_items(&result, "tools", permitted).unwrap_or(result)
     }
 
     /// The allowed names missing from `reported` (the names the upstream lists).

@@ -175,39 +175,35 @@ impl DriftGuard {
             Kind::ResourceTemplate => "resourceTemplates",
             _ => "tools",
         };
-        let Ok(mut obj) = RawObject::parse(result.get()) else {
-            return result;
-        };
-        let Some(entries) = obj
-            .get(member)
-            .and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok())
-        else {
-            return result;
-        };
-        let values: Vec<(Value, &RawValue)> = entries
-            .into_iter()
-            .filter_map(|e| Some((serde_json::from_str::<Value>(e.get()).ok()?, e)))
-            .collect();
-        let counts = name_counts(kind, values.iter().map(|(v, _)| v));
-        let mut kept = String::from("[");
-        for (value, entry) in &values {
-            let Some(name) = value.get(kind.key()).and_then(Value::as_str) else {
-                continue;
+        let listed: Vec<Value> = RawObject::parse(result.get())
+            .ok()
+            .and_then(|obj| serde_json::from_str(obj.get(member)?.get()).ok())
+            .unwrap_or_default();
+        let counts = name_counts(kind, listed.iter());
+        let mut judged = listed.iter();
+        let kept = crate::raw::retain_items(&result, member, |_| {
+            let Some(value) = judged.next() else {
+                return false;
             };
-            if self.judge(scope, kind, name, value, counts[name] > 1) {
-                if kept.len() > 1 {
-                    kept.push(',');
+            let Some(name) = value.get(kind.key()).and_then(Value::as_str) else {
+                return self.mode == GuardMode::Warn;
+            };
+            self.judge(scope, kind, name, value, counts[name] > 1)
+        });
+        match kept {
+            Some(kept) => kept,
+            // Not a list this guard can judge (no array under `member`): in
+            // block mode nothing of it is served.
+            None if self.mode == GuardMode::Block => {
+                match RawObject::parse(result.get()) {
+                    Ok(mut obj) if obj.get(member).is_some() => {
+                        obj.insert(member, RawValue::from_string("[]".to_owned()).expect("JSON"));
+                        obj.to_raw()
+                    }
+                    _ => result,
                 }
-                kept.push_str(entry.get());
             }
-        }
-        kept.push(']');
-        match RawValue::from_string(kept) {
-            Ok(kept) => {
-                obj.insert(member, kept);
-                obj.to_raw()
-            }
-            Err(_) => result,
+            None => result,
         }
     }
 
@@ -438,6 +434,18 @@ mod tests {
         assert_eq!(g.check(Scope::Own(&good), Kind::Tool, "rm"), Ok(()));
         // The shared child's verdicts are apart from both.
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+    }
+
+    #[test]
+    fn a_list_that_is_not_an_array_serves_nothing_in_block_mode() {
+        let g = guard(GuardMode::Block);
+        let odd = serde_json::value::to_raw_value(
+            &json!({"tools": {"rm": {"name": "rm", "description": "EVIL"}}, "nextCursor": "c"}),
+        )
+        .unwrap();
+        let out: Value =
+            serde_json::from_str(g.filter_list_result(Scope::Shared, Kind::Tool, odd).get()).unwrap();
+        assert_eq!(out, json!({"tools": [], "nextCursor": "c"}));
     }
 
     #[test]

@@ -101,6 +101,30 @@ impl<'de> serde::Deserialize<'de> for RawObject {
     }
 }
 
+/// The object `result` with its array member `member` narrowed to the items
+/// `keep` accepts; the items kept, and every other member, stay as written.
+/// `None` when `result` is not an object whose `member` is an array.
+pub(crate) fn retain_items(
+    result: &RawValue,
+    member: &str,
+    mut keep: impl FnMut(&RawValue) -> bool,
+) -> Option<Box<RawValue>> {
+    let mut obj = RawObject::parse(result.get()).ok()?;
+    let items: Vec<&RawValue> = serde_json::from_str(obj.get(member)?.get()).ok()?;
+    let mut kept = String::from("[");
+    for item in items {
+        if keep(item) {
+            if kept.len() > 1 {
+                kept.push(',');
+            }
+            kept.push_str(item.get());
+        }
+    }
+    kept.push(']');
+    obj.insert(member, RawValue::from_string(kept).ok()?);
+    Some(obj.to_raw())
+}
+
 /// `s`, which must be valid JSON, as a raw value: for the crate's tests.
 #[cfg(test)]
 pub(crate) fn raw(s: &str) -> Box<RawValue> {
