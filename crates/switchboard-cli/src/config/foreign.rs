@@ -16,6 +16,10 @@ const KEYS: &[&str] = &[
     "type", "command", "args", "env", "cwd", "url", "headers", "disabled",
 ];
 
+/// Keys that are the client application's own business (its tool approvals,
+/// its development mode), accepted and left alone.
+const CLIENT_KEYS: &[&str] = &["autoApprove", "alwaysAllow", "disabledTools", "dev"];
+
 /// Reads the list under `key` (`mcpServers` or `servers`). Disabled entries
 /// (`"disabled": true`) are skipped.
 pub(super) fn mcp_servers(problems: &mut Problems<'_>, key: &str) -> Option<File> {
@@ -54,7 +58,12 @@ fn entry_upstream(
 ) -> Option<FileUpstream> {
     let before = problems.list.len();
     for key in entry.keys() {
-        if !KEYS.contains(&key.as_str()) {
+        if key == "envFile" {
+            problems.push(
+                &format!("{at}/envFile"),
+                "envFile is not read by switchboard: give the variables under `env`",
+            );
+        } else if !KEYS.contains(&key.as_str()) && !CLIENT_KEYS.contains(&key.as_str()) {
             problems.push(
                 &format!("{at}/{}", pointer_token(key)),
                 format!("unknown key (known: {})", KEYS.join(", ")),
@@ -100,7 +109,34 @@ fn entry_upstream(
     if u.transport.is_some() && u.command.is_some() {
         r.push("type", "an HTTP type with a `command`");
     }
+    // The editors expand `${input:…}`, `${env:…}`, `${workspaceFolder}`;
+    // switchboard would send them as they are.
+    for (key, value) in entry {
+        variables(value, &format!("{at}/{}", pointer_token(key)), r.problems);
+    }
     (r.problems.list.len() == before).then_some(u)
+}
+
+/// Each string under `value` that holds an editor variable (`${...}`) is a
+/// problem.
+fn variables(value: &Value, at: &str, problems: &mut Problems<'_>) {
+    match value {
+        Value::String(s) if s.contains("${") => problems.push(
+            at,
+            "holds an editor variable (`${...}`), which switchboard does not expand: give the value itself",
+        ),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                variables(item, &format!("{at}/{i}"), problems);
+            }
+        }
+        Value::Object(m) => {
+            for (k, item) in m {
+                variables(item, &format!("{at}/{}", pointer_token(k)), problems);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Typed reads of an entry's members, each wrong type a problem.

@@ -163,7 +163,9 @@ pub fn load(path: &Path) -> Result<GatewayConfig, Vec<Problem>> {
         )));
     };
     let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read: {e}")))?;
-    parse(&text, format, &Env::process())
+    // A byte order mark (Windows editors write one) is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse(text, format, &Env::process())
 }
 
 /// What validation reads of the outside world: environment variables and files
@@ -204,11 +206,17 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
             })
             .collect::<Vec<_>>()
     })?;
+    let shape = shape(&source.value);
     let mut problems = Problems {
         source: &source,
         list: Vec::new(),
+        upstreams_at: match shape {
+            Shape::McpServers => "/mcpServers",
+            Shape::VsCode => "/servers",
+            _ => "/upstreams",
+        },
     };
-    let file = match shape(&source.value) {
+    let file = match shape {
         Shape::Own => own_shape(&mut problems),
         Shape::McpServers => foreign::mcp_servers(&mut problems, "mcpServers"),
         Shape::VsCode => foreign::mcp_servers(&mut problems, "servers"),
@@ -233,6 +241,9 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
 struct Problems<'a> {
     source: &'a Source,
     list: Vec<Problem>,
+    /// Where the upstreams stand in the file: `/upstreams`, or `/mcpServers`
+    /// or `/servers` in another application's file.
+    upstreams_at: &'static str,
 }
 
 impl Problems<'_> {
@@ -481,7 +492,7 @@ fn upstream(
     problems: &mut Problems<'_>,
     env: &Env,
 ) -> Option<UpstreamConfig> {
-    let at = format!("/upstreams/{}", pointer_token(name));
+    let at = format!("{}/{}", problems.upstreams_at, pointer_token(name));
     if !valid_name(name) {
         problems.push(
             &at,
@@ -649,7 +660,7 @@ fn check_prefixes(upstreams: &[UpstreamConfig], problems: &mut Problems<'_>) {
         };
         if let Some(other) = seen.insert(prefix, &u.name) {
             problems.push(
-                &format!("/upstreams/{}", pointer_token(&u.name)),
+                &format!("{}/{}", problems.upstreams_at, pointer_token(&u.name)),
                 format!(
                     "its prefix {prefix:?} is also upstream {other:?}'s: their tools and prompts would clash"
                 ),
@@ -759,7 +770,8 @@ pub fn run(command: ConfigCommand) -> std::process::ExitCode {
             }
             Err(problems) => {
                 for p in &problems {
-                    eprintln!("{}:{p}", file.display());
+                    let sep = if p.pos.is_some() { ":" } else { ": " };
+                    eprintln!("{}{sep}{p}", file.display());
                 }
                 let n = problems.len();
                 let s = if n == 1 { "" } else { "s" };

@@ -312,7 +312,8 @@ fn parse_json(text: &str) -> Result<Source, Vec<SyntaxError>> {
         vec![SyntaxError {
             pos: (e.line() > 0).then(|| Pos {
                 line: e.line() as u64,
-                column: e.column() as u64,
+                // serde_json counts 0 at the start of a line (an empty file).
+                column: (e.column() as u64).max(1),
             }),
             message: first_line(&strip_serde_json_place(&e.to_string())),
         }]
