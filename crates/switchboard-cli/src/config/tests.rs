@@ -305,10 +305,10 @@ fn vs_code_servers_as_they_are() {
 
 #[test]
 fn foreign_entries_with_unknown_keys_or_types_are_problems() {
-    let text = "{\n\"mcpServers\": {\n  \"a\": {\"command\": \"x\", \"autoApprove\": []},\n  \"b\": {\"type\": \"websocket\", \"url\": \"ws://h\"},\n  \"c\": {\"command\": 5},\n  \"bad.name\": {\"command\": \"x\"}\n}\n}";
+    let text = "{\n\"mcpServers\": {\n  \"a\": {\"command\": \"x\", \"colour\": []},\n  \"b\": {\"type\": \"websocket\", \"url\": \"ws://h\"},\n  \"c\": {\"command\": 5},\n  \"bad.name\": {\"command\": \"x\"}\n}\n}";
     let p = problems(text, Format::Json);
     let expect = [
-        "3:40: mcpServers.a.autoApprove: unknown key (known: type, command, args,",
+        "3:35: mcpServers.a.colour: unknown key (known: type, command, args,",
         "4:17: mcpServers.b.type: unknown server type \"websocket\"",
         "5:20: mcpServers.c.command: must be a string",
     ];
