@@ -420,6 +420,12 @@ fn approve_takes_chosen_differences_into_the_lock() {
         (code, out.as_str()),
         (0, "files: matches switchboard.lock\n")
     );
+    let (code, _, err) = approve(&["files__nosuch", "--yes"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no entry \"nosuch\""), "{err}");
+    let (code, _, err) = lock(&dir.0, &changed, &["--name", "a__b"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--name \"a__b\""), "{err}");
     let (code, _, err) = approve(&["nobody"]);
     assert_eq!(code, 2);
     assert!(err.contains("no upstream \"nobody\" in the lock"), "{err}");

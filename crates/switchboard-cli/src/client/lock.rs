@@ -252,6 +252,16 @@ fn approve_all(
         let locked = lock.upstreams.get_mut(&name).expect("listed above");
         let discovery = runtime.block_on(discover_target(&target_of(&locked.identity), common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
+        if let Some(e) = only_entry {
+            let known = |u: &UpstreamLock| {
+                u.tools.contains_key(e) || u.prompts.contains_key(e) || u.resource_templates.contains_key(e)
+            };
+            if !known(locked) && !known(&found) {
+                return Err(Failure::new(format!(
+                    "{name}: no entry {e:?} in the lock or in what the server lists"
+                )));
+            }
+        }
         let drift: Vec<Drift> = compare(locked, &found)
             .into_iter()
             .filter(|d| only_entry.is_none_or(|e| e == d.name))
@@ -418,6 +428,15 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         }
         (None, _) => default_name(target),
     };
+    // `approve UPSTREAM__NAME` splits at the first `__`: a name must not hold one.
+    let valid = (1..=32).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !name.contains("__");
+    if !valid {
+        return Err(Failure::new(format!(
+            "--name {name:?}: 1 to 32 letters, digits, '-' or '_', without \"__\""
+        )));
+    }
     let (found, malformed) = UpstreamLock::pin(identity(target), &discovery);
     for m in &malformed {
         eprintln!("switchboard: {name}: the server listed {}", m.message);
