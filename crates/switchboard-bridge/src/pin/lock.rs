@@ -201,15 +201,38 @@ impl Kind {
     }
 }
 
-/// The part of a listed entry that a lock keeps.
+/// The part of a listed entry that a lock keeps. A schema's `required` is a
+/// set: its names are kept sorted, so that a server reordering them is no drift.
 pub fn definition(kind: Kind, listed: &Value) -> Value {
     let mut out = Map::new();
     for m in kind.members() {
         if let Some(v) = listed.get(*m) {
-            out.insert((*m).to_owned(), v.clone());
+            let mut v = v.clone();
+            if matches!(*m, "inputSchema" | "outputSchema") {
+                sort_required(&mut v);
+            }
+            out.insert((*m).to_owned(), v);
         }
     }
     Value::Object(out)
+}
+
+/// Sorts every `required` list of names in a JSON Schema, at every depth.
+fn sort_required(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                match v {
+                    Value::Array(items) if k == "required" && items.iter().all(Value::is_string) => {
+                        items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+                    }
+                    _ => sort_required(v),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_required),
+        _ => {}
+    }
 }
 
 /// What one discovery of an upstream found: every page of each list.
@@ -531,6 +554,19 @@ mod tests {
             lock.problems(),
             ["srv: tool \"echo\": its definition's name is not \"echo\""]
         );
+    }
+
+    #[test]
+    fn the_order_of_required_names_is_no_drift() {
+        let schema = |req: Value| json!({"name": "t", "inputSchema": {"type": "object",
+            "properties": {"a": {}, "b": {}, "required": {"type": "array", "items": {}}},
+            "required": req}});
+        let one = definition(Kind::Tool, &schema(json!(["b", "a"])));
+        let two = definition(Kind::Tool, &schema(json!(["a", "b"])));
+        assert_eq!(sha256_hex(&one), sha256_hex(&two));
+        // A property named `required` is a schema, left alone; fewer names differ.
+        assert_eq!(one["inputSchema"]["properties"]["required"]["type"], "array");
+        assert_ne!(sha256_hex(&one), sha256_hex(&definition(Kind::Tool, &schema(json!(["a"])))));
     }
 
     #[test]
