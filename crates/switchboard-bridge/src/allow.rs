@@ -18,7 +18,6 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-
 /// The allowed tool names; empty means every tool.
 #[derive(Debug, Clone, Default)]
 pub struct Allowlist {

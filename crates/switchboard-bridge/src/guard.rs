@@ -194,15 +194,16 @@ impl DriftGuard {
             Some(kept) => kept,
             // Not a list this guard can judge (no array under `member`): in
             // block mode nothing of it is served.
-            None if self.mode == GuardMode::Block => {
-                match RawObject::parse(result.get()) {
-                    Ok(mut obj) if obj.get(member).is_some() => {
-                        obj.insert(member, RawValue::from_string("[]".to_owned()).expect("JSON"));
-                        obj.to_raw()
-                    }
-                    _ => result,
+            None if self.mode == GuardMode::Block => match RawObject::parse(result.get()) {
+                Ok(mut obj) if obj.get(member).is_some() => {
+                    obj.insert(
+                        member,
+                        RawValue::from_string("[]".to_owned()).expect("JSON"),
+                    );
+                    obj.to_raw()
                 }
-            }
+                _ => result,
+            },
             None => result,
         }
     }
@@ -444,7 +445,8 @@ mod tests {
         )
         .unwrap();
         let out: Value =
-            serde_json::from_str(g.filter_list_result(Scope::Shared, Kind::Tool, odd).get()).unwrap();
+            serde_json::from_str(g.filter_list_result(Scope::Shared, Kind::Tool, odd).get())
+                .unwrap();
         assert_eq!(out, json!({"tools": [], "nextCursor": "c"}));
     }
 

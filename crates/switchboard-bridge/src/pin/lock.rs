@@ -223,7 +223,9 @@ fn sort_required(schema: &mut Value) {
         Value::Object(m) => {
             for (k, v) in m.iter_mut() {
                 match v {
-                    Value::Array(items) if k == "required" && items.iter().all(Value::is_string) => {
+                    Value::Array(items)
+                        if k == "required" && items.iter().all(Value::is_string) =>
+                    {
                         items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
                     }
                     _ => sort_required(v),
@@ -558,15 +560,23 @@ mod tests {
 
     #[test]
     fn the_order_of_required_names_is_no_drift() {
-        let schema = |req: Value| json!({"name": "t", "inputSchema": {"type": "object",
+        let schema = |req: Value| {
+            json!({"name": "t", "inputSchema": {"type": "object",
             "properties": {"a": {}, "b": {}, "required": {"type": "array", "items": {}}},
-            "required": req}});
+            "required": req}})
+        };
         let one = definition(Kind::Tool, &schema(json!(["b", "a"])));
         let two = definition(Kind::Tool, &schema(json!(["a", "b"])));
         assert_eq!(sha256_hex(&one), sha256_hex(&two));
         // A property named `required` is a schema, left alone; fewer names differ.
-        assert_eq!(one["inputSchema"]["properties"]["required"]["type"], "array");
-        assert_ne!(sha256_hex(&one), sha256_hex(&definition(Kind::Tool, &schema(json!(["a"])))));
+        assert_eq!(
+            one["inputSchema"]["properties"]["required"]["type"],
+            "array"
+        );
+        assert_ne!(
+            sha256_hex(&one),
+            sha256_hex(&definition(Kind::Tool, &schema(json!(["a"]))))
+        );
     }
 
     #[test]

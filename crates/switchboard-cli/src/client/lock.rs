@@ -254,7 +254,9 @@ fn approve_all(
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
         if let Some(e) = only_entry {
             let known = |u: &UpstreamLock| {
-                u.tools.contains_key(e) || u.prompts.contains_key(e) || u.resource_templates.contains_key(e)
+                u.tools.contains_key(e)
+                    || u.prompts.contains_key(e)
+                    || u.resource_templates.contains_key(e)
             };
             if !known(locked) && !known(&found) {
                 return Err(Failure::new(format!(
@@ -430,7 +432,9 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     };
     // `approve UPSTREAM__NAME` splits at the first `__`: a name must not hold one.
     let valid = (1..=32).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         && !name.contains("__");
     if !valid {
         return Err(Failure::new(format!(

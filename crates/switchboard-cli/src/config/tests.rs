@@ -394,7 +394,10 @@ fn another_applications_file_is_placed_at_its_own_keys() {
     let text = "{\n\"mcpServers\": {\n  \"b\": {\"args\": [\"x\"]},\n  \"c\": {\"command\": \"x\", \"autoApprove\": [\"t\"], \"dev\": {}}\n}\n}";
     let p = problems(text, Format::Json);
     assert_eq!(p.len(), 1, "{p:#?}");
-    assert!(p[0].starts_with("3:8: mcpServers.b: needs `command`"), "{p:#?}");
+    assert!(
+        p[0].starts_with("3:8: mcpServers.b: needs `command`"),
+        "{p:#?}"
+    );
 }
 
 #[test]
@@ -403,6 +406,14 @@ fn editor_variables_and_env_files_are_problems() {
         "headers": {"Authorization": "Bearer ${input:token}"}},
         "b": {"command": "x", "envFile": "${workspaceFolder}/.env"}}}"#;
     let p = problems(text, Format::Json);
-    assert!(p.iter().any(|l| l.contains("servers.a.headers.Authorization: holds an editor variable")), "{p:#?}");
-    assert!(p.iter().any(|l| l.contains("servers.b.envFile: envFile is not read")), "{p:#?}");
+    assert!(
+        p.iter()
+            .any(|l| l.contains("servers.a.headers.Authorization: holds an editor variable")),
+        "{p:#?}"
+    );
+    assert!(
+        p.iter()
+            .any(|l| l.contains("servers.b.envFile: envFile is not read")),
+        "{p:#?}"
+    );
 }
