@@ -18,7 +18,7 @@ use serde_json::Value;
 use tracing::warn;
 
 use crate::pin::{definition, Kind, UpstreamLock};
-use crate::raw::RawObject;
+use crate::raw::{Item, RawObject};
 
 /// What the guard does with a tool that is not as approved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -181,14 +181,24 @@ impl DriftGuard {
             .unwrap_or_default();
         let counts = name_counts(kind, listed.iter());
         let mut judged = listed.iter();
-        let kept = crate::raw::retain_items(&result, member, |_| {
+        let kept = crate::raw::edit_items(&result, member, |item| {
             let Some(value) = judged.next() else {
-                return false;
+                return Item::Drop;
             };
             let Some(name) = value.get(kind.key()).and_then(Value::as_str) else {
-                return self.mode == GuardMode::Warn;
+                return if self.mode == GuardMode::Warn {
+                    Item::Keep
+                } else {
+                    Item::Drop
+                };
             };
-            self.judge(scope, kind, name, value, counts[name] > 1)
+            if !self.judge(scope, kind, name, value, counts[name] > 1) {
+                return Item::Drop;
+            }
+            if kind != Kind::Tool {
+                return Item::Keep;
+            }
+            self.with_served_annotations(name, item)
         });
         match kept {
             Some(kept) => kept,
@@ -206,6 +216,38 @@ impl DriftGuard {
             },
             None => result,
         }
+    }
+
+    /// A served tool with the annotations the lock gives it: the operator's,
+    /// else the approved ones; none for a tool the lock does not hold (warn
+    /// mode). A server's own annotations are its claim, never served as they
+    /// come ("Tool annotations": untrusted unless the server is).
+    fn with_served_annotations(&self, name: &str, item: &RawValue) -> Item {
+        let served = self
+            .lock
+            .tools
+            .get(name)
+            .and_then(|p| p.served_annotations());
+        let Ok(mut obj) = RawObject::parse(item.get()) else {
+            return Item::Keep;
+        };
+        let current = obj.get("annotations").map(|a| a.get().to_owned());
+        match served {
+            Some(a) => {
+                let Ok(raw) = serde_json::value::to_raw_value(a) else {
+                    return Item::Keep;
+                };
+                if current.as_deref() == Some(raw.get()) {
+                    return Item::Keep;
+                }
+                obj.insert("annotations", raw);
+            }
+            None if current.is_none() => return Item::Keep,
+            None => {
+                obj.remove("annotations");
+            }
+        }
+        Item::Replace(obj.to_raw())
     }
 
     /// A `tools/call` (`Kind::Tool`) or `prompts/get` (`Kind::Prompt`) of
@@ -448,6 +490,44 @@ mod tests {
             serde_json::from_str(g.filter_list_result(Scope::Shared, Kind::Tool, odd).get())
                 .unwrap();
         assert_eq!(out, json!({"tools": [], "nextCursor": "c"}));
+    }
+
+    #[test]
+    fn annotations_served_are_the_operators_or_the_approved_ones() {
+        let mut g = guard(GuardMode::Warn);
+        g.lock.tools.get_mut("rm").unwrap().operator = Some(
+            serde_json::from_value(
+                json!({"annotations": {"destructiveHint": true, "title": "Remove"}}),
+            )
+            .unwrap(),
+        );
+        let mut claimed = tool("Removes a file.");
+        claimed["annotations"] = json!({"destructiveHint": false, "readOnlyHint": true});
+        let out: Value = serde_json::from_str(
+            g.filter_list_result(
+                Scope::Shared,
+                Kind::Tool,
+                list(&[
+                    claimed,
+                    json!({"name": "ls", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+                    json!({"name": "new", "annotations": {"readOnlyHint": true}}),
+                ]),
+            )
+            .get(),
+        )
+        .unwrap();
+        let tools = out["tools"].as_array().unwrap();
+        // The operator's word, whatever the server claims (warn mode served the
+        // changed tool).
+        assert_eq!(
+            tools[0]["annotations"],
+            json!({"destructiveHint": true, "title": "Remove"})
+        );
+        // Approved without annotations: the server's new claim is not served.
+        assert!(tools[1].get("annotations").is_none(), "{}", tools[1]);
+        // Not in the lock: no annotations.
+        assert!(tools[2].get("annotations").is_none(), "{}", tools[2]);
+        assert_eq!(tools[2]["name"], "new");
     }
 
     #[test]

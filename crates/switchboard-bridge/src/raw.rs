@@ -109,16 +109,41 @@ pub(crate) fn retain_items(
     member: &str,
     mut keep: impl FnMut(&RawValue) -> bool,
 ) -> Option<Box<RawValue>> {
+    edit_items(result, member, |item| {
+        if keep(item) {
+            Item::Keep
+        } else {
+            Item::Drop
+        }
+    })
+}
+
+/// What becomes of one item of a list ([`edit_items`]).
+pub(crate) enum Item {
+    Drop,
+    Keep,
+    Replace(Box<RawValue>),
+}
+
+/// [`retain_items`], where an item may also be replaced.
+pub(crate) fn edit_items(
+    result: &RawValue,
+    member: &str,
+    mut edit: impl FnMut(&RawValue) -> Item,
+) -> Option<Box<RawValue>> {
     let mut obj = RawObject::parse(result.get()).ok()?;
     let items: Vec<&RawValue> = serde_json::from_str(obj.get(member)?.get()).ok()?;
     let mut kept = String::from("[");
     for item in items {
-        if keep(item) {
-            if kept.len() > 1 {
-                kept.push(',');
-            }
-            kept.push_str(item.get());
+        let text = match edit(item) {
+            Item::Drop => continue,
+            Item::Keep => item.get().to_owned(),
+            Item::Replace(new) => new.get().to_owned(),
+        };
+        if kept.len() > 1 {
+            kept.push(',');
         }
+        kept.push_str(&text);
     }
     kept.push(']');
     obj.insert(member, RawValue::from_string(kept).ok()?);

@@ -276,3 +276,52 @@ async fn per_session_children_are_judged_by_their_own_lists() {
     .await
     .expect("bounded");
 }
+
+/// With a lock, clients are served the operator's annotations (written into
+/// the lock by hand), not the server's claim, and the operator's word stays
+/// when the server's definitions are locked again.
+#[tokio::test]
+async fn the_operators_annotations_are_served_not_the_servers() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("operator");
+        let (defs, lock) = lock_approved(&d.0);
+        let mut locked: Value =
+            serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+        locked["upstreams"]["files"]["tools"]["read_file"]["operator"] =
+            json!({"annotations": {"readOnlyHint": true, "openWorldHint": false}, "risk": "low"});
+        std::fs::write(&lock, serde_json::to_string_pretty(&locked).unwrap()).unwrap();
+        // Locking again keeps it.
+        let again = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "--name", "files", "--", "python3", &server()])
+            .arg(&defs)
+            .output()
+            .unwrap();
+        assert!(again.status.success());
+        let relocked: Value =
+            serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+        assert_eq!(
+            relocked["upstreams"]["files"]["tools"]["read_file"]["operator"]["risk"],
+            "low"
+        );
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        let tools = r.response(&json!(1))["result"]["tools"].clone();
+        assert_eq!(tools[1]["name"], "read_file");
+        assert_eq!(
+            tools[1]["annotations"],
+            json!({"readOnlyHint": true, "openWorldHint": false})
+        );
+        assert_eq!(tools[0]["annotations"], json!({"destructiveHint": true}));
+    })
+    .await
+    .expect("bounded");
+}

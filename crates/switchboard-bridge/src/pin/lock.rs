@@ -116,6 +116,38 @@ pub struct Pinned {
     pub sha256: String,
     /// The definition's members that a model or a policy reads.
     pub definition: Value,
+    /// What the operator says of the entry, written into the lock by hand;
+    /// not part of the hash, kept when the entry is locked or approved again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<Operator>,
+}
+
+/// The operator's own word on a tool: annotations are the server's claim
+/// (MCP "Tools → Tool annotations": untrusted unless the server is), so with a
+/// lock clients are served these instead, and a risk class for policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operator {
+    /// `ToolAnnotations` to serve in place of the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// The operator's risk class of the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+}
+
+/// A risk class, for policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Reads, no side effects.
+    Low,
+    /// Side effects that can be undone.
+    Medium,
+    /// Side effects that cannot be undone.
+    High,
+    /// Reaches money, credentials or people outside.
+    Critical,
 }
 
 impl Pinned {
@@ -125,6 +157,19 @@ impl Pinned {
         Pinned {
             sha256: sha256_hex(&definition),
             definition: sorted(definition),
+            operator: None,
+        }
+    }
+
+    /// The annotations to serve for this approved tool: the operator's when
+    /// given, else the approved definition's (none: none).
+    pub fn served_annotations(&self) -> Option<&Value> {
+        match &self.operator {
+            Some(Operator {
+                annotations: Some(a),
+                ..
+            }) => Some(a),
+            _ => self.definition.get("annotations"),
         }
     }
 }
@@ -402,10 +447,35 @@ pub fn approve(locked: &mut UpstreamLock, found: &UpstreamLock, drift: &Drift) {
     };
     match theirs.get(&drift.name) {
         Some(p) => {
-            mine.insert(drift.name.clone(), p.clone());
+            let operator = mine.get(&drift.name).and_then(|old| old.operator.clone());
+            mine.insert(
+                drift.name.clone(),
+                Pinned {
+                    operator,
+                    ..p.clone()
+                },
+            );
         }
         None => {
             mine.remove(&drift.name);
+        }
+    }
+}
+
+impl UpstreamLock {
+    /// Keeps the operator's word of `old`'s entries on the same entries here
+    /// (a lock written again over an earlier one).
+    pub fn keep_operator(&mut self, old: &UpstreamLock) {
+        for (mine, theirs) in [
+            (&mut self.tools, &old.tools),
+            (&mut self.prompts, &old.prompts),
+            (&mut self.resource_templates, &old.resource_templates),
+        ] {
+            for (name, p) in mine.iter_mut() {
+                if let Some(o) = theirs.get(name).and_then(|t| t.operator.clone()) {
+                    p.operator = Some(o);
+                }
+            }
         }
     }
 }
@@ -556,6 +626,35 @@ mod tests {
             lock.problems(),
             ["srv: tool \"echo\": its definition's name is not \"echo\""]
         );
+    }
+
+    #[test]
+    fn the_operators_word_survives_approval_and_locking_again() {
+        let (mut locked, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("Echoes.")]));
+        let word: Operator = serde_json::from_value(json!({
+            "annotations": {"readOnlyHint": false, "destructiveHint": true}, "risk": "high"
+        }))
+        .unwrap();
+        locked.tools.get_mut("echo").unwrap().operator = Some(word.clone());
+        assert_eq!(
+            locked.tools["echo"].served_annotations(),
+            Some(&json!({"readOnlyHint": false, "destructiveHint": true}))
+        );
+        let (mut found, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("Echoes more.")]));
+        for d in compare(&locked, &found) {
+            approve(&mut locked, &found, &d);
+        }
+        assert_eq!(locked.tools["echo"].operator, Some(word.clone()));
+        assert_eq!(compare(&locked, &found), []);
+        found.keep_operator(&locked);
+        assert_eq!(found.tools["echo"].operator, Some(word));
+        // Without the operator's word, the approved definition's annotations.
+        let (plain, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("Echoes.")]));
+        assert_eq!(
+            plain.tools["echo"].served_annotations(),
+            Some(&json!({"destructiveHint": true}))
+        );
+        assert!(serde_json::from_value::<Operator>(json!({"risk": "extreme"})).is_err());
     }
 
     #[test]

@@ -441,7 +441,7 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
             "--name {name:?}: 1 to 32 letters, digits, '-' or '_', without \"__\""
         )));
     }
-    let (found, malformed) = UpstreamLock::pin(identity(target), &discovery);
+    let (mut found, malformed) = UpstreamLock::pin(identity(target), &discovery);
     for m in &malformed {
         eprintln!("switchboard: {name}: the server listed {}", m.message);
     }
@@ -518,6 +518,10 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         found.prompts.len(),
         found.resource_templates.len()
     );
+    // The operator's word (annotations, risk) stays on the entries it was on.
+    if let Some(old) = lock.upstreams.get(&name) {
+        found.keep_operator(old);
+    }
     lock.upstreams.insert(name.clone(), found);
     write_lock(&args.file, &lock)?;
     println!("{name}: {counts} locked in {}", args.file.display());
