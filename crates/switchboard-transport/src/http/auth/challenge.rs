@@ -297,22 +297,24 @@ mod tests {
         /// still found with its parameters.
         #[test]
         fn any_header_parses_and_a_trailing_bearer_is_found(
-            junk in "[ -~\\t]{0,80}",
+            any in "[ -~\\t]{0,80}",
+            junk in "[ !#-\\[\\]-~\\t]{0,80}",
             scope in "[a-z:]{1,12}( [a-z:]{1,12}){0,3}",
         ) {
-            let _ = parse(&junk);
+            let _ = parse(&any);
+            let _ = parse(&format!("{any}, Bearer scope=\"{scope}\""));
+            // Junk without quotes or backslashes cannot open a quoted string
+            // that would swallow the rest (a stray quote in junk can, wherever
+            // it stands: no rule on the junk alone tells).
             let text = format!("{junk}, Bearer scope=\"{scope}\", error=insufficient_scope");
             let found = parse(&text)
                 .into_iter()
                 .rfind(|c| c.scheme == "Bearer")
                 .map(|c| (c.param("scope").map(str::to_owned), c.param("error").map(str::to_owned)));
-            // Junk may leave a quoted string open, which swallows the rest.
-            if junk.bytes().filter(|b| *b == b'"').count() % 2 == 0 && !junk.contains('\\') {
-                proptest::prop_assert_eq!(
-                    found,
-                    Some((Some(scope.clone()), Some("insufficient_scope".to_owned())))
-                );
-            }
+            proptest::prop_assert_eq!(
+                found,
+                Some((Some(scope.clone()), Some("insufficient_scope".to_owned())))
+            );
         }
     }
 
