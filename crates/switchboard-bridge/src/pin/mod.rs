@@ -17,4 +17,4 @@ pub use lock::{
     Pinned, UpstreamLock, LOCK_VERSION,
 };
 pub use sign::{generate, public_of, sign, verify, SignatureError};
-pub use suspicious::{findings, Finding, Rule, MAX_DESCRIPTION_CHARS};
+pub use suspicious::{findings, invisible, Finding, Rule, MAX_DESCRIPTION_CHARS};

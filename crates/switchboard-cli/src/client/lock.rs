@@ -632,16 +632,15 @@ fn render_one(d: &Drift) -> String {
 }
 
 /// A server's text as a reviewer must see it: [`render::printable`], and
-/// besides, the characters no terminal shows (Unicode tag characters,
-/// zero-width characters) as `\u{..}` escapes.
+/// besides, the characters no terminal shows (`pin::invisible`: Unicode tag
+/// characters, zero-width and other invisible characters) as `\u{..}` escapes.
 fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in render::printable(text).chars() {
-        match c as u32 {
-            0xE0000..=0xE007F | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF | 0x180E => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            _ => out.push(c),
+        if pin::invisible(c).is_some() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
         }
     }
     out
