@@ -11,7 +11,8 @@
 //! This module must not know about transports, sessions or children.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -41,11 +42,15 @@ enum Verdict {
 /// The latest verdicts of one upstream server's entries: the guard keeps one
 /// for the shared child; a session with a child of its own keeps its own,
 /// dropped with it, since each child may list something else.
+/// Each verdict carries the generation of the lock it was judged by: one of
+/// an earlier lock (before a reload) counts as none.
 #[derive(Debug, Default)]
-pub struct Verdicts(Mutex<HashMap<(Kind, String), Verdict>>);
+pub struct Verdicts(Mutex<HashMap<(Kind, String), (u64, Verdict)>>);
+
+type VerdictTable = HashMap<(Kind, String), (u64, Verdict)>;
 
 impl Verdicts {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Kind, String), Verdict>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VerdictTable> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -64,12 +69,17 @@ pub enum Scope<'a> {
 /// The guard of one upstream's tools.
 #[derive(Debug)]
 pub struct DriftGuard {
-    lock: UpstreamLock,
+    /// The lock in force ([`DriftGuard::reload`] replaces it).
+    lock: RwLock<Arc<UpstreamLock>>,
+    /// Bumped by each reload: verdicts of an earlier lock count as none.
+    generation: AtomicU64,
     mode: GuardMode,
     /// Where the lock came from, for messages.
     source: String,
     /// The shared child's verdicts.
     shared: Verdicts,
+    /// The shared child's last whole tool list, judged again on a reload.
+    last_tools: Mutex<Vec<Value>>,
 }
 
 impl DriftGuard {
@@ -77,10 +87,34 @@ impl DriftGuard {
     /// `source`).
     pub fn new(lock: UpstreamLock, mode: GuardMode, source: impl Into<String>) -> Self {
         DriftGuard {
-            lock,
+            lock: RwLock::new(Arc::new(lock)),
+            generation: AtomicU64::new(0),
             mode,
             source: source.into(),
             shared: Verdicts::default(),
+            last_tools: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The lock in force.
+    fn current(&self) -> Arc<UpstreamLock> {
+        self.lock.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Puts `lock` in force (a changed lock file, on SIGHUP): every verdict of
+    /// the old lock is dropped, and the shared child's last tool list is judged
+    /// again at once; a session's own child is judged again at its next list.
+    pub fn reload(&self, lock: UpstreamLock) {
+        *self.lock.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(lock);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.shared.lock().clear();
+        let tools = self
+            .last_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if !tools.is_empty() {
+            self.observe(&tools);
         }
     }
 
@@ -91,12 +125,15 @@ impl DriftGuard {
         }
     }
 
-    /// The approved entries of `kind`.
-    fn approved(&self, kind: Kind) -> &std::collections::BTreeMap<String, crate::pin::Pinned> {
+    /// The approved entries of `kind` in `lock`.
+    fn approved(
+        lock: &UpstreamLock,
+        kind: Kind,
+    ) -> &std::collections::BTreeMap<String, crate::pin::Pinned> {
         match kind {
-            Kind::Prompt => &self.lock.prompts,
-            Kind::ResourceTemplate => &self.lock.resource_templates,
-            _ => &self.lock.tools,
+            Kind::Prompt => &lock.prompts,
+            Kind::ResourceTemplate => &lock.resource_templates,
+            _ => &lock.tools,
         }
     }
 
@@ -105,7 +142,9 @@ impl DriftGuard {
     /// it is to be served.
     fn judge(&self, scope: Scope<'_>, kind: Kind, name: &str, listed: &Value, twice: bool) -> bool {
         let what = kind.noun();
-        let Some(approved) = self.approved(kind).get(name) else {
+        let lock = self.current();
+        let generation = self.generation.load(Ordering::SeqCst);
+        let Some(approved) = Self::approved(&lock, kind).get(name) else {
             warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
             return self.mode == GuardMode::Warn;
         };
@@ -123,10 +162,13 @@ impl DriftGuard {
         let mut table = table.lock();
         let key = (kind, name.to_owned());
         // Two copies of a name in one list: the worse verdict stands.
-        if twice && matches!(table.get(&key), Some(Verdict::Changed(_))) {
+        if twice && matches!(table.get(&key), Some((g, Verdict::Changed(_))) if *g == generation) {
             return self.mode == GuardMode::Warn;
         }
-        let before = table.insert(key, verdict.clone());
+        let before = table
+            .insert(key, (generation, verdict.clone()))
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, v)| v);
         drop(table);
         if let Verdict::Changed(hash) = &verdict {
             if before.as_ref() != Some(&verdict) {
@@ -140,6 +182,7 @@ impl DriftGuard {
     /// Takes in a whole list (every page) the bridge fetched itself: each tool
     /// judged, approved tools the upstream no longer lists logged.
     pub fn observe(&self, tools: &[Value]) {
+        *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = tools.to_vec();
         let counts = name_counts(Kind::Tool, tools.iter());
         let mut listed = BTreeSet::new();
         for tool in tools {
@@ -148,8 +191,8 @@ impl DriftGuard {
                 self.judge(Scope::Shared, Kind::Tool, name, tool, counts[name] > 1);
             }
         }
-        let gone: Vec<&str> = self
-            .lock
+        let lock = self.current();
+        let gone: Vec<&str> = lock
             .tools
             .keys()
             .map(String::as_str)
@@ -223,11 +266,8 @@ impl DriftGuard {
     /// mode). A server's own annotations are its claim, never served as they
     /// come ("Tool annotations": untrusted unless the server is).
     fn with_served_annotations(&self, name: &str, item: &RawValue) -> Item {
-        let served = self
-            .lock
-            .tools
-            .get(name)
-            .and_then(|p| p.served_annotations());
+        let lock = self.current();
+        let served = lock.tools.get(name).and_then(|p| p.served_annotations());
         let Ok(mut obj) = RawObject::parse(item.get()) else {
             return Item::Keep;
         };
@@ -259,17 +299,19 @@ impl DriftGuard {
             return Ok(());
         }
         let what = kind.noun();
-        if !self.approved(kind).contains_key(name) {
+        if !Self::approved(&self.current(), kind).contains_key(name) {
             return Err(format!(
                 "{what} {name:?} is not approved ({}): a new {what} is served once approved (`switchboard lock approve`)",
                 self.source
             ));
         }
+        let generation = self.generation.load(Ordering::SeqCst);
         let verdict = self
             .verdicts(scope)
             .lock()
             .get(&(kind, name.to_owned()))
-            .cloned();
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, v)| v.clone());
         match (verdict, scope) {
             (Some(Verdict::Changed(hash)), _) => Err(format!(
                 "{what} {name:?} changed since it was approved ({}): its definition now hashes to {hash}; refused until approved (`switchboard lock approve`)",
@@ -494,13 +536,15 @@ mod tests {
 
     #[test]
     fn annotations_served_are_the_operators_or_the_approved_ones() {
-        let mut g = guard(GuardMode::Warn);
-        g.lock.tools.get_mut("rm").unwrap().operator = Some(
+        let g = guard(GuardMode::Warn);
+        let mut lock = (*g.current()).clone();
+        lock.tools.get_mut("rm").unwrap().operator = Some(
             serde_json::from_value(
                 json!({"annotations": {"destructiveHint": true, "title": "Remove"}}),
             )
             .unwrap(),
         );
+        g.reload(lock);
         let mut claimed = tool("Removes a file.");
         claimed["annotations"] = json!({"destructiveHint": false, "readOnlyHint": true});
         let out: Value = serde_json::from_str(
@@ -528,6 +572,40 @@ mod tests {
         // Not in the lock: no annotations.
         assert!(tools[2].get("annotations").is_none(), "{}", tools[2]);
         assert_eq!(tools[2]["name"], "new");
+    }
+
+    #[test]
+    fn a_reloaded_lock_judges_again_and_forgets_old_verdicts() {
+        let g = guard(GuardMode::Block);
+        let pulled = tool("Removes a file, and then some.");
+        g.observe(&[pulled.clone()]);
+        assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
+        let own = Verdicts::default();
+        g.filter_list_result(Scope::Own(&own), Kind::Tool, list(&[pulled.clone()]));
+        // The operator approves the new definition: the shared child's last list
+        // is judged again at once; a session's own child at its next list.
+        let (approved, _) = UpstreamLock::pin(
+            Identity::Url {
+                url: "http://h/mcp".into(),
+            },
+            &Discovery {
+                tools: vec![pulled.clone()],
+                ..Discovery::default()
+            },
+        );
+        g.reload(approved);
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        assert!(g
+            .check(Scope::Own(&own), Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("not listed"));
+        g.filter_list_result(Scope::Own(&own), Kind::Tool, list(&[pulled]));
+        assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        // ls is no longer in the lock.
+        assert!(g
+            .check(Scope::Shared, Kind::Tool, "ls")
+            .unwrap_err()
+            .contains("not approved"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use switchboard_bridge::pin::Lock;
+use switchboard_bridge::pin::{Lock, UpstreamLock};
 use switchboard_bridge::{
     connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, ConnectEnd,
     DriftGuard, GuardMode,
@@ -395,6 +395,12 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     };
     let threads = args.threads;
     let listen = args.listen;
+    // What SIGHUP reads again: the lock, checked as at start.
+    let reload = args.lock.clone().map(|file| LockReload {
+        file,
+        upstream: args.lock_upstream.clone(),
+        key: args.lock_key.clone(),
+    });
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -402,6 +408,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let guard = config.drift_guard.clone();
     // A command that can never start (a typo, a missing file) is a mistake in
     // this command line, not a child to restart with backoff forever: said at
     // once, exit 2. One that starts and then dies is supervised as usual.
@@ -432,6 +439,18 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
                 eprintln!("switchboard: cannot watch signals: {e}");
                 return ExitCode::from(2);
             }
+        };
+        // With --lock, SIGHUP reloads it: watched from here on, so that it is
+        // never the default action (the end of the process).
+        let hup = match &reload {
+            Some(_) => match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => None,
         };
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
@@ -464,7 +483,14 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             lines.push(format!("  {me} tools call {url} {call}"));
         }
         println!("{}", lines.join("\n"));
-        signals.next().await;
+        match (&reload, &guard, hup) {
+            (Some(reload), Some(guard), Some(mut hup)) => {
+                reload.serve_until(guard, &mut hup, &mut signals).await
+            }
+            _ => {
+                signals.next().await;
+            }
+        }
         eprintln!(
             "switchboard bridge: stopping (draining requests in flight; a second signal stops at once)"
         );
@@ -479,6 +505,43 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// `--lock` read again on SIGHUP (a changed lock: `lock approve`, a new
+/// ConfigMap), checked as at start (`--lock-key`); a refused one keeps the
+/// lock in force and says why in one line.
+struct LockReload {
+    file: PathBuf,
+    upstream: Option<String>,
+    key: Option<String>,
+}
+
+impl LockReload {
+    /// Reloads on each SIGHUP until a stopping signal comes.
+    async fn serve_until(
+        &self,
+        guard: &DriftGuard,
+        hup: &mut tokio::signal::unix::Signal,
+        signals: &mut Signals,
+    ) {
+        loop {
+            tokio::select! {
+                _ = signals.next() => return,
+                _ = hup.recv() => {
+                    let read = read_lock_entry(&self.file, self.upstream.as_deref(), self.key.as_deref());
+                    match read {
+                        Ok(lock) => {
+                            guard.reload(lock);
+                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", self.file.display());
+                        }
+                        Err(e) => eprintln!(
+                            "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {e}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `http://host:port` of `http://host:port/path...`.
@@ -567,6 +630,17 @@ fn drift_guard(
     key: Option<&str>,
     mode: GuardMode,
 ) -> Result<DriftGuard, String> {
+    let entry = read_lock_entry(file, upstream, key)?;
+    Ok(DriftGuard::new(entry, mode, file.display().to_string()))
+}
+
+/// This server's entry of the lock at `file`, its signature checked first
+/// with `key`. Errors: one line.
+fn read_lock_entry(
+    file: &Path,
+    upstream: Option<&str>,
+    key: Option<&str>,
+) -> Result<UpstreamLock, String> {
     if let Some(key) = key {
         crate::client::lock::check_signature(file, key)?;
     }
@@ -592,12 +666,10 @@ fn drift_guard(
             ))
         }
     };
-    let entry = lock
-        .upstreams
+    lock.upstreams
         .get(&name)
         .cloned()
-        .ok_or_else(|| format!("{}: no upstream {name:?} in the lock", file.display()))?;
-    Ok(DriftGuard::new(entry, mode, file.display().to_string()))
+        .ok_or_else(|| format!("{}: no upstream {name:?} in the lock", file.display()))
 }
 
 #[cfg(test)]

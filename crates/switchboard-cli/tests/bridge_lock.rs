@@ -325,3 +325,73 @@ async fn the_operators_annotations_are_served_not_the_servers() {
     .await
     .expect("bounded");
 }
+
+/// SIGHUP reloads the lock: an approval takes effect without a restart, and a
+/// lock the key refuses is reported in one line while the lock in force stays.
+#[tokio::test]
+async fn sighup_reloads_the_lock_and_keeps_it_on_a_refused_one() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("reload");
+        let (defs, lock) = lock_approved(&d.0);
+        let sb = |args: &[&str]| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .current_dir(&d.0)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        sb(&["keygen"]);
+        sb(&["lock", "sign", "--key", "switchboard.key"]);
+        let bridge = BridgeProc::start(
+            &[
+                "--child",
+                "shared",
+                "--lock",
+                lock.to_str().unwrap(),
+                "--lock-key",
+                d.0.join("switchboard.pub").to_str().unwrap(),
+            ],
+            &["python3", &server(), defs.to_str().unwrap()],
+        )
+        .await;
+        std::fs::write(&defs, pulled().to_string()).unwrap();
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let list = |id: i64| s.request(&c, &bridge.url, json!(id), "tools/list", json!({}));
+        assert_eq!(listed(&list(1).await, json!(1)), ["delete_file"]);
+        // An approval, unsigned: refused on SIGHUP, the old lock kept.
+        sb(&["lock", "approve", "--yes"]);
+        bridge.signal(libc::SIGHUP);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(listed(&list(2).await, json!(2)), ["delete_file"]);
+        // Signed: taken.
+        sb(&["lock", "sign", "--key", "switchboard.key"]);
+        bridge.signal(libc::SIGHUP);
+        let mut names = Vec::new();
+        for id in 3..50 {
+            names = listed(&list(id).await, json!(id));
+            if names.len() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(names, ["delete_file", "read_file", "exec"]);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(60),
+                "tools/call",
+                json!({"name": "exec", "arguments": {}}),
+            )
+            .await;
+        assert!(r.response(&json!(60)).get("result").is_some(), "{}", r.body);
+    })
+    .await
+    .expect("bounded");
+}

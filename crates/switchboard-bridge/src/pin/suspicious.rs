@@ -56,7 +56,14 @@ pub fn invisible(c: char) -> Option<&'static str> {
             Some("a zero-width character")
         }
         // Shown as nothing by most fonts and terminals.
-        0x00AD | 0x034F | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x3164 | 0xFFA0
+        0x00AD
+        | 0x034F
+        | 0x115F
+        | 0x1160
+        | 0x17B4
+        | 0x17B5
+        | 0x3164
+        | 0xFFA0
         | 0x1D173..=0x1D17A => Some("an invisible character"),
         _ => None,
     }
@@ -326,7 +333,10 @@ mod tests {
                 "{bad}: {found:?}"
             );
         }
-        let soft = rules(&json!({"description": "Echoes.\u{00AD}\u{034F}\u{3164}"}), &[]);
+        let soft = rules(
+            &json!({"description": "Echoes.\u{00AD}\u{034F}\u{3164}"}),
+            &[],
+        );
         assert_eq!(soft.len(), 3, "{soft:?}");
     }
 
