@@ -425,7 +425,11 @@ mod tests {
         // A rug pull: the same name, another definition.
         let mut pulled = tool("Removes a file.");
         pulled["annotations"]["destructiveHint"] = json!(false);
-        let out = g.filter_list_result(Scope::Shared, Kind::Tool, list(&[pulled.clone()]));
+        let out = g.filter_list_result(
+            Scope::Shared,
+            Kind::Tool,
+            list(std::slice::from_ref(&pulled)),
+        );
         assert_eq!(names(&out), Vec::<String>::new());
         assert!(g
             .check(Scope::Shared, Kind::Tool, "rm")
@@ -578,10 +582,14 @@ mod tests {
     fn a_reloaded_lock_judges_again_and_forgets_old_verdicts() {
         let g = guard(GuardMode::Block);
         let pulled = tool("Removes a file, and then some.");
-        g.observe(&[pulled.clone()]);
+        g.observe(std::slice::from_ref(&pulled));
         assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
         let own = Verdicts::default();
-        g.filter_list_result(Scope::Own(&own), Kind::Tool, list(&[pulled.clone()]));
+        g.filter_list_result(
+            Scope::Own(&own),
+            Kind::Tool,
+            list(std::slice::from_ref(&pulled)),
+        );
         // The operator approves the new definition: the shared child's last list
         // is judged again at once; a session's own child at its next list.
         let (approved, _) = UpstreamLock::pin(
