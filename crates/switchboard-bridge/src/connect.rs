@@ -260,11 +260,7 @@ async fn relay_until(
 /// apply when they start, which would otherwise only show at the host app's
 /// first message).
 fn check_url(url: &str) -> Result<(), String> {
-    let parsed: http::Uri = url.parse().map_err(|e| format!("bad URL {url:?}: {e}"))?;
-    match parsed.scheme_str() {
-        Some("http") | Some("https") if parsed.host().is_some() => Ok(()),
-        _ => Err(format!("the URL must be an absolute http(s) URL: {url:?}")),
-    }
+    http_client::check_endpoint_url(url).map_err(|e| format!("the URL {e}"))
 }
 
 /// Refuses, before anything is read or sent, an extra header that is not a

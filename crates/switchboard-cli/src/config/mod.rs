@@ -580,7 +580,7 @@ fn upstream(
                     );
                 }
             }
-            if let Err(e) = check_url(&url) {
+            if let Err(e) = switchboard_transport::http::client::check_endpoint_url(&url) {
                 problems.push(&format!("{at}/url"), e);
             }
             let mut headers = Vec::new();
@@ -715,14 +715,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => Ok(Duration::from_secs(n)),
         "m" => n.checked_mul(60).map(Duration::from_secs).ok_or_else(bad),
         _ => Err(bad()),
-    }
-}
-
-fn check_url(url: &str) -> Result<(), String> {
-    let parsed: http::Uri = url.parse().map_err(|e| format!("bad URL {url:?}: {e}"))?;
-    match parsed.scheme_str() {
-        Some("http") | Some("https") if parsed.host().is_some() => Ok(()),
-        _ => Err(format!("must be an absolute http(s) URL: {url:?}")),
     }
 }
 

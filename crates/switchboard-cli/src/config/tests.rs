@@ -204,7 +204,7 @@ upstreams = []
         "2:10: listen: \"localhost\" is not an IP:PORT address",
         "4:1: upstreams.a: has both `command` (stdio) and `url`",
         "10:8: upstreams.b.args: applies to stdio upstreams",
-        "9:7: upstreams.b.url: must be an absolute http(s) URL",
+        "9:7: upstreams.b.url: is not an absolute http(s) URL",
         "11:59: upstreams.b.headers.Authorization.env: the environment variable NOPE is not set",
         "11:82: upstreams.b.headers.K.file: cannot read /nope",
         "11:30: upstreams.b.headers.Mcp-Session-Id: header \"Mcp-Session-Id\" is set by the MCP HTTP transport",

@@ -135,6 +135,20 @@ pub const MANAGED_HEADERS: &[&str] = &[
 /// Streamable HTTP → Custom headers"): managed too.
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
+/// The rule every MCP endpoint URL here meets (Streamable HTTP, legacy SSE,
+/// `connect`, a gateway upstream): absolute, `http` or `https`, with a host.
+/// Errors: what is wrong, as a phrase that follows "the URL" (`"is not an
+/// absolute http(s) URL: \"ftp://x\""`).
+pub fn check_endpoint_url(url: &str) -> Result<(), String> {
+    let parsed: http::Uri = url
+        .parse()
+        .map_err(|e| format!("{url:?} does not parse: {e}"))?;
+    match parsed.scheme_str() {
+        Some("http") | Some("https") if parsed.host().is_some() => Ok(()),
+        _ => Err(format!("is not an absolute http(s) URL: {url:?}")),
+    }
+}
+
 /// Whether `name` is a header the HTTP client transports manage themselves
 /// ([`MANAGED_HEADERS`] or `Mcp-Param-*`, any case), which an extra header of
 /// [`HttpClientConfig::headers`] or
@@ -401,19 +415,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Panics outside a Tokio runtime.
 pub fn connect(config: HttpClientConfig) -> io::Result<(Transport, HttpClientHandle)> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
-    let parsed: http::Uri = config
-        .url
-        .parse()
-        .map_err(|e| invalid(format!("bad MCP URL {:?}: {e}", config.url)))?;
-    match parsed.scheme_str() {
-        Some("http") | Some("https") if parsed.host().is_some() => {}
-        _ => {
-            return Err(invalid(format!(
-                "the MCP URL must be an absolute http(s) URL: {:?}",
-                config.url
-            )))
-        }
-    }
+    check_endpoint_url(&config.url).map_err(|e| invalid(format!("the MCP URL {e}")))?;
     let mut headers = HeaderMap::new();
     for (name, value) in &config.headers {
         refuse_managed_header(name).map_err(invalid)?;
