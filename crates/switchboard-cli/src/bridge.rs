@@ -1,10 +1,10 @@
 //! `switchboard bridge` (a stdio MCP server served over HTTP to clients of every
 //! era) and `switchboard connect` (a remote HTTP MCP server served on our stdio).
 //!
-//! This module only turns flags into a `switchboard_bridge::BridgeConfig` and runs
+//! This module only turns flags into a `switchboard_gateway::BridgeConfig` and runs
 //! it until SIGTERM or Ctrl-C (watched by [`crate::signals`] from before the
 //! listener and the children start); what the bridge does is in
-//! `switchboard-bridge`.
+//! `switchboard-gateway`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use switchboard_bridge::pin::{Lock, UpstreamLock};
-use switchboard_bridge::{
+use switchboard_gateway::pin::{Lock, UpstreamLock};
+use switchboard_gateway::{
     connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, ConnectEnd,
     DriftGuard, GuardMode,
 };

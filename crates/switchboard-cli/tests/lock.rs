@@ -269,7 +269,7 @@ fn round_trip(spec: peers::PeerSpec) {
     entry["definition"]["description"] = json!("An approved text.");
     // Hashed again, as `lock` would have: a hash that is not its definition's
     // is a forged lock, refused (`check_errors_exit_2`).
-    entry["sha256"] = json!(switchboard_bridge::pin::sha256_hex(&entry["definition"]));
+    entry["sha256"] = json!(switchboard_gateway::pin::sha256_hex(&entry["definition"]));
     std::fs::write(&path, serde_json::to_string_pretty(&lock).unwrap()).unwrap();
     let (code, out, err) = run(&["--check"]);
     assert_eq!(code, 1, "{out}{err}");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use switchboard::Client;
-use switchboard_bridge::pin::{
+use switchboard_gateway::pin::{
     self, compare, describe, findings, Change, Discovery, Drift, Identity, Kind, Lock, Severity,
     UpstreamLock, LOCK_VERSION,
 };

@@ -184,9 +184,11 @@ async fn handle(
             Err(e) => error(r.id, code::INTERNAL_ERROR, e.to_string()),
         });
     }
-    if let Err(why) =
-        core.check_request(crate::guard::Scope::Shared, &r.method, r.params.as_deref())
-    {
+    if let Err(why) = core.check_request(
+        crate::catalog::guard::Scope::Shared,
+        &r.method,
+        r.params.as_deref(),
+    ) {
         return Some(error(r.id, code::INVALID_PARAMS, why));
     }
     if info.modern {
@@ -585,7 +587,7 @@ async fn run(
                 }
             }
             Step::Done(message) => {
-                let message = match crate::guard::list_kind(&held.method) {
+                let message = match crate::catalog::guard::list_kind(&held.method) {
                     Some(kind) => filter_list(core, kind, message),
                     None => message,
                 };
@@ -678,11 +680,11 @@ fn with_subscription_id(raw: Box<RawValue>, id: &Id) -> Box<RawValue> {
 
 /// A list answer as clients see it: narrowed to the allowlist (tools) and
 /// judged by the drift guard.
-fn filter_list(core: &Core, kind: crate::pin::Kind, message: Message) -> Message {
+fn filter_list(core: &Core, kind: crate::catalog::pin::Kind, message: Message) -> Message {
     match message {
         Message::Response(r) => Message::Response(Response {
             id: r.id,
-            result: core.filter_list(crate::guard::Scope::Shared, kind, r.result),
+            result: core.filter_list(crate::catalog::guard::Scope::Shared, kind, r.result),
         }),
         other => other,
     }

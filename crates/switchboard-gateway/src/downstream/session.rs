@@ -99,16 +99,16 @@ struct Session {
     log_level: Mutex<Option<LoggingLevel>>,
     /// The drift guard's verdicts on this session's own child's lists (a
     /// per-session child; unused with a shared one).
-    verdicts: crate::guard::Verdicts,
+    verdicts: crate::catalog::guard::Verdicts,
 }
 
 impl Session {
     /// Whose verdicts this session's lists and calls are judged by: its own
     /// child's, or the shared child's.
-    fn guard_scope(&self) -> crate::guard::Scope<'_> {
+    fn guard_scope(&self) -> crate::catalog::guard::Scope<'_> {
         match self.core.mode {
-            ChildMode::PerSession => crate::guard::Scope::Own(&self.verdicts),
-            ChildMode::Shared => crate::guard::Scope::Shared,
+            ChildMode::PerSession => crate::catalog::guard::Scope::Own(&self.verdicts),
+            ChildMode::Shared => crate::catalog::guard::Scope::Shared,
         }
     }
 }
@@ -151,7 +151,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
-        verdicts: crate::guard::Verdicts::default(),
+        verdicts: crate::catalog::guard::Verdicts::default(),
     });
     let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -728,7 +728,7 @@ struct Begun {
     down_id: Id,
     /// What a list's result holds, for the lists the allowlist and the drift
     /// guard filter.
-    list: Option<crate::pin::Kind>,
+    list: Option<crate::catalog::pin::Kind>,
     /// The request, kept for an `input_required` retry, which only a
     /// 2026-07-28-only child sends; other calls skip the copy.
     original: Option<Request>,
@@ -742,7 +742,7 @@ impl Begun {
     /// hand-off less between the client's POST and the child's stdin).
     fn new(session: &Session, upstream: &Upstream, r: Request) -> Self {
         let down_id = r.id.clone();
-        let list = crate::guard::list_kind(&r.method);
+        let list = crate::catalog::guard::list_kind(&r.method);
         let original = lock(&session.modern_meta).is_some().then(|| r.clone());
         let start = upstream.try_call(r, session.owner);
         Begun {

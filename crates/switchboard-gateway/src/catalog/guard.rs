@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tracing::warn;
 
-use crate::pin::{definition, Kind, UpstreamLock};
+use crate::catalog::pin::{definition, Kind, UpstreamLock};
 use crate::raw::{Item, RawObject};
 
 /// What the guard does with a tool that is not as approved.
@@ -129,7 +129,7 @@ impl DriftGuard {
     fn approved(
         lock: &UpstreamLock,
         kind: Kind,
-    ) -> &std::collections::BTreeMap<String, crate::pin::Pinned> {
+    ) -> &std::collections::BTreeMap<String, crate::catalog::pin::Pinned> {
         match kind {
             Kind::Prompt => &lock.prompts,
             Kind::ResourceTemplate => &lock.resource_templates,
@@ -151,7 +151,7 @@ impl DriftGuard {
         let verdict = if twice {
             Verdict::Changed("(listed more than once)".to_owned())
         } else {
-            let hash = crate::pin::sha256_hex(&definition(kind, listed));
+            let hash = crate::catalog::pin::sha256_hex(&definition(kind, listed));
             if hash == approved.sha256 {
                 Verdict::Approved
             } else {
@@ -364,7 +364,7 @@ pub(crate) fn used_kind(method: &str) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pin::{Discovery, Identity};
+    use crate::catalog::pin::{Discovery, Identity};
     use serde_json::json;
 
     fn tool(description: &str) -> Value {

@@ -1,19 +1,20 @@
-//! # switchboard-bridge
+//! # switchboard-gateway
 //!
-//! Serves one stdio MCP server to HTTP clients of every era at once — the sidecar
-//! that gives a pipe-only server a network endpoint:
+//! Today the bridge, a gateway with one upstream: serves one stdio MCP server
+//! to HTTP clients of every era at once — the sidecar that gives a pipe-only
+//! server a network endpoint:
 //!
 //! | client era | where | served by |
 //! |---|---|---|
-//! | 2024-11-05 HTTP+SSE | `GET /sse`, `POST /message?sessionId=` | a session (module `legacy`) |
-//! | 2025-03-26 to 2025-11-25 Streamable HTTP | `/mcp` with `Mcp-Session-Id` | a session (module `legacy`) |
-//! | 2026-07-28 stateless | `/mcp`, one POST per request | an exchange (module `modern`) |
+//! | 2024-11-05 HTTP+SSE | `GET /sse`, `POST /message?sessionId=` | a session (module `downstream::session`) |
+//! | 2025-03-26 to 2025-11-25 Streamable HTTP | `/mcp` with `Mcp-Session-Id` | a session (module `downstream::session`) |
+//! | 2026-07-28 stateless | `/mcp`, one POST per request | an exchange (module `downstream::exchange`) |
 //!
 //! ```text
 //!   HTTP clients ──> HttpServer (switchboard-transport) ──> SessionAcceptor
-//!        session (legacy era) ──> legacy::serve ──> its own child   (ChildMode::PerSession)
+//!        session (legacy era) ──> session::serve ──> its own child   (ChildMode::PerSession)
 //!                                               └─> the shared child (ChildMode::Shared)
-//!        exchange (2026-07-28) ──> modern::serve ──> the shared child (era translation, MRTR)
+//!        exchange (2026-07-28) ──> exchange::serve ──> the shared child (era translation, MRTR)
 //!   each child: upstream::Upstream (spawned, initialized, supervised; the shared child
 //!               restarted with backoff, a session's own child not: its death ends the session)
 //! ```
@@ -34,14 +35,11 @@
 //! crate), nor about the command line (the `switchboard` binary).
 #![deny(missing_docs)]
 
-mod allow;
+mod catalog;
 mod connect;
-mod guard;
-mod legacy;
-mod modern;
-pub mod pin;
+mod downstream;
+mod policy;
 mod raw;
-mod tools;
 mod upstream;
 
 use std::collections::HashMap;
@@ -51,12 +49,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-pub use allow::Allowlist;
+pub use catalog::guard::{DriftGuard, GuardMode, Scope, Verdicts};
+pub use catalog::pin;
 pub use connect::{
     connect_stdio, relay_from, ConnectConfig, ConnectEnd, CONNECT_DRAIN_ON_CLOSE,
     CONNECT_FLUSH_BOUND,
 };
-pub use guard::{DriftGuard, GuardMode, Scope, Verdicts};
+pub use policy::Allowlist;
 use serde_json::json;
 use serde_json::value::RawValue;
 use switchboard_protocol::jsonrpc::{
@@ -71,7 +70,7 @@ use switchboard_transport::TransportConfig;
 use tokio::task::JoinHandle;
 use tracing::{info, warn, Instrument};
 
-use crate::modern::Held;
+use crate::downstream::exchange::Held;
 use crate::upstream::{Status, Upstream, UpstreamConfig};
 
 /// How children are given to downstream sessions (`--child`).
@@ -168,7 +167,7 @@ pub(crate) struct Core {
     pub(crate) held: Mutex<HashMap<String, Held>>,
     /// The shared child's tools' `x-mcp-header` annotations, for the
     /// `Mcp-Param-*` checks of 2026-07-28 `tools/call` requests (module `tools`).
-    pub(crate) tools: tools::ToolHeaders,
+    pub(crate) tools: catalog::tools::ToolHeaders,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
@@ -242,14 +241,14 @@ impl Core {
     /// for a -32602 answer.
     pub(crate) fn check_request(
         &self,
-        scope: guard::Scope<'_>,
+        scope: catalog::guard::Scope<'_>,
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), String> {
         if method == "tools/call" {
             self.allow.check_call(params)?;
         }
-        let (Some(guard), Some(kind)) = (&self.guard, guard::used_kind(method)) else {
+        let (Some(guard), Some(kind)) = (&self.guard, catalog::guard::used_kind(method)) else {
             return Ok(());
         };
         #[derive(serde::Deserialize)]
@@ -271,7 +270,7 @@ impl Core {
     /// judgement.
     pub(crate) fn filter_list(
         &self,
-        scope: guard::Scope<'_>,
+        scope: catalog::guard::Scope<'_>,
         kind: pin::Kind,
         result: Box<RawValue>,
     ) -> Box<RawValue> {
@@ -300,7 +299,7 @@ impl Core {
     /// Starts a session's own child, initialized with the client's params; its
     /// requests made while no call is in flight go to `orphans` (and its
     /// cancellations of those). It is not restarted when it dies: the session
-    /// ends instead (`legacy::serve`).
+    /// ends instead (`downstream::session::serve`).
     pub(crate) fn start_session_child(
         &self,
         init_params: Box<RawValue>,
@@ -654,7 +653,7 @@ impl Bridge {
             request_timeout: config.request_timeout,
             shared,
             held: Mutex::new(HashMap::new()),
-            tools: tools::ToolHeaders::default(),
+            tools: catalog::tools::ToolHeaders::default(),
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
             child_logs_all: AtomicU64::new(0),
             listens: std::sync::atomic::AtomicUsize::new(0),
@@ -664,7 +663,7 @@ impl Bridge {
             live: Mutex::new(Live::default()),
         });
         // Subscribed before the child can be ready: no list change is missed.
-        let tools = tokio::spawn(tools::follow(
+        let tools = tokio::spawn(catalog::tools::follow(
             Arc::downgrade(&core),
             core.shared.watch_status(),
             core.shared.subscribe(),
@@ -681,11 +680,16 @@ impl Bridge {
                     let (tx, rx) = session.transport.split();
                     match session.kind {
                         SessionKind::Stateless => {
-                            tokio::spawn(modern::serve(core, tx, rx, session.headers));
+                            tokio::spawn(downstream::exchange::serve(
+                                core,
+                                tx,
+                                rx,
+                                session.headers,
+                            ));
                         }
                         _ => {
                             let span = tracing::info_span!("session", id = %session.session_id);
-                            tokio::spawn(legacy::serve(core, tx, rx).instrument(span));
+                            tokio::spawn(downstream::session::serve(core, tx, rx).instrument(span));
                         }
                     }
                 }

@@ -1,0 +1,7 @@
+//! The downstream side: what clients open. A legacy-era session (2024-11-05
+//! HTTP+SSE, Streamable HTTP 2025-03-26 to 2025-11-25) is served by `session`; a
+//! stateless 2026-07-28 exchange by `exchange`. Must not know how upstreams are
+//! reached (module `upstream`).
+
+pub(crate) mod exchange;
+pub(crate) mod session;
