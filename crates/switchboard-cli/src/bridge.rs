@@ -346,7 +346,11 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
         ChildArg::PerSession => ChildMode::PerSession,
         ChildArg::Shared => ChildMode::Shared,
     };
-    config.allow_tools = Allowlist::new(args.allow_tools);
+    config.allow_tools = if args.allow_tools.is_empty() {
+        Allowlist::All
+    } else {
+        Allowlist::only(args.allow_tools)
+    };
     if let Some(file) = &args.lock {
         config.drift_guard = Some(Arc::new(drift_guard(
             file,

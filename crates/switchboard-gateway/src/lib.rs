@@ -36,8 +36,11 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod classify;
 mod connect;
 mod downstream;
+mod error;
+mod gauge;
 mod policy;
 mod raw;
 mod upstream;
@@ -58,20 +61,18 @@ pub use connect::{
 pub use policy::Allowlist;
 use serde_json::json;
 use serde_json::value::RawValue;
-use switchboard_protocol::jsonrpc::{
-    code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
-};
+use switchboard_protocol::jsonrpc::{ErrorResponse, Id, Message, Request, Response};
 use switchboard_protocol::types::LoggingLevel;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
 use switchboard_transport::stdio::ChildConfig;
-use switchboard_transport::TransportConfig;
+use switchboard_transport::{Sender, TransportConfig};
 use tokio::task::JoinHandle;
 use tracing::{info, warn, Instrument};
 
 use crate::downstream::exchange::Held;
-use crate::upstream::{Status, Upstream, UpstreamConfig};
+use crate::upstream::{Ask, Restart, Status, Upstream, UpstreamConfig};
 
 /// How children are given to downstream sessions (`--child`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,7 +101,7 @@ pub struct BridgeConfig {
     pub http: HttpServerConfig,
     /// Per-session children or one shared child. Default per session.
     pub mode: ChildMode,
-    /// Tools the clients may see and call; empty (default) allows every tool.
+    /// Tools the clients may see and call. Default [`Allowlist::All`].
     pub allow_tools: Allowlist,
     /// The drift guard (`--lock`): tools judged against an approved lock.
     /// Default none.
@@ -176,9 +177,13 @@ pub(crate) struct Core {
     /// message (`logging/setLevel` `debug`), plus one; 0: never
     /// ([`Core::shared_child_logs_everything`]).
     child_logs_all: AtomicU64,
-    /// Open 2026-07-28 listen streams ([`ListenGuard`]): [`Bridge::shutdown`]
-    /// lets them send their final result.
-    listens: std::sync::atomic::AtomicUsize,
+    /// Open 2026-07-28 listen streams: [`Bridge::shutdown`] lets them send
+    /// their final result.
+    pub(crate) listens: gauge::Gauge,
+    /// Downstream work that may still send an answer: each call a session
+    /// forwarded (its pump) and each stateless exchange, listens included
+    /// ([`Core::answering`]).
+    answers: gauge::Gauge,
     /// Set by [`Bridge::shutdown`]: `/readyz` answers 503 from then on.
     draining: Arc<AtomicBool>,
     config: BridgeConfig,
@@ -237,18 +242,18 @@ impl<T> Live<T> {
 
 impl Core {
     /// Whether a request may reach the upstream: for `tools/call` the
-    /// allowlist, then for it and `prompts/get` the drift guard. `Err(message)`
-    /// for a -32602 answer.
+    /// allowlist, then for it and `prompts/get` the drift guard; a refusal is
+    /// [`error::Error::Refused`].
     pub(crate) fn check_request(
         &self,
         scope: catalog::guard::Scope<'_>,
-        method: &str,
+        route: classify::Route,
         params: Option<&RawValue>,
-    ) -> Result<(), String> {
-        if method == "tools/call" {
+    ) -> Result<(), error::Error> {
+        if route == classify::Route::Use(pin::Kind::Tool) {
             self.allow.check_call(params)?;
         }
-        let (Some(guard), Some(kind)) = (&self.guard, catalog::guard::used_kind(method)) else {
+        let (Some(guard), Some(kind)) = (&self.guard, route.used()) else {
             return Ok(());
         };
         #[derive(serde::Deserialize)]
@@ -261,8 +266,15 @@ impl Core {
             .and_then(|n| n.name);
         match name {
             Some(name) => guard.check(scope, kind, &name),
-            None => Err(format!("{method} needs params.name")),
+            None => Err(format!(
+                "{} needs params.name",
+                match kind {
+                    pin::Kind::Prompt => switchboard_protocol::types::PROMPTS_GET,
+                    _ => switchboard_protocol::types::TOOLS_CALL,
+                }
+            )),
         }
+        .map_err(error::Error::Refused)
     }
 
     /// A list result as clients see it (`kind`: what the list holds): for
@@ -282,6 +294,18 @@ impl Core {
         match &self.guard {
             Some(guard) => guard.filter_list_result(scope, kind, result),
             None => result,
+        }
+    }
+
+    /// Runs `work` (a task that answers a downstream request on `tx`) counted
+    /// in [`Core::answers`]; during a drain, what it sent is flushed to the
+    /// transport before the count goes, so that [`Bridge::shutdown`] can wait
+    /// for the answers themselves rather than sleep.
+    pub(crate) async fn answering(&self, tx: &Sender, work: impl std::future::Future<Output = ()>) {
+        let _counted = self.answers.enter();
+        work.await;
+        if self.draining.load(Ordering::Relaxed) {
+            tx.flush().await;
         }
     }
 
@@ -308,7 +332,13 @@ impl Core {
         let name = format!("{}#{}", self.config.child.name, self.next_owner());
         // Not restarted: a new process would not know the session's state.
         let up = Upstream::start(
-            upstream_config(&self.config, name, init_params, false, false),
+            upstream_config(
+                &self.config,
+                name,
+                init_params,
+                Ask::Initialize,
+                Restart::Never,
+            ),
             orphans,
         );
         lock(&self.live).push(up.clone(), Upstream::is_stopped);
@@ -403,7 +433,7 @@ impl Core {
         }
         let Ok(request) = Request::new(
             Id::from(0u64),
-            "logging/setLevel",
+            switchboard_protocol::types::LOGGING_SET_LEVEL,
             &json!({ "level": "debug" }),
         ) else {
             return;
@@ -426,22 +456,6 @@ impl Core {
     }
 }
 
-/// Counts one open listen stream in [`Core`] while it lives.
-pub(crate) struct ListenGuard(Arc<Core>);
-
-impl ListenGuard {
-    pub(crate) fn new(core: &Arc<Core>) -> ListenGuard {
-        core.listens.fetch_add(1, Ordering::Relaxed);
-        ListenGuard(core.clone())
-    }
-}
-
-impl Drop for ListenGuard {
-    fn drop(&mut self) {
-        self.0.listens.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// The final result of a listen stream the server ends (2026-07-28
 /// `subscriptions/listen`: `{resultType: "complete", _meta: {subscriptionId}}`
 /// under the listen request's id).
@@ -453,10 +467,7 @@ pub(crate) fn listen_final_result(id: &Id) -> Message {
     });
     match Response::new(id.clone(), &done) {
         Ok(r) => Message::Response(r),
-        Err(e) => Message::Error(ErrorResponse::new(
-            Some(id.clone()),
-            ErrorObject::new(code::INTERNAL_ERROR, e.to_string()),
-        )),
+        Err(e) => error::Error::Internal(e.to_string()).answer(id.clone()),
     }
 }
 
@@ -490,15 +501,10 @@ pub(crate) async fn call_once(
     wait: Duration,
 ) -> Message {
     let id = request.id.clone();
-    let failed = |why: String| {
-        Message::Error(ErrorResponse::new(
-            Some(id.clone()),
-            ErrorObject::new(code::INTERNAL_ERROR, why),
-        ))
-    };
+    let failed = |why: String| error::Error::Upstream(why).answer(id.clone());
     let call = match up.call(request, owner).await {
         Ok(c) => c,
-        Err(why) => return failed(why),
+        Err(why) => return why.answer(id),
     };
     match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => Message::Response(Response {
@@ -507,7 +513,7 @@ pub(crate) async fn call_once(
         }),
         Ok(Ok(Message::Error(e))) => Message::Error(ErrorResponse::new(Some(id), e.error)),
         Ok(Ok(_)) => failed("an unexpected answer from the upstream server".to_owned()),
-        Ok(Err(why)) => failed(why),
+        Ok(Err(why)) => why.answer(id),
         Err(()) => failed(format!(
             "the upstream server did not answer within {wait:?}"
         )),
@@ -520,8 +526,8 @@ fn upstream_config(
     config: &BridgeConfig,
     name: String,
     init_params: Box<RawValue>,
-    prefer_modern: bool,
-    restart: bool,
+    first: Ask,
+    restart: Restart,
 ) -> UpstreamConfig {
     let mut child = config.child.clone();
     child.name = name;
@@ -529,7 +535,7 @@ fn upstream_config(
         child,
         transport: config.transport.clone(),
         init_params,
-        prefer_modern,
+        first,
         restart,
         max_in_flight: config.max_in_flight,
         queue_wait: config.request_timeout,
@@ -617,8 +623,11 @@ impl Bridge {
                 &config,
                 shared_name,
                 bridge_init_params(),
-                config.mode == ChildMode::PerSession,
-                true,
+                match config.mode {
+                    ChildMode::PerSession => Ask::Discover,
+                    ChildMode::Shared => Ask::Initialize,
+                },
+                Restart::Always,
             ),
             None,
         );
@@ -656,7 +665,8 @@ impl Bridge {
             tools: catalog::tools::ToolHeaders::default(),
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
             child_logs_all: AtomicU64::new(0),
-            listens: std::sync::atomic::AtomicUsize::new(0),
+            listens: gauge::Gauge::default(),
+            answers: gauge::Gauge::default(),
             draining,
             config,
             owners: AtomicU64::new(1),
@@ -680,12 +690,15 @@ impl Bridge {
                     let (tx, rx) = session.transport.split();
                     match session.kind {
                         SessionKind::Stateless => {
-                            tokio::spawn(downstream::exchange::serve(
-                                core,
-                                tx,
-                                rx,
-                                session.headers,
-                            ));
+                            tokio::spawn(async move {
+                                let serve = downstream::exchange::serve(
+                                    core.clone(),
+                                    tx.clone(),
+                                    rx,
+                                    session.headers,
+                                );
+                                core.answering(&tx, serve).await
+                            });
                         }
                         _ => {
                             let span = tracing::info_span!("session", id = %session.session_id);
@@ -756,9 +769,15 @@ impl Bridge {
         self.core.draining.store(true, Ordering::Relaxed);
         let drain = self.core.config.drain_timeout;
         let deadline = tokio::time::Instant::now() + drain;
-        while self.core.in_flight() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let children: Vec<Upstream> = std::iter::once(self.core.shared.clone())
+            .chain(lock(&self.core.live).iter().cloned())
+            .collect();
+        let _ = tokio::time::timeout_at(deadline, async {
+            for up in &children {
+                up.drained(drain).await;
+            }
+        })
+        .await;
         let left = self.core.in_flight();
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
@@ -782,10 +801,16 @@ impl Bridge {
         for s in stops {
             let _ = s.await;
         }
-        if left > 0 || self.core.listens.load(Ordering::Relaxed) > 0 {
-            // Let those errors (and the final results of listen streams on a
-            // 2026-07-28 child) reach the wire before the connections close.
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        // Let those errors (and the final results of listen streams on a
+        // 2026-07-28 child) reach the transport before the connections close:
+        // every answer but the open listens' is sent and flushed.
+        if !self
+            .core
+            .answers
+            .down_to(&self.core.listens, CLOSE_GRACE)
+            .await
+        {
+            warn!("answers still unsent after the close grace");
         }
         if let Some(server) = self.server.take() {
             // Awaited: the runtime may end right after this returns (the
@@ -796,16 +821,8 @@ impl Bridge {
             }
         }
         // Listen streams on a legacy child end when told the server is
-        // stopping: let them send their final result.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        if self.core.listens.load(Ordering::Relaxed) > 0 {
-            while self.core.listens.load(Ordering::Relaxed) > 0
-                && tokio::time::Instant::now() < deadline
-            {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // stopping: let them send (and flush) their final result.
+        self.core.answers.drained(Duration::from_secs(1)).await;
         self.accept.abort();
         info!("bridge stopped");
     }
@@ -833,8 +850,11 @@ async fn resubscribe(core: Weak<Core>, mut status: tokio::sync::watch::Receiver<
             let counts = core.subscriptions.lock().await;
             for uri in counts.keys() {
                 let params = json!({ "uri": uri });
-                let Ok(request) = Request::new(Id::from(0u64), "resources/subscribe", &params)
-                else {
+                let Ok(request) = Request::new(
+                    Id::from(0u64),
+                    switchboard_protocol::types::RESOURCES_SUBSCRIBE,
+                    &params,
+                ) else {
                     continue;
                 };
                 let owner = core.next_owner();

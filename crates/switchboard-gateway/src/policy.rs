@@ -9,7 +9,9 @@
 //! - an allowed name the upstream does not report is drift: logged at start-up and
 //!   whenever the list changes ([`Allowlist::drift`]).
 //!
-//! An empty allowlist allows everything (no `--allow-tool` given).
+//! No allowlist ([`Allowlist::All`], no `--allow-tool` given) allows every tool;
+//! [`Allowlist::Only`] allows its names and nothing else, none when it is empty.
+//! The choice is a value, never read off an empty set.
 //!
 //! This module must not know about transports, sessions or children.
 
@@ -18,10 +20,23 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// The allowed tool names; empty means every tool.
-#[derive(Debug, Clone, Default)]
-pub struct Allowlist {
-    names: BTreeSet<String>,
+use crate::error::Error;
+
+/// Which tools clients may see and call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Allowlist {
+    /// Every tool the upstream reports (no allowlist configured). Default.
+    #[default]
+    All,
+    /// Only these names, intersected with what the upstream reports.
+    Only(BTreeSet<String>),
+}
+
+/// What the policy says of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Allow,
+    Deny { reason: String },
 }
 
 #[derive(Deserialize)]
@@ -31,39 +46,52 @@ struct Named<'a> {
 }
 
 impl Allowlist {
-    /// An allowlist of exactly `names` (empty: everything allowed).
-    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
-        Allowlist {
-            names: names.into_iter().map(Into::into).collect(),
-        }
+    /// An allowlist of exactly `names`; an empty `names` allows nothing.
+    pub fn only<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
+        Allowlist::Only(names.into_iter().map(Into::into).collect())
     }
 
     /// Whether the list restricts anything.
     pub fn is_restricted(&self) -> bool {
-        !self.names.is_empty()
+        matches!(self, Allowlist::Only(_))
     }
 
     /// Whether tool `name` may be listed and called.
     pub fn permits(&self, name: &str) -> bool {
-        self.names.is_empty() || self.names.contains(name)
+        match self {
+            Allowlist::All => true,
+            Allowlist::Only(names) => names.contains(name),
+        }
     }
 
-    /// For a `tools/call` request's params: `Err(message)` (for a -32602 answer)
-    /// when the tool is not allowed or the params name no tool. Only `name` is
-    /// read; the arguments are skipped, not kept.
-    pub fn check_call(&self, params: Option<&RawValue>) -> Result<(), String> {
+    /// The decision for a call of the tool named `name` (`None`: the params
+    /// name no tool).
+    pub(crate) fn decide(&self, name: Option<&str>) -> Decision {
+        match (self, name) {
+            (Allowlist::All, _) => Decision::Allow,
+            (_, Some(name)) if self.permits(name) => Decision::Allow,
+            (_, Some(name)) => Decision::Deny {
+                reason: format!("tool {name:?} is not available through this bridge"),
+            },
+            (_, None) => Decision::Deny {
+                reason: "tools/call needs params.name".to_owned(),
+            },
+        }
+    }
+
+    /// For a `tools/call` request's params: [`Error::Refused`] (a -32602
+    /// answer) when the tool is not allowed or the params name no tool. Only
+    /// `name` is read; the arguments are skipped, not kept.
+    pub(crate) fn check_call(&self, params: Option<&RawValue>) -> Result<(), Error> {
         if !self.is_restricted() {
             return Ok(());
         }
         let name = params
             .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
-            .and_then(|n| n.name.map(|c| c.into_owned()));
-        match name {
-            Some(name) if self.permits(&name) => Ok(()),
-            Some(name) => Err(format!(
-                "tool {name:?} is not available through this bridge"
-            )),
-            None => Err("tools/call needs params.name".to_owned()),
+            .and_then(|n| n.name);
+        match self.decide(name.as_deref()) {
+            Decision::Allow => Ok(()),
+            Decision::Deny { reason } => Err(Error::Refused(reason)),
         }
     }
 
@@ -91,7 +119,10 @@ impl Allowlist {
 
     /// The allowed names missing from `reported` (the names the upstream lists).
     pub fn drift<'a>(&'a self, reported: &BTreeSet<String>) -> Vec<&'a str> {
-        self.names
+        let Allowlist::Only(names) = self else {
+            return Vec::new();
+        };
+        names
             .iter()
             .filter(|n| !reported.contains(*n))
             .map(String::as_str)
@@ -106,8 +137,9 @@ mod tests {
     use serde_json::Value;
 
     #[test]
-    fn empty_list_allows_everything_and_leaves_results_alone() {
+    fn no_list_allows_everything_and_leaves_results_alone() {
         let a = Allowlist::default();
+        assert_eq!(a, Allowlist::All);
         assert!(a.permits("anything"));
         let text = r#"{"tools":[{"name":"a"}],"nextCursor":"c"}"#;
         assert_eq!(a.filter_list_result(raw(text)).get(), text);
@@ -116,7 +148,7 @@ mod tests {
 
     #[test]
     fn lists_are_intersected_and_calls_refused() {
-        let a = Allowlist::new(["echo", "missing"]);
+        let a = Allowlist::only(["echo", "missing"]);
         let out = a.filter_list_result(raw(
             r#"{"tools":[{"name":"echo","inputSchema":{}},{"name":"rm"}],"nextCursor":"c"}"#,
         ));
@@ -128,17 +160,45 @@ mod tests {
             .check_call(Some(&raw(r#"{"name":"echo","arguments":{}}"#)))
             .is_ok());
         let err = a.check_call(Some(&raw(r#"{"name":"rm"}"#))).unwrap_err();
-        assert!(err.contains("rm"));
+        assert!(err.to_string().contains("rm"));
         assert!(a.check_call(None).is_err());
         let reported: BTreeSet<String> = ["echo".to_owned(), "rm".to_owned()].into();
         assert_eq!(a.drift(&reported), vec!["missing"]);
+    }
+
+    /// An empty `Only` is a list of nothing, not a list of everything.
+    #[test]
+    fn an_empty_only_list_allows_nothing() {
+        let a = Allowlist::only(Vec::<String>::new());
+        assert!(!a.permits("echo"));
+        assert_eq!(
+            a.filter_list_result(raw(r#"{"tools":[{"name":"echo"}]}"#))
+                .get(),
+            r#"{"tools":[]}"#
+        );
+        let err = a.check_call(Some(&raw(r#"{"name":"echo"}"#))).unwrap_err();
+        assert_eq!(err.code(), -32602);
+        let table = [
+            (Allowlist::All, Some("x"), true),
+            (Allowlist::All, None, true),
+            (Allowlist::only(["x"]), Some("x"), true),
+            (Allowlist::only(["x"]), Some("y"), false),
+            (Allowlist::only(["x"]), None, false),
+        ];
+        for (list, name, allowed) in table {
+            assert_eq!(
+                list.decide(name) == Decision::Allow,
+                allowed,
+                "{list:?} {name:?}"
+            );
+        }
     }
 
     /// The tools kept and the other members are the child's own text: numbers
     /// beyond `f64`, `-0`, escapes; a tool without a readable name goes.
     #[test]
     fn a_filtered_list_keeps_what_it_keeps_as_written() {
-        let a = Allowlist::new(["écho", "big"]);
+        let a = Allowlist::only(["écho", "big"]);
         let text = r#"{"tools":[{"name":"\u00e9cho","x":1.50},{"name":"rm"},{"name":"big","inputSchema":{"maximum":123456789012345678901234567890}},7,{"name":3}],"nextCursor":-0,"_meta":{"n":1e400}}"#;
         assert_eq!(
             a.filter_list_result(raw(text)).get(),

@@ -66,40 +66,25 @@ use crate::jsonrpc::{code, ErrorObject, Id, Notification, Request, Response};
 use crate::types::{meta, ClientCapabilities, Implementation, ServerCapabilities};
 use crate::version::{Era, ProtocolVersion, Supported, UnsupportedVersion};
 
-/// Method names used by the rules here (kept local on purpose).
+/// The method names the rules here use: the `types` constants, under short
+/// names.
 mod m {
-    pub const INITIALIZE: &str = "initialize";
-    pub const PING: &str = "ping";
-    pub const INITIALIZED: &str = "notifications/initialized";
-    pub const CANCELLED: &str = "notifications/cancelled";
-    pub const PROGRESS: &str = "notifications/progress";
-    pub const MESSAGE: &str = "notifications/message";
-    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-    pub const TASKS_STATUS: &str = "notifications/tasks/status";
-    pub const TOOLS_LIST: &str = "tools/list";
-    pub const TOOLS_CALL: &str = "tools/call";
-    pub const PROMPTS_LIST: &str = "prompts/list";
-    pub const PROMPTS_GET: &str = "prompts/get";
-    pub const RESOURCES_LIST: &str = "resources/list";
-    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    pub const RESOURCES_READ: &str = "resources/read";
-    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    pub const TASKS_GET: &str = "tasks/get";
-    pub const TASKS_RESULT: &str = "tasks/result";
-    pub const TASKS_LIST: &str = "tasks/list";
-    pub const TASKS_CANCEL: &str = "tasks/cancel";
-    pub const TASKS_UPDATE: &str = "tasks/update";
-    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    pub const ELICITATION_CREATE: &str = "elicitation/create";
-    pub const ROOTS_LIST: &str = "roots/list";
+    pub use crate::types::{
+        COMPLETION_COMPLETE, ELICITATION_CREATE, INITIALIZE, LOGGING_SET_LEVEL,
+        NOTIFICATION_CANCELLED as CANCELLED,
+        NOTIFICATION_ELICITATION_COMPLETE as ELICITATION_COMPLETE,
+        NOTIFICATION_INITIALIZED as INITIALIZED, NOTIFICATION_MESSAGE as MESSAGE,
+        NOTIFICATION_PROGRESS as PROGRESS,
+        NOTIFICATION_PROMPTS_LIST_CHANGED as PROMPTS_LIST_CHANGED,
+        NOTIFICATION_RESOURCES_LIST_CHANGED as RESOURCES_LIST_CHANGED,
+        NOTIFICATION_RESOURCES_UPDATED as RESOURCES_UPDATED,
+        NOTIFICATION_ROOTS_LIST_CHANGED as ROOTS_LIST_CHANGED,
+        NOTIFICATION_TASKS_STATUS as TASKS_STATUS,
+        NOTIFICATION_TOOLS_LIST_CHANGED as TOOLS_LIST_CHANGED, PING, PROMPTS_GET, PROMPTS_LIST,
+        RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE, RESOURCES_TEMPLATES_LIST,
+        RESOURCES_UNSUBSCRIBE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE, TASKS_CANCEL, TASKS_GET,
+        TASKS_LIST, TASKS_RESULT, TASKS_UPDATE, TOOLS_CALL, TOOLS_LIST,
+    };
 }
 
 /// The 2026-07-28 tasks extension's identifier (`extensions` key on both sides).

@@ -340,27 +340,6 @@ fn name_counts<'a>(
     counts
 }
 
-/// The kind of entries a list method returns, for the methods the guard
-/// judges.
-pub(crate) fn list_kind(method: &str) -> Option<Kind> {
-    match method {
-        "tools/list" => Some(Kind::Tool),
-        "prompts/list" => Some(Kind::Prompt),
-        "resources/templates/list" => Some(Kind::ResourceTemplate),
-        _ => None,
-    }
-}
-
-/// The kind of entry a request uses by name, for the methods the guard
-/// refuses.
-pub(crate) fn used_kind(method: &str) -> Option<Kind> {
-    match method {
-        "tools/call" => Some(Kind::Tool),
-        "prompts/get" => Some(Kind::Prompt),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,9 +466,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["resourceTemplates"].as_array().unwrap().len(), 1);
-        assert_eq!(list_kind("prompts/list"), Some(Kind::Prompt));
-        assert_eq!(used_kind("prompts/get"), Some(Kind::Prompt));
-        assert_eq!(used_kind("resources/read"), None);
     }
 
     #[test]

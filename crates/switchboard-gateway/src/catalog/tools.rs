@@ -51,6 +51,8 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
+use crate::catalog::pin::Kind;
+use crate::classify::Notice;
 use crate::upstream::{Status, Upstream};
 use crate::Core;
 
@@ -142,7 +144,7 @@ impl ToolHeaders {
 /// pages), each page within `wait`.
 async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String> {
     let generation = up.restarts();
-    let info = up.ready(wait).await?;
+    let info = up.ready(wait).await.map_err(|e| e.to_string())?;
     let mut known = Known {
         generation,
         fetched: Instant::now(),
@@ -168,8 +170,12 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
                 meta::CLIENT_CAPABILITIES: {},
             });
         }
-        let request =
-            Request::new(Id::from(0u64), "tools/list", &params).map_err(|e| e.to_string())?;
+        let request = Request::new(
+            Id::from(0u64),
+            switchboard_protocol::types::TOOLS_LIST,
+            &params,
+        )
+        .map_err(|e| e.to_string())?;
         let page = match page(up, request, wait).await? {
             Ok(page) => page,
             Err(refused) => {
@@ -224,14 +230,17 @@ async fn page(
     wait: Duration,
 ) -> Result<Result<Map<String, Value>, String>, String> {
     // The bridge's own call: it never owns or contests a child's request.
-    let call = up.call(request, crate::upstream::BRIDGE_OWNER).await?;
+    let call = up
+        .call(request, crate::upstream::BRIDGE_OWNER)
+        .await
+        .map_err(|e| e.to_string())?;
     match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => serde_json::from_str(r.result.get())
             .map(Ok)
             .map_err(|e| format!("the upstream server's tools/list result is not an object: {e}")),
         Ok(Ok(Message::Error(e))) => Ok(Err(e.error.message)),
         Ok(Ok(_)) => Err("an unexpected answer to tools/list".to_owned()),
-        Ok(Err(why)) => Err(why),
+        Ok(Err(why)) => Err(why.to_string()),
         Err(()) => Err(format!(
             "the upstream server did not answer tools/list within {wait:?}"
         )),
@@ -268,7 +277,7 @@ pub(crate) async fn follow(
             }
             n = changes.recv() => {
                 match n {
-                    Ok(n) if n.method == "notifications/tools/list_changed" => {}
+                    Ok(n) if Notice::of(&n.method) == Notice::ListChanged(Some(Kind::Tool)) => {}
                     Ok(_) => continue,
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,

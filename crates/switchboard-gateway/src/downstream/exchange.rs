@@ -64,9 +64,13 @@ use switchboard_transport::http::mcp_headers;
 use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tracing::{debug, warn};
 
+use crate::catalog::pin::Kind;
+use crate::classify::{Notice, Route};
+use crate::error::Error;
 use crate::raw::RawObject;
 use crate::upstream::{Call, CallEvent, Step, Upstream};
 use crate::Core;
+use switchboard_protocol::types as t;
 
 /// How long `server/discover` results may be cached by clients: 60 s.
 const DISCOVER_TTL_MS: u64 = 60_000;
@@ -107,13 +111,6 @@ fn discover_capabilities(
     caps
 }
 
-fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
-    Message::Error(ErrorResponse::new(
-        Some(id),
-        ErrorObject::new(code, message),
-    ))
-}
-
 /// Serves one exchange: its one inbound message, then the answer.
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers: HeaderMap) {
     let first = match rx.recv().await {
@@ -141,7 +138,7 @@ async fn handle(
     let upstream = core.shared.clone();
     let info = match upstream.ready(core.init_timeout).await {
         Ok(info) => info,
-        Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
+        Err(why) => return Some(why.answer(r.id)),
     };
     let supported = core.supported();
     // Decoded once for the checks; `None` when absent or not an object.
@@ -161,12 +158,13 @@ async fn handle(
         Ok(c) => c,
         Err(e) => return Some(Message::Error(ErrorResponse::new(Some(r.id), e))),
     };
-    if r.method == "tools/call" {
+    let route = Route::of(&r.method);
+    if route == Route::Use(Kind::Tool) {
         if let Err(e) = check_param_headers(core, decoded.as_ref(), headers).await {
             return Some(Message::Error(ErrorResponse::new(Some(r.id), e)));
         }
     }
-    if r.method == "server/discover" {
+    if route == Route::Discover {
         let mut result = DiscoverResult::new(
             supported
                 .wire_strings()
@@ -181,15 +179,15 @@ async fn handle(
         result.instructions = info.result.instructions.clone();
         return Some(match Response::new(r.id.clone(), &result) {
             Ok(resp) => Message::Response(resp),
-            Err(e) => error(r.id, code::INTERNAL_ERROR, e.to_string()),
+            Err(e) => Error::Internal(e.to_string()).answer(r.id),
         });
     }
     if let Err(why) = core.check_request(
         crate::catalog::guard::Scope::Shared,
-        &r.method,
+        route,
         r.params.as_deref(),
     ) {
-        return Some(error(r.id, code::INVALID_PARAMS, why));
+        return Some(why.answer(r.id));
     }
     if info.modern {
         // The child speaks 2026-07-28 itself: forward the request as it is (its
@@ -204,7 +202,7 @@ async fn handle(
         let id = r.id.clone();
         let call = match upstream.call(r, core.next_owner()).await {
             Ok(c) => c,
-            Err(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
+            Err(why) => return Some(why.answer(id)),
         };
         let held = Held {
             call,
@@ -217,7 +215,7 @@ async fn handle(
         };
         return run(core, tx, rx, id, held).await;
     }
-    if r.method == "subscriptions/listen" {
+    if route == Route::Listen {
         listen(core, &upstream, tx, rx, r).await;
         return None;
     }
@@ -231,7 +229,7 @@ async fn handle(
                 Err(e) if p.get().starts_with('{') => format!("params could not be read: {e}"),
                 _ => "params must be an object".to_owned(),
             };
-            return Some(error(r.id, code::INVALID_PARAMS, why));
+            return Some(Error::InvalidParams(why).answer(r.id));
         }
     };
     let name = params
@@ -246,11 +244,7 @@ async fn handle(
     params.remove("_meta");
     if let Some(state) = request_state {
         let Some(state) = state.as_str() else {
-            return Some(error(
-                r.id,
-                code::INVALID_PARAMS,
-                "requestState must be a string",
-            ));
+            return Some(Error::InvalidParams("requestState must be a string".into()).answer(r.id));
         };
         // The retry repeats the request's method and params (2026-07-28
         // "Multi round-trip requests": the same method and params, a new id,
@@ -264,26 +258,18 @@ async fn handle(
                 // A mismatched retry leaves the held call as it is (it expires
                 // as it would have): it must not destroy the right one's state.
                 Some(h) if h.method != r.method || h.name != name || h.params != params => {
-                    return Some(error(
-                        r.id,
-                        code::INVALID_PARAMS,
-                        format!(
+                    return Some(Error::InvalidParams(format!(
                             "requestState was issued for another request: a retry must repeat the \
                              method ({}) and params (name and arguments) of the request that got \
                              input_required; only inputResponses, requestState and _meta may change",
                             h.method
-                        ),
-                    ));
+                        )).answer(r.id));
                 }
                 Some(_) => table.remove(state),
             }
         };
         let Some(held) = held else {
-            return Some(error(
-                r.id,
-                code::INVALID_PARAMS,
-                "unknown or expired requestState (the held call is gone; send the request again without it)",
-            ));
+            return Some(Error::InvalidParams("unknown or expired requestState (the held call is gone; send the request again without it)".into()).answer(r.id));
         };
         return resume(core, tx, rx, r.id, held, input_responses).await;
     }
@@ -291,11 +277,7 @@ async fn handle(
     // every other value as the client wrote it (not `params`, which went
     // through `serde_json::Value` and its number model).
     let Some(raw_params) = legacy_params(r.params.as_deref()) else {
-        return Some(error(
-            r.id,
-            code::INVALID_PARAMS,
-            "params must be an object",
-        ));
+        return Some(Error::InvalidParams("params must be an object".into()).answer(r.id));
     };
     let method = r.method.clone();
     let forwarded = Request {
@@ -310,7 +292,7 @@ async fn handle(
     }
     let call = match upstream.call(forwarded, owner).await {
         Ok(c) => c,
-        Err(why) => return Some(error(r.id, code::INTERNAL_ERROR, why)),
+        Err(why) => return Some(why.answer(r.id)),
     };
     run(
         core,
@@ -435,7 +417,7 @@ async fn resume(
             let request = held.pending.remove(&key).expect("key listed");
             let result = match serde_json::value::to_raw_value(&answer) {
                 Ok(r) => r,
-                Err(e) => return Some(error(id, code::INVALID_PARAMS, e.to_string())),
+                Err(e) => return Some(Error::InvalidParams(e.to_string()).answer(id)),
             };
             held.upstream
                 .respond(Message::Response(Response {
@@ -479,24 +461,20 @@ async fn run(
     mut held: Held,
 ) -> Option<Message> {
     // A listen stream is quiet by nature: only requests time out.
-    let listen = held.method == "subscriptions/listen";
+    let listen = Route::of(&held.method) == Route::Listen;
     let wait = if listen {
         Duration::from_secs(365 * 24 * 3600)
     } else {
         core.request_timeout
     };
-    let _open = listen.then(|| crate::ListenGuard::new(core));
+    let _open = listen.then(|| core.listens.enter());
     loop {
         let step = tokio::select! {
             step = tokio::time::timeout(wait, held.call.next()) => match step {
                 Ok(step) => step,
                 Err(_) => {
                     held.call.cancel("timed out in the bridge").await;
-                    return Some(error(
-                        id,
-                        code::INTERNAL_ERROR,
-                        format!("the upstream server sent nothing for this request within {:?}", core.request_timeout),
-                    ));
+                    return Some(Error::Upstream(format!("the upstream server sent nothing for this request within {:?}", core.request_timeout)).answer(id));
                 }
             },
             event = rx.recv() => {
@@ -517,7 +495,7 @@ async fn run(
         };
         match step {
             Step::Event(CallEvent::Notification(mut n)) => {
-                if n.method == "notifications/cancelled" {
+                if Notice::of(&n.method) == Notice::Cancelled {
                     // The child cancelled one of its requests for this call. A
                     // 2026-07-28 client got it as an input request, under a key,
                     // never an id: nothing to tell it. The upstream has
@@ -529,10 +507,10 @@ async fn run(
                     debug!("the child cancelled one of its requests: not forwarded to a 2026-07-28 client");
                     continue;
                 }
-                if held.method == "subscriptions/listen" {
+                if listen {
                     n.params = n.params.map(|p| with_subscription_id(p, &id));
                 }
-                if n.method == "notifications/message"
+                if Notice::of(&n.method) == Notice::Log
                     && !held
                         .context
                         .log_level
@@ -587,12 +565,12 @@ async fn run(
                 }
             }
             Step::Done(message) => {
-                let message = match crate::catalog::guard::list_kind(&held.method) {
+                let message = match Route::of(&held.method).listed() {
                     Some(kind) => filter_list(core, kind, message),
                     None => message,
                 };
                 let message = match message {
-                    Message::Response(mut r) if held.method == "subscriptions/listen" => {
+                    Message::Response(mut r) if listen => {
                         r.result = with_subscription_id(r.result, &id);
                         Message::Response(r)
                     }
@@ -605,7 +583,7 @@ async fn run(
             Step::Failed(_) if listen && core.draining.load(Ordering::Relaxed) => {
                 return Some(crate::listen_final_result(&id))
             }
-            Step::Failed(why) => return Some(error(id, code::INTERNAL_ERROR, why)),
+            Step::Failed(why) => return Some(why.answer(id)),
         }
     }
 }
@@ -614,14 +592,13 @@ async fn run(
 async fn refuse(upstream: &Upstream, request: Request) {
     debug!(method = %request.method, "the client did not declare the capability this request needs");
     upstream
-        .respond(error(
-            request.id,
-            code::METHOD_NOT_FOUND,
-            format!(
+        .respond(
+            Error::Unsupported(format!(
                 "the client did not declare the capability {} needs",
                 request.method
-            ),
-        ))
+            ))
+            .answer(request.id),
+        )
         .await;
 }
 
@@ -641,11 +618,7 @@ fn input_required(core: &Arc<Core>, id: Id, held: Held) -> Message {
     }
     let handle = new_handle();
     if handle.is_empty() {
-        return error(
-            id,
-            code::INTERNAL_ERROR,
-            "no random source for requestState",
-        );
+        return Error::Upstream("no random source for requestState".into()).answer(id);
     }
     let result = json!({
         "resultType": "input_required",
@@ -655,7 +628,7 @@ fn input_required(core: &Arc<Core>, id: Id, held: Held) -> Message {
     core.hold(handle, held);
     match Response::new(id.clone(), &result) {
         Ok(r) => Message::Response(r),
-        Err(e) => error(id, code::INTERNAL_ERROR, e.to_string()),
+        Err(e) => Error::Internal(e.to_string()).answer(id),
     }
 }
 
@@ -714,11 +687,11 @@ fn translate_final(id: Id, method: &str, message: Message) -> Message {
 fn cacheable(method: &str) -> bool {
     matches!(
         method,
-        "tools/list"
-            | "prompts/list"
-            | "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
+        t::TOOLS_LIST
+            | t::PROMPTS_LIST
+            | t::RESOURCES_LIST
+            | t::RESOURCES_TEMPLATES_LIST
+            | t::RESOURCES_READ
     )
 }
 
@@ -765,7 +738,7 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
     let info = match upstream.ready(core.init_timeout).await {
         Ok(i) => i,
         Err(why) => {
-            let _ = tx.send(error(r.id, code::INTERNAL_ERROR, why)).await;
+            let _ = tx.send(why.answer(r.id)).await;
             return;
         }
     };
@@ -835,7 +808,7 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
         "notifications": honoured,
         "_meta": { meta::SUBSCRIPTION_ID: sub_id.clone() },
     });
-    if let Ok(n) = Notification::new("notifications/subscriptions/acknowledged", &ack) {
+    if let Ok(n) = Notification::new(t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack) {
         if tx
             .send_related(Message::Notification(n), Some(r.id.clone()))
             .await
@@ -844,7 +817,7 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             return;
         }
     }
-    let _open = crate::ListenGuard::new(core);
+    let _open = core.listens.enter();
     loop {
         tokio::select! {
             event = rx.recv() => {
@@ -859,11 +832,11 @@ async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Rec
             }
             n = notifications.recv() => match n {
                 Ok(n) => {
-                    let wanted = match n.method.as_str() {
-                        "notifications/tools/list_changed" => tools,
-                        "notifications/prompts/list_changed" => prompts,
-                        "notifications/resources/list_changed" => resources_list,
-                        "notifications/resources/updated" => params_object(n.params.as_deref())
+                    let wanted = match Notice::of(&n.method) {
+                        Notice::ListChanged(Some(Kind::Tool)) => tools,
+                        Notice::ListChanged(Some(Kind::Prompt)) => prompts,
+                        Notice::ListChanged(None) => resources_list,
+                        Notice::ResourceUpdated => params_object(n.params.as_deref())
                             .ok()
                             .and_then(|p| p.get("uri").and_then(Value::as_str).map(|u| uris.contains(u)))
                             .unwrap_or(false),
@@ -912,9 +885,9 @@ async fn subscribe(
     uri: &str,
 ) -> bool {
     let method = if subscribe {
-        "resources/subscribe"
+        t::RESOURCES_SUBSCRIBE
     } else {
-        "resources/unsubscribe"
+        t::RESOURCES_UNSUBSCRIBE
     };
     let Ok(request) = Request::new(Id::from(0u64), method, &json!({ "uri": uri })) else {
         return false;

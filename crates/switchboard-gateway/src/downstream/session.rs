@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_protocol::jsonrpc::{
-    code, Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+    Batching, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::lifecycle::RequestContext;
 use switchboard_protocol::types::meta::{
@@ -54,6 +54,9 @@ use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
+use crate::classify::{Notice, Route};
+use crate::error::Error;
+use crate::gauge::Gauge;
 use crate::raw::RawObject;
 use crate::upstream::{empty_object, CallEvent, Status, Step, TryCall, Upstream};
 use crate::{ChildMode, Core};
@@ -67,22 +70,19 @@ struct Session {
     core: Arc<Core>,
     tx: Sender,
     owner: u64,
-    upstream: Mutex<Option<Upstream>>,
+    /// Where the session is in its life, and its upstream.
+    state: Mutex<State>,
     /// Downstream request id → the cancel switch of its pump task.
     calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
     /// Our downstream id of a forwarded server→client request → where it came
     /// from.
     server_requests: Mutex<HashMap<Id, Forwarded>>,
     next_server_request: AtomicU64,
-    /// For a 2026-07-28-only child: the `_meta` each request gets (the revision,
-    /// the client's capabilities and info from its `initialize`, its log level).
-    modern_meta: Mutex<Option<Map<String, Value>>>,
     /// Our ids of requests asked of the client for an `input_required` result,
     /// and who waits for the answer.
     input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
-    /// Set when `initialize` failed: the session ends once the error is sent, so a
-    /// client retrying during an outage does not fill the session limit.
-    ending: std::sync::atomic::AtomicBool,
+    /// The session's calls forwarded and not yet answered (their pump tasks).
+    pumps: Gauge,
     /// Where a per-session child's requests made while no call is in flight go
     /// (e.g. `roots/list` right after the bridge's own `initialized`), and its
     /// cancellations of requests whose call is over; handed to
@@ -102,7 +102,64 @@ struct Session {
     verdicts: crate::catalog::guard::Verdicts,
 }
 
+/// Where a session is in its life.
+enum State {
+    /// No `initialize` yet.
+    New,
+    /// `initialize` is being answered: its upstream is started (or joined) and
+    /// may be getting ready.
+    Initializing(Upstream),
+    /// Initialized.
+    Serving {
+        upstream: Upstream,
+        /// For a 2026-07-28-only upstream: the `_meta` each request gets (the
+        /// revision, the client's capabilities and info from its `initialize`,
+        /// its log level).
+        meta: Option<Map<String, Value>>,
+    },
+    /// Its `initialize` failed: the session ends once the error is sent, so a
+    /// client retrying during an outage does not fill the session limit; the
+    /// upstream started for it, if any, is still to stop.
+    Failed(Option<Upstream>),
+    /// Over: its upstream was let go.
+    Ended,
+}
+
+impl State {
+    /// The upstream requests go to, while there is one to reach.
+    fn upstream(&self) -> Option<&Upstream> {
+        match self {
+            State::Initializing(up) | State::Serving { upstream: up, .. } => Some(up),
+            State::Failed(up) => up.as_ref(),
+            State::New | State::Ended => None,
+        }
+    }
+
+    /// The `_meta` of a 2026-07-28-only upstream's requests.
+    fn meta(&self) -> Option<&Map<String, Value>> {
+        match self {
+            State::Serving { meta, .. } => meta.as_ref(),
+            _ => None,
+        }
+    }
+}
+
 impl Session {
+    /// The session's upstream, if it has one.
+    fn upstream(&self) -> Option<Upstream> {
+        lock(&self.state).upstream().cloned()
+    }
+
+    /// The `_meta` a 2026-07-28-only upstream's requests get.
+    fn modern_meta(&self) -> Option<Map<String, Value>> {
+        lock(&self.state).meta().cloned()
+    }
+
+    /// Whether `initialize` failed: the session is ending.
+    fn failed(&self) -> bool {
+        matches!(*lock(&self.state), State::Failed(_))
+    }
+
     /// Whose verdicts this session's lists and calls are judged by: its own
     /// child's, or the shared child's.
     fn guard_scope(&self) -> crate::catalog::guard::Scope<'_> {
@@ -125,13 +182,6 @@ struct Forwarded {
     call: Option<Id>,
 }
 
-fn error(id: Id, code: i64, message: impl Into<String>) -> Message {
-    Message::Error(ErrorResponse::new(
-        Some(id),
-        ErrorObject::new(code, message),
-    ))
-}
-
 /// Serves one legacy session until it ends.
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let owner = core.next_owner();
@@ -141,13 +191,12 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         core,
         tx,
         owner,
-        upstream: Mutex::new(None),
+        state: Mutex::new(State::New),
         calls: Mutex::new(HashMap::default()),
         server_requests: Mutex::new(HashMap::default()),
         next_server_request: AtomicU64::new(1),
-        modern_meta: Mutex::new(None),
         input_waiters: Mutex::new(HashMap::default()),
-        ending: std::sync::atomic::AtomicBool::new(false),
+        pumps: Gauge::default(),
         orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
@@ -176,10 +225,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 // session (later requests get 404; the client initializes a new
                 // one). The calls in flight get their errors first.
                 warn!(why, "the session's own child is gone: ending the session");
-                let deadline = tokio::time::Instant::now() + CALLS_FAIL_WITHIN;
-                while !lock(&session.calls).is_empty() && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
+                session.pumps.drained(CALLS_FAIL_WITHIN).await;
                 break;
             }
             n = recv_broadcast(&mut feeds.broadcasts) => {
@@ -212,7 +258,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             }
             Some(Inbound::Message(m)) => {
                 on_message(&session, m, &mut feeds).await;
-                if session.ending.load(Ordering::Relaxed) {
+                if session.failed() {
                     debug!("initialize failed: ending the session");
                     break;
                 }
@@ -247,7 +293,11 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         f.upstream
             .abandon(&f.upstream_id, "the downstream session ended");
     }
-    let upstream = lock(&session.upstream).take();
+    let upstream = match std::mem::replace(&mut *lock(&session.state), State::Ended) {
+        State::Initializing(up) | State::Serving { upstream: up, .. } => Some(up),
+        State::Failed(up) => up,
+        State::New | State::Ended => None,
+    };
     match (upstream, session.core.mode) {
         (Some(up), ChildMode::PerSession) => up.shutdown(std::time::Duration::ZERO).await,
         (Some(up), ChildMode::Shared) => {
@@ -257,7 +307,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
             for uri in uris {
                 let request = Request::new(
                     Id::from(0u64),
-                    "resources/unsubscribe",
+                    switchboard_protocol::types::RESOURCES_UNSUBSCRIBE,
                     &serde_json::json!({ "uri": uri }),
                 );
                 let Ok(request) = request else { continue };
@@ -379,7 +429,7 @@ fn wants(session: &Session, n: &Notification) -> bool {
     if !wants_log(session, n) {
         return false;
     }
-    if session.core.mode != ChildMode::Shared || n.method != "notifications/resources/updated" {
+    if session.core.mode != ChildMode::Shared || Notice::of(&n.method) != Notice::ResourceUpdated {
         return true;
     }
     let uri = n
@@ -393,7 +443,7 @@ fn wants(session: &Session, n: &Notification) -> bool {
 /// Whether a notification passes the session's own log level (a shared child's
 /// log messages; everything else passes).
 fn wants_log(session: &Session, n: &Notification) -> bool {
-    if session.core.mode != ChildMode::Shared || n.method != "notifications/message" {
+    if session.core.mode != ChildMode::Shared || Notice::of(&n.method) != Notice::Log {
         return true;
     }
     let min = *lock(&session.log_level);
@@ -413,7 +463,7 @@ async fn shared_subscription(session: Arc<Session>, upstream: Upstream, r: Reque
         forward(&session, upstream, r);
         return;
     };
-    let subscribe = r.method == "resources/subscribe";
+    let subscribe = Route::of(&r.method) == Route::Subscribe(true);
     let mine = lock(&session.subscribed).contains(&uri);
     let id = r.id.clone();
     let core = session.core.clone();
@@ -498,9 +548,9 @@ async fn answer_server_request(session: &Arc<Session>, id: &Id, message: Message
 }
 
 async fn on_notification(session: &Arc<Session>, n: Notification) {
-    match n.method.as_str() {
-        "notifications/initialized" => {}
-        "notifications/cancelled" => {
+    match Notice::of(&n.method) {
+        Notice::Initialized => {}
+        Notice::Cancelled => {
             // Read as raw members: the id exactly as the client wrote it (an
             // integer beyond 64 bits included), and its reason, which goes on
             // to the child.
@@ -521,8 +571,7 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
             }
         }
         _ => {
-            let upstream = lock(&session.upstream).clone();
-            if let Some(up) = upstream {
+            if let Some(up) = session.upstream() {
                 up.send(Message::Notification(n)).await;
             }
         }
@@ -530,25 +579,31 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
 }
 
 async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
-    match r.method.as_str() {
-        "initialize" => {
-            let was_initialized = lock(&session.upstream).is_some();
+    let route = Route::of(&r.method);
+    match route {
+        Route::Initialize => {
+            let was_new = matches!(*lock(&session.state), State::New);
             let answer = initialize(session, &r).await;
-            if matches!(answer, Message::Error(_)) && !was_initialized {
-                session.ending.store(true, Ordering::Relaxed);
-            }
-            if let Some(up) = lock(&session.upstream).as_ref() {
-                feeds.broadcasts = Some(up.subscribe());
-                if session.core.mode == ChildMode::PerSession
-                    && !session.ending.load(Ordering::Relaxed)
-                {
-                    feeds.child = Some(up.watch_status());
+            {
+                let mut state = lock(&session.state);
+                if was_new && matches!(answer, Message::Error(_)) {
+                    *state = match std::mem::replace(&mut *state, State::Ended) {
+                        State::Initializing(up) => State::Failed(Some(up)),
+                        _ => State::Failed(None),
+                    };
+                }
+                if let Some(up) = state.upstream() {
+                    feeds.broadcasts = Some(up.subscribe());
+                    let failed = matches!(*state, State::Failed(_));
+                    if session.core.mode == ChildMode::PerSession && !failed {
+                        feeds.child = Some(up.watch_status());
+                    }
                 }
             }
             let _ = session.tx.send(answer).await;
             return;
         }
-        "ping" => {
+        Route::Ping => {
             let pong = Message::Response(Response {
                 id: r.id,
                 result: empty_object(),
@@ -556,44 +611,35 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             let _ = session.tx.send(pong).await;
             return;
         }
-        "tools/call" | "prompts/get" => {
+        Route::Use(_) => {
             if let Err(why) =
                 session
                     .core
-                    .check_request(session.guard_scope(), &r.method, r.params.as_deref())
+                    .check_request(session.guard_scope(), route, r.params.as_deref())
             {
-                let _ = session
-                    .tx
-                    .send(error(r.id, code::INVALID_PARAMS, why))
-                    .await;
+                let _ = session.tx.send(why.answer(r.id)).await;
                 return;
             }
         }
         _ => {}
     }
-    let upstream = lock(&session.upstream).clone();
-    let Some(upstream) = upstream else {
+    let Some(upstream) = session.upstream() else {
         let _ = session
             .tx
-            .send(error(
-                r.id,
-                code::INVALID_REQUEST,
-                "the session is not initialized",
-            ))
+            .send(Error::InvalidRequest("the session is not initialized".into()).answer(r.id))
             .await;
         return;
     };
     let mut r = r;
-    let modern_meta = lock(&session.modern_meta).clone();
-    if let Some(meta) = modern_meta {
+    if let Some(meta) = session.modern_meta() {
         // A 2026-07-28-only child: no session methods; every request carries _meta.
-        match r.method.as_str() {
-            "logging/setLevel" => {
+        match route {
+            Route::SetLevel => {
                 let level = r
                     .params_as::<Map<String, Value>>()
                     .ok()
                     .and_then(|p| p.get("level").cloned());
-                if let Some(m) = lock(&session.modern_meta).as_mut() {
+                if let State::Serving { meta: Some(m), .. } = &mut *lock(&session.state) {
                     match level {
                         Some(level) => m.insert(LOG_LEVEL.to_owned(), level),
                         None => m.remove(LOG_LEVEL),
@@ -606,11 +652,11 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
                 let _ = session.tx.send(done).await;
                 return;
             }
-            "resources/subscribe" | "resources/unsubscribe" => {
+            Route::Subscribe(_) => {
                 let why = "resource subscriptions through the bridge to a 2026-07-28-only server are not supported";
                 let _ = session
                     .tx
-                    .send(error(r.id, code::METHOD_NOT_FOUND, why))
+                    .send(Error::Unsupported(why.into()).answer(r.id))
                     .await;
                 return;
             }
@@ -621,13 +667,13 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             Err(why) => {
                 let _ = session
                     .tx
-                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .send(Error::InvalidParams(why).answer(r.id))
                     .await;
                 return;
             }
         }
     }
-    if session.core.mode == ChildMode::Shared && r.method == "logging/setLevel" {
+    if session.core.mode == ChildMode::Shared && route == Route::SetLevel {
         let logs = upstream
             .ready(std::time::Duration::ZERO)
             .await
@@ -642,7 +688,7 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
                 let why = "logging/setLevel needs a valid params.level";
                 let _ = session
                     .tx
-                    .send(error(r.id, code::INVALID_PARAMS, why))
+                    .send(Error::InvalidParams(why.into()).answer(r.id))
                     .await;
                 return;
             };
@@ -662,12 +708,7 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
     }
-    if session.core.mode == ChildMode::Shared
-        && matches!(
-            r.method.as_str(),
-            "resources/subscribe" | "resources/unsubscribe"
-        )
-    {
+    if session.core.mode == ChildMode::Shared && matches!(route, Route::Subscribe(_)) {
         tokio::spawn(shared_subscription(session.clone(), upstream, r));
         return;
     }
@@ -680,7 +721,12 @@ fn forward(session: &Arc<Session>, upstream: Upstream, r: Request) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
     let call = Begun::new(session, &upstream, r);
-    tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
+    let session = session.clone();
+    tokio::spawn(async move {
+        let _counted = session.pumps.enter();
+        let pump = pump(session.clone(), upstream, call, cancel_rx);
+        session.core.answering(&session.tx, pump).await
+    });
 }
 
 /// The session's direct way in ([`DirectSink`]): a request that [`on_request`]
@@ -696,28 +742,31 @@ impl DirectSink for Direct {
         let Message::Request(r) = message else {
             return Err(message);
         };
-        let plain = match r.method.as_str() {
-            "initialize" | "ping" => false,
-            "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
-                session.core.mode != ChildMode::Shared
-            }
-            "tools/call" | "prompts/get" => session
+        let route = Route::of(&r.method);
+        let plain = match route {
+            Route::Initialize | Route::Ping => false,
+            Route::Subscribe(_) | Route::SetLevel => session.core.mode != ChildMode::Shared,
+            Route::Use(_) => session
                 .core
-                .check_request(session.guard_scope(), &r.method, r.params.as_deref())
+                .check_request(session.guard_scope(), route, r.params.as_deref())
                 .is_ok(),
-            _ => true,
+            Route::Discover | Route::List(_) | Route::Listen | Route::Forward => true,
         };
-        let upstream = lock(&session.upstream).clone();
+        // Initializing or serving a legacy upstream; nothing else is plain.
+        let upstream = match &*lock(&session.state) {
+            State::Initializing(up)
+            | State::Serving {
+                upstream: up,
+                meta: None,
+            } if plain => Some(up.clone()),
+            _ => None,
+        };
         match upstream {
-            Some(up)
-                if plain
-                    && !session.ending.load(Ordering::Relaxed)
-                    && lock(&session.modern_meta).is_none() =>
-            {
+            Some(up) => {
                 forward(session, up, r);
                 Ok(())
             }
-            _ => Err(Message::Request(r)),
+            None => Err(Message::Request(r)),
         }
     }
 }
@@ -742,8 +791,8 @@ impl Begun {
     /// hand-off less between the client's POST and the child's stdin).
     fn new(session: &Session, upstream: &Upstream, r: Request) -> Self {
         let down_id = r.id.clone();
-        let list = crate::catalog::guard::list_kind(&r.method);
-        let original = lock(&session.modern_meta).is_some().then(|| r.clone());
+        let list = Route::of(&r.method).listed();
+        let original = lock(&session.state).meta().is_some().then(|| r.clone());
         let start = upstream.try_call(r, session.owner);
         Begun {
             down_id,
@@ -760,20 +809,14 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if core.draining.load(Ordering::Relaxed) {
         // SIGTERM: requests in flight finish, no new session starts (nor a child
         // for it); the failed initialize ends this one.
-        return error(
-            r.id.clone(),
-            code::INTERNAL_ERROR,
-            "the bridge is shutting down: no new sessions",
-        );
+        return Error::Upstream("the bridge is shutting down: no new sessions".into())
+            .answer(r.id.clone());
     }
     let params: InitializeRequestParams = match r.params_as() {
         Ok(p) => p,
         Err(e) => {
-            return error(
-                r.id.clone(),
-                code::INVALID_PARAMS,
-                format!("invalid initialize params: {e}"),
-            )
+            return Error::InvalidParams(format!("invalid initialize params: {e}"))
+                .answer(r.id.clone())
         }
     };
     let legacy = Supported::new(
@@ -784,52 +827,46 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     .expect("there are legacy versions");
     // One `initialize` per session, whatever the child mode (a shared child's
     // session used to take a second one, and renegotiate its revision).
-    if lock(&session.upstream).is_some() {
-        return error(
-            r.id.clone(),
-            code::INVALID_REQUEST,
-            "the session is already initialized",
-        );
+    if !matches!(*lock(&session.state), State::New) {
+        return Error::InvalidRequest("the session is already initialized".into())
+            .answer(r.id.clone());
     }
     let upstream = match core.mode {
         ChildMode::PerSession => {
             let Some(raw) = r.params.clone() else {
-                return error(
-                    r.id.clone(),
-                    code::INVALID_PARAMS,
-                    "initialize needs params",
-                );
+                return Error::InvalidParams("initialize needs params".into()).answer(r.id.clone());
             };
             let orphans = lock(&session.orphan_tx).take();
             let up = core.start_session_child(raw, orphans);
-            *lock(&session.upstream) = Some(up.clone());
+            *lock(&session.state) = State::Initializing(up.clone());
             up
         }
         ChildMode::Shared => {
             let up = core.shared.clone();
-            *lock(&session.upstream) = Some(up.clone());
+            *lock(&session.state) = State::Initializing(up.clone());
             up
         }
     };
     let info = match upstream.ready(core.init_timeout).await {
         Ok(info) => info,
-        Err(why) => return error(r.id.clone(), code::INTERNAL_ERROR, why),
+        Err(why) => return why.answer(r.id.clone()),
     };
+    let mut meta = None;
     if info.modern {
-        let mut meta = Map::new();
-        meta.insert(
+        let mut modern = Map::new();
+        modern.insert(
             PROTOCOL_VERSION.to_owned(),
             Value::String(ProtocolVersion::V2026_07_28.as_str().to_owned()),
         );
-        meta.insert(
+        modern.insert(
             CLIENT_CAPABILITIES.to_owned(),
             serde_json::to_value(&params.capabilities)
                 .unwrap_or_else(|_| Value::Object(Map::new())),
         );
         if let Ok(v) = serde_json::to_value(&params.client_info) {
-            meta.insert(CLIENT_INFO.to_owned(), v);
+            modern.insert(CLIENT_INFO.to_owned(), v);
         }
-        *lock(&session.modern_meta) = Some(meta);
+        meta = Some(modern);
     }
     let result = match (core.mode, info.modern) {
         // The child negotiated with the client's own params: its answer is the answer.
@@ -837,16 +874,13 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         // One shared child, or a 2026-07-28-only child: the version is ours to agree.
         _ => {
             let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
-                return error(
-                    r.id.clone(),
-                    code::INVALID_PARAMS,
-                    "no protocol version in common",
-                );
+                return Error::InvalidParams("no protocol version in common".into())
+                    .answer(r.id.clone());
             };
             let mut value: serde_json::Map<String, Value> =
                 match serde_json::from_str(info.raw.get()) {
                     Ok(v) => v,
-                    Err(e) => return error(r.id.clone(), code::INTERNAL_ERROR, e.to_string()),
+                    Err(e) => return Error::Upstream(e.to_string()).answer(r.id.clone()),
                 };
             value.insert(
                 "protocolVersion".to_owned(),
@@ -854,7 +888,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             );
             match serde_json::value::to_raw_value(&value) {
                 Ok(raw) => raw,
-                Err(e) => return error(r.id.clone(), code::INTERNAL_ERROR, e.to_string()),
+                Err(e) => return Error::Internal(e.to_string()).answer(r.id.clone()),
             }
         }
     };
@@ -868,6 +902,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if negotiated == Some(ProtocolVersion::V2025_03_26) {
         session.tx.set_batching(Batching::Allowed);
     }
+    *lock(&session.state) = State::Serving { upstream, meta };
     info!(client = %params.client_info.name, version = ?negotiated.map(|v| v.as_str()), "downstream session initialized");
     Message::Response(Response {
         id: r.id.clone(),
@@ -876,13 +911,10 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
 }
 
 /// Answers the client's request `down_id` with -32603 and `why`, and forgets it.
-async fn fail(session: &Arc<Session>, down_id: Id, why: String) {
+async fn fail(session: &Arc<Session>, down_id: Id, why: Error) {
     lock(&session.calls).remove(&down_id);
     cancel_forwarded(session, &down_id, "the call it was made for failed").await;
-    let _ = session
-        .tx
-        .send(error(down_id, code::INTERNAL_ERROR, why))
-        .await;
+    let _ = session.tx.send(why.answer(down_id)).await;
 }
 
 /// Runs one call upstream and forwards what belongs to it.
@@ -903,7 +935,7 @@ async fn pump(
         TryCall::Started(call, None) => Ok(call),
         TryCall::Started(call, Some(unsent)) => match unsent.0.send(unsent.1).await {
             Ok(()) => Ok(call),
-            Err(_) => Err("the upstream server went away".to_owned()),
+            Err(_) => Err(Error::Upstream("the upstream server went away".to_owned())),
         },
         TryCall::Failed(why) => Err(why),
         // Rare paths are boxed to keep the pump's future (copied on spawn) small.
@@ -943,7 +975,7 @@ async fn pump(
                         session.core.request_timeout
                     );
                     call.cancel("timed out in the bridge").await;
-                    fail(&session, down_id, why).await;
+                    fail(&session, down_id, Error::Upstream(why)).await;
                     return;
                 }
             },
@@ -962,7 +994,7 @@ async fn pump(
                 if !wants_log(&session, &n) {
                     continue;
                 }
-                let n = if n.method == "notifications/cancelled" {
+                let n = if Notice::of(&n.method) == Notice::Cancelled {
                     match child_cancelled(&session, n) {
                         Some(n) => n,
                         None => continue,
@@ -1021,7 +1053,7 @@ async fn pump(
                         }
                     }
                     Err(why) => {
-                        fail(&session, down_id, why).await;
+                        fail(&session, down_id, Error::Upstream(why)).await;
                         return;
                     }
                 }
@@ -1226,8 +1258,8 @@ async fn gather_input(
 /// context to check the child's input requests against. No capabilities when
 /// the session has no such `_meta`.
 fn declared_context(session: &Session) -> RequestContext {
-    let client_capabilities = lock(&session.modern_meta)
-        .as_ref()
+    let client_capabilities = lock(&session.state)
+        .meta()
         .and_then(|m| m.get(CLIENT_CAPABILITIES))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
@@ -1244,8 +1276,9 @@ fn declared_context(session: &Session) -> RequestContext {
 /// the session's own stream; the answer goes back under the child's id
 /// ([`answer_server_request`]).
 async fn forward_server_request(session: &Arc<Session>, req: Request, related: Option<Id>) {
-    let upstream = lock(&session.upstream).clone();
-    let Some(upstream) = upstream else { return };
+    let Some(upstream) = session.upstream() else {
+        return;
+    };
     let ours = Id::from(format!(
         "sb-s{}",
         session.next_server_request.fetch_add(1, Ordering::Relaxed)

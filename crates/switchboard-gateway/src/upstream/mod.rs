@@ -43,9 +43,6 @@
 //! This module must not know about HTTP, sessions or the eras of downstream
 //! clients.
 
-// foldhash, not SipHash: these tables are read on every call (ids minted here,
-// or a session's own, bounded by its pending-request limit).
-use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,10 +50,17 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+mod router;
+
+use crate::classify::{Notice, Route};
+use crate::error::Error;
+use crate::gauge::{Counted, Gauge};
 use crate::raw::RawObject;
+use router::{Router, Target};
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
+use switchboard_protocol::types as t;
 use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
@@ -75,15 +79,28 @@ const STOPPED: &str = "stopped by the bridge (its session ended, or the bridge i
 const DISCOVER_PROBE: Duration = Duration::from_secs(5);
 /// A child that stayed up this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
-/// How long a call that ended without the child's answer (cancelled by its
-/// client, timed out, its session gone) still counts as its owner's when the
-/// bridge routes the child's server→client requests and log messages: the
-/// child may not have read the cancellation yet and may still ask or log for
-/// that call, and what it says then must not reach another owner's call. Short:
-/// while it lasts, other owners' calls get no server→client requests or logs
-/// either (as while two owners have calls in flight), and a child that reads
-/// its cancellations at all reads them well within it.
-const CANCELLED_GRACE: Duration = Duration::from_secs(5);
+
+/// The handshake's first question to a new upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// `initialize` first, `server/discover` only if that is refused.
+    Initialize,
+    /// `server/discover` first (bounded: a legacy server may ignore it) and,
+    /// when the upstream speaks 2026-07-28, use it that way (no `initialize`:
+    /// [`InitInfo::modern`]).
+    Discover,
+}
+
+/// Whether a child that exits is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Restart {
+    /// A new child, after a backoff (the shared child).
+    Always,
+    /// None (a per-session child, whose server state dies with it): the
+    /// status stays [`Status::Down`] for good and calls fail at once; its
+    /// owner ends the session.
+    Never,
+}
 
 /// How one upstream child is run and restarted.
 #[derive(Debug, Clone)]
@@ -94,17 +111,12 @@ pub(crate) struct UpstreamConfig {
     pub transport: TransportConfig,
     /// The `initialize` params sent to every (re)started child.
     pub init_params: Box<RawValue>,
-    /// Ask `server/discover` first and, when the child speaks 2026-07-28, use it
-    /// that way (no `initialize`: [`InitInfo::modern`]); otherwise (default)
-    /// `initialize` first and `server/discover` only if that is refused.
-    pub prefer_modern: bool,
+    /// Which question the handshake asks first.
+    pub first: Ask,
     /// How long the child has to answer `initialize`.
     pub init_timeout: Duration,
-    /// Start a new child when this one exits (the shared child). `false` (a
-    /// per-session child, whose server state dies with it): the status stays
-    /// [`Status::Down`] for good and calls fail at once; its owner ends the
-    /// session.
-    pub restart: bool,
+    /// Whether a child that exits is replaced.
+    pub restart: Restart,
     /// The first restart delay; doubled after each failure up to `backoff_max`.
     pub backoff_initial: Duration,
     /// The longest restart delay.
@@ -168,7 +180,7 @@ pub(crate) enum Step {
     /// The call's response or error response, still with the upstream id.
     Done(Message),
     /// The call cannot complete: the child died, or the bridge is stopping.
-    Failed(String),
+    Failed(Error),
 }
 
 /// A request in flight upstream.
@@ -203,7 +215,7 @@ impl Call {
     pub(crate) async fn answer_within(
         mut self,
         wait: Duration,
-    ) -> Result<Result<Message, String>, ()> {
+    ) -> Result<Result<Message, Error>, ()> {
         let outcome = tokio::time::timeout(wait, async {
             loop {
                 match self.next().await {
@@ -236,8 +248,8 @@ impl Call {
                 self.finished = true;
                 match done {
                     Ok(Ok(message)) => Step::Done(message),
-                    Ok(Err(why)) => Step::Failed(why),
-                    Err(_) => Step::Failed("the upstream dropped the call".to_owned()),
+                    Ok(Err(why)) => Step::Failed(Error::Upstream(why)),
+                    Err(_) => Step::Failed(Error::Upstream("the upstream dropped the call".to_owned())),
                 }
             }
         }
@@ -265,7 +277,7 @@ impl Call {
         let (removed, answers) = self.upstream.forget(self.id, reason);
         if removed {
             let params = serde_json::json!({ "requestId": self.id, "reason": reason });
-            if let Ok(n) = Notification::new("notifications/cancelled", &params) {
+            if let Ok(n) = Notification::new(t::NOTIFICATION_CANCELLED, &params) {
                 self.upstream.send(Message::Notification(n)).await;
             }
         }
@@ -290,7 +302,7 @@ pub(crate) enum TryCall {
     /// the message still to send on that sender.
     Started(Call, Option<Box<(Sender, Message)>>),
     /// It cannot be made (the child went away, the params are not an object).
-    Failed(String),
+    Failed(Error),
     /// It would have to wait for the child or a slot: use [`Upstream::call`].
     Later(Request),
 }
@@ -309,54 +321,25 @@ impl Drop for Call {
 
 /// The owner of the bridge's own calls to the child (its `tools/list` fetches,
 /// module `tools`): never the owner of a server→client request or a log of the
-/// child's, and never a rival of a client's call for one ([`pick_call`]): the
-/// child does not ask the bridge anything. Sessions and exchanges get owners
-/// from 1 (`Core::next_owner`).
-pub(crate) const BRIDGE_OWNER: u64 = 0;
+/// child's, and never a rival of a client's call for one. Sessions and
+/// exchanges get owners from 1 (`Core::next_owner`).
+pub(crate) const BRIDGE_OWNER: u64 = router::GATEWAY_OWNER;
 
+/// What the table keeps per call besides its routing ([`router::Entry`]).
 struct Slot {
     done: oneshot::Sender<Result<Message, String>>,
     events: mpsc::Sender<Box<CallEvent>>,
-    owner: u64,
-    seq: u64,
-    /// The token we put upstream, and the caller's own.
-    token: Option<(String, Box<RawValue>)>,
-    /// A 2026-07-28 `subscriptions/listen`: open until its client leaves, so
-    /// not a request in flight ([`Upstream::in_flight`]).
-    listen: bool,
+    /// Counted in [`Inner::in_flight`] while the slot lives; `None` for a
+    /// 2026-07-28 `subscriptions/listen`, open until its client leaves, so not
+    /// a request in flight.
+    _in_flight: Option<Counted>,
 }
 
+/// The child's sender (while it runs) and the routing table.
 #[derive(Default)]
 struct Table {
     sender: Option<Sender>,
-    calls: HashMap<u64, Slot>,
-    tokens: HashMap<String, u64>,
-    /// The child's open server→client requests by the child's own id → the id
-    /// they were handed on under (a key of `open_requests`); for its
-    /// `notifications/cancelled`.
-    child_requests: HashMap<Id, u64>,
-    /// The child's server→client requests handed on (to a call or to the owning
-    /// session) and not answered yet, by the id they were handed on under (ours,
-    /// from the same counter as our request ids, so unique across restarts).
-    /// Emptied when the child dies: an answer that comes later was meant for a
-    /// process that is gone, and the child's id in it may already name another
-    /// request of the restarted child (ids start again in a new process), so it
-    /// is dropped ([`Upstream::respond`]), never delivered to the new child.
-    open_requests: HashMap<u64, OpenRequest>,
-    /// Calls that ended without the child's answer, by our id: their owner and
-    /// until when they count for routing ([`CANCELLED_GRACE`]); forgotten
-    /// earlier when the child answers them after all, or dies.
-    cancelled: HashMap<u64, (u64, Instant)>,
-    seq: u64,
-}
-
-/// One of the child's server→client requests handed on and not answered yet.
-struct OpenRequest {
-    /// The child's own id of it.
-    child: Id,
-    /// The call it was routed to (our id); `None`: to the owning session
-    /// (made while no call was in flight).
-    call: Option<u64>,
+    router: Router<Slot>,
 }
 
 /// The error the child gets for a request of its own that nobody will answer.
@@ -418,6 +401,8 @@ struct Inner {
     orphans: Option<mpsc::Sender<CallEvent>>,
     /// The child has been ready at least once ([`Upstream::ready`]).
     was_ready: std::sync::atomic::AtomicBool,
+    /// The calls in flight (listens excepted): what a drain waits for.
+    in_flight: Gauge,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -464,6 +449,7 @@ impl Upstream {
             restarts: AtomicU64::new(0),
             orphans,
             was_ready: std::sync::atomic::AtomicBool::new(false),
+            in_flight: Gauge::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -499,8 +485,8 @@ impl Upstream {
     /// `initialize`): a client then gets that reason now rather than after
     /// `wait` (a restart seldom mends a missing command or bad arguments). Once
     /// the child has been ready, a request waits through its restarts.
-    pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
-        self.wait_ready(wait, false).await
+    pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, Error> {
+        self.wait_ready(wait, false).await.map_err(Error::Upstream)
     }
 
     async fn wait_ready(&self, wait: Duration, patient: bool) -> Result<Arc<InitInfo>, String> {
@@ -527,7 +513,7 @@ impl Upstream {
                             return Err(format!("the upstream server could not be started: {why}"))
                         }
                         // Not restarted: nothing to wait for.
-                        Status::Down(why) if !self.inner.config.restart => {
+                        Status::Down(why) if self.inner.config.restart == Restart::Never => {
                             return Err(format!("the upstream server is gone: {why}"))
                         }
                         Status::Down(why) => Some(why.clone()),
@@ -561,10 +547,17 @@ impl Upstream {
     ///
     /// Errors (as text for the downstream error response): the child is not ready
     /// within [`UpstreamConfig::ready_wait`], or it went away.
-    pub(crate) async fn call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
+    pub(crate) async fn call(&self, request: Request, owner: u64) -> Result<Call, Error> {
+        self.open_call(request, owner)
+            .await
+            .map_err(Error::Upstream)
+    }
+
+    /// [`call`](Self::call), failing with the reason's text.
+    async fn open_call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
         let ready_by = Instant::now() + self.inner.config.ready_wait;
         loop {
-            self.ready(ready_by.saturating_duration_since(Instant::now()))
+            self.wait_ready(ready_by.saturating_duration_since(Instant::now()), false)
                 .await?;
             let wait = self.inner.config.queue_wait;
             let slot = match self.inner.slots.clone().try_acquire_owned() {
@@ -617,7 +610,7 @@ impl Upstream {
         let (call, sender, message) = match self.register(request, owner, slot) {
             Ok(registered) => registered,
             Err(Refused::Restarting(request)) => return TryCall::Later(request),
-            Err(Refused::Failed(why)) => return TryCall::Failed(why),
+            Err(Refused::Failed(why)) => return TryCall::Failed(Error::Upstream(why)),
         };
         match sender.try_send(message) {
             Ok(()) => TryCall::Started(call, None),
@@ -625,9 +618,11 @@ impl Upstream {
                 Outgoing::Message(message) => {
                     TryCall::Started(call, Some(Box::new((sender, message))))
                 }
-                Outgoing::Batch(_) => TryCall::Failed("a request came back as a batch".to_owned()),
+                Outgoing::Batch(_) => {
+                    TryCall::Failed(Error::Internal("a request came back as a batch".to_owned()))
+                }
             },
-            Err(_) => TryCall::Failed("the upstream server went away".to_owned()),
+            Err(_) => TryCall::Failed(Error::Upstream("the upstream server went away".to_owned())),
         }
     }
 
@@ -653,23 +648,13 @@ impl Upstream {
             Ok(t) => t,
             Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
-        let listen = request.method == "subscriptions/listen";
-        table.seq += 1;
-        let seq = table.seq;
-        if let Some((ours, _)) = &token {
-            table.tokens.insert(ours.clone(), id);
-        }
-        table.calls.insert(
-            id,
-            Slot {
-                done: done_tx,
-                events: events_tx,
-                owner,
-                seq,
-                token,
-                listen,
-            },
-        );
+        let listen = Route::of(&request.method) == Route::Listen;
+        let slot_of_call = Slot {
+            done: done_tx,
+            events: events_tx,
+            _in_flight: (!listen).then(|| self.inner.in_flight.enter()),
+        };
+        table.router.insert(id, owner, token, slot_of_call);
         drop(table);
         let call = Call {
             upstream: self.clone(),
@@ -705,7 +690,7 @@ impl Upstream {
     /// call ended.
     pub(crate) fn is_open(&self, ours: &Id) -> bool {
         let table = lock(&self.inner.table);
-        upstream_id(ours).is_some_and(|n| table.open_requests.contains_key(&n))
+        upstream_id(ours).is_some_and(|n| table.router.is_open(n))
     }
 
     /// Answers one of the child's server→client requests (its own id). An answer
@@ -722,7 +707,7 @@ impl Upstream {
         };
         let child_id = {
             let mut table = lock(&self.inner.table);
-            upstream_id(&ours).and_then(|n| take_open(&mut table, n))
+            upstream_id(&ours).and_then(|n| table.router.take_open(n))
         };
         let Some(child_id) = child_id else {
             debug!(id = %ours, "an answer to a request the running child did not make (it was restarted, or it was answered already); dropped");
@@ -743,39 +728,13 @@ impl Upstream {
     /// a child waiting for an answer (a tool blocked on sampling) would wait
     /// forever. They leave the tables here; the caller sends the answers.
     fn forget(&self, id: u64, why: &str) -> (bool, Vec<Message>) {
-        let mut table = lock(&self.inner.table);
-        let mine: Vec<u64> = table
-            .open_requests
-            .iter()
-            .filter(|(_, open)| open.call == Some(id))
-            .map(|(ours, _)| *ours)
+        let (entry, owed) = lock(&self.inner.table).router.forget(id, Instant::now());
+        let why = format!("the call it was made for is over ({why})");
+        let answers = owed
+            .into_iter()
+            .map(|child| abandoned(child, &why))
             .collect();
-        let answers: Vec<Message> = if mine.is_empty() {
-            Vec::new()
-        } else {
-            let why = format!("the call it was made for is over ({why})");
-            mine.into_iter()
-                .filter_map(|ours| take_open(&mut table, ours))
-                .map(|child| abandoned(child, &why))
-                .collect()
-        };
-        let removed = match table.calls.remove(&id) {
-            Some(slot) => {
-                if let Some((ours, _)) = slot.token {
-                    table.tokens.remove(&ours);
-                }
-                let now = Instant::now();
-                table.cancelled.retain(|_, (_, until)| *until > now);
-                if slot.owner != BRIDGE_OWNER {
-                    table
-                        .cancelled
-                        .insert(id, (slot.owner, now + CANCELLED_GRACE));
-                }
-                true
-            }
-            None => false,
-        };
-        (removed, answers)
+        (entry.is_some(), answers)
     }
 
     /// Gives up on one of the child's server→client requests, handed on under
@@ -786,7 +745,7 @@ impl Upstream {
     pub(crate) fn abandon(&self, ours: &Id, why: &str) {
         let (child, sender) = {
             let mut table = lock(&self.inner.table);
-            let child = upstream_id(ours).and_then(|n| take_open(&mut table, n));
+            let child = upstream_id(ours).and_then(|n| table.router.take_open(n));
             (child, table.sender.clone())
         };
         if let Some(child) = child {
@@ -800,21 +759,19 @@ impl Upstream {
     /// last until their client leaves, and a drain waiting for them would always
     /// wait its whole time.
     pub(crate) fn in_flight(&self) -> usize {
-        lock(&self.inner.table)
-            .calls
-            .values()
-            .filter(|slot| !slot.listen)
-            .count()
+        self.inner.in_flight.get()
+    }
+
+    /// Waits up to `wait` for the calls in flight to end; `true` when they did.
+    pub(crate) async fn drained(&self, wait: Duration) -> bool {
+        self.inner.in_flight.drained(wait).await
     }
 
     /// Stops the child: waits up to `drain` for the calls in flight to finish,
     /// then ends the child in the spec's order (close stdin, SIGTERM, SIGKILL) and
     /// fails what is left. Idempotent.
     pub(crate) async fn shutdown(&self, drain: Duration) {
-        let deadline = Instant::now() + drain;
-        while self.in_flight() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.drained(drain).await;
         self.inner.stop.send_replace(true);
         let task = lock(&self.inner.stopped).take();
         if let Some(task) = task {
@@ -881,7 +838,7 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             break;
         }
-        if !inner.config.restart {
+        if inner.config.restart == Restart::Never {
             // A per-session child: its server state (initialize, subscriptions,
             // log level) is gone with it; a new one would serve a session it
             // knows nothing of. Down for good: its owner ends the session.
@@ -976,7 +933,7 @@ async fn initialize(
     sender: &Sender,
     receiver: &mut switchboard_transport::Receiver,
 ) -> Result<InitInfo, String> {
-    if inner.config.prefer_modern {
+    if inner.config.first == Ask::Discover {
         // A legacy child may ignore the unknown method: bounded (REVISIONS.md §6:
         // a timeout means legacy).
         match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver)).await {
@@ -992,7 +949,7 @@ async fn initialize(
     }
     let request = Request {
         id: Id::from(0u64),
-        method: "initialize".to_owned(),
+        method: t::INITIALIZE.to_owned(),
         params: Some(inner.config.init_params.clone()),
     };
     let refusal = match exchange(sender, receiver, request).await? {
@@ -1000,7 +957,7 @@ async fn initialize(
             let result: InitializeResult = serde_json::from_str(r.result.get())
                 .map_err(|e| format!("invalid initialize result: {e}"))?;
             let initialized = Notification {
-                method: "notifications/initialized".to_owned(),
+                method: t::NOTIFICATION_INITIALIZED.to_owned(),
                 params: None,
             };
             sender
@@ -1016,7 +973,7 @@ async fn initialize(
         Message::Error(e) => format!("initialize failed: {} ({})", e.error.message, e.error.code),
         _ => return Err("an unexpected answer to initialize".to_owned()),
     };
-    if inner.config.prefer_modern {
+    if inner.config.first == Ask::Discover {
         // Already asked: not a 2026-07-28 server.
         return Err(refusal);
     }
@@ -1075,7 +1032,7 @@ async fn discover(
         meta::CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or_else(|| serde_json::json!({})),
         meta::CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or_else(|| serde_json::json!({"name": "switchboard-bridge", "version": "0"})),
     }});
-    let request = Request::new(Id::from(1u64), "server/discover", &discover)
+    let request = Request::new(Id::from(1u64), t::SERVER_DISCOVER, &discover)
         .map_err(|e| refused(e.to_string()))?;
     match exchange(sender, receiver, request)
         .await
@@ -1158,7 +1115,7 @@ async fn exchange(
             Message::Response(ref r) if r.id == id => return Ok(message),
             Message::Error(ref e) if e.id.as_ref() == Some(&id) => return Ok(message),
             Message::Request(r) => {
-                let answer = if r.method == "ping" {
+                let answer = if Route::of(&r.method) == Route::Ping {
                     Message::Response(Response {
                         id: r.id,
                         result: empty_object(),
@@ -1230,50 +1187,6 @@ fn upstream_id(id: &Id) -> Option<u64> {
     id.as_i64().and_then(|n| u64::try_from(n).ok())
 }
 
-/// Removes the open request handed on under `ours` from both tables; the
-/// child's own id of it.
-fn take_open(table: &mut Table, ours: u64) -> Option<Id> {
-    let open = table.open_requests.remove(&ours)?;
-    if table.child_requests.get(&open.child) == Some(&ours) {
-        table.child_requests.remove(&open.child);
-    }
-    Some(open.child)
-}
-
-/// The call a server→client request or a log message belongs to: the latest call
-/// of the only owner with calls in flight. A call that ended lately without the
-/// child's answer still counts for its owner ([`CANCELLED_GRACE`]): the child may
-/// be asking for it, so while another owner has one, nothing is picked.
-fn pick_call(table: &Table) -> Option<u64> {
-    let mut owner = None;
-    let mut best: Option<(u64, u64)> = None;
-    for (id, slot) in table.calls.iter().filter(|(_, s)| s.owner != BRIDGE_OWNER) {
-        match owner {
-            None => owner = Some(slot.owner),
-            Some(o) if o != slot.owner => return None,
-            Some(_) => {}
-        }
-        if best.is_none_or(|(_, seq)| slot.seq > seq) {
-            best = Some((*id, slot.seq));
-        }
-    }
-    let owner = owner?;
-    if other_owner_cancelled(table, Some(owner)) {
-        return None;
-    }
-    best.map(|(id, _)| id)
-}
-
-/// Whether a call of an owner other than `owner` (of any owner, for `None`)
-/// ended without the child's answer within [`CANCELLED_GRACE`].
-fn other_owner_cancelled(table: &Table, owner: Option<u64>) -> bool {
-    let now = Instant::now();
-    table
-        .cancelled
-        .values()
-        .any(|(o, until)| *until > now && Some(*o) != owner)
-}
-
 async fn dispatch(inner: &Arc<Inner>, message: Message) {
     match message {
         Message::Response(ref r) => complete(inner, &r.id.clone(), Ok(message)),
@@ -1284,7 +1197,7 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
             }
         },
         Message::Request(r) => {
-            if r.method == "ping" {
+            if Route::of(&r.method) == Route::Ping {
                 let pong = Message::Response(Response {
                     id: r.id,
                     result: empty_object(),
@@ -1295,45 +1208,41 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                 }
                 return;
             }
-            // Some(true): delivered; Some(false): the receiver is not keeping up;
-            // None: nobody to give it to.
-            let routed = {
+            // Handed on under an id of ours, never the child's own (see
+            // `router::Router::open`); entered as open before it is sent, so
+            // that an answer coming at once finds it.
+            let ours = inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let handed = Request {
+                id: Id::from(ours),
+                method: r.method.clone(),
+                params: r.params.clone(),
+            };
+            let destination = {
                 let mut table = lock(&inner.table);
-                // Handed on under an id of ours, never the child's own: see
-                // `Table::open_requests`.
-                let ours = inner.next_id.fetch_add(1, Ordering::Relaxed);
-                let handed = Request {
-                    id: Id::from(ours),
-                    method: r.method.clone(),
-                    params: r.params.clone(),
-                };
-                let call = pick_call(&table);
-                let routed = match call {
-                    Some(call) => table.calls.get(&call).map(|slot| {
-                        slot.events
-                            .try_send(Box::new(CallEvent::Request(handed)))
-                            .is_ok()
-                    }),
+                let destination = match table.router.target(Instant::now()) {
+                    Target::Call(call) => table
+                        .router
+                        .get(call)
+                        .map(|e| (Some(call), Ok(e.payload.events.clone()))),
                     // Nothing in flight: the child's own initiative (e.g. `roots/list`
                     // after initialize). To its one owner, if it has one.
-                    None if table.calls.is_empty() => inner
-                        .orphans
-                        .as_ref()
-                        .map(|tx| tx.try_send(CallEvent::Request(handed)).is_ok()),
-                    None => None,
+                    Target::Idle => inner.orphans.clone().map(|tx| (None, Err(tx))),
+                    Target::Unknown => None,
                 };
-                if routed == Some(true) {
-                    table.child_requests.insert(r.id.clone(), ours);
-                    table.open_requests.insert(
-                        ours,
-                        OpenRequest {
-                            child: r.id.clone(),
-                            call,
-                        },
-                    );
+                if let Some((call, _)) = &destination {
+                    table.router.open(ours, r.id.clone(), *call);
                 }
-                routed
+                destination
             };
+            // Some(true): delivered; Some(false): the receiver is not keeping up;
+            // None: nobody to give it to.
+            let routed = destination.map(|(_, to)| match to {
+                Ok(call) => call.try_send(Box::new(CallEvent::Request(handed))).is_ok(),
+                Err(owner) => owner.try_send(CallEvent::Request(handed)).is_ok(),
+            });
+            if routed == Some(false) {
+                lock(&inner.table).router.take_open(ours);
+            }
             let refused = match routed {
                 Some(true) => None,
                 Some(false) => Some("the downstream caller is not keeping up"),
@@ -1359,36 +1268,23 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
 /// response or error response, the call's [`Step::Done`]) or with why it
 /// cannot have one (`Err`, [`Step::Failed`]: the callers answer -32603).
 fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
-    let slot = {
-        let mut table = lock(&inner.table);
-        let slot = upstream_id(id).and_then(|n| table.calls.remove(&n));
-        if let Some(slot) = &slot {
-            if let Some((ours, _)) = &slot.token {
-                table.tokens.remove(ours);
-            }
-            // The child's open requests made for it stay open: the client may
-            // still answer them.
+    // The child's open requests made for it stay open: the client may still
+    // answer them. A cancelled call the child answered after all: it is done
+    // with it.
+    let entry = upstream_id(id).and_then(|n| lock(&inner.table).router.complete(n));
+    match entry {
+        Some(entry) => {
+            let _ = entry.payload.done.send(outcome);
         }
-        slot
-    };
-    match slot {
-        Some(slot) => {
-            let _ = slot.done.send(outcome);
-        }
-        None => {
-            // A cancelled call the child answered after all: it is done with it.
-            if let Some(n) = upstream_id(id) {
-                lock(&inner.table).cancelled.remove(&n);
-            }
-            debug!(%id, "a response for no call in flight (cancelled or unknown)")
-        }
+        None => debug!(%id, "a response for no call in flight (cancelled or unknown)"),
     }
 }
 
 fn notify(inner: &Arc<Inner>, mut n: Notification) {
+    let now = Instant::now();
     let table = lock(&inner.table);
-    let target = match n.method.as_str() {
-        "notifications/progress" => {
+    let target = match Notice::of(&n.method) {
+        Notice::Progress => {
             let Some(mut params) = n
                 .params
                 .as_ref()
@@ -1402,66 +1298,65 @@ fn notify(inner: &Arc<Inner>, mut n: Notification) {
             else {
                 return;
             };
-            let Some(call) = table.tokens.get(&token).copied() else {
+            let Some(call) = table.router.by_token(&token) else {
                 debug!(token, "progress for no call in flight");
                 return;
             };
-            let Some(slot) = table.calls.get(&call) else {
+            let Some(entry) = table.router.get(call) else {
                 return;
             };
-            if let Some((_, original)) = &slot.token {
+            if let Some((_, original)) = &entry.token {
                 params.insert("progressToken", original.clone());
             }
             n.params = Some(params.to_raw());
-            Some(call)
+            Target::Call(call)
         }
-        "notifications/cancelled" => {
+        Notice::Cancelled => {
             drop(table);
             child_cancelled(inner, n);
             return;
         }
-        _ if subscription_of(&n).is_some_and(|id| table.calls.contains_key(&id)) => {
-            // A 2026-07-28 listen stream's notification: to the listen call
-            // (`_meta.subscriptionId` is the listen request's id, ours).
-            subscription_of(&n)
+        // A 2026-07-28 listen stream's notification: to the listen call
+        // (`_meta.subscriptionId` is the listen request's id, ours).
+        _ if subscription_of(&n).is_some_and(|id| table.router.get(id).is_some()) => {
+            subscription_of(&n).map_or(Target::Idle, Target::Call)
         }
-        "notifications/message" => match pick_call(&table) {
-            Some(call) => Some(call),
-            // Idle: to every owner, unless a call ended lately without an
-            // answer (the log may be about it; with one owner, it is theirs).
-            None if table.calls.is_empty()
-                && (inner.orphans.is_some() || !other_owner_cancelled(&table, None)) =>
-            {
-                None
-            }
-            None if table.calls.is_empty() => {
+        Notice::Log => match table.router.log_target(now, inner.orphans.is_some()) {
+            Target::Unknown if table.router.is_idle() => {
                 debug!("a log message soon after a call was cancelled: not routed");
                 return;
             }
-            None => {
+            Target::Unknown => {
                 debug!("a log message while several downstream owners have calls in flight: not routed");
                 return;
             }
+            target => target,
         },
+        _ => Target::Idle,
+    };
+    // Sent once the table is let go.
+    let call = match target {
+        Target::Call(call) => table
+            .router
+            .get(call)
+            .map(|e| (call, e.payload.events.clone())),
         _ => None,
     };
-    match target {
-        Some(call) => {
-            if let Some(slot) = table.calls.get(&call) {
-                if slot
-                    .events
-                    .try_send(Box::new(CallEvent::Notification(n)))
-                    .is_err()
-                {
-                    debug!(
-                        call,
-                        "a call's consumer is not keeping up: notification dropped"
-                    );
-                }
+    drop(table);
+    match (target, call) {
+        (Target::Call(_), Some((call, events))) => {
+            if events
+                .try_send(Box::new(CallEvent::Notification(n)))
+                .is_err()
+            {
+                debug!(
+                    call,
+                    "a call's consumer is not keeping up: notification dropped"
+                );
             }
         }
-        None => {
-            drop(table);
+        (Target::Call(_), None) => {}
+        _ => {
             let _ = inner.broadcast.send(n);
         }
     }
@@ -1488,26 +1383,31 @@ fn child_cancelled(inner: &Arc<Inner>, n: Notification) {
         .get("requestId")
         .and_then(|v| serde_json::value::to_raw_value(v).ok())
         .and_then(|raw| Id::from_raw(&raw).ok());
-    let mut table = lock(&inner.table);
-    let Some(ours) = child
-        .as_ref()
-        .and_then(|id| table.child_requests.get(id).copied())
-    else {
+    let (cancelled, events) = {
+        let mut table = lock(&inner.table);
+        let cancelled = child
+            .as_ref()
+            .and_then(|id| table.router.child_cancelled(id));
+        let events = cancelled
+            .and_then(|(_, call)| call)
+            .and_then(|c| table.router.get(c))
+            .map(|e| e.payload.events.clone());
+        (cancelled, events)
+    };
+    let Some((ours, _)) = cancelled else {
         debug!(
             request = ?child.map(|id| id.to_string()),
             "the child cancelled a request it has not open (answered already, or unknown): dropped"
         );
         return;
     };
-    let call = table.open_requests.get(&ours).and_then(|open| open.call);
-    take_open(&mut table, ours);
     params.insert("requestId".to_owned(), Value::from(ours));
     let Ok(n) = Notification::new(n.method, &params) else {
         return;
     };
     let event = Box::new(CallEvent::Notification(n));
-    let event = match call.and_then(|c| table.calls.get(&c)) {
-        Some(slot) => match slot.events.try_send(event) {
+    let event = match events {
+        Some(events) => match events.try_send(event) {
             Ok(()) => return,
             Err(e) => e.into_inner(),
         },
@@ -1544,14 +1444,7 @@ fn subscription_of(n: &Notification) -> Option<u64> {
 }
 
 fn fail_all(inner: &Arc<Inner>, why: &str) {
-    let slots: Vec<Slot> = {
-        let mut table = lock(&inner.table);
-        table.tokens.clear();
-        table.child_requests.clear();
-        table.open_requests.clear();
-        table.cancelled.clear();
-        table.calls.drain().map(|(_, s)| s).collect()
-    };
+    let slots = lock(&inner.table).router.clear();
     if !slots.is_empty() {
         warn!(
             calls = slots.len(),
@@ -1561,7 +1454,7 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
     }
     let text = format!("the upstream server {}: {why}", inner.name);
     for slot in slots {
-        let _ = slot.done.send(Err(text.clone()));
+        let _ = slot.payload.done.send(Err(text.clone()));
     }
 }
 
@@ -1666,7 +1559,7 @@ time.sleep(60)
             panic!("a request")
         };
         assert_eq!(r.id, Id::from(call.id), "registered under our id");
-        assert!(lock(&up.inner.table).calls.contains_key(&call.id));
+        assert!(lock(&up.inner.table).router.get(call.id).is_some());
         up.shutdown(Duration::ZERO).await;
     }
 
@@ -1733,8 +1626,8 @@ for line in sys.stdin:
                     "protocolVersion": "2025-11-25", "capabilities": capabilities,
                     "clientInfo": {"name": "t", "version": "1"}}))
             .unwrap(),
-            prefer_modern: false,
-            restart: true,
+            first: Ask::Initialize,
+            restart: Restart::Always,
             init_timeout: Duration::from_secs(10),
             backoff_initial: Duration::from_millis(100),
             backoff_max: Duration::from_secs(1),
@@ -1755,7 +1648,7 @@ for line in sys.stdin:
             "import os, threading\nthreading.Timer(0.3, lambda: os._exit(0)).start()\nfor line in sys.stdin:",
         );
         let mut config = python_config(&exits);
-        config.restart = false;
+        config.restart = Restart::Never;
         let up = Upstream::start(config, None);
         up.ready(Duration::from_secs(10)).await.expect("ready");
         let mut status = up.watch_status();
@@ -1774,7 +1667,7 @@ for line in sys.stdin:
         let Err(why) = up.call(tool("report"), 1).await else {
             panic!("a call on a child that is gone")
         };
-        assert!(why.contains("gone"), "{why}");
+        assert!(why.to_string().contains("gone"), "{why}");
         assert!(started.elapsed() < Duration::from_secs(2), "failed at once");
         up.shutdown(Duration::ZERO).await;
         assert!(matches!(up.status(), Status::Stopped));
@@ -1802,8 +1695,7 @@ for line in sys.stdin:
     }
 
     fn open_tables_are_empty(up: &Upstream) -> bool {
-        let table = lock(&up.inner.table);
-        table.open_requests.is_empty() && table.child_requests.is_empty()
+        lock(&up.inner.table).router.nothing_open()
     }
 
     /// The child cancels its own request: the call gets the cancellation under
@@ -1946,8 +1838,11 @@ for line in sys.stdin:
         let mut call = up.call(tool("big"), 1).await.expect("started");
         match next_step(&mut call).await {
             Step::Failed(why) => {
-                assert!(why.contains("line limit"), "{why}");
-                assert!(why.contains("asking"), "names the upstream: {why}");
+                assert!(why.to_string().contains("line limit"), "{why}");
+                assert!(
+                    why.to_string().contains("asking"),
+                    "names the upstream: {why}"
+                );
             }
             other => panic!("expected the call to fail, got {other:?}"),
         }
@@ -1957,7 +1852,7 @@ for line in sys.stdin:
             "the child goes on"
         );
         assert!(
-            lock(&up.inner.table).calls.is_empty(),
+            lock(&up.inner.table).router.is_idle(),
             "no call left behind"
         );
         up.shutdown(Duration::ZERO).await;
@@ -1979,7 +1874,7 @@ for line in sys.stdin:
               "error": {"code": -32602, "message": "no such version"}}), flush=True)
 "#;
         let mut config = python_config(refuses);
-        config.restart = false;
+        config.restart = Restart::Never;
         config.init_timeout = Duration::from_secs(20);
         let up = Upstream::start(config, None);
         let started = Instant::now();
@@ -1988,7 +1883,8 @@ for line in sys.stdin:
             .await
             .expect_err("the child refused initialize");
         assert!(
-            why.contains("initialize failed: no such version (-32602)"),
+            why.to_string()
+                .contains("initialize failed: no such version (-32602)"),
             "{why}"
         );
         assert!(

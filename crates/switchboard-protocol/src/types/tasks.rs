@@ -32,6 +32,9 @@ pub const TASKS_LIST: &str = "tasks/list";
 /// `tasks/cancel` (2025-11-25, both directions): params [`CancelTaskRequestParams`],
 /// result [`CancelTaskResult`]; a task already terminal gets -32602.
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `tasks/update` (2026-07-28 tasks extension, client→server): the client's
+/// input to a task that asked for it.
+pub const TASKS_UPDATE: &str = "tasks/update";
 /// `notifications/tasks/status` (2025-11-25, both directions): params
 /// [`TaskStatusNotificationParams`].
 pub const NOTIFICATION_TASKS_STATUS: &str = "notifications/tasks/status";

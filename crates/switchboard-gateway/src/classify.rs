@@ -1,0 +1,181 @@
+//! One classification of a message by its method into what the gateway does
+//! with it: every place that used to match method strings (the session's fast
+//! and slow paths, the stateless exchange, the upstream's dispatch) matches a
+//! [`Route`] or a [`Notice`] instead. Method names come only from the protocol
+//! crate's constants. Pure: no sessions, no upstreams, no I/O.
+
+use switchboard_protocol::types as t;
+
+use crate::catalog::pin::Kind;
+
+/// What a downstream request is, for the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `initialize`: the session's handshake, answered by the session.
+    Initialize,
+    /// `ping`: answered by the gateway itself.
+    Ping,
+    /// `server/discover` (2026-07-28): answered from the upstream's result.
+    Discover,
+    /// `tools/call`, `prompts/get`: an entry used by name, judged by policy
+    /// (allowlist, lock) before any upstream sees it.
+    Use(Kind),
+    /// `tools/list`, `prompts/list`, `resources/templates/list`: a list whose
+    /// entries policy filters.
+    List(Kind),
+    /// `logging/setLevel`: kept per session where the upstream is shared.
+    SetLevel,
+    /// `resources/subscribe` (`true`) or `resources/unsubscribe` (`false`):
+    /// counted per subscriber where the upstream is shared.
+    Subscribe(bool),
+    /// `subscriptions/listen` (2026-07-28): a stream of changes.
+    Listen,
+    /// Anything else (`resources/read`, `completion/complete`, `tasks/*`, an
+    /// unknown method): forwarded as is; the upstream answers.
+    Forward,
+}
+
+impl Route {
+    /// The route of a request for `method`.
+    pub(crate) fn of(method: &str) -> Route {
+        match method {
+            t::INITIALIZE => Route::Initialize,
+            t::PING => Route::Ping,
+            t::SERVER_DISCOVER => Route::Discover,
+            t::TOOLS_CALL => Route::Use(Kind::Tool),
+            t::PROMPTS_GET => Route::Use(Kind::Prompt),
+            t::TOOLS_LIST => Route::List(Kind::Tool),
+            t::PROMPTS_LIST => Route::List(Kind::Prompt),
+            t::RESOURCES_TEMPLATES_LIST => Route::List(Kind::ResourceTemplate),
+            t::LOGGING_SET_LEVEL => Route::SetLevel,
+            t::RESOURCES_SUBSCRIBE => Route::Subscribe(true),
+            t::RESOURCES_UNSUBSCRIBE => Route::Subscribe(false),
+            t::SUBSCRIPTIONS_LISTEN => Route::Listen,
+            _ => Route::Forward,
+        }
+    }
+
+    /// The kind of entry a request uses by name, for the requests policy
+    /// refuses.
+    pub(crate) fn used(self) -> Option<Kind> {
+        match self {
+            Route::Use(kind) => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// The kind of entries a list request returns, for the lists policy
+    /// filters.
+    pub(crate) fn listed(self) -> Option<Kind> {
+        match self {
+            Route::List(kind) => Some(kind),
+            _ => None,
+        }
+    }
+}
+
+/// What a notification is, for the gateway (either direction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// `notifications/initialized`.
+    Initialized,
+    /// `notifications/cancelled`.
+    Cancelled,
+    /// `notifications/progress`.
+    Progress,
+    /// `notifications/message`: a log message.
+    Log,
+    /// `notifications/{tools,prompts}/list_changed` (the kind whose list
+    /// changed), `notifications/resources/list_changed` (`None`).
+    ListChanged(Option<Kind>),
+    /// `notifications/resources/updated`.
+    ResourceUpdated,
+    /// Anything else: passed on as is.
+    Other,
+}
+
+impl Notice {
+    /// The class of a notification for `method`.
+    pub(crate) fn of(method: &str) -> Notice {
+        match method {
+            t::NOTIFICATION_INITIALIZED => Notice::Initialized,
+            t::NOTIFICATION_CANCELLED => Notice::Cancelled,
+            t::NOTIFICATION_PROGRESS => Notice::Progress,
+            t::NOTIFICATION_MESSAGE => Notice::Log,
+            t::NOTIFICATION_TOOLS_LIST_CHANGED => Notice::ListChanged(Some(Kind::Tool)),
+            t::NOTIFICATION_PROMPTS_LIST_CHANGED => Notice::ListChanged(Some(Kind::Prompt)),
+            t::NOTIFICATION_RESOURCES_LIST_CHANGED => Notice::ListChanged(None),
+            t::NOTIFICATION_RESOURCES_UPDATED => Notice::ResourceUpdated,
+            _ => Notice::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_method_has_its_route() {
+        let table = [
+            ("initialize", Route::Initialize),
+            ("ping", Route::Ping),
+            ("server/discover", Route::Discover),
+            ("tools/call", Route::Use(Kind::Tool)),
+            ("prompts/get", Route::Use(Kind::Prompt)),
+            ("tools/list", Route::List(Kind::Tool)),
+            ("prompts/list", Route::List(Kind::Prompt)),
+            (
+                "resources/templates/list",
+                Route::List(Kind::ResourceTemplate),
+            ),
+            ("logging/setLevel", Route::SetLevel),
+            ("resources/subscribe", Route::Subscribe(true)),
+            ("resources/unsubscribe", Route::Subscribe(false)),
+            ("subscriptions/listen", Route::Listen),
+            ("resources/list", Route::Forward),
+            ("resources/read", Route::Forward),
+            ("completion/complete", Route::Forward),
+            ("tasks/get", Route::Forward),
+            ("Tools/Call", Route::Forward),
+            ("tools/call ", Route::Forward),
+            ("", Route::Forward),
+        ];
+        for (method, route) in table {
+            assert_eq!(Route::of(method), route, "{method:?}");
+        }
+        assert_eq!(Route::of("tools/call").used(), Some(Kind::Tool));
+        assert_eq!(Route::of("prompts/get").listed(), None);
+        assert_eq!(Route::of("prompts/list").listed(), Some(Kind::Prompt));
+        assert_eq!(Route::of("resources/read").used(), None);
+    }
+
+    #[test]
+    fn every_notification_method_has_its_class() {
+        let table = [
+            ("notifications/initialized", Notice::Initialized),
+            ("notifications/cancelled", Notice::Cancelled),
+            ("notifications/progress", Notice::Progress),
+            ("notifications/message", Notice::Log),
+            (
+                "notifications/tools/list_changed",
+                Notice::ListChanged(Some(Kind::Tool)),
+            ),
+            (
+                "notifications/prompts/list_changed",
+                Notice::ListChanged(Some(Kind::Prompt)),
+            ),
+            (
+                "notifications/resources/list_changed",
+                Notice::ListChanged(None),
+            ),
+            ("notifications/resources/updated", Notice::ResourceUpdated),
+            ("notifications/roots/list_changed", Notice::Other),
+            ("notifications/elicitation/complete", Notice::Other),
+            ("notifications/unknown", Notice::Other),
+        ];
+        for (method, class) in table {
+            assert_eq!(Notice::of(method), class, "{method:?}");
+        }
+    }
+}
