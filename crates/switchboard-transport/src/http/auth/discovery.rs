@@ -64,6 +64,10 @@ pub struct AuthorizationServerMetadata {
     /// RFC 7009 token revocation, when offered (RFC 8414 §2).
     #[serde(default)]
     pub revocation_endpoint: Option<String>,
+    /// The client authentication methods of the revocation endpoint (RFC
+    /// 8414 §2), in the server's order of preference.
+    #[serde(default)]
+    pub revocation_endpoint_auth_methods_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
@@ -89,6 +93,7 @@ impl AuthorizationServerMetadata {
             authorization_response_iss_parameter_supported: None,
             client_id_metadata_document_supported: None,
             revocation_endpoint: None,
+            revocation_endpoint_auth_methods_supported: None,
         }
     }
 

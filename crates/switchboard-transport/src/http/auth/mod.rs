@@ -1051,7 +1051,12 @@ impl OAuthClient {
         form: Vec<(&str, String)>,
     ) -> Result<Tokens, AuthError> {
         let endpoint = &metadata.token_endpoint;
-        let bytes = self.client_post(endpoint, metadata, client, form).await?;
+        let method = token_auth(
+            client.auth_method.as_deref(),
+            metadata.token_endpoint_auth_methods_supported.as_deref(),
+            client.client_secret.is_some(),
+        );
+        let bytes = self.client_post(endpoint, method, client, form).await?;
         let t: TokenResponse = serde_json::from_slice(&bytes)
             .map_err(|e| token_error(format!("{endpoint}: not a token response: {e}")))?;
         if let Some(kind) = &t.token_type {
@@ -1072,20 +1077,15 @@ impl OAuthClient {
         })
     }
 
-    /// POSTs `form` to `endpoint` (the token or revocation endpoint of
-    /// `metadata`) with the client's authentication; the body of a 2xx answer.
+    /// POSTs `form` to `endpoint` (a token or revocation endpoint) with the
+    /// client's authentication by `method`; the body of a 2xx answer.
     async fn client_post(
         &self,
         endpoint: &str,
-        metadata: &AuthorizationServerMetadata,
+        method: TokenAuth,
         client: &ClientCredentials,
         mut form: Vec<(&str, String)>,
     ) -> Result<bytes::Bytes, AuthError> {
-        let method = token_auth(
-            client.auth_method.as_deref(),
-            metadata.token_endpoint_auth_methods_supported.as_deref(),
-            client.client_secret.is_some(),
-        );
         let mut request = self.http.post(endpoint);
         // `client_id` goes in the body with every method: RFC 6749 §4.1.3 wants
         // it from public clients, and servers such as the Python SDK's look it
@@ -1299,10 +1299,17 @@ impl OAuthClient {
             tokens.push((r.clone(), "refresh_token"));
         }
         tokens.push((stored.access_token.clone(), "access_token"));
+        let method = policy::revocation_auth(
+            client.auth_method.as_deref(),
+            metadata.token_endpoint_auth_methods_supported.as_deref(),
+            metadata
+                .revocation_endpoint_auth_methods_supported
+                .as_deref(),
+            client.client_secret.is_some(),
+        );
         for (token, hint) in tokens {
             let form = vec![("token", token), ("token_type_hint", hint.to_owned())];
-            self.client_post(&endpoint, &metadata, &client, form)
-                .await?;
+            self.client_post(&endpoint, method, &client, form).await?;
         }
         tracing::info!(issuer = %stored.issuer, "tokens revoked");
         Ok(true)
