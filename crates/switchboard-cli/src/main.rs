@@ -5,6 +5,8 @@
 //!   as the spec says;
 //! - `tools`, `resources`, `prompts`, `ping` ([`client`]): a terminal MCP client for
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
+//! - `auth login|status|logout` ([`auth`]): log in to a protected server with the
+//!   browser, show or forget the stored logins;
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
 //! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
@@ -31,6 +33,7 @@
 //! This binary must not hold protocol logic of its own: it calls the
 //! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
+mod auth;
 mod bridge;
 mod client;
 mod config;
@@ -86,6 +89,9 @@ enum Command {
     /// List or get a server's prompts.
     #[command(subcommand)]
     Prompts(client::PromptsCommand),
+    /// Log in to a protected server with your browser, show or forget logins.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// Check that a server answers (`ping`).
     Ping(client::PingArgs),
     /// Run the built-in example MCP server (stdio, or Streamable HTTP with --http).
@@ -179,6 +185,10 @@ fn main() -> ExitCode {
         Command::Prompts(c) => {
             init_tracing(client_filter(cli.verbose));
             client::run_prompts(c)
+        }
+        Command::Auth(c) => {
+            init_tracing(client_filter(cli.verbose));
+            auth::run(c)
         }
         Command::Ping(a) => {
             init_tracing(client_filter(cli.verbose));
