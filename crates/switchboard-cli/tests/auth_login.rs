@@ -16,13 +16,14 @@ mod peers;
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How long a server has to print its URL.
 const READY: Duration = Duration::from_secs(30);
@@ -99,9 +100,9 @@ impl Scene {
             .collect()
     }
 
-    /// Runs `switchboard ARGS` with the login file in the scene's directory and
+    /// The environment of a run: the login file in the scene's directory,
     /// `$BROWSER` playing the user in `mode`.
-    fn run_mode(&self, args: &[&str], mode: &str) -> common::Run {
+    fn env(&self, mode: &str) -> Vec<(String, String)> {
         let browser = format!(
             "{} {}",
             self.python.display(),
@@ -111,16 +112,22 @@ impl Scene {
         );
         let file = self.auth_file();
         let log = self.browser_log();
-        common::run_with_env(
-            args,
-            None,
-            &[
-                ("SWITCHBOARD_AUTH_FILE", file.to_str().unwrap()),
-                ("BROWSER", &browser),
-                ("SB_TEST_BROWSER_LOG", log.to_str().unwrap()),
-                ("SB_TEST_BROWSER_MODE", mode),
-            ],
-        )
+        [
+            ("SWITCHBOARD_AUTH_FILE", file.to_str().unwrap()),
+            ("BROWSER", &browser),
+            ("SB_TEST_BROWSER_LOG", log.to_str().unwrap()),
+            ("SB_TEST_BROWSER_MODE", mode),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    /// Runs `switchboard ARGS` in the scene (see [`Scene::env`]).
+    fn run_mode(&self, args: &[&str], mode: &str) -> common::Run {
+        let env = self.env(mode);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        common::run_with_env(args, None, &env)
     }
 
     fn run(&self, args: &[&str]) -> common::Run {
@@ -368,4 +375,130 @@ fn login_at_the_ts_sdk_authorization_server() {
     let logout = scene.run(&["auth", "logout", &url]);
     ok(&logout, "auth logout");
     assert!(scene.entries().is_empty());
+}
+
+/// `switchboard connect` in front of the protected server: the host app's
+/// `initialize` meets the 401, the browser login runs (stdout stays JSON-RPC),
+/// and the relay goes on with the token; the login is kept.
+#[test]
+fn connect_logs_in_on_the_first_401() {
+    const WAIT: Duration = Duration::from_secs(30);
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let Some((_server, url)) = python_server() else {
+        return;
+    };
+    let scene = Scene::new("connect", python);
+    let mut child = Killed(
+        Command::new(common::exe())
+            .args(["connect", &url])
+            .envs(scene.env("follow"))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn connect"),
+    );
+    let stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let (tx, out) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            let m: Value = serde_json::from_str(&line).expect("only JSON-RPC on stdout");
+            let _ = tx.send(m);
+        }
+    });
+    let answer = |id: i64| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = out
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {id} within {WAIT:?}"));
+            if m["id"] == id && m.get("method").is_none() {
+                return m;
+            }
+        }
+    };
+    let mut stdin = child.0.stdin.take().unwrap();
+    let mut send = |m: Value| {
+        stdin.write_all(format!("{m}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name":"host","version":"1"}}}),
+    );
+    let init = answer(1);
+    assert!(init.get("result").is_some(), "{init}");
+    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"whoami","arguments":{}}}));
+    let call = answer(2);
+    let text = call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let entries = scene.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        text,
+        format!(
+            "client {} refreshed 0",
+            entries[0]["client_id"].as_str().unwrap()
+        ),
+        "{call}"
+    );
+    assert_eq!(scene.browser(), ["opened", "callback 200"]);
+    drop(stdin);
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "connect did not exit within {WAIT:?} of stdin's end"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Nobody to ask (no `$BROWSER`, no `xdg-open` on the `PATH`, stderr not a
+/// terminal): the 401 fails at once with the hint, instead of waiting for a
+/// login no one can complete.
+#[test]
+fn without_a_browser_or_terminal_the_401_fails_with_a_hint() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let Some((_server, url)) = python_server() else {
+        return;
+    };
+    let scene = Scene::new("nobody", python);
+    let empty = scene.dir.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let file = scene.auth_file();
+    let run = common::run_with_env(
+        &["tools", "list", &url],
+        None,
+        &[
+            ("SWITCHBOARD_AUTH_FILE", file.to_str().unwrap()),
+            ("BROWSER", ""),
+            ("PATH", empty.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("no browser or terminal can reach you")
+            && run
+                .stderr
+                .contains(&format!("switchboard auth login {url}")),
+        "{}",
+        run.stderr
+    );
+    assert!(scene.browser().is_empty());
 }
