@@ -16,7 +16,8 @@
 //!   PowerShell or elvish on stdout, generated from this very definition
 //!   (`clap_complete`), so it never lags behind a flag.
 //!
-//! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
+//! Exit status: 0 on success; 1 when a called tool returned `isError` (or `auth
+//! status URL` finds no login); 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
 //! line `switchboard: ...` on stderr; 128 + the signal's number (130 for Ctrl-C,
 //! 143 for SIGTERM, 129 for SIGHUP) when a signal ended a client command or forced

@@ -246,8 +246,17 @@ fn login_then_tools_use_the_stored_token_and_logout_forgets_it() {
         .as_secs();
     file["authorizations"][0]["expires_at"] = (now + 5).into();
     std::fs::write(scene.auth_file(), file.to_string()).unwrap();
-    let call = scene.run(&["tools", "call", &url, "whoami"]);
+    // With every log line on (-vvv): none holds a token.
+    let call = scene.run(&["-vvv", "tools", "call", &url, "whoami"]);
     ok(&call, "tools call after the refresh");
+    assert!(
+        call.stderr.contains("access token refreshed"),
+        "{}",
+        call.stderr
+    );
+    for secret in [&access, &refresh] {
+        assert!(!call.stderr.contains(secret.as_str()), "a token in the log");
+    }
     assert_eq!(first_line(&call), format!("client {client_id} refreshed 1"));
     assert_eq!(scene.browser().len(), 2, "{:?}", scene.browser());
     let entries = scene.entries();

@@ -40,6 +40,11 @@
 //! `elicitation/create` to it; a tool that needs them fails (typically with
 //! `isError`), and a server that asks anyway is answered -32601 by the library.
 //!
+//! **Authorization.** A URL target that answers 401 is logged in to through the
+//! browser, and a stored login (`switchboard auth login`) is used first
+//! ([`crate::auth::oauth_for`]; `--no-login`, `--login-timeout`, `--auth-file`),
+//! unless `--header` gives an `Authorization` of its own.
+//!
 //! This module must not know about framing, sockets or JSON-RPC ids (the library's
 //! and the transport's business).
 

@@ -103,7 +103,9 @@ impl StoreError {
 /// earlier run and keeps each new one (set
 /// [`OAuthConfig::store`](super::OAuthConfig::store)). Implementations own the
 /// medium (a file readable by the user alone, a keyring) and must never log
-/// the values.
+/// the values. Both methods are called from async code (`load` in
+/// [`resume`](super::OAuthClient::resume), `save` after each token response):
+/// they may block briefly (a file lock), not for long.
 pub trait TokenStore: Send + Sync {
     /// The authorization kept for the MCP endpoint `server` (its URL as given
     /// to the client), the most recently saved when there are several; `None`
