@@ -238,6 +238,11 @@ pub struct ConnectArgs {
     /// `Content-Type`, ...) are refused.
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
+    /// MCP authorization (unless a header gives `Authorization`): a stored login
+    /// (`switchboard auth login`) is used, and a 401 logs in through the browser
+    /// (the URL printed on stderr; stdout stays JSON-RPC).
+    #[command(flatten)]
+    pub login: crate::auth::LoginArgs,
 }
 
 /// `90s`, `30m`, `2h`, `500ms` or plain seconds.
@@ -665,7 +670,13 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
         }
     };
     // connect_stdio writes out what is queued for the host app before it returns.
-    let outcome = runtime.block_on(connect_stdio(config));
+    let outcome = runtime.block_on(async {
+        if !crate::auth::has_authorization(&config.headers) {
+            let url = config.url.clone();
+            config.auth = Some(crate::auth::oauth_for(&url, &args.login).await?);
+        }
+        connect_stdio(config).await
+    });
     // The stdin reader sits in a blocking read: do not wait for it.
     runtime.shutdown_background();
     match outcome {
