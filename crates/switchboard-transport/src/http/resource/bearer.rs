@@ -136,22 +136,23 @@ fn percent_decoded_eq(encoded: &str, plain: &str) -> bool {
     out == plain.as_bytes()
 }
 
-/// Whether `token` has the shape of a JWS compact serialization (RFC 7515
-/// §7.1): three non-empty base64url parts separated by dots. A token that does
-/// not is opaque (introspected, RFC 7662, when that is configured).
+/// Whether `token` has the shape of a JWT (RFC 7519 §7.2, JWS compact form,
+/// RFC 7515 §7.1): three base64url parts separated by dots, the first two
+/// non-empty (an empty third is an unsecured `alg: none` JWT, judged and
+/// refused as a JWT). A token that does not is opaque (introspected, RFC 7662,
+/// when that is configured).
 pub fn looks_like_jwt(token: &str) -> bool {
-    let mut parts = 0;
-    for part in token.split('.') {
-        parts += 1;
-        if part.is_empty()
-            || !part
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return false;
+    let b64url = |part: &str| {
+        part.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    let mut parts = token.split('.');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(h), Some(c), Some(s), None) => {
+            !h.is_empty() && !c.is_empty() && b64url(h) && b64url(c) && b64url(s)
         }
+        _ => false,
     }
-    parts == 3
 }
 
 /// Space-separated scopes (RFC 6749 §3.3), empty entries dropped, in order,
@@ -285,7 +286,8 @@ mod tests {
     #[test]
     fn jwt_shape() {
         assert!(looks_like_jwt("eyJh.eyJz.c2ln"));
-        assert!(!looks_like_jwt("eyJh.eyJz."));
+        assert!(looks_like_jwt("eyJh.eyJz."));
+        assert!(!looks_like_jwt(".eyJz.c2ln"));
         assert!(!looks_like_jwt("eyJh.eyJz"));
         assert!(!looks_like_jwt("a.b.c.d"));
         assert!(!looks_like_jwt("a.b+.c"));
