@@ -162,6 +162,9 @@ pub struct BridgeArgs {
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
+    /// MCP authorization: the `--auth-*` flags.
+    #[command(flatten)]
+    pub auth: crate::auth_args::AuthArgs,
     /// The stdio server's command and arguments, after `--`. Default: the built-in
     /// example server (`switchboard example-server`).
     #[arg(last = true, value_name = "CMD")]
@@ -328,6 +331,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
         SchedulingArg::Inherit => ChildScheduling::Inherit,
     };
     let mut http = HttpServerConfig::default();
+    http.auth = args.auth.resource_config(&args.path)?;
     http.bind = args.listen;
     http.path = args.path;
     http.sse_path = (!args.no_sse).then_some(args.sse_path);

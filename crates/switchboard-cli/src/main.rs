@@ -31,6 +31,7 @@
 //! This binary must not hold protocol logic of its own: it calls the
 //! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
+mod auth_args;
 mod bridge;
 mod client;
 mod config;
