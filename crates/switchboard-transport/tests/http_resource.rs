@@ -742,3 +742,30 @@ async fn stateless_and_legacy_requests_need_a_token_too() {
     .unwrap();
     assert_eq!(r.status(), 401);
 }
+
+#[tokio::test]
+async fn unreachable_keys_are_503_not_a_bad_token() {
+    // A port nothing listens on (taken, then let go).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut rs = ResourceServerConfig::new(format!("http://127.0.0.1:{port}"), RESOURCE);
+    rs.jwks_url = Some(format!("http://127.0.0.1:{port}/jwks"));
+    let mut config = HttpServerConfig::default();
+    config.auth = Some(rs);
+    let (server, _acceptor) = HttpServer::bind(config).await.unwrap();
+    let token = sign(
+        "k1",
+        ED1,
+        &claims(&format!("http://127.0.0.1:{port}"), "alice"),
+    );
+    // The fetch fails, then the next is not due: both are the server's
+    // trouble (503, no challenge), never the client's token (401).
+    for _ in 0..2 {
+        let r = post(&server.url(), Some(&token), None, initialize()).await;
+        assert_eq!(r.status(), 503);
+        assert!(r.headers().get("www-authenticate").is_none());
+    }
+}

@@ -162,6 +162,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) refusing: &'a AtomicBool,
     /// Who makes the request, when the server checks tokens.
     pub(crate) principal: Option<&'a super::resource::Principal>,
+    /// The resource server, when the server checks tokens (per-tool scopes).
+    pub(crate) auth: Option<&'a super::resource::ResourceServer>,
 }
 
 /// Answers one request for a legacy path (after the `Host`/`Origin` checks).
@@ -473,6 +475,9 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
             };
         }
     };
+    if let Some(refusal) = super::server::tool_scopes_refusal(ctx.auth, ctx.principal, &message) {
+        return refusal;
+    }
     if ctx.refusing.load(Ordering::Relaxed) {
         if let Message::Request(r) = &message {
             if r.method == "initialize" {

@@ -863,12 +863,12 @@ fn metadata_answer(auth: &ResourceServer, method: &Method) -> Response<Body> {
 /// 403 `insufficient_scope` for a `tools/call` of a tool whose own scopes
 /// ([`ResourceServerConfig::tool_scopes`](super::resource::ResourceServerConfig::tool_scopes))
 /// the caller's token lacks; `None` to go on.
-fn tool_scopes_refusal(
-    shared: &Shared,
+pub(crate) fn tool_scopes_refusal(
+    auth: Option<&ResourceServer>,
     principal: Option<&Principal>,
     message: &Message,
 ) -> Option<Response<Body>> {
-    let (auth, principal) = (shared.auth.as_ref()?, principal?);
+    let (auth, principal) = (auth?, principal?);
     if auth.config().tool_scopes.is_empty() {
         return None;
     }
@@ -1028,6 +1028,7 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
     if let Some(endpoint) = legacy {
         let ctx = super::legacy::Ctx {
             principal,
+            auth: shared.auth.as_deref(),
             config: &shared.config,
             registry: &shared.registry,
             limits: &shared.limits,
@@ -1324,7 +1325,9 @@ async fn post(
                         ),
                     );
                 }
-                if let Some(refusal) = tool_scopes_refusal(shared, principal, &message) {
+                if let Some(refusal) =
+                    tool_scopes_refusal(shared.auth.as_deref(), principal, &message)
+                {
                     return refusal;
                 }
                 let Ok(permit) = shared.exchanges.clone().try_acquire_owned() else {
@@ -1368,8 +1371,12 @@ async fn post(
             };
         }
     };
-    if let Frame::Single(message) = &frame {
-        if let Some(refusal) = tool_scopes_refusal(shared, principal, message) {
+    let messages: Vec<&Message> = match &frame {
+        Frame::Single(message) => vec![message],
+        Frame::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
+    };
+    for message in messages {
+        if let Some(refusal) = tool_scopes_refusal(shared.auth.as_deref(), principal, message) {
             return refusal;
         }
     }

@@ -65,6 +65,8 @@ enum Lookup<'a> {
     UnknownKid,
     /// No `kid`, and not exactly one key of the algorithm's family.
     Ambiguous,
+    /// The `kid`'s key names another algorithm (its JWK `alg`).
+    OtherAlgorithm,
 }
 
 impl KeySet {
@@ -110,6 +112,7 @@ impl KeySet {
         let fits = |k: &&Key| k.key.family() == alg.family() && k.alg.is_none_or(|a| a == alg);
         match kid {
             Some(kid) => match self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)) {
+                Some(k) if k.alg.is_some_and(|a| a != alg) => Lookup::OtherAlgorithm,
                 Some(k) => Lookup::Found(&k.key),
                 None => Lookup::UnknownKid,
             },
@@ -252,6 +255,7 @@ pub fn validate(
         Lookup::Found(key) => key,
         Lookup::UnknownKid => return Err(TokenError::UnknownKey(kid)),
         Lookup::Ambiguous => return Err(TokenError::UnknownKey(None)),
+        Lookup::OtherAlgorithm => return Err(TokenError::Algorithm(alg_name)),
     };
     if key.family() != alg.family() {
         return Err(TokenError::Algorithm(alg_name));
@@ -395,7 +399,7 @@ pub(crate) mod tests {
     fn keyset() -> KeySet {
         let set = json!({"keys": [
             ed_jwk("k1", ED1.1),
-            {"kty": "EC", "crv": "P-256", "x": EC.1, "y": EC.2, "kid": "ec1", "use": "sig"},
+            {"kty": "EC", "crv": "P-256", "x": EC.1, "y": EC.2, "kid": "ec1", "use": "sig", "alg": "ES256"},
             {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"},
             {"kty": "OKP", "crv": "Ed25519", "x": ED2.1, "kid": "enc", "use": "enc"},
             {"kty": "weird", "kid": "unknown-type"},
@@ -446,6 +450,8 @@ pub(crate) mod tests {
             jsonwebtoken::encode(&ed_on_ec, &claims(), &EncodingKey::from_ed_der(&der(ED1.0)))
                 .unwrap();
 
+        // A JWK that names its algorithm verifies that one only.
+        let es384_on_es256 = raw_token(json!({"alg": "ES384", "kid": "ec1"}), &claims(), "c2ln");
         type Want = Result<&'static str, TokenError>;
         let cases: Vec<(&str, String, u64, Want)> = vec![
             ("valid", ok.clone(), NOW, Ok("alice")),
@@ -562,6 +568,12 @@ pub(crate) mod tests {
                 sign_ed(Some("k9"), ED2, &claims()),
                 NOW,
                 Err(TokenError::UnknownKey(Some("k9".into()))),
+            ),
+            (
+                "ES384 header on an ES256 key",
+                es384_on_es256,
+                NOW,
+                Err(TokenError::Algorithm("ES384".into())),
             ),
             (
                 "client_id as subject",

@@ -113,6 +113,10 @@ impl Jwks {
             .policy
             .should_fetch(state.last_attempt, state.fetched_at, unknown, now)
         {
+            // A first fetch that failed moments ago: no keys to judge by.
+            if state.fetched_at.is_none() {
+                return Err(KeySourceError::NoKeysYet);
+            }
             return Ok(state.keys.clone());
         }
         state.last_attempt = Some(now);

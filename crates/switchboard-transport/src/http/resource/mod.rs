@@ -85,9 +85,10 @@ impl Principal {
 }
 
 /// Scopes needed beyond [`ResourceServerConfig::scopes`], by tool: the hook a
-/// gateway fills per route and per tool. The HTTP server checks it for a
-/// `tools/call` POST (one message, not a batch) naming a listed tool: 403
-/// `insufficient_scope` with the scopes to ask for when the token lacks one.
+/// gateway fills per route and per tool. The HTTP server checks it for every
+/// `tools/call` it is POSTed (alone, in a batch, on the legacy message path)
+/// naming a listed tool: 403 `insufficient_scope` with the scopes to ask for
+/// when the token lacks one.
 pub type ToolScopes = BTreeMap<String, Vec<String>>;
 
 /// The resource server's configuration ([`HttpServerConfig::auth`](super::server::HttpServerConfig::auth)).
@@ -259,6 +260,9 @@ pub enum KeySourceError {
         /// What was fetched.
         url: String,
     },
+    /// The last fetch of the key set failed and the next is not due yet.
+    #[error("the issuer's keys could not be fetched; the next try is not due yet")]
+    NoKeysYet,
     /// None of the metadata URLs answered.
     #[error("the issuer publishes no metadata")]
     NoMetadata,
