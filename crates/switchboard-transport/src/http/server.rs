@@ -392,9 +392,11 @@ pub struct HttpSession {
     /// itself). Stateless: the header's revision when it named a supported one,
     /// else 2026-07-28 (the library checks the header against the body's `_meta`).
     pub protocol_version: ProtocolVersion,
-    /// All headers of the POST that opened it (e.g. `Authorization`, `User-Agent`;
-    /// for a stateless exchange `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, which the
-    /// library checks against the body).
+    /// All headers of the POST that opened it (e.g. `User-Agent`; for a
+    /// stateless exchange `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, which the
+    /// library checks against the body), except `Authorization` when the server
+    /// checks tokens ([`HttpServerConfig::auth`]: the token is consumed here,
+    /// never handed on; the caller is [`principal`](Self::principal)).
     pub headers: HeaderMap,
     /// Stateful session or stateless exchange.
     pub kind: SessionKind,

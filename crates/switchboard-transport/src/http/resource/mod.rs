@@ -192,13 +192,13 @@ pub enum TokenError {
     Algorithm(String),
     /// No key of the issuer's set has the token's `kid` (`None`: no `kid` and
     /// no single key to use).
-    #[error("no key of the issuer verifies the token (kid {0:?})")]
+    #[error("no key of the issuer verifies the token ({})", .0.as_deref().map_or("no kid".to_owned(), |k| format!("kid {k}")))]
     UnknownKey(Option<String>),
     /// The signature does not verify.
     #[error("the token's signature does not verify")]
     Signature,
     /// `iss` is not the issuer.
-    #[error("the token was issued by {found:?}, not this resource's issuer")]
+    #[error("the token was issued by {}, not this resource's issuer", .found.as_deref().unwrap_or("no one (no iss)"))]
     Issuer {
         /// The token's `iss`.
         found: Option<String>,
@@ -385,18 +385,18 @@ pub fn metadata_paths(endpoint_path: &str, resource_path: &str) -> Vec<String> {
         "{WELL_KNOWN}{}",
         endpoint_path.trim_end_matches('/')
     )];
-    paths.push(resource_path.to_owned());
-    if endpoint_path == super::server::DEFAULT_PATH {
-        paths.push(WELL_KNOWN.to_owned());
-    }
-    paths.dedup();
-    let mut unique = Vec::new();
-    for p in paths {
-        if !unique.contains(&p) {
-            unique.push(p);
+    for p in [
+        Some(resource_path),
+        (endpoint_path == super::server::DEFAULT_PATH).then_some(WELL_KNOWN),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !paths.iter().any(|q| q == p) {
+            paths.push(p.to_owned());
         }
     }
-    unique
+    paths
 }
 
 /// The Unix time now, in seconds (0 before 1970).
