@@ -35,7 +35,7 @@ use switchboard::client::HttpClientConfig;
 use switchboard::server::ServeOptions;
 use switchboard::{Client, ClientOptions};
 use switchboard_protocol::types::Implementation;
-use switchboard_transport::http::resource::ResourceServerConfig;
+use switchboard_transport::http::resource::{IntrospectionConfig, ResourceServerConfig};
 use switchboard_transport::http::server::{HttpServer, HttpServerConfig};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -82,6 +82,10 @@ struct Protected {
 }
 
 async fn protected(issuer: &str) -> Protected {
+    protected_with(issuer, |_| {}).await
+}
+
+async fn protected_with(issuer: &str, tune: impl FnOnce(&mut ResourceServerConfig)) -> Protected {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -90,6 +94,7 @@ async fn protected(issuer: &str) -> Protected {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut auth = ResourceServerConfig::new(issuer, url.clone());
     auth.scopes = vec!["mcp:tools".into()];
+    tune(&mut auth);
     let mut config = HttpServerConfig::default();
     config.bind = ([127, 0, 0, 1], port).into();
     config.auth = Some(auth);
@@ -105,10 +110,10 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(LIMIT).build().unwrap()
 }
 
-/// A client credentials token of `client_id` (secret `secret-<last letter>`)
-/// for `resource`, from oidc-provider's token endpoint.
+/// A client credentials token of `machine-<x>` (secret `secret-<x>`) for
+/// `resource`, from oidc-provider's token endpoint.
 async fn token(issuer: &str, client_id: &str, resource: &str) -> String {
-    let secret = format!("secret-{}", &client_id[client_id.len() - 1..]);
+    let secret = client_id.replace("machine-", "secret-");
     let r = client()
         .post(format!("{issuer}/token"))
         .basic_auth(client_id, Some(secret))
@@ -214,6 +219,44 @@ async fn real_tokens_are_checked_for_audience_and_subject() {
     assert_eq!(r.status(), 404);
     let r = post(&server.url, &alice, Some(&session), ping).await;
     assert_eq!(r.status(), 200);
+    drop(server.http);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_are_introspected_at_oidc_provider() {
+    let Some((_as, issuer)) = start_oidc() else {
+        return;
+    };
+    let server = protected_with(&issuer, |rs| {
+        rs.introspection = Some(IntrospectionConfig {
+            endpoint: format!("{issuer}/token/introspection"),
+            client_id: "rs".into(),
+            client_secret: "secret-rs".into(),
+        });
+    })
+    .await;
+    let opaque = token(&issuer, "machine-o", &server.url).await;
+    assert_eq!(opaque.matches('.').count(), 0, "an opaque token: {opaque}");
+    let r = post(&server.url, &opaque, None, initialize()).await;
+    assert_eq!(r.status(), 200);
+    // JWTs still go by the keys.
+    let jwt = token(&issuer, "machine-a", &server.url).await;
+    assert_eq!(
+        post(&server.url, &jwt, None, initialize()).await.status(),
+        200
+    );
+    // An opaque token for another resource: introspection names its audience.
+    let elsewhere = token(&issuer, "machine-o", "http://127.0.0.1:9/mcp").await;
+    let r = post(&server.url, &elsewhere, None, initialize()).await;
+    assert_eq!(r.status(), 401);
+    let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(
+        challenge.contains("error=\"invalid_token\", error_description=\"the token is not for this resource (aud)\""),
+        "{challenge}"
+    );
+    // A made-up one is not active.
+    let r = post(&server.url, "made-up-opaque-token", None, initialize()).await;
+    assert_eq!(r.status(), 401);
     drop(server.http);
 }
 

@@ -6,8 +6,10 @@
 // its metadata is at /.well-known/openid-configuration (jwks_uri, token and
 // introspection endpoints).
 //
-// Two confidential clients, each its own subject (`sub` = client id):
-//   machine-a / secret-a, machine-b / secret-b   (scope mcp:tools)
+// Confidential clients, each its own subject (`sub` = client id), scope mcp:tools:
+//   machine-a / secret-a, machine-b / secret-b   JWT access tokens
+//   machine-o / secret-o                         opaque access tokens (for RFC 7662)
+//   rs / secret-rs                               the resource server, to introspect
 //
 // Usage (the pinned Node 22; oidc-provider is loaded from $SWITCHBOARD_PEERS_NODE):
 //   node oidc_provider.mjs
@@ -19,6 +21,13 @@ import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import util from "node:util";
+
+// Stdout carries the ready line only (the test stops reading after it, so a
+// later write there would fail): whatever oidc-provider prints goes to stderr.
+for (const name of ["log", "info", "warn", "debug"]) {
+  console[name] = (...args) => process.stderr.write(`${util.format(...args)}\n`);
+}
 
 const peers = process.env.SWITCHBOARD_PEERS_NODE;
 if (!peers) {
@@ -50,7 +59,12 @@ const machine = (id, secret) => ({
 });
 
 const provider = new Provider(issuer, {
-  clients: [machine("machine-a", "secret-a"), machine("machine-b", "secret-b")],
+  clients: [
+    machine("machine-a", "secret-a"),
+    machine("machine-b", "secret-b"),
+    machine("machine-o", "secret-o"),
+    machine("rs", "secret-rs"),
+  ],
   jwks: {
     keys: [
       key("ec", { namedCurve: "P-256" }, "ES256"),
@@ -58,6 +72,7 @@ const provider = new Provider(issuer, {
     ],
   },
   scopes: ["mcp:tools"],
+  ttl: { ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL || 300 },
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
@@ -66,19 +81,22 @@ const provider = new Provider(issuer, {
       enabled: true,
       defaultResource: (_ctx, _client, oneOf) => oneOf,
       useGrantedResource: () => true,
-      getResourceServerInfo: (_ctx, resource) => ({
-        scope: "mcp:tools",
-        audience: resource,
-        accessTokenTTL: 300,
-        accessTokenFormat: "jwt",
-        jwt: { sign: { alg: "ES256" } },
-      }),
+      getResourceServerInfo: (_ctx, resource, client) =>
+        client.clientId === "machine-o"
+          ? { scope: "mcp:tools", audience: resource, accessTokenTTL: 300, accessTokenFormat: "opaque" }
+          : {
+              scope: "mcp:tools",
+              audience: resource,
+              accessTokenTTL: 300,
+              accessTokenFormat: "jwt",
+              jwt: { sign: { alg: "ES256" } },
+            },
     },
   },
 });
 provider.on("server_error", (_ctx, err) => console.error("oidc_provider: server_error", err));
 server.on("request", provider.callback());
 
-console.log(JSON.stringify({ issuer, port }));
+process.stdout.write(`${JSON.stringify({ issuer, port })}\n`);
 process.stdin.resume();
 process.stdin.on("end", () => process.exit(0));
