@@ -28,7 +28,8 @@
 //!
 //! Stdout carries only JSON-RPC in stdio mode; logs go to stderr. With `--http` the
 //! server prints `listening on http://ADDR/mcp` to stderr once bound (tests read the
-//! URL from there) and stops on Ctrl-C or SIGTERM.
+//! URL from there) and stops on Ctrl-C or SIGTERM; the `--auth-*` flags
+//! (`crate::auth_args`) make it require OAuth access tokens there.
 //!
 //! This module must not know about framing, sockets or JSON-RPC ids: it registers
 //! features with the library and hands it a transport.
