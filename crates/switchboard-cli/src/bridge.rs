@@ -182,6 +182,9 @@ pub struct BridgeArgs {
     /// `Authorization` is never passed on.
     #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
     pub upstream_headers: Vec<String>,
+    /// MCP authorization: the `--auth-*` flags.
+    #[command(flatten)]
+    pub auth: crate::auth_args::AuthArgs,
     /// The stdio server's command and arguments, after `--`. Default: the built-in
     /// example server (`switchboard example-server`).
     #[arg(last = true, value_name = "CMD")]
@@ -393,6 +396,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     };
     let upstream = upstream_from(&args, child)?;
     let mut http = HttpServerConfig::default();
+    http.auth = args.auth.resource_config(&args.path)?;
     http.bind = args.listen;
     http.path = args.path;
     http.sse_path = (!args.no_sse).then_some(args.sse_path);

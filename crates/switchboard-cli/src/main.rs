@@ -35,6 +35,7 @@
 //! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
 mod auth;
+mod auth_args;
 mod bridge;
 mod client;
 mod config;
