@@ -278,6 +278,38 @@ impl Core {
         .map_err(error::Error::Refused)
     }
 
+    /// The `instructions` clients are served for the upstream's own: with a
+    /// drift guard, its judgement ([`DriftGuard::instructions`]).
+    pub(crate) fn served_instructions(&self, served: Option<&str>) -> Option<String> {
+        match &self.guard {
+            Some(guard) => guard.instructions(served),
+            None => served.map(str::to_owned),
+        }
+    }
+
+    /// An `initialize` result (raw) with the instructions clients are served:
+    /// unchanged (not even parsed) without a drift guard.
+    pub(crate) fn with_served_instructions(
+        &self,
+        result: Box<RawValue>,
+    ) -> Result<Box<RawValue>, error::Error> {
+        if self.guard.is_none() {
+            return Ok(result);
+        }
+        let mut value: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(result.get())
+                .map_err(|e| error::Error::Upstream(e.to_string()))?;
+        let own = value
+            .get("instructions")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        match self.served_instructions(own.as_deref()) {
+            Some(text) => value.insert("instructions".to_owned(), serde_json::Value::String(text)),
+            None => value.remove("instructions"),
+        };
+        serde_json::value::to_raw_value(&value).map_err(|e| error::Error::Internal(e.to_string()))
+    }
+
     /// A list result as clients see it (`kind`: what the list holds): for
     /// tools the allowlist's intersection, then for each kind the drift guard's
     /// judgement.

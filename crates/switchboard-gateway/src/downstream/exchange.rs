@@ -176,7 +176,7 @@ async fn handle(
             CacheScope::Public,
             Some(&info.result.server_info),
         );
-        result.instructions = info.result.instructions.clone();
+        result.instructions = core.served_instructions(info.result.instructions.as_deref());
         return Some(match Response::new(r.id.clone(), &result) {
             Ok(resp) => Message::Response(resp),
             Err(e) => Error::Internal(e.to_string()).answer(r.id),

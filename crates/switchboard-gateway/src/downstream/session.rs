@@ -870,7 +870,10 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     }
     let result = match (core.mode, info.modern) {
         // The child negotiated with the client's own params: its answer is the answer.
-        (ChildMode::PerSession, false) => info.raw.clone(),
+        (ChildMode::PerSession, false) => match core.with_served_instructions(info.raw.clone()) {
+            Ok(raw) => raw,
+            Err(e) => return e.answer(r.id.clone()),
+        },
         // One shared child, or a 2026-07-28-only child: the version is ours to agree.
         _ => {
             let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
@@ -886,6 +889,11 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
                 "protocolVersion".to_owned(),
                 Value::String(version.as_str().to_owned()),
             );
+            let own = value.get("instructions").and_then(Value::as_str);
+            match core.served_instructions(own) {
+                Some(text) => value.insert("instructions".to_owned(), Value::String(text)),
+                None => value.remove("instructions"),
+            };
             match serde_json::value::to_raw_value(&value) {
                 Ok(raw) => raw,
                 Err(e) => return Error::Internal(e.to_string()).answer(r.id.clone()),
