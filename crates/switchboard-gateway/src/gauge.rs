@@ -2,71 +2,99 @@
 //! listen streams) that a drain waits on reaching zero, instead of polling
 //! with sleeps. Must not know what is counted.
 
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
-/// The count; clones share it.
-#[derive(Debug, Clone)]
-pub(crate) struct Gauge(Arc<watch::Sender<usize>>);
+/// The count; clones share it. Counting costs two atomic operations; only a
+/// unit given back while someone waits wakes anyone.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gauge(Arc<Shared>);
+
+#[derive(Debug, Default)]
+struct Shared {
+    count: AtomicUsize,
+    /// Waiters registered: a unit given back wakes them only then.
+    waiting: AtomicUsize,
+    changed: Notify,
+}
 
 /// One unit of a [`Gauge`], given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Counted(Gauge);
 
-impl Default for Gauge {
-    fn default() -> Self {
-        Gauge(Arc::new(watch::Sender::new(0)))
-    }
-}
-
 impl Gauge {
     /// Counts one more until the returned value is dropped.
     pub(crate) fn enter(&self) -> Counted {
-        self.0.send_modify(|n| *n += 1);
+        self.0.count.fetch_add(1, SeqCst);
         Counted(self.clone())
     }
 
     /// The count now.
     pub(crate) fn get(&self) -> usize {
-        *self.0.borrow()
+        self.0.count.load(SeqCst)
     }
 
     /// Waits up to `wait` for the count to be zero; `true` when it is.
     pub(crate) async fn drained(&self, wait: Duration) -> bool {
-        let mut rx = self.0.subscribe();
-        let zero = tokio::time::timeout(wait, rx.wait_for(|n| *n == 0)).await;
-        zero.is_ok()
+        self.settle(None, wait).await
     }
-}
 
-impl Gauge {
     /// Waits up to `wait` for this count to be at most `floor`'s (the work
     /// counted here that is not also counted there has ended); `true` when it
     /// is.
     pub(crate) async fn down_to(&self, floor: &Gauge, wait: Duration) -> bool {
-        let mut mine = self.0.subscribe();
-        let mut theirs = floor.0.subscribe();
+        self.settle(Some(floor), wait).await
+    }
+
+    /// Waits up to `wait` until this count is at most `floor`'s (zero without
+    /// one). A waiter registers first, then arms its wake-ups, then looks, so
+    /// a unit given back between the look and the wait still wakes it.
+    async fn settle(&self, floor: Option<&Gauge>, wait: Duration) -> bool {
+        let gauges = [Some(self), floor];
+        for g in gauges.iter().flatten() {
+            g.0.waiting.fetch_add(1, SeqCst);
+        }
         let settled = async {
             loop {
-                if *mine.borrow_and_update() <= *theirs.borrow_and_update() {
+                let mut mine = pin!(self.0.changed.notified());
+                mine.as_mut().enable();
+                let mut theirs = floor.map(|f| Box::pin(f.0.changed.notified()));
+                if let Some(t) = theirs.as_mut() {
+                    t.as_mut().enable();
+                }
+                if self.get() <= floor.map_or(0, Gauge::get) {
                     return;
                 }
-                // Neither sender goes while `self` and `floor` live.
-                tokio::select! {
-                    _ = mine.changed() => {}
-                    _ = theirs.changed() => {}
+                match theirs {
+                    Some(t) => {
+                        tokio::select! {
+                            () = mine => {}
+                            () = t => {}
+                        }
+                    }
+                    None => mine.await,
                 }
             }
         };
-        tokio::time::timeout(wait, settled).await.is_ok()
+        let done = tokio::time::timeout(wait, settled).await.is_ok();
+        for g in gauges.iter().flatten() {
+            g.0.waiting.fetch_sub(1, SeqCst);
+        }
+        done
     }
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0 .0.send_modify(|n| *n -= 1);
+        let shared = &self.0 .0;
+        shared.count.fetch_sub(1, SeqCst);
+        if shared.waiting.load(SeqCst) > 0 {
+            shared.changed.notify_waiters();
+        }
     }
 }
 
