@@ -14,7 +14,8 @@
 //! - the official Python SDK client with its `OAuthClientProvider`
 //!   (`fixtures/python_oauth_client.py`) logs in and calls `echo`;
 //! - `switchboard connect` serves a host app (JSON-RPC on its stdin) against
-//!   the protected bridge, logging in on the first 401;
+//!   the protected bridge, logging in on the first 401, also when the person
+//!   takes longer than its bound on the remote's first answer;
 //! - a real token for another resource (another bridge of the same issuer) is
 //!   refused with 401 `invalid_token`.
 //!
@@ -370,10 +371,32 @@ fn connect_serves_a_host_app_against_the_protected_bridge() {
         return;
     };
     let scene = Scene::new("connect", &p.python);
+    host_app(&p, &scene, "0", LOGIN_TIMEOUT);
+}
+
+/// A person who takes longer at the browser than `connect` gives the remote
+/// to answer the host app's `initialize` (`ConnectConfig::first_answer_timeout`,
+/// 30 s): the login's time does not count against that bound, so the relay
+/// still goes on (it used to end with "the remote did not answer initialize
+/// within 30s" and no answer to the host app while the login could still
+/// complete).
+#[test]
+fn connect_waits_for_a_person_slower_than_its_first_answer_bound() {
+    let Some(p) = protected() else {
+        return;
+    };
+    let scene = Scene::new("connect-slow", &p.python);
+    host_app(&p, &scene, "35", "90");
+}
+
+/// Runs `switchboard connect` as a host app would, the person at the browser
+/// taking `delay` seconds before following the URL: initialize, then a call.
+fn host_app(p: &Protected, scene: &Scene, delay: &str, login_timeout: &str) {
     let mut child = Killed(
         Command::new(common::exe())
-            .args(["connect", &p.url, "--login-timeout", LOGIN_TIMEOUT])
+            .args(["connect", &p.url, "--login-timeout", login_timeout])
             .envs(scene.env())
+            .env("SB_TEST_BROWSER_DELAY", delay)
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -392,7 +415,7 @@ fn connect_serves_a_host_app_against_the_protected_bridge() {
     });
     // The login happens inside the first answer's wait: up to the login's
     // own bound, then some.
-    let bound = WAIT + Duration::from_secs(LOGIN_TIMEOUT.parse().unwrap());
+    let bound = WAIT + Duration::from_secs(login_timeout.parse().unwrap());
     let answer = |id: i64| {
         let deadline = Instant::now() + bound;
         loop {
