@@ -678,6 +678,12 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
         if !crate::auth::has_authorization(&config.headers) {
             let url = config.url.clone();
             config.auth = Some(crate::auth::oauth_for(&url, &args.login).await?);
+            // A login on the first 401 runs inside the wait for the answer to
+            // the host app's `initialize`: the person's time at the browser
+            // (up to --login-timeout) must not count against the remote's.
+            if !args.login.no_login {
+                config.first_answer_timeout += args.login.login_timeout;
+            }
         }
         connect_stdio(config).await
     });

@@ -11,12 +11,22 @@
 //   machine-o / secret-o                         opaque access tokens (for RFC 7662)
 //   rs / secret-rs                               the resource server, to introspect
 //
+// With `--people`, it also serves what an MCP client run by a person does: the
+// authorization code grant with PKCE (S256, required of every client), open
+// Dynamic Client Registration (RFC 7591, no initial access token), refresh
+// tokens for clients registered with the refresh_token grant, and
+// oidc-provider's development login and consent pages (any user name and
+// password sign in; `sub` is the user name), which the browser of the tests
+// (crates/switchboard-cli/tests/fixtures/oauth_browser.py) fills in and
+// submits. The access token is the same JWT, `aud` the requested resource.
+//
 // Usage (the pinned Node 22; oidc-provider is loaded from $SWITCHBOARD_PEERS_NODE):
-//   node oidc_provider.mjs
-// listens on 127.0.0.1 (a free port), prints one line
+//   node oidc_provider.mjs [--people] [--port PORT]
+// listens on 127.0.0.1 (PORT, else a free one), prints one line
 // `{"issuer": "http://127.0.0.1:PORT", "port": PORT}` on stdout when ready, then
 // serves until stdin closes. Logs only to stderr. Run by
-// crates/switchboard/tests/resource_oidc.rs.
+// crates/switchboard/tests/resource_oidc.rs, and with --people by
+// crates/switchboard-cli/tests/auth_e2e.rs.
 import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
@@ -37,8 +47,17 @@ if (!peers) {
 const entry = path.join(peers, "node_modules/oidc-provider/lib/index.js");
 const { default: Provider } = await import(pathToFileURL(entry).href);
 
+const args = process.argv.slice(2);
+const people = args.includes("--people");
+const portAt = args.indexOf("--port");
+const wanted = portAt >= 0 ? Number(args[portAt + 1]) : 0;
+if (!Number.isInteger(wanted) || wanted < 0 || wanted > 65535) {
+  console.error("oidc_provider: --port takes a port number");
+  process.exit(2);
+}
+
 const server = http.createServer();
-await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+await new Promise((resolve) => server.listen(wanted, "127.0.0.1", resolve));
 const port = server.address().port;
 const issuer = `http://127.0.0.1:${port}`;
 
@@ -72,9 +91,15 @@ const provider = new Provider(issuer, {
     ],
   },
   scopes: ["mcp:tools"],
+  // A person's client (--people): refresh tokens whenever it registered the
+  // grant (oidc-provider's default also wants `offline_access`, which MCP
+  // clients do not ask for), PKCE for every client.
+  issueRefreshToken: async (_ctx, client) => people && client.grantTypeAllowed("refresh_token"),
+  pkce: { required: () => true },
   ttl: { ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL || 300 },
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: people },
+    registration: { enabled: people },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {
