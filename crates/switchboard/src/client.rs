@@ -458,7 +458,7 @@ pub(super) enum Probe {
 /// The era the handshake found: the legacy session (its `initialize` answer
 /// accepted by the lifecycle) or the modern server's discover result.
 enum Found {
-    Legacy(LegacySession),
+    Legacy(Box<LegacySession>),
     Modern(ProtocolVersion, Box<DiscoverResult>),
 }
 
@@ -600,7 +600,7 @@ impl Started {
                         .session()
                         .cloned()
                         .expect("an accepted answer gives a session");
-                    return Ok(Found::Legacy(session));
+                    return Ok(Found::Legacy(Box::new(session)));
                 }
                 Next::Connected(Connected::Modern { version, discover }) => {
                     return Ok(Found::Modern(version, discover));
@@ -755,7 +755,7 @@ impl Started {
             EraPolicy::Modern => (Policy::ModernOnly, self.options.default_timeout),
         };
         match self.handshake(policy, answer_wait).await {
-            Ok(Found::Legacy(session)) => self.operate(session).await,
+            Ok(Found::Legacy(session)) => self.operate(*session).await,
             Ok(Found::Modern(v, d)) => Ok(self.modern(v, d)),
             Err((e, _)) => {
                 tracing::warn!(error = %e, "the handshake failed; disconnecting");

@@ -684,6 +684,17 @@ mod tests {
 
     type Script = Vec<(&'static str, Answer)>;
 
+    /// A row: its name, the policy, the revisions we speak, the server's
+    /// answers, the methods sent, the outcome.
+    type Row = (
+        &'static str,
+        Policy,
+        Supported,
+        Script,
+        Vec<&'static str>,
+        &'static str,
+    );
+
     /// Every path: the policy, the revisions we speak, the server's answers in
     /// order, then the methods sent and the outcome.
     #[test]
@@ -692,7 +703,7 @@ mod tests {
         let d = "server/discover";
         let i = "initialize";
         let p = "ping";
-        let rows: Vec<(&str, Policy, Supported, Script, Vec<&str>, &str)> = vec![
+        let rows: Vec<Row> = vec![
             // InitializeFirst
             (
                 "legacy server",
