@@ -17,7 +17,7 @@ use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::lifecycle::handshake::{
-    Answer, Ask as Question, Connected, Handshake, HandshakeConfig, Next, Policy, Token,
+    Answer, Ask as Question, Connected, Handshake, HandshakeConfig, Next, Outgoing, Policy, Token,
 };
 use switchboard_protocol::types as t;
 use switchboard_protocol::types::{
@@ -81,138 +81,204 @@ pub(super) async fn run(
         probe_wait,
         answer_wait: config.init_timeout,
     });
-    let mut open: HashMap<Token, Open> = HashMap::new();
-    // How each question failed, in the words of the error it gives.
-    let mut words: HashMap<Token, String> = HashMap::new();
-    let mut reported: VecDeque<(Token, Answer)> = VecDeque::new();
-    let mut next_negative: i64 = 1;
-    let mut closed: Option<String> = None;
+    let mut driver = Driver::default();
     let mut next = machine.start();
     loop {
         match next {
             Next::Send(out) => {
                 for o in out {
-                    let method = o.ask.method();
-                    let (id, params) = match o.ask {
-                        Question::Initialize => (Id::from(0u64), Some(config.init_params.clone())),
-                        Question::Discover { params, .. } => {
-                            (negative(&mut next_negative), Some(params))
-                        }
-                        Question::Ping => (negative(&mut next_negative), None),
-                    };
-                    debug!(method, %id, wait = ?o.wait, "handshake: asking");
-                    let request = Request {
-                        id: id.clone(),
-                        method: method.to_owned(),
-                        params,
-                    };
-                    if closed.is_some() || sender.send(Message::Request(request)).await.is_err() {
-                        words.insert(o.token, "the child closed its stdin".to_owned());
-                        reported.push_back((o.token, Answer::Closed));
-                        continue;
-                    }
-                    open.insert(
-                        o.token,
-                        Open {
-                            id,
-                            method,
-                            wait: o.wait,
-                            deadline: Instant::now() + o.wait,
-                        },
-                    );
+                    driver.send(o, config, sender).await;
                 }
             }
             Next::Wait => {}
             Next::Connected(c) => return connected(c, sender).await,
-            Next::Failed(f) => {
-                return Err(f.text(|t| {
-                    words
-                        .get(&t)
-                        .cloned()
-                        .unwrap_or_else(|| "no answer".to_owned())
-                }))
-            }
+            Next::Failed(f) => return Err(f.text(|t| driver.words(t))),
         }
-        while reported.is_empty() {
-            if let Some(why) = &closed {
-                // Every question still open ends with the connection.
-                let mut tokens: Vec<Token> = open.keys().copied().collect();
-                tokens.sort();
-                for t in tokens {
-                    open.remove(&t);
-                    words.insert(t, why.clone());
-                    reported.push_back((t, Answer::Closed));
-                }
-                if reported.is_empty() {
-                    return Err(why.clone());
-                }
-                break;
-            }
-            let Some(deadline) = open.values().map(|o| o.deadline).min() else {
-                return Err("the handshake has nothing left to wait for".to_owned());
-            };
-            tokio::select! {
-                event = receiver.recv() => match event {
-                    None => closed = Some("the child's output ended".to_owned()),
-                    Some(Inbound::Closed { reason }) => {
-                        closed = Some(format!("before initializing: {}", shown(&reason)));
-                    }
-                    Some(Inbound::Failed { id, error }) => {
-                        if let Some(t) = take(&mut open, &id) {
-                            words.insert(t.0, format!("its answer could not be read: {}", error.message));
-                            reported.push_back((t.0, Answer::Failed));
-                        }
-                    }
-                    Some(Inbound::Batch(_)) => {}
-                    Some(Inbound::Message(m)) => match m {
-                        Message::Response(r) => match take(&mut open, &r.id) {
-                            Some((t, _)) => reported.push_back((t, Answer::Result(r.result))),
-                            None => debug!(id = %r.id, "an answer to no question of the handshake"),
-                        },
-                        Message::Error(e) => match e.id.as_ref().and_then(|id| take(&mut open, id)) {
-                            Some((t, o)) => {
-                                words.insert(t, format!("{} failed: {} ({})", o.method, e.error.message, e.error.code));
-                                reported.push_back((t, Answer::Error(e.error)));
-                            }
-                            None => debug!(error = %e.error.message, "an error for no question of the handshake"),
-                        },
-                        Message::Request(r) => {
-                            let answer = if Route::of(&r.method) == Route::Ping {
-                                Message::Response(Response { id: r.id, result: empty_object() })
-                            } else {
-                                Message::Error(ErrorResponse::new(
-                                    Some(r.id),
-                                    ErrorObject::new(code::INVALID_REQUEST, "not initialized yet"),
-                                ))
-                            };
-                            let _ = sender.send(answer).await;
-                        }
-                        other => debug!(?other, "ignored before initialization"),
-                    },
-                },
-                () = tokio::time::sleep_until(deadline) => {
-                    let now = Instant::now();
-                    let mut late: Vec<Token> = open.iter().filter(|(_, o)| o.deadline <= now).map(|(t, _)| *t).collect();
-                    late.sort();
-                    for t in late {
-                        let o = open.remove(&t).expect("listed");
-                        debug!(method = o.method, id = %o.id, "handshake: no answer in time");
-                        words.insert(t, format!("no answer to {} within {:?}", o.method, o.wait));
-                        reported.push_back((t, Answer::TimedOut));
-                    }
-                }
-            }
-        }
-        let (token, answer) = reported.pop_front().expect("not empty");
+        let (token, answer) = driver.next(receiver, sender).await?;
         next = machine.on(token, answer);
     }
 }
 
-/// The next negative id (`-1`, `-2`, ...).
-fn negative(counter: &mut i64) -> Id {
-    let id = Id::from(-*counter);
-    *counter += 1;
-    id
+/// The driver's side of the handshake: the questions in flight, how each
+/// one failed, the answers not yet given to the machine.
+#[derive(Default)]
+struct Driver {
+    open: HashMap<Token, Open>,
+    /// How each question failed, in the words of the error it gives.
+    words: HashMap<Token, String>,
+    reported: VecDeque<(Token, Answer)>,
+    /// The last negative id given.
+    last_negative: i64,
+    /// Why the child's output ended, once it has.
+    closed: Option<String>,
+}
+
+impl Driver {
+    fn words(&self, t: Token) -> String {
+        self.words
+            .get(&t)
+            .cloned()
+            .unwrap_or_else(|| "no answer".to_owned())
+    }
+
+    fn fail(&mut self, t: Token, answer: Answer, words: String) {
+        self.words.insert(t, words);
+        self.reported.push_back((t, answer));
+    }
+
+    /// Sends one question (`initialize` under id 0 with the configured
+    /// params, the others under negative ids); a child already gone is
+    /// reported as [`Answer::Closed`].
+    async fn send(&mut self, o: Outgoing, config: &UpstreamConfig, sender: &Sender) {
+        let method = o.ask.method();
+        let (id, params) = match o.ask {
+            Question::Initialize => (Id::from(0u64), Some(config.init_params.clone())),
+            Question::Discover { params, .. } => (self.negative(), Some(params)),
+            Question::Ping => (self.negative(), None),
+        };
+        debug!(method, %id, wait = ?o.wait, "handshake: asking");
+        let request = Request {
+            id: id.clone(),
+            method: method.to_owned(),
+            params,
+        };
+        if let Some(why) = self.closed.clone() {
+            return self.fail(o.token, Answer::Closed, why);
+        }
+        if sender.send(Message::Request(request)).await.is_err() {
+            return self.fail(
+                o.token,
+                Answer::Closed,
+                "the child closed its stdin".to_owned(),
+            );
+        }
+        let deadline = Instant::now() + o.wait;
+        self.open.insert(
+            o.token,
+            Open {
+                id,
+                method,
+                wait: o.wait,
+                deadline,
+            },
+        );
+    }
+
+    fn negative(&mut self) -> Id {
+        self.last_negative -= 1;
+        Id::from(self.last_negative)
+    }
+
+    /// The next answer for the machine: one reported already, or the next
+    /// the child gives (or the first wait to run out). Meanwhile the child's
+    /// `ping` is answered and its other requests refused (-32600, "not
+    /// initialized yet"). Errors: nothing is left to wait for.
+    async fn next(
+        &mut self,
+        receiver: &mut Receiver,
+        sender: &Sender,
+    ) -> Result<(Token, Answer), String> {
+        loop {
+            if let Some(answer) = self.reported.pop_front() {
+                return Ok(answer);
+            }
+            if let Some(why) = self.closed.clone() {
+                // Every question still open ends with the connection, in
+                // the order asked.
+                let mut tokens: Vec<Token> = self.open.keys().copied().collect();
+                tokens.sort();
+                if tokens.is_empty() {
+                    return Err(why);
+                }
+                for t in tokens {
+                    self.open.remove(&t);
+                    self.fail(t, Answer::Closed, why.clone());
+                }
+                continue;
+            }
+            let Some(deadline) = self.open.values().map(|o| o.deadline).min() else {
+                return Err("the handshake has nothing left to wait for".to_owned());
+            };
+            tokio::select! {
+                event = receiver.recv() => self.on_inbound(event, sender).await,
+                () = tokio::time::sleep_until(deadline) => self.on_deadline(),
+            }
+        }
+    }
+
+    async fn on_inbound(&mut self, event: Option<Inbound>, sender: &Sender) {
+        let message = match event {
+            None => {
+                self.closed = Some("the child's output ended".to_owned());
+                return;
+            }
+            Some(Inbound::Closed { reason }) => {
+                self.closed = Some(format!("before initializing: {}", shown(&reason)));
+                return;
+            }
+            // Its answer could not be read (over the line limit).
+            Some(Inbound::Failed { id, error }) => {
+                if let Some((t, _)) = take(&mut self.open, &id) {
+                    let words = format!("its answer could not be read: {}", error.message);
+                    self.fail(t, Answer::Failed, words);
+                }
+                return;
+            }
+            Some(Inbound::Batch(_)) => return,
+            Some(Inbound::Message(m)) => m,
+        };
+        match message {
+            Message::Response(r) => match take(&mut self.open, &r.id) {
+                Some((t, _)) => self.reported.push_back((t, Answer::Result(r.result))),
+                None => debug!(id = %r.id, "an answer to no question of the handshake"),
+            },
+            Message::Error(e) => match e.id.as_ref().and_then(|id| take(&mut self.open, id)) {
+                Some((t, o)) => {
+                    let words = format!(
+                        "{} failed: {} ({})",
+                        o.method, e.error.message, e.error.code
+                    );
+                    self.fail(t, Answer::Error(e.error), words);
+                }
+                None => {
+                    debug!(error = %e.error.message, "an error for no question of the handshake")
+                }
+            },
+            Message::Request(r) => {
+                let answer = if Route::of(&r.method) == Route::Ping {
+                    Message::Response(Response {
+                        id: r.id,
+                        result: empty_object(),
+                    })
+                } else {
+                    Message::Error(ErrorResponse::new(
+                        Some(r.id),
+                        ErrorObject::new(code::INVALID_REQUEST, "not initialized yet"),
+                    ))
+                };
+                let _ = sender.send(answer).await;
+            }
+            other => debug!(?other, "ignored before initialization"),
+        }
+    }
+
+    /// Every question whose wait has run out, in the order asked.
+    fn on_deadline(&mut self) {
+        let now = Instant::now();
+        let mut late: Vec<Token> = self
+            .open
+            .iter()
+            .filter(|(_, o)| o.deadline <= now)
+            .map(|(t, _)| *t)
+            .collect();
+        late.sort();
+        for t in late {
+            let o = self.open.remove(&t).expect("listed");
+            debug!(method = o.method, id = %o.id, "handshake: no answer in time");
+            let words = format!("no answer to {} within {:?}", o.method, o.wait);
+            self.fail(t, Answer::TimedOut, words);
+        }
+    }
 }
 
 /// The open question asked under `id`, taken out.
