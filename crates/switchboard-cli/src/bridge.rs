@@ -16,9 +16,13 @@ use clap::ValueEnum;
 use switchboard_gateway::pin::{Lock, UpstreamLock};
 use switchboard_gateway::{
     connect_stdio, Allowlist, Bridge, BridgeConfig, ChildMode, ConnectConfig, ConnectEnd,
-    DriftGuard, GuardMode,
+    Connector, DriftGuard, GuardMode,
+};
+use switchboard_transport::http::client::{
+    check_endpoint_url, refuse_managed_header, HttpClientConfig,
 };
 use switchboard_transport::http::server::HttpServerConfig;
+use switchboard_transport::http::sse_client::SseClientConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
 use tracing_subscriber::prelude::*;
 
@@ -162,10 +166,68 @@ pub struct BridgeArgs {
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
+    /// A remote MCP server to serve instead of a command: its Streamable HTTP
+    /// endpoint (2025-03-26 and later, 2026-07-28 included: its era is found as
+    /// the library's client finds it). Clients of every era reach it through
+    /// the bridge; with `--child per-session` each downstream session gets an
+    /// upstream session of its own.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "upstream_sse"])]
+    pub upstream: Option<String>,
+    /// A remote legacy HTTP+SSE (2024-11-05) server to serve instead of a
+    /// command: the URL of its SSE stream.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream_sse: Option<String>,
+    /// A header sent on every request to the remote upstream (`NAME: VALUE`,
+    /// e.g. its own credentials); repeat for more. A client's own
+    /// `Authorization` is never passed on.
+    #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
+    pub upstream_headers: Vec<String>,
+    /// MCP authorization: the `--auth-*` flags.
+    #[command(flatten)]
+    pub auth: crate::auth_args::AuthArgs,
     /// The stdio server's command and arguments, after `--`. Default: the built-in
     /// example server (`switchboard example-server`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// The upstream of `args`: the remote server of `--upstream`/`--upstream-sse`
+/// (its URL checked, its headers parsed and refused when the transport
+/// manages them), else the command after `--`.
+fn upstream_from(args: &BridgeArgs, child: ChildConfig) -> Result<Connector, String> {
+    let mut headers = Vec::new();
+    for h in &args.upstream_headers {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(format!("--upstream-header needs NAME: VALUE, got {h:?}"));
+        };
+        let (name, value) = (name.trim(), value.trim());
+        refuse_managed_header(name).map_err(|e| format!("--upstream-header: {e}"))?;
+        headers.push((name.to_owned(), value.to_owned()));
+    }
+    if !headers.is_empty() && args.upstream.is_none() && args.upstream_sse.is_none() {
+        return Err("--upstream-header needs --upstream or --upstream-sse".to_owned());
+    }
+    if let Some(url) = &args.upstream {
+        check_endpoint_url(url).map_err(|e| format!("--upstream: {e}"))?;
+        let mut config = HttpClientConfig::new(url.clone());
+        config.headers = headers;
+        // Server-initiated messages (list changes, requests) on the GET stream.
+        config.standalone_stream = true;
+        return Ok(Connector::StreamableHttp(config));
+    }
+    if let Some(url) = &args.upstream_sse {
+        check_endpoint_url(url).map_err(|e| format!("--upstream-sse: {e}"))?;
+        let mut config = SseClientConfig::default();
+        for (name, value) in headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| format!("--upstream-header {name:?}: {e}"))?;
+            let value = http::HeaderValue::from_str(&value)
+                .map_err(|e| format!("--upstream-header {name}: {e}"))?;
+            config.headers.append(name, value);
+        }
+        return Ok(Connector::Sse(url.clone(), config));
+    }
+    Ok(Connector::Stdio(child))
 }
 
 /// Arguments of `switchboard connect`.
@@ -179,6 +241,11 @@ pub struct ConnectArgs {
     /// `Content-Type`, ...) are refused.
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
+    /// MCP authorization (unless a header gives `Authorization`): a stored login
+    /// (`switchboard auth login`) is used, and a 401 logs in through the browser
+    /// (the URL printed on stderr; stdout stays JSON-RPC).
+    #[command(flatten)]
+    pub login: crate::auth::LoginArgs,
 }
 
 /// `90s`, `30m`, `2h`, `500ms` or plain seconds.
@@ -322,12 +389,14 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
             )
         }
     };
-    let mut child = ChildConfig::new(args.name.unwrap_or(default_name), program).args(rest);
+    let mut child = ChildConfig::new(args.name.clone().unwrap_or(default_name), program).args(rest);
     child.scheduling = match args.child_scheduling {
         SchedulingArg::Batch => ChildScheduling::Batch,
         SchedulingArg::Inherit => ChildScheduling::Inherit,
     };
+    let upstream = upstream_from(&args, child)?;
     let mut http = HttpServerConfig::default();
+    http.auth = args.auth.resource_config(&args.path)?;
     http.bind = args.listen;
     http.path = args.path;
     http.sse_path = (!args.no_sse).then_some(args.sse_path);
@@ -340,7 +409,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     http.default_hosts = !args.no_default_hosts;
     http.allowed_origins = args.allow_origins;
     http.default_origins = !args.no_default_origins;
-    let mut config = BridgeConfig::new(child);
+    let mut config = BridgeConfig::new(upstream);
     config.http = http;
     config.mode = match args.child {
         ChildArg::PerSession => ChildMode::PerSession,
@@ -416,9 +485,11 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     // A command that can never start (a typo, a missing file) is a mistake in
     // this command line, not a child to restart with backoff forever: said at
     // once, exit 2. One that starts and then dies is supervised as usual.
-    if let Err(e) = config.child.find_program() {
-        eprintln!("switchboard: cannot run the server command: {e}");
-        return ExitCode::from(2);
+    if let Connector::Stdio(child) = &config.upstream {
+        if let Err(e) = child.find_program() {
+            eprintln!("switchboard: cannot run the server command: {e}");
+            return ExitCode::from(2);
+        }
     }
     let mut builder = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -603,7 +674,13 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
         }
     };
     // connect_stdio writes out what is queued for the host app before it returns.
-    let outcome = runtime.block_on(connect_stdio(config));
+    let outcome = runtime.block_on(async {
+        if !crate::auth::has_authorization(&config.headers) {
+            let url = config.url.clone();
+            config.auth = Some(crate::auth::oauth_for(&url, &args.login).await?);
+        }
+        connect_stdio(config).await
+    });
     // The stdin reader sits in a blocking read: do not wait for it.
     runtime.shutdown_background();
     match outcome {
@@ -741,13 +818,13 @@ mod tests {
         let config =
             config_from(args(&["--held-call-timeout", "90s", "--", "srv"])).expect("a config");
         assert_eq!(config.held_call_timeout, Duration::from_secs(90));
-        assert_eq!(
-            config.child.scheduling,
-            ChildScheduling::Batch,
-            "the default"
-        );
+        let scheduling = |config: &BridgeConfig| match &config.upstream {
+            Connector::Stdio(child) => child.scheduling,
+            other => panic!("a child, not {other:?}"),
+        };
+        assert_eq!(scheduling(&config), ChildScheduling::Batch, "the default");
         let config = config_from(args(&["--child-scheduling", "inherit", "--", "srv"])).unwrap();
-        assert_eq!(config.child.scheduling, ChildScheduling::Inherit);
+        assert_eq!(scheduling(&config), ChildScheduling::Inherit);
         assert!(check_args(&args(&["--sse-path", "/healthz", "--no-sse"])).is_ok());
     }
 

@@ -28,7 +28,8 @@
 //!
 //! Stdout carries only JSON-RPC in stdio mode; logs go to stderr. With `--http` the
 //! server prints `listening on http://ADDR/mcp` to stderr once bound (tests read the
-//! URL from there) and stops on Ctrl-C or SIGTERM.
+//! URL from there) and stops on Ctrl-C or SIGTERM; the `--auth-*` flags
+//! (`crate::auth_args`) make it require OAuth access tokens there.
 //!
 //! This module must not know about framing, sockets or JSON-RPC ids: it registers
 //! features with the library and hands it a transport.
@@ -91,6 +92,9 @@ pub struct ExampleServerArgs {
     /// for trying clients, and the bridge, against an old server.
     #[arg(long, value_name = "VERSION", value_parser = parse_version, conflicts_with = "modern_only")]
     pub protocol_version: Option<ProtocolVersion>,
+    /// MCP authorization for `--http`: the `--auth-*` flags.
+    #[command(flatten)]
+    pub auth: crate::auth_args::AuthArgs,
 }
 
 /// `--protocol-version`: a revision this crate knows.
@@ -511,10 +515,20 @@ pub async fn run(args: ExampleServerArgs) -> std::io::Result<()> {
         .modern_only
         .then_some(ProtocolVersion::V2026_07_28)
         .or(args.protocol_version);
+    let auth = args
+        .auth
+        .resource_config(switchboard_transport::http::server::DEFAULT_PATH)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    if auth.is_some() && args.http.is_none() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "--auth-issuer needs --http (a stdio server takes its credentials from its environment)",
+        ));
+    }
     let server = example(only);
     match args.http {
         None => serve_stdio(server).await,
-        Some(addr) => serve_http(server, addr).await,
+        Some(addr) => serve_http(server, addr, auth).await,
     }
 }
 
@@ -528,9 +542,14 @@ async fn serve_stdio(server: Server) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn serve_http(server: Server, addr: SocketAddr) -> std::io::Result<()> {
+async fn serve_http(
+    server: Server,
+    addr: SocketAddr,
+    auth: Option<switchboard_transport::http::resource::ResourceServerConfig>,
+) -> std::io::Result<()> {
     let mut config = HttpServerConfig::default();
     config.bind = addr;
+    config.auth = auth;
     let (http, acceptor) = HttpServer::bind(config).await?;
     // Tests and users read the URL from here (stdout stays unused).
     eprintln!("listening on {}", http.url());

@@ -5,6 +5,8 @@
 //!   as the spec says;
 //! - `tools`, `resources`, `prompts`, `ping` ([`client`]): a terminal MCP client for
 //!   a server given as a URL or as `-- CMD [ARGS...]` (stdio);
+//! - `auth login|status|logout` ([`auth`]): log in to a protected server with the
+//!   browser, show or forget the stored logins;
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
 //! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
@@ -14,7 +16,8 @@
 //!   PowerShell or elvish on stdout, generated from this very definition
 //!   (`clap_complete`), so it never lags behind a flag.
 //!
-//! Exit status: 0 on success; 1 when a called tool returned `isError`; 2 on a
+//! Exit status: 0 on success; 1 when a called tool returned `isError` (or `auth
+//! status URL` finds no login); 2 on a
 //! protocol or transport error or bad command-line input; each failure with one
 //! line `switchboard: ...` on stderr; 128 + the signal's number (130 for Ctrl-C,
 //! 143 for SIGTERM, 129 for SIGHUP) when a signal ended a client command or forced
@@ -31,6 +34,8 @@
 //! This binary must not hold protocol logic of its own: it calls the
 //! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
+mod auth;
+mod auth_args;
 mod bridge;
 mod client;
 mod config;
@@ -86,6 +91,9 @@ enum Command {
     /// List or get a server's prompts.
     #[command(subcommand)]
     Prompts(client::PromptsCommand),
+    /// Log in to a protected server with your browser, show or forget logins.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// Check that a server answers (`ping`).
     Ping(client::PingArgs),
     /// Run the built-in example MCP server (stdio, or Streamable HTTP with --http).
@@ -179,6 +187,10 @@ fn main() -> ExitCode {
         Command::Prompts(c) => {
             init_tracing(client_filter(cli.verbose));
             client::run_prompts(c)
+        }
+        Command::Auth(c) => {
+            init_tracing(client_filter(cli.verbose));
+            auth::run(c)
         }
         Command::Ping(a) => {
             init_tracing(client_filter(cli.verbose));

@@ -102,6 +102,9 @@ pub struct ConnectConfig {
     /// Zero: the relay ends at once. Default [`CONNECT_DRAIN_ON_CLOSE`] (10 s).
     /// Spec: MCP 2025-11-25 "Lifecycle → Shutdown", "Transports → stdio".
     pub drain_on_close: Duration,
+    /// MCP authorization for the Streamable HTTP transports
+    /// ([`HttpClientConfig::auth`]). Default none.
+    pub auth: Option<std::sync::Arc<switchboard_transport::http::auth::OAuthClient>>,
 }
 
 /// The default of [`ConnectConfig::drain_on_close`]: 10 s (as the library
@@ -116,6 +119,7 @@ impl ConnectConfig {
             headers: Vec::new(),
             first_answer_timeout: Duration::from_secs(30),
             drain_on_close: CONNECT_DRAIN_ON_CLOSE,
+            auth: None,
         }
     }
 }
@@ -344,6 +348,7 @@ fn http_config(config: &ConnectConfig) -> HttpClientConfig {
     let mut c = HttpClientConfig::new(config.url.clone());
     c.headers = config.headers.clone();
     c.standalone_stream = true;
+    c.auth = config.auth.clone();
     c
 }
 

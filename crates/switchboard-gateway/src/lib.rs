@@ -66,10 +66,10 @@ use switchboard_protocol::types::LoggingLevel;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
-use switchboard_transport::stdio::ChildConfig;
 use switchboard_transport::{Sender, TransportConfig};
 use tokio::task::JoinHandle;
 use tracing::{info, warn, Instrument};
+pub use upstream::Connector;
 
 use crate::downstream::exchange::Held;
 use crate::upstream::{Ask, Restart, Status, Upstream, UpstreamConfig};
@@ -91,9 +91,10 @@ pub enum ChildMode {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct BridgeConfig {
-    /// The stdio server to run (command, args, env, working directory, shutdown
-    /// graces).
-    pub child: ChildConfig,
+    /// The upstream server: a stdio child to run (command, args, env, working
+    /// directory, shutdown graces), or a remote one over Streamable HTTP or
+    /// legacy HTTP+SSE, its era found by the handshake.
+    pub upstream: Connector,
     /// The HTTP side: address (default 127.0.0.1, OS port), path (`/mcp`), legacy
     /// SSE paths, limits (`max_sessions`, beyond which a new session evicts the
     /// least recently used idle one, and its child, or gets 503 when none is
@@ -136,10 +137,10 @@ pub struct BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// The defaults, for `child`.
-    pub fn new(child: ChildConfig) -> Self {
+    /// The defaults, for `upstream`.
+    pub fn new(upstream: Connector) -> Self {
         BridgeConfig {
-            child,
+            upstream,
             http: HttpServerConfig::default(),
             mode: ChildMode::default(),
             allow_tools: Allowlist::default(),
@@ -329,7 +330,7 @@ impl Core {
         init_params: Box<RawValue>,
         orphans: Option<tokio::sync::mpsc::Sender<upstream::CallEvent>>,
     ) -> Upstream {
-        let name = format!("{}#{}", self.config.child.name, self.next_owner());
+        let name = format!("{}#{}", self.config.upstream.name(), self.next_owner());
         // Not restarted: a new process would not know the session's state.
         let up = Upstream::start(
             upstream_config(
@@ -529,10 +530,9 @@ fn upstream_config(
     first: Ask,
     restart: Restart,
 ) -> UpstreamConfig {
-    let mut child = config.child.clone();
-    child.name = name;
     UpstreamConfig {
-        child,
+        connector: config.upstream.named(&name),
+        name,
         transport: config.transport.clone(),
         init_params,
         first,
@@ -614,7 +614,7 @@ impl Bridge {
                 .supported_versions
                 .push(ProtocolVersion::V2026_07_28);
         }
-        let shared_name = format!("{}#shared", config.child.name);
+        let shared_name = format!("{}#shared", config.upstream.name());
         // Per session, legacy sessions have children of their own, so the shared
         // child serves only 2026-07-28 exchanges: speak that to it when it can (no
         // translation). Shared, legacy sessions need it initialized.

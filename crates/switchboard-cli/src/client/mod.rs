@@ -40,6 +40,11 @@
 //! `elicitation/create` to it; a tool that needs them fails (typically with
 //! `isError`), and a server that asks anyway is answered -32601 by the library.
 //!
+//! **Authorization.** A URL target that answers 401 is logged in to through the
+//! browser, and a stored login (`switchboard auth login`) is used first
+//! ([`crate::auth::oauth_for`]; `--no-login`, `--login-timeout`, `--auth-file`),
+//! unless `--header` gives an `Authorization` of its own.
+//!
 //! This module must not know about framing, sockets or JSON-RPC ids (the library's
 //! and the transport's business).
 
@@ -115,6 +120,10 @@ pub struct CommonArgs {
     /// `Authorization: Bearer ...`). Repeatable.
     #[arg(long, value_name = "NAME: VALUE")]
     pub header: Vec<String>,
+    /// MCP authorization for a URL target: a stored login (`switchboard auth
+    /// login`) is used, and a 401 logs in through the browser.
+    #[command(flatten)]
+    pub login: crate::auth::LoginArgs,
     /// The stdio server to start: `-- CMD [ARGS...]` (instead of a URL).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -575,7 +584,9 @@ fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
 
 /// Connects to an `http(s)://` URL with the library's HTTP client
 /// ([`Client::connect_url`]: 2026-07-28 first, then Streamable HTTP, then legacy
-/// HTTP+SSE), sending `headers` (`--header`) with every HTTP request.
+/// HTTP+SSE), sending `headers` (`--header`) with every HTTP request, and,
+/// unless they hold an `Authorization`, with MCP authorization
+/// ([`crate::auth::oauth_for`]: the stored login, a browser login on a 401).
 async fn connect_target(
     url: &str,
     options: ClientOptions,
@@ -590,6 +601,12 @@ async fn connect_target(
         config
             .headers
             .push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    if !crate::auth::has_authorization(&config.headers) {
+        let auth = crate::auth::oauth_for(url, &common.login)
+            .await
+            .map_err(|e| Failure::new(format!("cannot connect to {url}: {e}")))?;
+        config.auth = Some(auth);
     }
     Client::connect_url(url, options, config)
         .await

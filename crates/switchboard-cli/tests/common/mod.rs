@@ -145,9 +145,16 @@ pub struct HttpExample {
 impl HttpExample {
     /// Starts it and waits (bounded) for the `listening on URL` line on stderr.
     pub fn start() -> HttpExample {
+        HttpExample::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with more `example-server` flags (e.g.
+    /// `--modern-only`).
+    pub fn start_with(flags: &[&str]) -> HttpExample {
         use std::io::{BufRead, BufReader};
         let mut child = Command::new(exe())
             .args(["example-server", "--http", "127.0.0.1:0"])
+            .args(flags)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -29,6 +29,7 @@ use switchboard_transport::{Inbound, Receiver, Sender};
 use tokio::time::Instant;
 use tracing::debug;
 
+use super::connector::Link;
 use super::{empty_object, shown, Ask, InitInfo, UpstreamConfig};
 use crate::classify::Route;
 
@@ -59,6 +60,7 @@ pub(super) async fn run(
     probe_wait: Duration,
     sender: &Sender,
     receiver: &mut Receiver,
+    link: &Link,
 ) -> Result<InitInfo, String> {
     let init: Map<String, Value> =
         serde_json::from_str(config.init_params.get()).unwrap_or_default();
@@ -87,7 +89,7 @@ pub(super) async fn run(
         match next {
             Next::Send(out) => {
                 for o in out {
-                    driver.send(o, config, sender).await;
+                    driver.send(o, config, sender, link).await;
                 }
             }
             Next::Wait => {}
@@ -127,13 +129,21 @@ impl Driver {
     }
 
     /// Sends one question (`initialize` under id 0 with the configured
-    /// params, the others under negative ids); a child already gone is
-    /// reported as [`Answer::Closed`].
-    async fn send(&mut self, o: Outgoing, config: &UpstreamConfig, sender: &Sender) {
+    /// params, the others under negative ids), the HTTP client told the
+    /// revision it goes under (none for `initialize`, the probe's for
+    /// `server/discover`); a child already gone is reported as
+    /// [`Answer::Closed`].
+    async fn send(&mut self, o: Outgoing, config: &UpstreamConfig, sender: &Sender, link: &Link) {
         let method = o.ask.method();
         let (id, params) = match o.ask {
-            Question::Initialize => (Id::from(0u64), Some(config.init_params.clone())),
-            Question::Discover { params, .. } => (self.negative(), Some(params)),
+            Question::Initialize => {
+                link.set_version(None);
+                (Id::from(0u64), Some(config.init_params.clone()))
+            }
+            Question::Discover { version, params } => {
+                link.set_version(Some(version));
+                (self.negative(), Some(params))
+            }
             Question::Ping => (self.negative(), None),
         };
         debug!(method, %id, wait = ?o.wait, "handshake: asking");
@@ -339,8 +349,9 @@ fn synthesized(version: ProtocolVersion, d: &DiscoverResult) -> Result<InitInfo,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::Restart;
-    use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
+    use crate::upstream::connector::Connection;
+    use crate::upstream::{Connector, Restart};
+    use switchboard_transport::stdio::ChildConfig;
     use switchboard_transport::TransportConfig;
 
     /// A probe wait no test reaches: an outcome that needed it would show as
@@ -349,7 +360,8 @@ mod tests {
 
     fn config(script: &str, first: Ask) -> UpstreamConfig {
         UpstreamConfig {
-            child: ChildConfig::new("hs", "python3").arg("-c").arg(script),
+            name: "hs".to_owned(),
+            connector: Connector::Stdio(ChildConfig::new("hs", "python3").arg("-c").arg(script)),
             transport: TransportConfig::default(),
             init_params: serde_json::value::to_raw_value(&serde_json::json!({
                 "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
@@ -366,23 +378,31 @@ mod tests {
         }
     }
 
-    /// Runs the handshake with `script` as the child, bounded by 30 s; then
-    /// asks the child (a `report` request) what it got, when it still runs.
+    /// Runs the handshake with `script` as the child, bounded by 30 s.
     async fn handshake(script: &str, first: Ask) -> Result<InitInfo, String> {
         let config = config(script, first);
-        let ChildTransport {
+        let Connection {
             sender,
             mut receiver,
-            process,
-        } = spawn(config.child.clone(), &config.transport).expect("python3 starts");
+            link,
+        } = config
+            .connector
+            .connect(&config.transport)
+            .await
+            .expect("python3 starts");
         let outcome = tokio::time::timeout(
             Duration::from_secs(30),
-            run(&config, LONG, &sender, &mut receiver),
+            run(&config, LONG, &sender, &mut receiver, &link),
         )
         .await
         .expect("the handshake ends without waiting out a probe");
-        drop(sender);
-        let _ = process.shutdown().await;
+        Connection {
+            sender,
+            receiver,
+            link,
+        }
+        .close()
+        .await;
         outcome
     }
 

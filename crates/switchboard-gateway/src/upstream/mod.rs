@@ -50,8 +50,12 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+mod connector;
 mod handshake;
 mod router;
+
+pub use connector::Connector;
+use connector::{Connection, Link};
 
 use crate::classify::{Notice, Route};
 use crate::error::Error;
@@ -63,7 +67,7 @@ use switchboard_protocol::jsonrpc::{
 };
 use switchboard_protocol::types as t;
 use switchboard_protocol::types::{meta, InitializeResult};
-use switchboard_transport::stdio::{spawn, ChildConfig, ChildTransport};
+use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{CloseReason, DirectSink, Inbound, Outgoing, Sender, TransportConfig};
 use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tracing::{debug, info, warn, Instrument};
@@ -105,9 +109,11 @@ pub(crate) enum Restart {
 /// How one upstream child is run and restarted.
 #[derive(Debug, Clone)]
 pub(crate) struct UpstreamConfig {
-    /// What to run.
-    pub child: ChildConfig,
-    /// Queue sizes and the line limit of the child's pipes.
+    /// Its name, for logs and errors.
+    pub name: String,
+    /// How it is reached.
+    pub connector: Connector,
+    /// Queue sizes and the line limit of a child's pipes.
     pub transport: TransportConfig,
     /// The `initialize` params sent to every (re)started child.
     pub init_params: Box<RawValue>,
@@ -438,7 +444,7 @@ impl Upstream {
         let (broadcast, _) = broadcast::channel(BROADCAST_QUEUE);
         let (stop, stop_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
-            name: config.child.name.clone(),
+            name: config.name.clone(),
             config,
             status,
             table: Mutex::new(Table::default()),
@@ -830,9 +836,16 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         first = false;
         inner.status.send_replace(Status::Starting);
         let started = Instant::now();
-        let why = match spawn(inner.config.child.clone(), &inner.config.transport) {
-            Err(e) => format!("could not start: {e}"),
-            Ok(child) => run_child(&inner, child, &mut stop).await,
+        let connect = inner.config.connector.connect(&inner.config.transport);
+        let connected = tokio::select! {
+            c = tokio::time::timeout(inner.config.init_timeout, connect) => c.unwrap_or_else(|_| {
+                Err(format!("could not connect within {:?}", inner.config.init_timeout))
+            }),
+            () = stopped(&mut stop) => Err(STOPPED.to_owned()),
+        };
+        let why = match connected {
+            Err(why) => why,
+            Ok(connection) => run_child(&inner, connection, &mut stop).await,
         };
         fail_all(&inner, &why);
         if *stop.borrow() {
@@ -864,18 +877,18 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
 /// Runs one child from spawn to exit; returns why it ended.
 async fn run_child(
     inner: &Arc<Inner>,
-    child: ChildTransport,
+    connection: Connection,
     stop: &mut watch::Receiver<bool>,
 ) -> String {
-    let ChildTransport {
+    let pid = connection.pid();
+    let Connection {
         sender,
         mut receiver,
-        process,
-    } = child;
-    let pid = process.pid();
+        link,
+    } = connection;
     let handshake = tokio::time::timeout(
         inner.config.init_timeout,
-        initialize(inner, &sender, &mut receiver),
+        initialize(inner, &sender, &mut receiver, &link),
     );
     let outcome = tokio::select! {
         r = handshake => match r {
@@ -889,12 +902,20 @@ async fn run_child(
         Err(why) => why,
         Ok(info) => {
             info!(pid, server = %info.result.server_info.name, version = %info.result.protocol_version, "upstream server ready");
+            let version = if info.modern {
+                Some(ProtocolVersion::V2026_07_28)
+            } else {
+                ProtocolVersion::parse(&info.result.protocol_version)
+            };
+            if version.is_some() {
+                link.set_version(version);
+            }
             lock(&inner.table).sender = Some(sender.clone());
             inner.was_ready.store(true, Ordering::Relaxed);
             inner.status.send_replace(Status::Ready(Arc::new(info)));
             receiver.set_direct(Arc::new(Responses(inner.clone())));
             let why = tokio::select! {
-                why = route(inner, &mut receiver) => why,
+                why = route(inner, &mut receiver, &link) => why,
                 () = stopped(stop) => STOPPED.to_owned(),
             };
             receiver.clear_direct();
@@ -913,11 +934,13 @@ async fn run_child(
         Status::Down(why.clone())
     });
     lock(&inner.table).sender = None;
-    drop(sender);
-    match process.shutdown().await {
-        Ok(report) => debug!(pid, %report, "upstream child ended"),
-        Err(e) => warn!(pid, error = %e, "ending the upstream child failed"),
+    Connection {
+        sender,
+        receiver,
+        link,
     }
+    .close()
+    .await;
     why
 }
 
@@ -929,8 +952,9 @@ async fn initialize(
     inner: &Arc<Inner>,
     sender: &Sender,
     receiver: &mut switchboard_transport::Receiver,
+    link: &Link,
 ) -> Result<InitInfo, String> {
-    handshake::run(&inner.config, DISCOVER_PROBE, sender, receiver).await
+    handshake::run(&inner.config, DISCOVER_PROBE, sender, receiver, link).await
 }
 
 /// Why the child's transport closed, as the bridge tells it to HTTP clients
@@ -973,7 +997,11 @@ impl DirectSink for Responses {
 }
 
 /// Reads the child's output until it ends; returns why.
-async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receiver) -> String {
+async fn route(
+    inner: &Arc<Inner>,
+    receiver: &mut switchboard_transport::Receiver,
+    link: &Link,
+) -> String {
     while let Some(event) = receiver.recv().await {
         match event {
             Inbound::Message(m) => dispatch(inner, m).await,
@@ -985,6 +1013,11 @@ async fn route(inner: &Arc<Inner>, receiver: &mut switchboard_transport::Receive
                 warn!(%id, error = %error.message, "the upstream server's answer could not be read; its call fails");
                 let why = format!("the upstream server {}: {}", inner.name, error.message);
                 complete(inner, &id, Err(why));
+                // A remote server that gave no HTTP answer at all is not
+                // there: reconnect (with backoff) rather than stay ready.
+                if link.unreachable(&error) {
+                    return format!("unreachable: {}", error.message);
+                }
             }
             Inbound::Batch(items) => {
                 for m in items.into_iter().flatten() {
@@ -1275,6 +1308,7 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_transport::stdio::ChildConfig;
 
     #[test]
     fn progress_tokens_are_replaced_and_kept() {
@@ -1434,7 +1468,8 @@ for line in sys.stdin:
         max_in_flight: usize,
     ) -> UpstreamConfig {
         UpstreamConfig {
-            child,
+            name: child.name.clone(),
+            connector: Connector::Stdio(child),
             transport,
             init_params: serde_json::value::to_raw_value(&serde_json::json!({
                     "protocolVersion": "2025-11-25", "capabilities": capabilities,

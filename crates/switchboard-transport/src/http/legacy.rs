@@ -160,6 +160,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) acceptor: &'a mpsc::Sender<HttpSession>,
     /// New sessions are refused ([`super::server::HttpServer::refuse_new_sessions`]).
     pub(crate) refusing: &'a AtomicBool,
+    /// Who makes the request, when the server checks tokens.
+    pub(crate) principal: Option<&'a super::resource::Principal>,
+    /// The resource server, when the server checks tokens (per-tool scopes).
+    pub(crate) auth: Option<&'a super::resource::ResourceServer>,
 }
 
 /// Answers one request for a legacy path (after the `Host`/`Origin` checks).
@@ -287,7 +291,12 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
         protocol_version: ProtocolVersion::V2024_11_05,
         headers: headers.clone(),
         kind: SessionKind::LegacySse,
+        principal: ctx.principal.cloned(),
     };
+    if let Some(p) = ctx.principal {
+        session.set_owner(&p.subject);
+        tracing::info!(session = %id, subject = %p.subject, client_id = p.client_id.as_deref().unwrap_or(""), "new legacy HTTP+SSE session");
+    }
     if ctx.acceptor.send(info).await.is_err() {
         session.end(CloseReason::SessionClosed);
         return unavailable("the server is not accepting sessions");
@@ -440,7 +449,9 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
             "the sessionId query parameter is required",
         );
     };
-    let Some(session) = ctx.registry.get(&registry_key(id)) else {
+    let found = ctx.registry.get(&registry_key(id));
+    // Another subject's session is not found for this one.
+    let Some(session) = found.filter(|s| s.owned_by(ctx.principal)) else {
         return rpc_error(
             StatusCode::NOT_FOUND,
             code::INVALID_REQUEST,
@@ -464,6 +475,9 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
             };
         }
     };
+    if let Some(refusal) = super::server::tool_scopes_refusal(ctx.auth, ctx.principal, &message) {
+        return refusal;
+    }
     if ctx.refusing.load(Ordering::Relaxed) {
         if let Message::Request(r) = &message {
             if r.method == "initialize" {

@@ -28,6 +28,11 @@
 //!   `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers against its body (-32020),
 //!   called by whoever serves the exchange (the library's `Server`, the bridge),
 //!   which knows the called tool's schema.
+//! - [`resource`]: MCP authorization's resource server, on when
+//!   [`HttpServerConfig::auth`](server::HttpServerConfig::auth) is set: Protected
+//!   Resource Metadata, bearer tokens (JWTs on the issuer's keys, opaque ones by
+//!   introspection), 401/403 challenges, the caller's
+//!   [`Principal`](resource::Principal) on each session.
 //! - [`client`]: the Streamable HTTP **client** ([`client::connect`]), a
 //!   [`Transport`](crate::Transport) to one endpoint URL with an
 //!   [`HttpClientHandle`](client::HttpClientHandle) beside it: JSON and SSE
@@ -47,6 +52,7 @@ mod clock;
 mod guard;
 pub mod legacy;
 pub mod mcp_headers;
+pub mod resource;
 pub mod server;
 pub(crate) mod session;
 pub mod sse_client;

@@ -86,7 +86,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, ACCEPT_ENCODING, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE,
+    HeaderValue, ACCEPT_ENCODING, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH,
+    CONTENT_TYPE, WWW_AUTHENTICATE,
 };
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -108,6 +109,7 @@ use tracing::{debug, info_span, warn, Instrument};
 
 use super::body::Body;
 use super::guard;
+use super::resource::{Principal, Refusal, ResourceServer};
 use super::session::{first_duplicate, Limits, Registry, Session, StreamError};
 use super::stateless;
 use crate::config::TransportConfig;
@@ -260,6 +262,23 @@ pub struct HttpServerConfig {
     /// address as `Host`) and reveal nothing but readiness. Default `None` (both
     /// paths are 404 like any other).
     pub health: Option<HealthProbe>,
+    /// MCP authorization ([`super::resource`]): when set, the server is an
+    /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
+    /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
+    /// (GET, `application/json`), and every request to the endpoint and the
+    /// legacy paths needs a valid bearer token: without one 401 (with a token
+    /// that is not accepted, `error="invalid_token"`), a token in the query
+    /// string 400 (`invalid_request`), missing scopes 403
+    /// (`insufficient_scope`), each with `WWW-Authenticate: Bearer
+    /// resource_metadata="…"`; a token that cannot be checked (the issuer's
+    /// keys unreachable) 503. These come after the `Host`/`Origin` checks and
+    /// before the rest. A session belongs to the subject that opened it:
+    /// another subject's request naming it gets 404. The `Authorization`
+    /// header is taken out of the request before anything else sees it
+    /// ([`HttpSession::headers`] never holds it); the caller is
+    /// [`HttpSession::principal`]. Default `None`: no token is asked for and
+    /// no metadata is served.
+    pub auth: Option<super::resource::ResourceServerConfig>,
 }
 
 impl Default for HttpServerConfig {
@@ -290,6 +309,7 @@ impl Default for HttpServerConfig {
             sse_keep_alive: Some(super::legacy::DEFAULT_SSE_KEEP_ALIVE),
             transport: TransportConfig::default(),
             health: None,
+            auth: None,
         }
     }
 }
@@ -372,12 +392,21 @@ pub struct HttpSession {
     /// itself). Stateless: the header's revision when it named a supported one,
     /// else 2026-07-28 (the library checks the header against the body's `_meta`).
     pub protocol_version: ProtocolVersion,
-    /// All headers of the POST that opened it (e.g. `Authorization`, `User-Agent`;
-    /// for a stateless exchange `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, which the
-    /// library checks against the body).
+    /// All headers of the POST that opened it (e.g. `User-Agent`; for a
+    /// stateless exchange `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, which the
+    /// library checks against the body), except `Authorization` when the server
+    /// checks tokens ([`HttpServerConfig::auth`]: the token is consumed here,
+    /// never handed on; the caller is [`principal`](Self::principal)).
     pub headers: HeaderMap,
     /// Stateful session or stateless exchange.
     pub kind: SessionKind,
+    /// Who opened it, when the server checks tokens
+    /// ([`HttpServerConfig::auth`]): the subject, client id and scopes of the
+    /// access token of the request that opened the session (stateful, legacy)
+    /// or of the exchange's one request (stateless). Later requests of a
+    /// session come from the same subject (another's get 404), possibly with
+    /// other tokens (a step-up). `None` when tokens are not checked.
+    pub principal: Option<super::resource::Principal>,
 }
 
 impl HttpSession {
@@ -423,6 +452,8 @@ struct Shared {
     clock: Arc<Clock>,
     /// POSTs to stateful sessions being answered now (see [`answer`]).
     answering: AtomicUsize,
+    /// The resource server, when [`HttpServerConfig::auth`] is set.
+    auth: Option<super::resource::Shared>,
     /// Set by [`HttpServer::refuse_new_sessions`]: a new session of either
     /// kind gets 503.
     refusing: AtomicBool,
@@ -544,6 +575,14 @@ impl HttpServer {
                 format!("the endpoint path must start with '/': {:?}", config.path),
             ));
         }
+        let auth = match &config.auth {
+            None => None,
+            Some(auth) => Some(Arc::new(
+                super::resource::ResourceServer::new(auth.clone(), &config.path).map_err(|e| {
+                    io::Error::new(io::ErrorKind::InvalidInput, crate::error_chain(&e))
+                })?,
+            )),
+        };
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         let mut hosts = config.allowed_hosts.clone();
@@ -581,6 +620,7 @@ impl HttpServer {
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
             registry,
+            auth,
             config,
             hosts,
             origins,
@@ -774,6 +814,83 @@ async fn serve_connection(
     }
 }
 
+/// The answer to a request the resource server refused: its status, a
+/// JSON-RPC error body (`id: null`; -32000 for a 503, else -32600) and the
+/// `WWW-Authenticate` challenge. The one place a [`Refusal`] becomes a
+/// response.
+fn refused(auth: &ResourceServer, refusal: &Refusal) -> Response<Body> {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let why = crate::error_chain(refusal);
+    let mut response = if status == StatusCode::SERVICE_UNAVAILABLE {
+        warn!(reason = %why, "a token could not be checked");
+        rpc_error(
+            status,
+            -32000,
+            "the access token could not be checked; try again later",
+        )
+    } else {
+        debug!(status = status.as_u16(), reason = %why, "request refused");
+        rpc_error(status, code::INVALID_REQUEST, why)
+    };
+    if let Some(challenge) = auth
+        .challenge(refusal)
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// The Protected Resource Metadata (RFC 9728 §3.2): 200 `application/json`
+/// to GET (and HEAD), readable from any origin (it is public, and browser
+/// clients fetch it); 405 otherwise.
+fn metadata_answer(auth: &ResourceServer, method: &Method) -> Response<Body> {
+    if *method != Method::GET && *method != Method::HEAD {
+        let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let mut response = Response::new(Body::full(Bytes::copy_from_slice(auth.metadata_document())));
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(
+        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    response
+}
+
+/// 403 `insufficient_scope` for a `tools/call` of a tool whose own scopes
+/// ([`ResourceServerConfig::tool_scopes`](super::resource::ResourceServerConfig::tool_scopes))
+/// the caller's token lacks; `None` to go on.
+pub(crate) fn tool_scopes_refusal(
+    auth: Option<&ResourceServer>,
+    principal: Option<&Principal>,
+    message: &Message,
+) -> Option<Response<Body>> {
+    let (auth, principal) = (auth?, principal?);
+    if auth.config().tool_scopes.is_empty() {
+        return None;
+    }
+    let Message::Request(r) = message else {
+        return None;
+    };
+    if r.method != "tools/call" {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    let call: Call<'_> = serde_json::from_str(r.params.as_deref()?.get()).ok()?;
+    let required = auth.tool_scopes(&call.name)?;
+    let refusal = auth.check_scopes(principal, &required).err()?;
+    Some(refused(auth, &refusal))
+}
+
 /// A response with a JSON-RPC error body (`id: null`).
 fn rpc_error(status: StatusCode, code: i64, message: impl Into<String>) -> Response<Body> {
     error_body(
@@ -833,11 +950,18 @@ fn session_required() -> Response<Body> {
 fn find_session(
     shared: &Shared,
     headers: &HeaderMap,
+    principal: Option<&Principal>,
 ) -> Result<Option<Arc<Session>>, Box<Response<Body>>> {
     match headers.get(&guard::SESSION_ID) {
         None => Ok(None),
         Some(value) => {
-            let found = value.to_str().ok().and_then(|id| shared.registry.get(id));
+            // Another subject's session is not found for this one
+            // (indistinguishable from a session that does not exist).
+            let found = value
+                .to_str()
+                .ok()
+                .and_then(|id| shared.registry.get(id))
+                .filter(|s| s.owned_by(principal));
             match found {
                 Some(session) => {
                     session.touch();
@@ -849,7 +973,7 @@ fn find_session(
     }
 }
 
-async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Body> {
     if let Some(response) = health_answer(shared, &req) {
         return response;
     }
@@ -870,8 +994,43 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
             "Origin not allowed",
         );
     }
-    if let Some(endpoint) = super::legacy::Endpoint::of(&shared.config, req.uri().path()) {
+    let legacy = super::legacy::Endpoint::of(&shared.config, req.uri().path());
+    let principal = match &shared.auth {
+        None => None,
+        Some(auth) => {
+            let path = req.uri().path();
+            if auth.metadata_paths().iter().any(|p| p == path) {
+                return metadata_answer(auth, req.method());
+            }
+            if legacy.is_none() && path != shared.config.path {
+                return status_only(StatusCode::NOT_FOUND);
+            }
+            let found = {
+                let values: Vec<&[u8]> = req
+                    .headers()
+                    .get_all(AUTHORIZATION)
+                    .iter()
+                    .map(HeaderValue::as_bytes)
+                    .collect();
+                auth.authenticate(&values, req.uri().query()).await
+            };
+            // Nothing past this point sees the token (MCP: no passthrough).
+            req.headers_mut().remove(AUTHORIZATION);
+            match found {
+                Ok(principal) => {
+                    debug!(subject = %principal.subject, client_id = principal.client_id.as_deref().unwrap_or(""), "authorized");
+                    Some(principal)
+                }
+                Err(refusal) => return refused(auth, &refusal),
+            }
+        }
+    };
+    let principal = principal.as_ref();
+    let headers = req.headers();
+    if let Some(endpoint) = legacy {
         let ctx = super::legacy::Ctx {
+            principal,
+            auth: shared.auth.as_deref(),
             config: &shared.config,
             registry: &shared.registry,
             limits: &shared.limits,
@@ -894,11 +1053,11 @@ async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         return response;
     }
     if *req.method() == Method::POST {
-        return post(shared, req, version).await;
+        return post(shared, req, version, principal).await;
     }
     match *req.method() {
-        Method::GET => get(shared, req.headers()),
-        Method::DELETE => delete(shared, req.headers()),
+        Method::GET => get(shared, req.headers(), principal),
+        Method::DELETE => delete(shared, req.headers(), principal),
         _ => {
             let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
             response
@@ -1126,6 +1285,7 @@ async fn post(
     shared: &Arc<Shared>,
     req: Request<Incoming>,
     header_version: Result<ProtocolVersion, String>,
+    principal: Option<&Principal>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
@@ -1167,6 +1327,11 @@ async fn post(
                         ),
                     );
                 }
+                if let Some(refusal) =
+                    tool_scopes_refusal(shared.auth.as_deref(), principal, &message)
+                {
+                    return refusal;
+                }
                 let Ok(permit) = shared.exchanges.clone().try_acquire_owned() else {
                     return rpc_error(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -1178,7 +1343,7 @@ async fn post(
                     &shared.acceptor,
                     (shared.stopping.clone(), permit),
                     &shared.config.transport,
-                    parts.headers,
+                    (parts.headers, principal.cloned()),
                     version,
                     message,
                     (peek, shape),
@@ -1187,7 +1352,7 @@ async fn post(
             }
         }
     }
-    let session = match find_session(shared, headers) {
+    let session = match find_session(shared, headers, principal) {
         Ok(s) => s,
         Err(response) => return *response,
     };
@@ -1208,6 +1373,15 @@ async fn post(
             };
         }
     };
+    let messages: Vec<&Message> = match &frame {
+        Frame::Single(message) => vec![message],
+        Frame::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
+    };
+    for message in messages {
+        if let Some(refusal) = tool_scopes_refusal(shared.auth.as_deref(), principal, message) {
+            return refusal;
+        }
+    }
     let (session, created) = match session {
         Some(s) => (s, None),
         None => {
@@ -1215,7 +1389,7 @@ async fn post(
                 Frame::Single(Message::Request(r)) if r.method == "initialize" => r.id.clone(),
                 _ => return session_required(),
             };
-            match create_session(shared, headers, version, initialize.clone()).await {
+            match create_session(shared, (headers, principal), version, initialize.clone()).await {
                 Ok(s) => {
                     let id = s.id.clone();
                     (s, Some((id, initialize)))
@@ -1280,7 +1454,7 @@ pub(crate) fn shutting_down(initialize: Id) -> Response<Body> {
 /// none can be had, the 503 answers that request under its id.
 async fn create_session(
     shared: &Arc<Shared>,
-    headers: &HeaderMap,
+    (headers, principal): (&HeaderMap, Option<&Principal>),
     version: ProtocolVersion,
     initialize: Id,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
@@ -1309,6 +1483,9 @@ async fn create_session(
         Arc::downgrade(&shared.registry),
         &shared.config.transport,
     );
+    if let Some(p) = principal {
+        session.set_owner(&p.subject);
+    }
     if !shared.registry.insert(session.clone()) {
         session.end(CloseReason::SessionClosed);
         return Err(Box::new(unavailable(full())));
@@ -1319,6 +1496,7 @@ async fn create_session(
         protocol_version: version,
         headers: headers.clone(),
         kind: SessionKind::Stateful,
+        principal: principal.cloned(),
     };
     if shared.acceptor.send(info).await.is_err() {
         session.end(CloseReason::SessionClosed);
@@ -1326,7 +1504,12 @@ async fn create_session(
             "the server is not accepting sessions".to_owned(),
         )));
     }
-    debug!(session = %session.id, "new session");
+    match principal {
+        Some(p) => {
+            tracing::info!(session = %session.id, subject = %p.subject, client_id = p.client_id.as_deref().unwrap_or(""), "new session")
+        }
+        None => debug!(session = %session.id, "new session"),
+    }
     Ok(session)
 }
 
@@ -1641,8 +1824,8 @@ fn priming(stream: u64, seq: u64, retry: Option<Duration>) -> Bytes {
     Bytes::from(guard::priming_event(stream, seq, millis))
 }
 
-fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
-    let session = match find_session(shared, headers) {
+fn get(shared: &Arc<Shared>, headers: &HeaderMap, principal: Option<&Principal>) -> Response<Body> {
+    let session = match find_session(shared, headers, principal) {
         Ok(Some(s)) => s,
         Ok(None) => return session_required(),
         Err(response) => return *response,
@@ -1717,8 +1900,12 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     sse_response(body.with_keep_alive(shared.config.sse_keep_alive))
 }
 
-fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
-    match find_session(shared, headers) {
+fn delete(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Response<Body> {
+    match find_session(shared, headers, principal) {
         Ok(Some(session)) => {
             if let Err(response) = session_version(shared, headers, Some(&session)) {
                 return *response;

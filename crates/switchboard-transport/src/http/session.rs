@@ -338,6 +338,10 @@ pub(crate) struct Session {
     /// connection takes a stream over from another ([`Self::new_live`]), for
     /// senders waiting for room on the old one's full queue.
     attached: tokio::sync::Notify,
+    /// The subject that opened it, when the server checks tokens
+    /// ([`HttpServerConfig::auth`](super::server::HttpServerConfig::auth)):
+    /// only that subject's requests may name it.
+    owner: std::sync::OnceLock<Arc<str>>,
 }
 
 /// Held by each open HTTP response of a session (in its body): the session is
@@ -356,6 +360,21 @@ impl Drop for ConnGuard {
 }
 
 impl Session {
+    /// Records the subject that opened the session (once; later calls are
+    /// ignored).
+    pub(crate) fn set_owner(&self, subject: &str) {
+        let _ = self.owner.set(subject.into());
+    }
+
+    /// Whether a request made as `principal` may use this session: always
+    /// when it has no owner (tokens are not checked), else only its owner's.
+    pub(crate) fn owned_by(&self, principal: Option<&super::resource::Principal>) -> bool {
+        match self.owner.get() {
+            None => true,
+            Some(owner) => principal.is_some_and(|p| *p.subject == **owner),
+        }
+    }
+
     /// Makes a session and its [`Transport`]. Idle expiry is the registry's
     /// reaper's ([`Registry::spawn_reaper`]).
     pub(crate) fn start(
@@ -390,6 +409,7 @@ impl Session {
             registry,
             primes: std::sync::atomic::AtomicBool::new(false),
             attached: tokio::sync::Notify::new(),
+            owner: std::sync::OnceLock::new(),
         });
         let transport = Transport {
             sender: Sender {

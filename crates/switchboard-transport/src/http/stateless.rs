@@ -190,7 +190,7 @@ pub(crate) async fn exchange(
     acceptor: &mpsc::Sender<HttpSession>,
     (mut stopping, permit): (watch::Receiver<bool>, OwnedSemaphorePermit),
     config: &TransportConfig,
-    headers: HeaderMap,
+    (headers, principal): (HeaderMap, Option<super::resource::Principal>),
     version: ProtocolVersion,
     message: Message,
     (peek, shape): (MetaPeek, ReplyShape),
@@ -234,6 +234,7 @@ pub(crate) async fn exchange(
         protocol_version: version,
         headers,
         kind: SessionKind::Stateless,
+        principal,
     };
     if acceptor.send(session).await.is_err() {
         return json_reply(

@@ -4,7 +4,7 @@ Python SDK (`mcp` 2.3.0): `MCPServer` with `auth_server_provider` and
 RFC 7591 registration, /authorize with its PKCE and resource checks, /token with
 the authorization_code and refresh_token grants) and the resource server
 (Protected Resource Metadata, bearer checks, the token's resource compared with
-the MCP URL) on one origin. The provider below is
+the MCP URL, RFC 7009 revocation) on one origin. The provider below is
 in memory and approves at once (/authorize redirects with a code); it issues
 refresh tokens.
 
@@ -16,7 +16,8 @@ prints one line `{"url": "http://127.0.0.1:PORT/mcp"}` on stdout when listening 
   refresh_token grants the server has answered);
 - `revoke_access`: forgets every access token (refresh tokens stay), so the next
   request gets 401.
-Logs only to stderr. Run by crates/switchboard/tests/client_oauth.rs.
+Logs only to stderr. Run by crates/switchboard/tests/client_oauth.rs and
+crates/switchboard-cli/tests/auth_login.rs.
 """
 
 import asyncio
@@ -29,6 +30,7 @@ import time
 import uvicorn
 from pydantic import AnyHttpUrl
 
+from mcp.server.auth.handlers import revoke
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
@@ -36,9 +38,25 @@ from mcp.server.auth.provider import (
     RefreshToken,
     construct_redirect_uri,
 )
-from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.auth.settings import (
+    AuthSettings,
+    ClientRegistrationOptions,
+    RevocationOptions,
+)
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthToken
+
+
+class RevocationRequest(revoke.RevocationRequest):
+    """The SDK's revocation form (mcp 2.3.0) requires a `client_secret` member
+    even from a client that authenticates with HTTP Basic, as its registration
+    said, so such a client can never revoke; here it is optional (RFC 7009 §2.1
+    leaves client authentication to the method)."""
+
+    client_secret: str | None = None
+
+
+revoke.RevocationRequest = RevocationRequest
 
 
 class Provider:
@@ -112,6 +130,7 @@ class Provider:
 
     async def revoke_token(self, token):
         self.access.pop(getattr(token, "token", None), None)
+        self.refresh.pop(getattr(token, "token", None), None)
 
 
 async def main():
@@ -127,6 +146,7 @@ async def main():
             issuer_url=AnyHttpUrl(base),
             resource_server_url=AnyHttpUrl(f"{base}/mcp"),
             client_registration_options=ClientRegistrationOptions(enabled=True),
+            revocation_options=RevocationOptions(enabled=True),
             required_scopes=[],
             validate_token_resource=True,
         ),

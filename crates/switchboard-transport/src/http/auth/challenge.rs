@@ -59,12 +59,15 @@ impl BearerChallenge {
     }
 
     /// The `Bearer` challenge among the `WWW-Authenticate` headers of a
-    /// response; an empty one (every field `None`) when there is none.
+    /// response; an empty one (every field `None`) when there is none. A value
+    /// with bytes beyond ASCII (RFC 9110 `obs-text`, e.g. in an
+    /// `error_description`) is read as UTF-8, invalid sequences replaced, so its
+    /// other parameters still count.
     pub fn from_headers(headers: &HeaderMap) -> Self {
         let mut found = BearerChallenge::default();
         for value in headers.get_all(WWW_AUTHENTICATE) {
-            let Ok(text) = value.to_str() else { continue };
-            if let Some(c) = parse(text)
+            let text = String::from_utf8_lossy(value.as_bytes());
+            if let Some(c) = parse(&text)
                 .into_iter()
                 .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
             {
@@ -232,6 +235,23 @@ fn looks_like_param(text: &str) -> bool {
 mod tests {
     use super::*;
     use http::HeaderValue;
+
+    /// Found by fuzzing: a value with non-ASCII bytes was skipped whole, losing
+    /// its `resource_metadata`.
+    #[test]
+    fn a_value_with_non_ascii_bytes_still_counts() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_bytes(
+                b"Bearer error_description=\"caf\xc3\xa9 \xff\", resource_metadata=\"https://a/x\"",
+            )
+            .unwrap(),
+        );
+        let b = BearerChallenge::from_headers(&h);
+        assert_eq!(b.resource_metadata.as_deref(), Some("https://a/x"));
+        assert_eq!(b.error_description.as_deref(), Some("café \u{fffd}"));
+    }
 
     #[test]
     fn a_bearer_challenge_with_quoted_and_token_params() {

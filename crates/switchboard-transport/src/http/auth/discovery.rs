@@ -61,6 +61,13 @@ pub struct AuthorizationServerMetadata {
     /// Client ID Metadata Documents (a URL as `client_id`) are accepted.
     #[serde(default)]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// RFC 7009 token revocation, when offered (RFC 8414 §2).
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
+    /// The client authentication methods of the revocation endpoint (RFC
+    /// 8414 §2), in the server's order of preference.
+    #[serde(default)]
+    pub revocation_endpoint_auth_methods_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
@@ -85,6 +92,8 @@ impl AuthorizationServerMetadata {
             token_endpoint_auth_methods_supported: None,
             authorization_response_iss_parameter_supported: None,
             client_id_metadata_document_supported: None,
+            revocation_endpoint: None,
+            revocation_endpoint_auth_methods_supported: None,
         }
     }
 

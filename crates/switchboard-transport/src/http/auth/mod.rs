@@ -31,8 +31,11 @@
 //! requests that meet a challenge while another request's flow runs wait for it
 //! and retry with its token. Registered clients are kept per issuer, so a server
 //! that moves to another authorization server never sees the old one's
-//! credentials. Tokens live in memory; no log line holds a token, code, verifier
-//! or secret.
+//! credentials. Tokens live in memory, and in the application's [`TokenStore`]
+//! when one is configured ([`OAuthConfig::store`]: each new authorization is
+//! saved there; [`OAuthClient::resume`] takes an earlier one back, refreshing it
+//! first when it runs out within [`REFRESH_MARGIN`]); no log line holds a token,
+//! code, verifier or secret.
 //!
 //! The "browser" is an [`AuthorizationAgent`]: it takes the authorization URL and
 //! returns the redirect the authorization server sent back.
@@ -42,13 +45,14 @@
 mod challenge;
 mod discovery;
 mod policy;
+mod store;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::header::{HeaderMap, HeaderValue, AUTHORIZATION, LOCATION};
 use http::StatusCode;
@@ -65,6 +69,9 @@ pub use discovery::{
 };
 pub use policy::{
     check_endpoint, check_iss, check_resource, code_challenge, select_scopes, token_auth, TokenAuth,
+};
+pub use store::{
+    freshness, unix_seconds, Freshness, StoreError, StoredAuthorization, TokenStore, REFRESH_MARGIN,
 };
 
 use crate::error_chain;
@@ -141,6 +148,8 @@ pub enum AuthError {
     Config(String),
     /// An HTTP exchange of the flow failed.
     Http(String),
+    /// The [`TokenStore`] could not be read.
+    Store(String),
 }
 
 impl fmt::Display for AuthError {
@@ -180,6 +189,7 @@ impl fmt::Display for AuthError {
             ),
             AuthError::Config(m) => write!(f, "OAuth is not configured for this: {m}"),
             AuthError::Http(m) => write!(f, "{m}"),
+            AuthError::Store(m) => write!(f, "{m}"),
         }
     }
 }
@@ -343,6 +353,10 @@ pub struct OAuthConfig {
     /// The bound on each HTTP request of the flow (metadata, registration,
     /// token). Default 30 s.
     pub request_timeout: Duration,
+    /// Where each new authorization (tokens and the client) is saved, and
+    /// where [`OAuthClient::resume`] finds an earlier one. Default none (the
+    /// tokens live as long as the client).
+    pub store: Option<Arc<dyn TokenStore>>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -357,6 +371,7 @@ impl fmt::Debug for OAuthConfig {
             .field("want_refresh", &self.want_refresh)
             .field("max_authorizations", &self.max_authorizations)
             .field("request_timeout", &self.request_timeout)
+            .field("store", &self.store.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -373,6 +388,7 @@ impl Default for OAuthConfig {
             want_refresh: true,
             max_authorizations: 3,
             request_timeout: Duration::from_secs(30),
+            store: None,
         }
     }
 }
@@ -384,6 +400,8 @@ struct ClientCredentials {
     client_secret: Option<String>,
     /// The method its registration named, if any.
     auth_method: Option<String>,
+    /// The redirect URI it was registered with (Dynamic Client Registration).
+    redirect_uri: Option<String>,
 }
 
 /// The tokens in force.
@@ -393,11 +411,15 @@ struct Tokens {
     refresh: Option<String>,
     /// When the access token runs out, if the server said (`expires_in`).
     expires_at: Option<Instant>,
+    /// The same in seconds since the Unix epoch, for a [`TokenStore`].
+    expires_unix: Option<u64>,
 }
 
 /// What discovery found for the server, kept for refreshes and step-ups.
 #[derive(Clone)]
 struct Found {
+    /// The MCP endpoint URL discovery started from.
+    server: String,
     /// The `resource` parameter: the PRM's `resource` exactly, or (no PRM) the
     /// server's URL.
     resource: String,
@@ -409,12 +431,12 @@ struct Found {
 enum TokenState {
     /// No token: requests go out without `Authorization`.
     None,
-    /// Authorized: the tokens, what they were asked for, and where.
+    /// Authorized: the tokens, what they were asked for, and by which
+    /// authorization server (its issuer).
     Authorized {
         tokens: Tokens,
         scopes: Vec<String>,
-        /// Boxed: the metadata is large and a state is mostly `None` or this.
-        found: Box<Found>,
+        issuer: String,
     },
 }
 
@@ -582,10 +604,10 @@ impl OAuthClient {
             TokenState::Authorized {
                 tokens,
                 scopes,
-                found,
+                issuer,
             } => (
                 scopes.clone(),
-                tokens.refresh.clone().map(|r| (r, (**found).clone())),
+                tokens.refresh.clone().map(|r| (r, issuer.clone())),
             ),
             TokenState::None => (Vec::new(), None),
         };
@@ -594,7 +616,7 @@ impl OAuthClient {
         let found = self.discover(&server, &challenge).await?;
         if status == StatusCode::UNAUTHORIZED {
             if let Some((refresh, before)) = refresh {
-                if before.metadata.issuer == found.metadata.issuer {
+                if before == found.metadata.issuer {
                     match self.refresh(&refresh, &found, &previous).await {
                         Ok(()) => return Ok(()),
                         Err(e) => {
@@ -602,7 +624,7 @@ impl OAuthClient {
                         }
                     }
                 } else {
-                    tracing::info!(from = %before.metadata.issuer, to = %found.metadata.issuer, "the resource moved to another authorization server");
+                    tracing::info!(from = %before, to = %found.metadata.issuer, "the resource moved to another authorization server");
                 }
             }
         }
@@ -651,6 +673,7 @@ impl OAuthClient {
             let mut resource = server.clone();
             resource.set_fragment(None);
             return Ok(Found {
+                server: server.to_string(),
                 resource: resource.to_string(),
                 resource_scopes: None,
                 metadata,
@@ -666,6 +689,7 @@ impl OAuthClient {
             AuthError::Discovery(format!("no authorization server metadata for {issuer}"))
         })?;
         Ok(Found {
+            server: server.to_string(),
             resource: prm.resource,
             resource_scopes: prm.scopes_supported,
             metadata,
@@ -743,13 +767,23 @@ impl OAuthClient {
 
     /// The client for `metadata`'s issuer: kept from before, else pre-registered,
     /// else CIMD, else DCR (MCP 2025-11-25, "Client Registration Approaches").
+    /// With `redirect` (the code grant), a kept client registered with another
+    /// redirect URI (an earlier run's loopback port) is registered anew.
     async fn client_for(
         &self,
         metadata: &AuthorizationServerMetadata,
+        redirect: bool,
     ) -> Result<ClientCredentials, AuthError> {
         let issuer = &metadata.issuer;
         if let Some(c) = lock(&self.state).clients.get(issuer) {
-            return Ok(c.clone());
+            let stale = redirect
+                && c.redirect_uri
+                    .as_ref()
+                    .is_some_and(|r| *r != self.config.redirect_uri);
+            if !stale {
+                return Ok(c.clone());
+            }
+            tracing::info!(%issuer, "the kept client was registered with another redirect URI; registering again");
         }
         let pre = self
             .config
@@ -768,6 +802,7 @@ impl OAuthClient {
                 client_id: p.client_id.clone(),
                 client_secret: p.client_secret.clone(),
                 auth_method: None,
+                redirect_uri: None,
             }
         } else if let (Some(url), Some(true)) = (
             &self.config.client_metadata_url,
@@ -778,6 +813,7 @@ impl OAuthClient {
                 client_id: url.clone(),
                 client_secret: None,
                 auth_method: Some("none".into()),
+                redirect_uri: None,
             }
         } else if let Some(endpoint) = &metadata.registration_endpoint {
             self.register(endpoint, metadata).await?
@@ -838,6 +874,7 @@ impl OAuthClient {
             client_id: r.client_id,
             client_secret: r.client_secret,
             auth_method: r.token_endpoint_auth_method,
+            redirect_uri: Some(self.config.redirect_uri.clone()),
         })
     }
 
@@ -870,7 +907,9 @@ impl OAuthClient {
         {
             policy::check_endpoint("authorization_endpoint", e)?;
         }
-        let client = self.client_for(metadata).await?;
+        let client = self
+            .client_for(metadata, self.config.grant == Grant::AuthorizationCode)
+            .await?;
         let mut form: Vec<(&str, String)> = Vec::new();
         match self.config.grant {
             Grant::ClientCredentials => {
@@ -904,7 +943,7 @@ impl OAuthClient {
             }
         };
         tracing::info!(issuer = %metadata.issuer, scope = %scopes.join(" "), "authorized");
-        self.keep(tokens, scopes, found.clone());
+        self.keep(tokens, scopes, found, &client);
         Ok(())
     }
 
@@ -989,7 +1028,7 @@ impl OAuthClient {
         found: &Found,
         scopes: &[String],
     ) -> Result<(), AuthError> {
-        let client = self.client_for(&found.metadata).await?;
+        let client = self.client_for(&found.metadata, false).await?;
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh.to_owned()),
@@ -1000,7 +1039,7 @@ impl OAuthClient {
             tokens.refresh = Some(refresh.to_owned());
         }
         tracing::info!(issuer = %found.metadata.issuer, "access token refreshed");
-        self.keep(tokens, scopes.to_vec(), found.clone());
+        self.keep(tokens, scopes.to_vec(), found, &client);
         Ok(())
     }
 
@@ -1009,14 +1048,45 @@ impl OAuthClient {
         &self,
         metadata: &AuthorizationServerMetadata,
         client: &ClientCredentials,
-        mut form: Vec<(&str, String)>,
+        form: Vec<(&str, String)>,
     ) -> Result<Tokens, AuthError> {
+        let endpoint = &metadata.token_endpoint;
         let method = token_auth(
             client.auth_method.as_deref(),
             metadata.token_endpoint_auth_methods_supported.as_deref(),
             client.client_secret.is_some(),
         );
-        let mut request = self.http.post(&metadata.token_endpoint);
+        let bytes = self.client_post(endpoint, method, client, form).await?;
+        let t: TokenResponse = serde_json::from_slice(&bytes)
+            .map_err(|e| token_error(format!("{endpoint}: not a token response: {e}")))?;
+        if let Some(kind) = &t.token_type {
+            if !kind.eq_ignore_ascii_case("bearer") {
+                return Err(token_error(format!(
+                    "{endpoint} issued a {kind:?} token; only Bearer is supported"
+                )));
+            }
+        }
+        let lifetime = t
+            .expires_in
+            .map(|s| Duration::from_secs(s.min(u64::from(u32::MAX))));
+        Ok(Tokens {
+            access: t.access_token,
+            refresh: t.refresh_token,
+            expires_at: lifetime.map(|l| Instant::now() + l),
+            expires_unix: lifetime.map(|l| unix_seconds(SystemTime::now() + l)),
+        })
+    }
+
+    /// POSTs `form` to `endpoint` (a token or revocation endpoint) with the
+    /// client's authentication by `method`; the body of a 2xx answer.
+    async fn client_post(
+        &self,
+        endpoint: &str,
+        method: TokenAuth,
+        client: &ClientCredentials,
+        mut form: Vec<(&str, String)>,
+    ) -> Result<bytes::Bytes, AuthError> {
+        let mut request = self.http.post(endpoint);
         // `client_id` goes in the body with every method: RFC 6749 §4.1.3 wants
         // it from public clients, and servers such as the Python SDK's look it
         // up there before reading the Basic header.
@@ -1033,7 +1103,6 @@ impl OAuthClient {
             }
             _ => {}
         }
-        let endpoint = &metadata.token_endpoint;
         let resp = request
             .header(http::header::ACCEPT, "application/json")
             .form(&form)
@@ -1051,22 +1120,7 @@ impl OAuthClient {
                 invalid_client: oauth_error_code(&bytes).as_deref() == Some("invalid_client"),
             });
         }
-        let t: TokenResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| token_error(format!("{endpoint}: not a token response: {e}")))?;
-        if let Some(kind) = &t.token_type {
-            if !kind.eq_ignore_ascii_case("bearer") {
-                return Err(token_error(format!(
-                    "{endpoint} issued a {kind:?} token; only Bearer is supported"
-                )));
-            }
-        }
-        Ok(Tokens {
-            access: t.access_token,
-            refresh: t.refresh_token,
-            expires_at: t
-                .expires_in
-                .map(|s| Instant::now() + Duration::from_secs(s.min(u64::from(u32::MAX)))),
-        })
+        Ok(bytes)
     }
 
     /// Forgets the client kept for `issuer` when it was not pre-registered (a
@@ -1083,14 +1137,182 @@ impl OAuthClient {
         }
     }
 
-    fn keep(&self, tokens: Tokens, scopes: Vec<String>, found: Found) {
-        let mut st = lock(&self.state);
-        st.generation += 1;
-        st.tokens = TokenState::Authorized {
-            tokens,
-            scopes,
-            found: Box::new(found),
+    /// Takes `tokens` as the ones in force and saves them, with the client, in
+    /// the store (a store that fails is logged, not an error of the flow).
+    fn keep(&self, tokens: Tokens, scopes: Vec<String>, found: &Found, client: &ClientCredentials) {
+        let stored = StoredAuthorization {
+            server: found.server.clone(),
+            issuer: found.metadata.issuer.clone(),
+            resource: found.resource.clone(),
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.clone(),
+            token_endpoint_auth_method: client.auth_method.clone(),
+            redirect_uri: client.redirect_uri.clone(),
+            access_token: tokens.access.clone(),
+            refresh_token: tokens.refresh.clone(),
+            expires_at: tokens.expires_unix,
+            scopes: scopes.clone(),
+            saved_at: unix_seconds(SystemTime::now()),
         };
+        {
+            let mut st = lock(&self.state);
+            st.generation += 1;
+            st.tokens = TokenState::Authorized {
+                tokens,
+                scopes,
+                issuer: found.metadata.issuer.clone(),
+            };
+        }
+        if let Some(store) = &self.config.store {
+            if let Err(e) = store.save(&stored) {
+                tracing::warn!(error = %error_chain(&e), "the authorization could not be saved");
+            }
+        }
+    }
+
+    /// Takes back the authorization the store keeps for the MCP endpoint
+    /// `server` (its URL, as given to the transport) before the first request:
+    /// the client it registered (reused by the next authorization at that
+    /// issuer) and, with `tokens`, its tokens, as [`freshness`] decides at
+    /// `now` with `margin` ([`REFRESH_MARGIN`]): used as they are, refreshed
+    /// first (discovery again, then the refresh_token grant at the same
+    /// issuer; a refusal drops them), or dropped when run out without a
+    /// refresh token. Whatever is dropped, the first request's 401 authorizes
+    /// anew.
+    ///
+    /// Errors: [`AuthError::Store`] when the store cannot be read. A failed
+    /// refresh is not an error (see [`Resumed::Dropped`]).
+    pub async fn resume(
+        &self,
+        server: &str,
+        tokens: bool,
+        now: SystemTime,
+        margin: Duration,
+    ) -> Result<Resumed, AuthError> {
+        let Some(store) = &self.config.store else {
+            return Ok(Resumed::Nothing);
+        };
+        let Some(stored) = store
+            .load(server)
+            .map_err(|e| AuthError::Store(error_chain(&e)))?
+        else {
+            return Ok(Resumed::Nothing);
+        };
+        let _flow = self.flow.lock().await;
+        lock(&self.state).clients.insert(
+            stored.issuer.clone(),
+            ClientCredentials {
+                client_id: stored.client_id.clone(),
+                client_secret: stored.client_secret.clone(),
+                auth_method: stored.token_endpoint_auth_method.clone(),
+                redirect_uri: stored.redirect_uri.clone(),
+            },
+        );
+        if !tokens {
+            return Ok(Resumed::ClientOnly);
+        }
+        let decision = freshness(
+            stored.expires_at,
+            stored.refresh_token.is_some(),
+            now,
+            margin,
+        );
+        if decision == Freshness::Expired {
+            tracing::info!(issuer = %stored.issuer, "the stored access token has run out and there is no refresh token");
+            return Ok(Resumed::Dropped);
+        }
+        let left = stored
+            .expires_at
+            .map(|e| Duration::from_secs(e.saturating_sub(unix_seconds(now))));
+        {
+            let mut st = lock(&self.state);
+            st.generation += 1;
+            st.tokens = TokenState::Authorized {
+                tokens: Tokens {
+                    access: stored.access_token.clone(),
+                    refresh: stored.refresh_token.clone(),
+                    expires_at: left.map(|l| Instant::now() + l),
+                    expires_unix: stored.expires_at,
+                },
+                scopes: stored.scopes.clone(),
+                issuer: stored.issuer.clone(),
+            };
+        }
+        if decision == Freshness::Fresh {
+            return Ok(Resumed::Stored);
+        }
+        let refreshed = match (Url::parse(server), &stored.refresh_token) {
+            (Ok(url), Some(refresh)) => {
+                match self.discover(&url, &BearerChallenge::default()).await {
+                    Ok(found) if found.metadata.issuer == stored.issuer => {
+                        self.refresh(refresh, &found, &stored.scopes).await
+                    }
+                    Ok(found) => Err(AuthError::Discovery(format!(
+                        "the resource is now protected by {}, not {}",
+                        found.metadata.issuer, stored.issuer
+                    ))),
+                    Err(e) => Err(e),
+                }
+            }
+            (Err(e), _) => Err(AuthError::Discovery(format!(
+                "bad server URL {server:?}: {e}"
+            ))),
+            (_, None) => Err(AuthError::Config("no refresh token".into())),
+        };
+        match refreshed {
+            Ok(()) => Ok(Resumed::Refreshed),
+            Err(e) => {
+                tracing::info!(error = %e, "the stored tokens could not be refreshed; dropped");
+                let mut st = lock(&self.state);
+                st.generation += 1;
+                st.tokens = TokenState::None;
+                Ok(Resumed::Dropped)
+            }
+        }
+    }
+
+    /// Revokes `stored`'s tokens at its authorization server (RFC 7009: the
+    /// refresh token, then the access token, each with its
+    /// `token_type_hint`, with the client's authentication), when its
+    /// metadata advertises a `revocation_endpoint`. Returns whether it did.
+    ///
+    /// Errors: [`AuthError::Discovery`] or [`AuthError::Http`] when the
+    /// metadata cannot be had, [`AuthError::Insecure`] for a revocation
+    /// endpoint that is not `https` (loopback excepted), [`AuthError::Token`]
+    /// when the endpoint refuses.
+    pub async fn revoke(&self, stored: &StoredAuthorization) -> Result<bool, AuthError> {
+        let Some(metadata) = self.server_metadata(&stored.issuer, true).await? else {
+            return Ok(false);
+        };
+        let Some(endpoint) = metadata.revocation_endpoint.clone() else {
+            return Ok(false);
+        };
+        policy::check_endpoint("revocation_endpoint", &endpoint)?;
+        let client = ClientCredentials {
+            client_id: stored.client_id.clone(),
+            client_secret: stored.client_secret.clone(),
+            auth_method: stored.token_endpoint_auth_method.clone(),
+            redirect_uri: None,
+        };
+        let mut tokens = Vec::new();
+        if let Some(r) = &stored.refresh_token {
+            tokens.push((r.clone(), "refresh_token"));
+        }
+        tokens.push((stored.access_token.clone(), "access_token"));
+        let method = policy::revocation_auth(
+            client.auth_method.as_deref(),
+            metadata.token_endpoint_auth_methods_supported.as_deref(),
+            metadata
+                .revocation_endpoint_auth_methods_supported
+                .as_deref(),
+            client.client_secret.is_some(),
+        );
+        for (token, hint) in tokens {
+            let form = vec![("token", token), ("token_type_hint", hint.to_owned())];
+            self.client_post(&endpoint, method, &client, form).await?;
+        }
+        tracing::info!(issuer = %stored.issuer, "tokens revoked");
+        Ok(true)
     }
 
     /// Whether the access token held has run out by the server's `expires_in`
@@ -1103,6 +1325,22 @@ impl OAuthClient {
             TokenState::None => false,
         }
     }
+}
+
+/// What [`OAuthClient::resume`] took back from the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resumed {
+    /// Nothing stored for this server (or no store).
+    Nothing,
+    /// Only the registered client (asked for without tokens).
+    ClientOnly,
+    /// The client and its tokens, used as they are.
+    Stored,
+    /// The client and tokens refreshed just now (they ran out within the margin).
+    Refreshed,
+    /// The client; the tokens were dropped (run out without a refresh token,
+    /// or the refresh was refused).
+    Dropped,
 }
 
 /// A token endpoint failure that is not an OAuth error answer.

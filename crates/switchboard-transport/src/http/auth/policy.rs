@@ -176,6 +176,35 @@ pub fn token_auth(
     }
 }
 
+/// The client authentication at the revocation endpoint (RFC 7009 §2.1): without
+/// a secret, `none`; as at the token endpoint ([`token_auth`]) when the server
+/// lists no methods for the revocation endpoint
+/// (`revocation_endpoint_auth_methods_supported`) or lists that one; else the
+/// first of `client_secret_basic` and `client_secret_post` in its list.
+pub fn revocation_auth(
+    registered: Option<&str>,
+    token_supported: Option<&[String]>,
+    revocation_supported: Option<&[String]>,
+    has_secret: bool,
+) -> TokenAuth {
+    if !has_secret {
+        return TokenAuth::None;
+    }
+    let usual = token_auth(registered, token_supported, has_secret);
+    let Some(list) = revocation_supported else {
+        return usual;
+    };
+    if list.iter().any(|m| m == usual.as_str()) {
+        return usual;
+    }
+    list.iter()
+        .find_map(|m| match TokenAuth::parse(m) {
+            Some(TokenAuth::None) | None => None,
+            Some(m) => Some(m),
+        })
+        .unwrap_or(usual)
+}
+
 /// The method asked for in a Dynamic Client Registration: `none` (a public
 /// client, as a native app is) when the server lists it, else the first of
 /// `client_secret_basic`, `client_secret_post` it lists, else `none`; when the
@@ -374,6 +403,38 @@ mod tests {
         assert_eq!(registration_auth(Some(&none)), TokenAuth::None);
         assert_eq!(registration_auth(Some(&post)), TokenAuth::ClientSecretPost);
         assert_eq!(registration_auth(None), TokenAuth::ClientSecretBasic);
+    }
+
+    #[test]
+    fn revocation_authentication_follows_the_servers_order() {
+        let post_first = v(&["client_secret_post", "client_secret_basic"]);
+        // The registered method when the revocation endpoint takes it.
+        assert_eq!(
+            revocation_auth(Some("client_secret_basic"), None, Some(&post_first), true),
+            TokenAuth::ClientSecretBasic
+        );
+        // Else the first the revocation endpoint lists.
+        assert_eq!(
+            revocation_auth(
+                Some("client_secret_basic"),
+                None,
+                Some(&v(&["none", "client_secret_post"])),
+                true
+            ),
+            TokenAuth::ClientSecretPost
+        );
+        assert_eq!(
+            revocation_auth(Some("client_secret_post"), None, None, true),
+            TokenAuth::ClientSecretPost
+        );
+        assert_eq!(
+            revocation_auth(None, None, Some(&v(&["private_key_jwt"])), true),
+            TokenAuth::ClientSecretBasic
+        );
+        assert_eq!(
+            revocation_auth(None, None, Some(&post_first), false),
+            TokenAuth::None
+        );
     }
 
     #[test]

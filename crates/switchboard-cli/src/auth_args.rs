@@ -1,0 +1,157 @@
+//! The `--auth-*` flags of `switchboard bridge` and `switchboard example-server
+//! --http`: MCP authorization on the server side (the transport's
+//! `http::resource`), turned into a `ResourceServerConfig` for
+//! `HttpServerConfig::auth`. No protocol logic here; the client secret is read
+//! from the environment variable named, never from the command line.
+
+use switchboard_transport::http::resource::{
+    IntrospectionConfig, ResourceServer, ResourceServerConfig,
+};
+
+/// The `--auth-*` flags (flattened into each command that serves HTTP).
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct AuthArgs {
+    /// Require OAuth access tokens issued by this authorization server (its
+    /// issuer identifier, e.g. `https://auth.example.com`): `iss` must equal
+    /// it. Needs `--auth-resource`. Protected Resource Metadata is then served
+    /// at `/.well-known/oauth-protected-resource/<path>`.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "auth_resource",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_issuer: Option<String>,
+    /// This server's canonical URI as clients reach it (e.g.
+    /// `https://mcp.example.com/mcp`): tokens' `aud` must contain it, and the
+    /// metadata's `resource` is it, exactly.
+    #[arg(
+        long,
+        value_name = "URI",
+        requires = "auth_issuer",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_resource: Option<String>,
+    /// The issuer's JWK set URL (default: the `jwks_uri` of its RFC 8414 or
+    /// OpenID Connect metadata).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "auth_issuer",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_jwks: Option<String>,
+    /// A scope every request needs (repeatable); also advertised in the
+    /// metadata and the 401 challenge.
+    #[arg(
+        long = "auth-scope",
+        value_name = "SCOPE",
+        requires = "auth_issuer",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_scopes: Vec<String>,
+    /// Check tokens that are not JWTs at this RFC 7662 introspection endpoint
+    /// (needs `--auth-client-id` and `--auth-client-secret-env`).
+    #[arg(long, value_name = "URL", requires_all = ["auth_issuer", "auth_client_id", "auth_client_secret_env"], help_heading = "Authorization (OAuth resource server)")]
+    pub auth_introspect: Option<String>,
+    /// This server's client id at the authorization server (introspection).
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "auth_introspect",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_client_id: Option<String>,
+    /// The environment variable holding this server's client secret
+    /// (introspection).
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "auth_introspect",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_client_secret_env: Option<String>,
+}
+
+impl AuthArgs {
+    /// The resource server configuration for an endpoint at `path`, checked
+    /// (`None` without `--auth-issuer`); `Err` is the one line to print.
+    pub fn resource_config(&self, path: &str) -> Result<Option<ResourceServerConfig>, String> {
+        self.resource_config_with(path, |var| std::env::var(var).ok())
+    }
+
+    fn resource_config_with(
+        &self,
+        path: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ResourceServerConfig>, String> {
+        let (Some(issuer), Some(resource)) = (&self.auth_issuer, &self.auth_resource) else {
+            return Ok(None);
+        };
+        let mut config = ResourceServerConfig::new(issuer.clone(), resource.clone());
+        config.jwks_url = self.auth_jwks.clone();
+        config.scopes = self.auth_scopes.clone();
+        if let Some(endpoint) = &self.auth_introspect {
+            let (Some(client_id), Some(var)) = (&self.auth_client_id, &self.auth_client_secret_env)
+            else {
+                return Err(
+                    "--auth-introspect needs --auth-client-id and --auth-client-secret-env".into(),
+                );
+            };
+            let client_secret = env(var).filter(|s| !s.is_empty()).ok_or_else(|| {
+                format!("--auth-client-secret-env: the environment variable {var} is not set")
+            })?;
+            config.introspection = Some(IntrospectionConfig {
+                endpoint: endpoint.clone(),
+                client_id: client_id.clone(),
+                client_secret,
+            });
+        }
+        ResourceServer::new(config.clone(), path)
+            .map_err(|e| format!("--auth-*: {}", switchboard_transport::error_chain(&e)))?;
+        Ok(Some(config))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(issuer: &str, resource: &str) -> AuthArgs {
+        AuthArgs {
+            auth_issuer: Some(issuer.into()),
+            auth_resource: Some(resource.into()),
+            ..AuthArgs::default()
+        }
+    }
+
+    #[test]
+    fn flags_become_a_checked_configuration() {
+        assert!(AuthArgs::default()
+            .resource_config("/mcp")
+            .unwrap()
+            .is_none());
+        let mut a = args("https://as.example", "https://mcp.example/mcp");
+        a.auth_scopes = vec!["mcp".into()];
+        let c = a.resource_config("/mcp").unwrap().unwrap();
+        assert_eq!(c.scopes, vec!["mcp"]);
+        assert!(c.introspection.is_none());
+
+        let e = args("http://as.example", "https://mcp.example/mcp")
+            .resource_config("/mcp")
+            .unwrap_err();
+        assert!(e.contains("must use https"), "{e}");
+
+        let mut a = args("https://as.example", "https://mcp.example/mcp");
+        a.auth_introspect = Some("https://as.example/introspect".into());
+        a.auth_client_id = Some("rs".into());
+        a.auth_client_secret_env = Some("RS_SECRET".into());
+        let e = a.resource_config_with("/mcp", |_| None).unwrap_err();
+        assert!(e.contains("RS_SECRET is not set"), "{e}");
+        let c = a
+            .resource_config_with("/mcp", |v| (v == "RS_SECRET").then(|| "s3".to_owned()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.introspection.unwrap().client_secret, "s3");
+    }
+}
