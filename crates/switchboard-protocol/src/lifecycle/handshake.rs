@@ -134,8 +134,8 @@ pub enum Answer {
     /// No answer within the request's wait.
     TimedOut,
     /// The request failed otherwise, the connection still up (an answer the
-    /// transport could not read, an HTTP failure, an answer the driver's
-    /// lifecycle refused, an id answered under the wrong type).
+    /// transport could not read, an HTTP failure, an id answered under the
+    /// wrong type). Never followed by a probe after `initialize`.
     Failed,
     /// The connection is gone.
     Closed,
