@@ -58,6 +58,8 @@
 //! This module must not know about transports, processes, HTTP status codes or what a
 //! tool does; it knows methods, `_meta` keys, capabilities and versions.
 
+pub mod handshake;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};

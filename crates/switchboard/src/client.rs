@@ -104,6 +104,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_protocol::jsonrpc::{code, ErrorObject, Id, Notification, Request, Response};
+use switchboard_protocol::lifecycle::handshake::{
+    self, Answer, Ask, Connected, Handshake, HandshakeConfig, Next, Outgoing, Policy, Reason, Token,
+};
 use switchboard_protocol::lifecycle::{ClientLifecycle, LegacySession, LifecycleError};
 use switchboard_protocol::types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
@@ -116,9 +119,9 @@ use switchboard_protocol::types::{
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use switchboard_protocol::types::{
-    DiscoverResult, SubscriptionFilter, SubscriptionsListenRequestParams,
-    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, SERVER_DISCOVER,
-    SUBSCRIPTIONS_LISTEN,
+    DiscoverResult, SubscriptionFilter, SubscriptionsListenRequestParams, INITIALIZE,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, PING,
+    SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN,
 };
 use switchboard_protocol::version::Era;
 use switchboard_protocol::version::Supported;
@@ -444,50 +447,45 @@ struct Started {
     ended: tokio::sync::watch::Receiver<bool>,
 }
 
-/// What the `server/discover` probe found (spec notes §6).
-enum Probe {
+/// What the `server/discover` probe of [`Started::probe`] found (spec notes §6).
+pub(super) enum Probe {
     /// A modern server, at this version.
     Modern(ProtocolVersion, Box<DiscoverResult>),
     /// Not a modern server (any other error, or a timeout): use `initialize`.
     Legacy(Error),
 }
 
-/// What [`Started::probe_after_refusal`] found.
-enum AfterRefusal {
-    /// The `server/discover` probe's own outcome.
-    Probe(Result<Probe, Error>),
-    /// `ping` was answered with a result while `server/discover` was not.
-    PingAnswered,
-}
-
-/// Whether the answer to the `ping` sent after the `server/discover` probe,
-/// arriving first, shows a legacy server: a result does (2026-07-28 has no
-/// `ping`, and a legacy server MUST answer it); an error or no answer decides
-/// nothing (a 2026-07-28-only server refuses `ping`).
-fn ping_means_legacy(answer: &Result<Box<RawValue>, Error>) -> bool {
-    answer.is_ok()
+/// The era the handshake found: the legacy session (its `initialize` answer
+/// accepted by the lifecycle) or the modern server's discover result.
+enum Found {
+    Legacy(Box<LegacySession>),
+    Modern(ProtocolVersion, Box<DiscoverResult>),
 }
 
 /// The JSON-RPC error codes that only a 2026-07-28 server sends (spec notes §2):
-/// -32020 `HeaderMismatch`, -32021 `MissingRequiredClientCapability`, -32022
-/// `UnsupportedProtocolVersion` (with `data.supported`).
+/// -32022 `UnsupportedProtocolVersion` with `data.supported`, its list.
 fn modern_error_supported(e: &Error) -> Option<Vec<String>> {
-    let obj = e.error_object()?;
-    if obj.code != -32022 {
-        return None;
-    }
-    #[derive(serde::Deserialize)]
-    struct Data {
-        supported: Vec<String>,
-    }
-    let data: Data = serde_json::from_str(obj.data.as_ref()?.get()).ok()?;
-    Some(data.supported)
+    handshake::unsupported_version_list(e.error_object()?)
 }
 
-fn is_modern_error(e: &Error) -> bool {
-    matches!(e.error_object(), Some(o) if o.code == -32020 || o.code == -32021)
-        || modern_error_supported(e).is_some()
+/// How a request of the handshake ended, for the machine: an error answer is
+/// the server's (`is_protocol`); a transport failure, a refused or mistyped
+/// answer is a failure; the machine never sees the library's `Error`.
+fn answer_of(outcome: &Result<Box<RawValue>, Error>) -> Answer {
+    match outcome {
+        Ok(raw) => Answer::Result(raw.clone()),
+        Err(e) if e.is_protocol() => match e.error_object() {
+            Some(o) => Answer::Error(o.clone()),
+            None => Answer::Failed,
+        },
+        Err(e) if e.is_timeout() => Answer::TimedOut,
+        Err(e) if e.is_closed() => Answer::Closed,
+        Err(_) => Answer::Failed,
+    }
 }
+
+/// One request of the handshake in flight.
+type Asked<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
 
 impl Started {
     fn new(transport: Transport, options: ClientOptions, http: Option<HttpClientHandle>) -> Self {
@@ -548,57 +546,148 @@ impl Started {
         }
     }
 
-    /// The legacy handshake (spec §3). On error `self` is dropped, which closes
-    /// our side of the transport (the spec's "SHOULD disconnect").
-    async fn legacy(self) -> Result<Client, Error> {
-        match self.initialize().await {
-            Ok(session) => self.operate(session).await,
-            Err(e) => {
-                tracing::warn!(error = %e, "initialize failed; disconnecting");
-                Err(e)
+    /// The legacy handshake only (spec §3). On error `self` is dropped, which
+    /// closes our side of the transport (the spec's "SHOULD disconnect").
+    pub(super) async fn legacy(self) -> Result<Client, Error> {
+        self.run(EraPolicy::Legacy).await
+    }
+
+    /// Runs the era handshake (`lifecycle::handshake`) by `policy` over the
+    /// peer: each [`Ask`] becomes a request bounded by its wait (never
+    /// cancelled: a server that does not know the method must not get a stray
+    /// cancellation), each outcome goes back to the machine. `initialize` goes
+    /// through the lifecycle (its params, its check of the answer: a refused
+    /// answer is a failure, never followed by a probe). `answer_wait` bounds
+    /// `initialize` and `ModernOnly`'s `server/discover`. Leaves the
+    /// transport open whatever happens; the requests still open when it
+    /// returns are forgotten. Errors: the failure's own (the library's
+    /// `Error` of the request that failed), with the probe's failure as a
+    /// note; `bool`: [`Failure::legacy_possible`].
+    async fn handshake(
+        &self,
+        policy: Policy,
+        answer_wait: Duration,
+    ) -> Result<Found, (Error, bool)> {
+        let mut machine = Handshake::new(HandshakeConfig {
+            policy,
+            supported: self.options.supported.clone(),
+            client_capabilities: self.options.capabilities(),
+            client_info: self.options.client_info.clone(),
+            probe_wait: self.options.probe_timeout,
+            answer_wait,
+        });
+        let init_id: Mutex<Option<Id>> = Mutex::new(None);
+        let mut open: Vec<(Token, Asked<'_>)> = Vec::new();
+        let mut errors: HashMap<Token, Error> = HashMap::new();
+        let mut next = machine.start();
+        loop {
+            match next {
+                Next::Send(out) => {
+                    for o in out {
+                        tracing::debug!(method = o.ask.method(), wait = ?o.wait, "handshake: asking");
+                        open.push((o.token, self.ask(o, &init_id)));
+                    }
+                }
+                Next::Wait => {}
+                Next::Connected(Connected::Legacy(result)) => {
+                    let id = lock(&init_id)
+                        .clone()
+                        .expect("set before initialize is sent");
+                    let mut lc = lock(&self.lifecycle);
+                    lc.recv_response(&Response { id, result })
+                        .map_err(|e| (Error::refused_answer(e).with_method("initialize"), false))?;
+                    let session = lc
+                        .session()
+                        .cloned()
+                        .expect("an accepted answer gives a session");
+                    return Ok(Found::Legacy(Box::new(session)));
+                }
+                Next::Connected(Connected::Modern { version, discover }) => {
+                    return Ok(Found::Modern(version, discover));
+                }
+                Next::Failed(f) => {
+                    let mut take = |r: Reason| match r {
+                        Reason::Ask(t) => errors
+                            .remove(&t)
+                            .unwrap_or_else(|| Error::closed("the handshake ended")),
+                        Reason::NoModernRevision => Error::lifecycle(LifecycleError::Config(
+                            "no 2026-07-28 revision in ClientOptions::supported",
+                        )),
+                        Reason::NoSharedRevision(_) => Error::lifecycle(LifecycleError::Config(
+                            "server/discover names no 2026-07-28 revision we speak",
+                        )),
+                        Reason::InvalidDiscover(e) => Error::decode(e).with_method(SERVER_DISCOVER),
+                        r @ Reason::PingAnswered => Error::closed(r.text().unwrap_or_default()),
+                    };
+                    let mut error = take(f.reason);
+                    if let Some(probe) = f.probe {
+                        let why = match probe.text() {
+                            Some(text) if matches!(probe, Reason::PingAnswered) => text,
+                            _ => take(probe).to_string(),
+                        };
+                        error = error.with_note(handshake::probe_note(&why));
+                    }
+                    return Err((error, f.legacy_possible));
+                }
             }
+            // The first request done, in the order they were sent
+            // (`server/discover` before the `ping` behind it).
+            let (token, outcome) = std::future::poll_fn(|cx| {
+                for i in 0..open.len() {
+                    if let std::task::Poll::Ready(r) = open[i].1.as_mut().poll(cx) {
+                        let (token, _) = open.remove(i);
+                        return std::task::Poll::Ready((token, r));
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await;
+            let answer = answer_of(&outcome);
+            if let Err(e) = outcome {
+                errors.insert(token, e);
+            }
+            next = machine.on(token, answer);
         }
     }
 
-    /// `initialize`, its answer checked by the lifecycle (spec §3). Leaves the
-    /// transport open whatever happens, so that the caller decides what follows
-    /// an error (a fallback, or closing by dropping `self`). An error answer
-    /// ([`Error::is_protocol`]) leaves the lifecycle closed: that session is over
-    /// (a 2026-07-28 one, which has no lifecycle, may still follow).
-    async fn initialize(&self) -> Result<LegacySession, Error> {
-        self.set_http_version(None);
-        self.handler.modern.store(false, Ordering::Release);
-        let lifecycle = self.lifecycle.clone();
-        let mut init_id: Option<Id> = None;
-        let answer = self
-            .peer
-            .request_with("initialize", RequestOptions::default(), false, |id| {
-                let request = lock(&lifecycle)
-                    .initialize_request(id.clone())
-                    .map_err(|e| Error::lifecycle(e).with_method("initialize"))?;
-                init_id = Some(id);
-                Ok(request.params)
-            })
-            .await;
-        let result = match answer {
-            Ok(result) => result,
-            Err(e) => {
-                let mut lc = lock(&lifecycle);
-                if !lc.recv_error_response(init_id.as_ref()) {
-                    lc.close();
+    /// One request of the handshake as a future. `initialize`: the
+    /// lifecycle's request (its id kept in `init_id`), and on an error the
+    /// lifecycle closed (spec §3: that session is over; a 2026-07-28 one,
+    /// which has no lifecycle, may still follow).
+    fn ask<'a>(&'a self, o: Outgoing, init_id: &'a Mutex<Option<Id>>) -> Asked<'a> {
+        let options = RequestOptions::default().timeout(o.wait);
+        match o.ask {
+            Ask::Initialize => Box::pin(async move {
+                self.set_http_version(None);
+                self.handler.modern.store(false, Ordering::Release);
+                let lifecycle = self.lifecycle.clone();
+                let answer = self
+                    .peer
+                    .request_with(INITIALIZE, options, false, |id| {
+                        let request = lock(&lifecycle)
+                            .initialize_request(id.clone())
+                            .map_err(|e| Error::lifecycle(e).with_method(INITIALIZE))?;
+                        *lock(init_id) = Some(id);
+                        Ok(request.params)
+                    })
+                    .await;
+                if answer.is_err() {
+                    let id = lock(init_id).clone();
+                    let mut lc = lock(&lifecycle);
+                    if !lc.recv_error_response(id.as_ref()) {
+                        lc.close();
+                    }
                 }
-                return Err(e);
-            }
-        };
-        let id = init_id.expect("the id is set before initialize is sent");
-        let mut lc = lock(&lifecycle);
-        lc.recv_response(&Response { id, result })
-            .map_err(|e| Error::refused_answer(e).with_method("initialize"))?;
-        let session = lc
-            .session()
-            .cloned()
-            .expect("an accepted answer gives a session");
-        Ok(session)
+                answer
+            }),
+            Ask::Discover { version, params } => Box::pin(async move {
+                self.set_http_version(Some(version));
+                self.peer
+                    .request_with(SERVER_DISCOVER, options, false, |_| Ok(Some(params)))
+                    .await
+            }),
+            Ask::Ping => Box::pin(self.peer.request_with(PING, options, false, |_| Ok(None))),
+        }
     }
 
     /// After an accepted `initialize` answer: `notifications/initialized`, and the
@@ -632,152 +721,20 @@ impl Started {
         }))
     }
 
-    /// [`EraPolicy::LegacyFirst`]: `initialize`; only when the server answers it
-    /// with a JSON-RPC error, the `server/discover` probe (spec notes §6: a
-    /// 2026-07-28-only server answers a stdio `initialize` with an error of an
-    /// implementation-defined code). A `DiscoverResult` connects modern; any
-    /// other outcome is the `initialize` error, with the probe's failure as a
-    /// note. Our side is closed only once that is decided.
-    async fn legacy_first(self) -> Result<Client, Error> {
-        let refused = match self.initialize().await {
-            Ok(session) => return self.operate(session).await,
-            Err(e) if e.is_protocol() && self.options.supported.latest_modern().is_some() => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "initialize failed; disconnecting");
-                return Err(e);
+    /// The `server/discover` probe of spec notes §6 alone (`ModernOnly`, bounded
+    /// by `timeout`; a -32022 naming a modern revision we share is retried once
+    /// with it): `Probe::Legacy` when the server may still be a legacy one,
+    /// `Err` when it is a 2026-07-28 server that refused us or is gone.
+    pub(super) async fn probe(&self, timeout: Duration) -> Result<Probe, Error> {
+        match self.handshake(Policy::ModernOnly, timeout).await {
+            Ok(Found::Modern(v, d)) => Ok(Probe::Modern(v, d)),
+            Ok(Found::Legacy(_)) => unreachable!("ModernOnly never asks initialize"),
+            Err((e, true)) => {
+                tracing::debug!(error = %e, "server/discover failed: a legacy server");
+                Ok(Probe::Legacy(e))
             }
-        };
-        tracing::debug!(error = %refused, "initialize refused: asking server/discover in case the server speaks only 2026-07-28");
-        let why = match self.probe_after_refusal().await {
-            AfterRefusal::Probe(Ok(Probe::Modern(v, d))) => return Ok(self.modern(v, d)),
-            AfterRefusal::Probe(Ok(Probe::Legacy(why)) | Err(why)) => why.to_string(),
-            AfterRefusal::PingAnswered => "no answer, but the ping sent right after it was answered: a legacy server, which leaves unknown methods unanswered".to_owned(),
-        };
-        tracing::warn!(error = %refused, discover = %why, "initialize failed, and server/discover too; disconnecting");
-        Err(refused.with_note(format!(
-            "server/discover, asked next in case the server speaks only 2026-07-28, failed too ({why})"
-        )))
-    }
-
-    /// The probe of [`EraPolicy::LegacyFirst`] once `initialize` was refused:
-    /// `server/discover` ([`probe`](Self::probe), bounded by
-    /// [`ClientOptions::probe_timeout`]) and, right behind it, `ping`, which
-    /// every legacy server MUST answer promptly, before initialization too
-    /// (2024-11-05+ "Utilities → Ping"; it is the one request a client may send
-    /// before `initialize` is answered, "Lifecycle") and which 2026-07-28
-    /// removed. A `ping` result before the probe's answer means a legacy server
-    /// ([`ping_means_legacy`]): one that leaves `server/discover` unanswered
-    /// (JSON-RPC says it SHOULD answer -32601) no longer costs the whole probe
-    /// timeout. An error answer to `ping` (a 2026-07-28-only server's) decides
-    /// nothing. Neither request is ever cancelled: the one left unanswered is
-    /// forgotten when this returns.
-    async fn probe_after_refusal(&self) -> AfterRefusal {
-        let timeout = self.options.probe_timeout;
-        // Polled first (biased), so `server/discover` is queued before `ping`.
-        let probe = self.probe(timeout);
-        let ping = self.peer.request_with(
-            "ping",
-            RequestOptions::default().timeout(timeout),
-            false,
-            |_| Ok(None),
-        );
-        tokio::pin!(probe, ping);
-        let mut ping_open = true;
-        loop {
-            tokio::select! {
-                biased;
-                outcome = &mut probe => return AfterRefusal::Probe(outcome),
-                answer = &mut ping, if ping_open => {
-                    ping_open = false;
-                    if ping_means_legacy(&answer) {
-                        tracing::debug!("ping answered before server/discover: a legacy server");
-                        return AfterRefusal::PingAnswered;
-                    }
-                }
-            }
+            Err((e, false)) => Err(e),
         }
-    }
-
-    /// One `server/discover` at `version`, bounded by `timeout`; never cancellable
-    /// (a legacy server that does not know it must not get a stray cancellation).
-    async fn discover(
-        &self,
-        version: ProtocolVersion,
-        timeout: Duration,
-    ) -> Result<DiscoverResult, Error> {
-        self.set_http_version(Some(version));
-        let params = modern::request_params(
-            version,
-            &self.options.capabilities(),
-            &self.options.client_info,
-            None,
-            None,
-            None,
-        )?;
-        let raw = self
-            .peer
-            .request_with(
-                SERVER_DISCOVER,
-                RequestOptions::default().timeout(timeout),
-                false,
-                |_| Ok(Some(params)),
-            )
-            .await?;
-        serde_json::from_str(raw.get()).map_err(|e| Error::decode(e).with_method(SERVER_DISCOVER))
-    }
-
-    /// The probe of spec notes §6: `server/discover` at the newest modern revision
-    /// we speak; a -32022 naming a modern revision we share is retried once with it.
-    async fn probe(&self, timeout: Duration) -> Result<Probe, Error> {
-        let Some(mut version) = self.options.supported.latest_modern() else {
-            return Ok(Probe::Legacy(Error::lifecycle(LifecycleError::Config(
-                "no 2026-07-28 revision in ClientOptions::supported",
-            ))));
-        };
-        for attempt in 0..2 {
-            match self.discover(version, timeout).await {
-                Ok(d) => {
-                    if !d.supported_versions.iter().any(|s| s == version.as_str()) {
-                        match self.options.supported.pick_from(&d.supported_versions) {
-                            Some(v) if v.era() == Era::Modern => version = v,
-                            _ => {
-                                return Ok(Probe::Legacy(Error::lifecycle(LifecycleError::Config(
-                                    "server/discover names no 2026-07-28 revision we speak",
-                                ))))
-                            }
-                        }
-                    }
-                    return Ok(Probe::Modern(version, Box::new(d)));
-                }
-                Err(e) if e.is_closed() => return Err(e),
-                Err(e) => {
-                    if let Some(supported) = modern_error_supported(&e) {
-                        // R5: retry once with one of `supported`, even the version
-                        // just refused; a second refusal is the server's error.
-                        match self.options.supported.pick_from(&supported) {
-                            Some(v) if v.era() == Era::Modern && attempt == 0 => {
-                                tracing::debug!(%v, "server/discover: retrying at this version (-32022)");
-                                version = v;
-                                continue;
-                            }
-                            // A dual-era server that speaks only legacy revisions we share.
-                            Some(v) if v.era() == Era::Legacy => return Ok(Probe::Legacy(e)),
-                            _ => return Err(e),
-                        }
-                    }
-                    if is_modern_error(&e) {
-                        // A modern server: never fall back (§6).
-                        return Err(e);
-                    }
-                    tracing::debug!(error = %e, "server/discover failed: a legacy server");
-                    return Ok(Probe::Legacy(e));
-                }
-            }
-        }
-        Err(Error::refused_answer(LifecycleError::Config(
-            "the server rejected every 2026-07-28 revision we offered",
-        ))
-        .with_method(SERVER_DISCOVER))
     }
 
     fn modern(self, version: ProtocolVersion, discover: Box<DiscoverResult>) -> Client {
@@ -788,24 +745,21 @@ impl Started {
         self.client(EraState::Modern(Box::new(state)))
     }
 
-    /// Connects by `policy` over the started peer.
+    /// Connects by `policy` over the started peer; on error `self` is dropped
+    /// (our side closed), once nothing more is to be tried.
     async fn run(self, policy: EraPolicy) -> Result<Client, Error> {
-        match policy {
-            EraPolicy::Legacy => self.legacy().await,
-            EraPolicy::LegacyFirst => self.legacy_first().await,
-            EraPolicy::Modern => {
-                let timeout = self.options.default_timeout;
-                match self.probe(timeout).await? {
-                    Probe::Modern(v, d) => Ok(self.modern(v, d)),
-                    Probe::Legacy(e) => Err(e),
-                }
-            }
-            EraPolicy::Auto => {
-                let timeout = self.options.probe_timeout;
-                match self.probe(timeout).await? {
-                    Probe::Modern(v, d) => Ok(self.modern(v, d)),
-                    Probe::Legacy(_) => self.legacy().await,
-                }
+        let (policy, answer_wait) = match policy {
+            EraPolicy::Legacy => (Policy::LegacyOnly, self.options.default_timeout),
+            EraPolicy::LegacyFirst => (Policy::InitializeFirst, self.options.default_timeout),
+            EraPolicy::Auto => (Policy::DiscoverFirst, self.options.default_timeout),
+            EraPolicy::Modern => (Policy::ModernOnly, self.options.default_timeout),
+        };
+        match self.handshake(policy, answer_wait).await {
+            Ok(Found::Legacy(session)) => self.operate(*session).await,
+            Ok(Found::Modern(v, d)) => Ok(self.modern(v, d)),
+            Err((e, _)) => {
+                tracing::warn!(error = %e, "the handshake failed; disconnecting");
+                Err(e)
             }
         }
     }

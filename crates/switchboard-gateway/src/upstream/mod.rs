@@ -51,6 +51,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 mod connector;
+mod handshake;
 mod router;
 
 pub use connector::Connector;
@@ -65,7 +66,7 @@ use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use switchboard_protocol::types as t;
-use switchboard_protocol::types::{meta, DiscoverResult, Implementation, InitializeResult};
+use switchboard_protocol::types::{meta, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{CloseReason, DirectSink, Inbound, Outgoing, Sender, TransportConfig};
 use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
@@ -943,72 +944,17 @@ async fn run_child(
     why
 }
 
-/// Runs the handshake with a new child: `initialize` (MCP "Lifecycle →
-/// Initialization", 2024-11-05 to 2025-11-25) with the configured params, then
-/// `notifications/initialized`. A child that refuses `initialize` is asked
-/// `server/discover` (2026-07-28, "Lifecycle → Discovery"; REVISIONS.md §6): a
-/// 2026-07-28-only server is then served with each request's `_meta` instead of a
-/// session ([`InitInfo::modern`]); one that does not answer that within
-/// [`DISCOVER_PROBE`] fails with its refusal of `initialize`.
+/// Runs the era handshake with a new child (module `handshake`: `initialize`
+/// or `server/discover` first by [`UpstreamConfig::first`], each probe
+/// bounded by [`DISCOVER_PROBE`]); a 2026-07-28-only server is then served
+/// with each request's `_meta` instead of a session ([`InitInfo::modern`]).
 async fn initialize(
     inner: &Arc<Inner>,
     sender: &Sender,
     receiver: &mut switchboard_transport::Receiver,
     link: &Link,
 ) -> Result<InitInfo, String> {
-    if inner.config.first == Ask::Discover {
-        // A legacy child may ignore the unknown method: bounded (REVISIONS.md §6:
-        // a timeout means legacy).
-        match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver, link)).await {
-            Ok(Ok(info)) => return Ok(info),
-            // The child is gone (it exited, or closed its end): `initialize`
-            // would only fail on the closed pipe and hide why (the exit status).
-            Ok(Err(Discover::Gone(why))) => return Err(why),
-            Ok(Err(Discover::Refused(why))) => {
-                debug!(why, "server/discover refused; trying initialize")
-            }
-            Err(_) => debug!("no answer to server/discover; trying initialize"),
-        }
-    }
-    let request = Request {
-        id: Id::from(0u64),
-        method: t::INITIALIZE.to_owned(),
-        params: Some(inner.config.init_params.clone()),
-    };
-    link.set_version(None);
-    let refusal = match exchange(sender, receiver, request).await? {
-        Message::Response(r) => {
-            let result: InitializeResult = serde_json::from_str(r.result.get())
-                .map_err(|e| format!("invalid initialize result: {e}"))?;
-            let initialized = Notification {
-                method: t::NOTIFICATION_INITIALIZED.to_owned(),
-                params: None,
-            };
-            sender
-                .send(Message::Notification(initialized))
-                .await
-                .map_err(|_| "the child closed its stdin".to_owned())?;
-            return Ok(InitInfo {
-                raw: r.result,
-                result,
-                modern: false,
-            });
-        }
-        Message::Error(e) => format!("initialize failed: {} ({})", e.error.message, e.error.code),
-        _ => return Err("an unexpected answer to initialize".to_owned()),
-    };
-    if inner.config.first == Ask::Discover {
-        // Already asked: not a 2026-07-28 server.
-        return Err(refusal);
-    }
-    // Perhaps a server of 2026-07-28 only: ask what it is. Bounded as the probe
-    // above: a legacy server that refused `initialize` may ignore the unknown
-    // method, and its refusal is then the reason (REVISIONS.md §6: a timeout
-    // means legacy).
-    match tokio::time::timeout(DISCOVER_PROBE, discover(inner, sender, receiver, link)).await {
-        Ok(outcome) => outcome.map_err(|why| format!("{refusal}; {}", why.text())),
-        Err(_) => Err(format!("{refusal}; no answer to server/discover")),
-    }
+    handshake::run(&inner.config, DISCOVER_PROBE, sender, receiver, link).await
 }
 
 /// Why the child's transport closed, as the bridge tells it to HTTP clients
@@ -1022,140 +968,6 @@ fn shown(reason: &CloseReason) -> String {
             CloseReason::ChildExited(*status, None).to_string()
         }
         _ => reason.to_string(),
-    }
-}
-
-/// Why [`discover`] did not give an [`InitInfo`].
-enum Discover {
-    /// The child is gone: [`exchange`] failed (its reason, e.g. the exit status).
-    Gone(String),
-    /// The child answered, but not as a 2026-07-28 server.
-    Refused(String),
-}
-
-impl Discover {
-    fn text(self) -> String {
-        match self {
-            Discover::Gone(why) | Discover::Refused(why) => why,
-        }
-    }
-}
-
-/// Asks `server/discover` (2026-07-28, "Lifecycle → Discovery"); `Ok` when the
-/// child speaks 2026-07-28, with an [`InitInfo`] made from its answer.
-async fn discover(
-    inner: &Arc<Inner>,
-    sender: &Sender,
-    receiver: &mut switchboard_transport::Receiver,
-    link: &Link,
-) -> Result<InitInfo, Discover> {
-    let refused = Discover::Refused;
-    let init: Map<String, Value> =
-        serde_json::from_str(inner.config.init_params.get()).unwrap_or_default();
-    let discover = serde_json::json!({ "_meta": {
-        meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-        meta::CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or_else(|| serde_json::json!({})),
-        meta::CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or_else(|| serde_json::json!({"name": "switchboard-bridge", "version": "0"})),
-    }});
-    let request = Request::new(Id::from(1u64), t::SERVER_DISCOVER, &discover)
-        .map_err(|e| refused(e.to_string()))?;
-    link.set_version(Some(ProtocolVersion::V2026_07_28));
-    match exchange(sender, receiver, request)
-        .await
-        .map_err(Discover::Gone)?
-    {
-        Message::Response(r) => {
-            let d: DiscoverResult = serde_json::from_str(r.result.get())
-                .map_err(|e| refused(format!("invalid server/discover result: {e}")))?;
-            if !d
-                .supported_versions
-                .iter()
-                .any(|v| v == ProtocolVersion::V2026_07_28.as_str())
-            {
-                return Err(refused(format!(
-                    "server/discover names no revision we speak: {:?}",
-                    d.supported_versions
-                )));
-            }
-            let server_info = d
-                .server_info()
-                .unwrap_or_else(|| Implementation::new("unknown", "0"));
-            let mut synthesized = serde_json::json!({
-                "protocolVersion": ProtocolVersion::V2026_07_28.as_str(),
-                "capabilities": d.capabilities,
-                "serverInfo": server_info,
-            });
-            if let Some(text) = &d.instructions {
-                synthesized["instructions"] = Value::String(text.clone());
-            }
-            let raw = serde_json::value::to_raw_value(&synthesized)
-                .map_err(|e| refused(e.to_string()))?;
-            let result: InitializeResult =
-                serde_json::from_value(synthesized).map_err(|e| refused(e.to_string()))?;
-            Ok(InitInfo {
-                raw,
-                result,
-                modern: true,
-            })
-        }
-        Message::Error(e) => Err(refused(format!(
-            "server/discover failed: {} ({})",
-            e.error.message, e.error.code
-        ))),
-        _ => Err(refused(
-            "an unexpected answer to server/discover".to_owned(),
-        )),
-    }
-}
-
-/// Sends `request` to a child still being set up and waits for its answer;
-/// pings are answered, other requests refused, notifications dropped meanwhile.
-async fn exchange(
-    sender: &Sender,
-    receiver: &mut switchboard_transport::Receiver,
-    request: Request,
-) -> Result<Message, String> {
-    let id = request.id.clone();
-    sender
-        .send(Message::Request(request))
-        .await
-        .map_err(|_| "the child closed its stdin".to_owned())?;
-    loop {
-        let event = receiver
-            .recv()
-            .await
-            .ok_or_else(|| "the child's output ended".to_owned())?;
-        let message = match event {
-            Inbound::Message(m) => m,
-            // Its answer could not be read (over the line limit): the
-            // handshake fails, as when the child is gone.
-            Inbound::Failed { id: failed, error } if failed == id => {
-                return Err(format!("its answer could not be read: {}", error.message))
-            }
-            Inbound::Failed { .. } | Inbound::Batch(_) => continue,
-            Inbound::Closed { reason } => {
-                return Err(format!("before initializing: {}", shown(&reason)))
-            }
-        };
-        match message {
-            Message::Response(ref r) if r.id == id => return Ok(message),
-            Message::Error(ref e) if e.id.as_ref() == Some(&id) => return Ok(message),
-            Message::Request(r) => {
-                let answer = if Route::of(&r.method) == Route::Ping {
-                    Message::Response(Response {
-                        id: r.id,
-                        result: empty_object(),
-                    })
-                } else {
-                    Message::Error(ErrorResponse::new(
-                        Some(r.id),
-                        ErrorObject::new(code::INVALID_REQUEST, "not initialized yet"),
-                    ))
-                };
-                let _ = sender.send(answer).await;
-            }
-            other => debug!(?other, "ignored before initialization"),
-        }
     }
 }
 
