@@ -330,15 +330,14 @@ impl Core {
         }
     }
 
-    /// Runs `work` (a task that answers a downstream request on `tx`) counted
-    /// in [`Core::answers`]; during a drain, what it sent is flushed to the
-    /// transport before the count goes, so that [`Bridge::shutdown`] can wait
-    /// for the answers themselves rather than sleep.
-    pub(crate) async fn answering(&self, tx: &Sender, work: impl std::future::Future<Output = ()>) {
-        let _counted = self.answers.enter();
-        work.await;
-        if self.draining.load(Ordering::Relaxed) {
-            tx.flush().await;
+    /// Counts a task that answers a downstream request on `tx` in
+    /// [`Core::answers`] while the returned value lives (and in `also`, a
+    /// session's own count, when given).
+    pub(crate) fn answering(&self, tx: &Sender, also: Option<&gauge::Gauge>) -> Answering {
+        Answering {
+            tx: tx.clone(),
+            draining: self.draining.clone(),
+            counted: Some((self.answers.enter(), also.map(gauge::Gauge::enter))),
         }
     }
 
@@ -722,15 +721,12 @@ impl Bridge {
                     let (tx, rx) = session.transport.split();
                     match session.kind {
                         SessionKind::Stateless => {
-                            tokio::spawn(async move {
-                                let serve = downstream::exchange::serve(
-                                    core.clone(),
-                                    tx.clone(),
-                                    rx,
-                                    session.headers,
-                                );
-                                core.answering(&tx, serve).await
-                            });
+                            tokio::spawn(downstream::exchange::serve(
+                                core,
+                                tx,
+                                rx,
+                                session.headers,
+                            ));
                         }
                         _ => {
                             let span = tracing::info_span!("session", id = %session.session_id);
@@ -857,6 +853,32 @@ impl Bridge {
         self.core.answers.drained(Duration::from_secs(1)).await;
         self.accept.abort();
         info!("bridge stopped");
+    }
+}
+
+/// A task answering a downstream request, counted while it lives
+/// ([`Core::answering`]). Held by the task (not wrapped around its future,
+/// which would copy the future on every spawn); when it ends during a drain,
+/// what it sent is flushed to the transport before the count goes, so that
+/// [`Bridge::shutdown`] waits for the answers themselves rather than sleeps.
+pub(crate) struct Answering {
+    tx: Sender,
+    draining: Arc<AtomicBool>,
+    counted: Option<(gauge::Counted, Option<gauge::Counted>)>,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        if !self.draining.load(Ordering::Relaxed) {
+            return;
+        }
+        let (tx, counted) = (self.tx.clone(), self.counted.take());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tx.flush().await;
+                drop(counted);
+            });
+        }
     }
 }
 

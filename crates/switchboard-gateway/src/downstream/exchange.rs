@@ -113,6 +113,7 @@ fn discover_capabilities(
 
 /// Serves one exchange: its one inbound message, then the answer.
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers: HeaderMap) {
+    let _answering = core.answering(&tx, None);
     let first = match rx.recv().await {
         Some(Inbound::Message(m)) => m,
         _ => return,

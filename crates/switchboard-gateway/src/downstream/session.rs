@@ -721,12 +721,7 @@ fn forward(session: &Arc<Session>, upstream: Upstream, r: Request) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
     let call = Begun::new(session, &upstream, r);
-    let session = session.clone();
-    tokio::spawn(async move {
-        let _counted = session.pumps.enter();
-        let pump = pump(session.clone(), upstream, call, cancel_rx);
-        session.core.answering(&session.tx, pump).await
-    });
+    tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
 }
 
 /// The session's direct way in ([`DirectSink`]): a request that [`on_request`]
@@ -783,6 +778,9 @@ struct Begun {
     original: Option<Request>,
     /// Started already, or still to start.
     start: TryCall,
+    /// Counted while the call is answered (the bridge's drain, the
+    /// session's end wait for it).
+    answering: crate::Answering,
 }
 
 impl Begun {
@@ -799,6 +797,7 @@ impl Begun {
             list,
             original,
             start,
+            answering: session.core.answering(&session.tx, Some(&session.pumps)),
         }
     }
 }
@@ -937,6 +936,7 @@ async fn pump(
         list,
         original,
         start,
+        answering: _answering,
     } = begun;
     let mut rounds = 0;
     let call = match start {
