@@ -50,6 +50,16 @@ pub struct AuthArgs {
         help_heading = "Authorization (OAuth resource server)"
     )]
     pub auth_scopes: Vec<String>,
+    /// A scope that calls of one tool need besides `--auth-scope`
+    /// (`TOOL=SCOPE`, repeatable): a `tools/call` of TOOL by a token without
+    /// it gets 403 `insufficient_scope` naming it (step-up).
+    #[arg(
+        long = "auth-tool-scope",
+        value_name = "TOOL=SCOPE",
+        requires = "auth_issuer",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_tool_scopes: Vec<String>,
     /// Check tokens that are not JWTs at this RFC 7662 introspection endpoint
     /// (needs `--auth-client-id` and `--auth-client-secret-env`).
     #[arg(long, value_name = "URL", requires_all = ["auth_issuer", "auth_client_id", "auth_client_secret_env"], help_heading = "Authorization (OAuth resource server)")]
@@ -91,6 +101,17 @@ impl AuthArgs {
         let mut config = ResourceServerConfig::new(issuer.clone(), resource.clone());
         config.jwks_url = self.auth_jwks.clone();
         config.scopes = self.auth_scopes.clone();
+        for pair in &self.auth_tool_scopes {
+            let (tool, scope) = pair
+                .split_once('=')
+                .filter(|(t, s)| !t.is_empty() && !s.is_empty() && !s.contains(' '))
+                .ok_or_else(|| format!("--auth-tool-scope needs TOOL=SCOPE, got {pair:?}"))?;
+            config
+                .tool_scopes
+                .entry(tool.to_owned())
+                .or_default()
+                .push(scope.to_owned());
+        }
         if let Some(endpoint) = &self.auth_introspect {
             let (Some(client_id), Some(var)) = (&self.auth_client_id, &self.auth_client_secret_env)
             else {
@@ -153,5 +174,24 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(c.introspection.unwrap().client_secret, "s3");
+    }
+
+    #[test]
+    fn tool_scopes_are_tool_equals_scope_pairs() {
+        let mut a = args("https://as.example", "https://mcp.example/mcp");
+        a.auth_tool_scopes = vec![
+            "rm=files:write".into(),
+            "rm=admin".into(),
+            "ls=files:read".into(),
+        ];
+        let c = a.resource_config("/mcp").unwrap().unwrap();
+        assert_eq!(c.tool_scopes["rm"], vec!["files:write", "admin"]);
+        assert_eq!(c.tool_scopes["ls"], vec!["files:read"]);
+        for bad in ["rm", "=x", "rm=", "rm=a b"] {
+            let mut a = args("https://as.example", "https://mcp.example/mcp");
+            a.auth_tool_scopes = vec![bad.into()];
+            let e = a.resource_config("/mcp").unwrap_err();
+            assert!(e.contains("TOOL=SCOPE"), "{bad}: {e}");
+        }
     }
 }

@@ -60,6 +60,7 @@
 //! requests are unanswered (for the end of stdin and for that switch); nor HTTP
 //! itself (the transport crate's clients).
 
+use crate::classify::{Notice, Route};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -70,10 +71,7 @@ use serde_json::Value;
 use switchboard_protocol::jsonrpc::{
     code, ErrorObject, ErrorResponse, Id, Message, Request, Response,
 };
-use switchboard_protocol::types::{
-    meta, CancelledNotificationParams, NOTIFICATION_CANCELLED, SERVER_DISCOVER,
-    SUBSCRIPTIONS_LISTEN,
-};
+use switchboard_protocol::types::{meta, CancelledNotificationParams, SUBSCRIPTIONS_LISTEN};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::client::{self as http_client, HttpClientConfig};
 use switchboard_transport::http::sse_client::{self, SseClientConfig};
@@ -223,7 +221,7 @@ async fn relay_until(
             // to `initialize`: the probe is one exchange of its own, and a
             // refusal leaves the era open.
             Some(Inbound::Message(Message::Request(r)))
-                if r.method == SERVER_DISCOVER && is_modern(&r) =>
+                if Route::of(&r.method) == Route::Discover && is_modern(&r) =>
             {
                 if let Some((up_tx, up_rx)) = probe_modern(&config, r, &down_tx).await? {
                     let ends = Relay::new(config, Shape::Modern, down_tx, up_tx);
@@ -231,7 +229,7 @@ async fn relay_until(
                 }
             }
             Some(Inbound::Message(Message::Request(r)))
-                if r.method == "initialize" || is_modern(&r) =>
+                if Route::of(&r.method) == Route::Initialize || is_modern(&r) =>
             {
                 break r
             }
@@ -247,7 +245,7 @@ async fn relay_until(
             Some(Inbound::Closed { .. }) | None => return Ok(()),
         }
     };
-    if first.method == "initialize" {
+    if Route::of(&first.method) == Route::Initialize {
         let (up_tx, up_rx, shape) = open_legacy(&config, first, &down_tx).await?;
         let ends = Relay::new(config, shape, down_tx, up_tx);
         return ends.run(down_rx, up_rx, stop).await;
@@ -305,7 +303,7 @@ fn one_line(text: &str) -> String {
 /// (allowed before initialization in every revision, "Lifecycle"), anything else
 /// -32600 saying what to send first. The relay goes on waiting for that.
 fn before_the_first(r: Request) -> Message {
-    if r.method == "ping" {
+    if Route::of(&r.method) == Route::Ping {
         return Message::Response(Response {
             id: r.id,
             result: crate::upstream::empty_object(),
@@ -615,7 +613,7 @@ impl Relay {
                 }
             }
             // A cancelled request is not answered (MCP "Cancellation"): not owed.
-            Message::Notification(n) if n.method == NOTIFICATION_CANCELLED => {
+            Message::Notification(n) if Notice::of(&n.method) == Notice::Cancelled => {
                 let cancelled = n
                     .params
                     .as_ref()
@@ -667,7 +665,7 @@ impl Relay {
                 }
                 event = down_rx.recv() => match event {
                     Some(Inbound::Message(Message::Request(r)))
-                        if self.shape == Shape::Modern && r.method == "initialize" =>
+                        if self.shape == Shape::Modern && Route::of(&r.method) == Route::Initialize =>
                     {
                         up_rx = self.leave_modern(r, up_rx).await?;
                     }
