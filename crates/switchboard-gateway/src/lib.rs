@@ -790,7 +790,7 @@ impl Bridge {
         // session that comes meanwhile gets 503, to be retried elsewhere.
         // The transport refuses first: a session already opening whose
         // `initialize` then meets `draining` (and is refused here, module
-        // `legacy`) gets that 503 too, never an error inside a 200.
+        // `downstream::session`) gets that 503 too, never an error inside a 200.
         if let Some(server) = &self.server {
             server.refuse_new_sessions();
         }
