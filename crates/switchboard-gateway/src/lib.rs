@@ -168,7 +168,7 @@ pub(crate) struct Core {
     pub(crate) shared: Upstream,
     pub(crate) held: Mutex<HashMap<String, Held>>,
     /// The shared child's tools' `x-mcp-header` annotations, for the
-    /// `Mcp-Param-*` checks of 2026-07-28 `tools/call` requests (module `tools`).
+    /// `Mcp-Param-*` checks of 2026-07-28 `tools/call` requests (module `catalog::tools`).
     pub(crate) tools: catalog::tools::ToolHeaders,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
@@ -613,7 +613,7 @@ pub struct Bridge {
     server: Option<HttpServer>,
     core: Arc<Core>,
     accept: JoinHandle<()>,
-    /// Keeps the shared child's tool list (module `tools`) and logs drift.
+    /// Keeps the shared child's tool list (module `catalog::tools`) and logs drift.
     tools: JoinHandle<()>,
     resubscribe: JoinHandle<()>,
 }

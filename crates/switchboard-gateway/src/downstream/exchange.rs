@@ -12,7 +12,7 @@
 //!                        check (version first, then capabilities), and for
 //!                        tools/call Mcp-Param-* against the arguments the tool's
 //!                        inputSchema annotates with x-mcp-header (-32020; the
-//!                        schemas from the child's tools/list, module `tools`);
+//!                        schemas from the child's tools/list, module `catalog::tools`);
 //!                        the 2026 _meta members removed, the rest (progressToken,
 //!                        traceparent, ...) kept; forwarded to the shared child
 //! child asks sampling / elicitation / roots while the call runs
@@ -352,7 +352,7 @@ fn params_object(params: Option<&RawValue>) -> Result<Map<String, Value>, String
 
 /// The `Mcp-Param-*` check of a 2026-07-28 `tools/call` (after
 /// `check_exchange_headers`): the called tool's `x-mcp-header` annotations come
-/// from the shared child's `tools/list` (module `tools`, which fetches it first
+/// from the shared child's `tools/list` (module `catalog::tools`, which fetches it first
 /// when it is not known for the running child). A tool outside the allowlist is
 /// checked as an unknown one (no annotations: its -32602 comes next, and its
 /// schema is not revealed). Errors: -32020 (a header), -32603 (the list could

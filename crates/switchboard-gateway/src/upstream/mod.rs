@@ -326,7 +326,7 @@ impl Drop for Call {
 }
 
 /// The owner of the bridge's own calls to the child (its `tools/list` fetches,
-/// module `tools`): never the owner of a server→client request or a log of the
+/// module `catalog::tools`): never the owner of a server→client request or a log of the
 /// child's, and never a rival of a client's call for one. Sessions and
 /// exchanges get owners from 1 (`Core::next_owner`).
 pub(crate) const BRIDGE_OWNER: u64 = router::GATEWAY_OWNER;
