@@ -175,3 +175,87 @@ fn bad_upstream_flags_are_refused_with_exit_2() {
         assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
     }
 }
+
+/// What reaches a remote upstream: the `--upstream-header` credentials on
+/// every request, and never a client's own `Authorization` (the bridge
+/// forwards messages, not headers). The upstream records the headers of each
+/// request it gets.
+#[tokio::test]
+async fn upstream_headers_reach_the_upstream_and_client_credentials_never_do() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("sb-upstream-headers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("headers.jsonl");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/header_recording_server.py");
+    let mut server = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&log)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("its URL")
+        .to_owned();
+    for mode in ["shared", "per-session"] {
+        let bridge = BridgeProc::start(
+            &[
+                "--child",
+                mode,
+                "--upstream",
+                &url,
+                "--upstream-header",
+                "X-Api-Key: k1",
+            ],
+            &[],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"echo","arguments":{"text":"hi"}}});
+        let mut headers = s.headers();
+        headers.push(("authorization", "Bearer client-token"));
+        headers.push(("x-api-key", "client-key"));
+        let reply = post(&c, &bridge.url, &headers, &body).await;
+        assert_eq!(
+            first_text(&reply.response(&json!(1))["result"]),
+            "hi",
+            "{mode}"
+        );
+        let reply = modern(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "there"}}),
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            first_text(&reply.response(&json!(2))["result"]),
+            "there",
+            "{mode}"
+        );
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let recorded: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(recorded.len() >= 6, "{recorded:?}");
+    for headers in &recorded {
+        assert_eq!(headers["x-api-key"], "k1", "{headers}");
+        assert!(headers.get("authorization").is_none(), "{headers}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
