@@ -31,7 +31,7 @@ mod peers;
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -404,46 +404,21 @@ fn host_app(p: &Protected, scene: &Scene, delay: &str, login_timeout: &str) {
             .spawn()
             .expect("spawn connect"),
     );
-    let stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let (tx, out) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { return };
-            let m: Value = serde_json::from_str(&line).expect("only JSON-RPC on stdout");
-            let _ = tx.send(m);
-        }
-    });
     // The login happens inside the first answer's wait: up to the login's
     // own bound, then some.
     let bound = WAIT + Duration::from_secs(login_timeout.parse().unwrap());
-    let answer = |id: i64| {
-        let deadline = Instant::now() + bound;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = out
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to {id} within {bound:?}"));
-            if m["id"] == id && m.get("method").is_none() {
-                return m;
-            }
-        }
-    };
-    let mut stdin = child.0.stdin.take().unwrap();
-    let mut send = |m: Value| {
-        stdin.write_all(format!("{m}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
+    let mut host = common::Host::new(&mut child.0);
+    host.send(
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},
         "clientInfo":{"name":"host","version":"1"}}}),
     );
-    let init = answer(1);
+    let init = host.answer(1, bound);
     assert!(init.get("result").is_some(), "{init}");
-    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
         "params":{"name":"echo","arguments":{"text":"from the host"}}}));
-    let call = answer(2);
+    let call = host.answer(2, bound);
     assert_eq!(
         call["result"]["content"][0]["text"], "from the host",
         "{call}"
@@ -453,7 +428,7 @@ fn host_app(p: &Protected, scene: &Scene, delay: &str, login_timeout: &str) {
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0]["resource"], p.url.as_str());
 
-    drop(stdin);
+    drop(host);
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(s) = child.0.try_wait().unwrap() {

@@ -16,11 +16,10 @@ mod peers;
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
@@ -410,43 +409,18 @@ fn connect_logs_in_on_the_first_401() {
             .spawn()
             .expect("spawn connect"),
     );
-    let stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let (tx, out) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { return };
-            let m: Value = serde_json::from_str(&line).expect("only JSON-RPC on stdout");
-            let _ = tx.send(m);
-        }
-    });
-    let answer = |id: i64| {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = out
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to {id} within {WAIT:?}"));
-            if m["id"] == id && m.get("method").is_none() {
-                return m;
-            }
-        }
-    };
-    let mut stdin = child.0.stdin.take().unwrap();
-    let mut send = |m: Value| {
-        stdin.write_all(format!("{m}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
+    let mut host = common::Host::new(&mut child.0);
+    host.send(
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},
         "clientInfo":{"name":"host","version":"1"}}}),
     );
-    let init = answer(1);
+    let init = host.answer(1, WAIT);
     assert!(init.get("result").is_some(), "{init}");
-    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+    host.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
         "params":{"name":"whoami","arguments":{}}}));
-    let call = answer(2);
+    let call = host.answer(2, WAIT);
     let text = call["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
@@ -461,7 +435,7 @@ fn connect_logs_in_on_the_first_401() {
         "{call}"
     );
     assert_eq!(scene.browser(), ["opened", "callback 200"]);
-    drop(stdin);
+    drop(host);
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(s) = child.0.try_wait().unwrap() {

@@ -228,3 +228,50 @@ impl Drop for HttpExample {
         }
     }
 }
+
+/// A host app on `switchboard connect`'s stdio: JSON-RPC lines written to its
+/// stdin, its stdout read (as JSON, one message per line) on a thread.
+pub struct Host {
+    stdin: std::process::ChildStdin,
+    out: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl Host {
+    /// Takes `child`'s stdin and stdout.
+    pub fn new(child: &mut std::process::Child) -> Host {
+        use std::io::{BufRead, BufReader};
+        let stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
+        let (tx, out) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { return };
+                let m: serde_json::Value =
+                    serde_json::from_str(&line).expect("only JSON-RPC on stdout");
+                let _ = tx.send(m);
+            }
+        });
+        let stdin = child.stdin.take().expect("stdin piped");
+        Host { stdin, out }
+    }
+
+    /// Writes `m` as one line.
+    pub fn send(&mut self, m: serde_json::Value) {
+        self.stdin.write_all(format!("{m}\n").as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The answer to request `id` (messages before it skipped), within `bound`.
+    pub fn answer(&self, id: i64, bound: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + bound;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self
+                .out
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {id} within {bound:?}"));
+            if m["id"] == id && m.get("method").is_none() {
+                return m;
+            }
+        }
+    }
+}
