@@ -282,7 +282,7 @@ fn parse_sse_retry(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn init_tracing() {
+pub(crate) fn init_tracing() {
     init_tracing_at(tracing::Level::INFO);
 }
 

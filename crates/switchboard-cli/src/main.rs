@@ -10,6 +10,7 @@
 //! - `example-server` ([`example_server`]): a demonstration MCP server on stdio or
 //!   Streamable HTTP;
 //! - `bridge` and `connect` ([`bridge`]): stdio ⇄ HTTP;
+//! - `gateway` ([`gateway`]): many servers behind one endpoint, from a file;
 //! - `config` ([`config`]): check a gateway configuration file, print its schema;
 //! - `lock`, `keygen` ([`client::lock`]): lock, check, approve and sign tool definitions;
 //! - `completions SHELL`: the shell completion script for bash, zsh, fish,
@@ -41,6 +42,7 @@ mod client;
 mod config;
 mod decode;
 mod example_server;
+mod gateway;
 mod signals;
 
 use std::io::Write;
@@ -102,6 +104,8 @@ enum Command {
     Bridge(Box<bridge::BridgeArgs>),
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
+    /// Serve many MCP servers behind one endpoint, from a configuration file.
+    Gateway(gateway::GatewayArgs),
     /// Lock a server's tool, prompt and template definitions, or check it
     /// against the lock (`--check`).
     Lock(Box<client::lock::LockArgs>),
@@ -202,6 +206,7 @@ fn main() -> ExitCode {
         }
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
+        Command::Gateway(a) => gateway::run_gateway(a),
         Command::Config(c) => config::run(c),
         Command::Keygen(a) => client::lock::keygen(a),
         Command::Lock(a) => {

@@ -40,6 +40,7 @@ mod classify;
 mod connect;
 mod downstream;
 mod error;
+mod gateway;
 mod gauge;
 mod policy;
 mod raw;
@@ -58,6 +59,7 @@ pub use connect::{
     connect_stdio, relay_from, ConnectConfig, ConnectEnd, CONNECT_DRAIN_ON_CLOSE,
     CONNECT_FLUSH_BOUND,
 };
+pub use gateway::{Gateway, GatewayConfig, GatewayReadiness, GatewayRoute, GatewayUpstream};
 pub use policy::Allowlist;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -597,6 +599,62 @@ fn bridge_init_params() -> Box<RawValue> {
     .expect("static JSON")
 }
 
+/// Starts one upstream as a shared child under `name`, and the core that
+/// serves it: the bridge's, or one upstream of a gateway's. Also returned: the
+/// tasks that keep its tool list (module `catalog::tools`) and its
+/// subscriptions across restarts ([`resubscribe`]).
+pub(crate) fn start_core(
+    config: BridgeConfig,
+    name: String,
+    draining: Arc<AtomicBool>,
+) -> (Arc<Core>, Vec<JoinHandle<()>>) {
+    // Per session, legacy sessions have children of their own, so the shared
+    // child serves only 2026-07-28 exchanges: speak that to it when it can (no
+    // translation). Shared, legacy sessions need it initialized.
+    let shared = Upstream::start(
+        upstream_config(
+            &config,
+            name,
+            bridge_init_params(),
+            match config.mode {
+                ChildMode::PerSession => Ask::Discover,
+                ChildMode::Shared => Ask::Initialize,
+            },
+            Restart::Always,
+        ),
+        None,
+    );
+    let core = Arc::new(Core {
+        mode: config.mode,
+        allow: config.allow_tools.clone(),
+        guard: config.drift_guard.clone(),
+        init_timeout: config.init_timeout,
+        request_timeout: config.request_timeout,
+        shared,
+        held: Mutex::new(HashMap::new()),
+        tools: catalog::tools::ToolHeaders::default(),
+        subscriptions: tokio::sync::Mutex::new(HashMap::new()),
+        child_logs_all: AtomicU64::new(0),
+        listens: gauge::Gauge::default(),
+        answers: gauge::Gauge::default(),
+        draining,
+        config,
+        owners: AtomicU64::new(1),
+        live: Mutex::new(Live::default()),
+    });
+    // Subscribed before the child can be ready: no list change is missed.
+    let tools = tokio::spawn(catalog::tools::follow(
+        Arc::downgrade(&core),
+        core.shared.watch_status(),
+        core.shared.subscribe(),
+    ));
+    let resubscribe = tokio::spawn(resubscribe(
+        Arc::downgrade(&core),
+        core.shared.watch_status(),
+    ));
+    (core, vec![tools, resubscribe])
+}
+
 /// Whether the bridge and its shared child are up ([`Bridge::readiness`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -613,9 +671,9 @@ pub struct Bridge {
     server: Option<HttpServer>,
     core: Arc<Core>,
     accept: JoinHandle<()>,
-    /// Keeps the shared child's tool list (module `catalog::tools`) and logs drift.
-    tools: JoinHandle<()>,
-    resubscribe: JoinHandle<()>,
+    /// Keep the shared child's tool list (module `catalog::tools`, which logs
+    /// drift) and its subscriptions across restarts ([`start_core`]).
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -646,27 +704,13 @@ impl Bridge {
                 .push(ProtocolVersion::V2026_07_28);
         }
         let shared_name = format!("{}#shared", config.upstream.name());
-        // Per session, legacy sessions have children of their own, so the shared
-        // child serves only 2026-07-28 exchanges: speak that to it when it can (no
-        // translation). Shared, legacy sessions need it initialized.
-        let shared = Upstream::start(
-            upstream_config(
-                &config,
-                shared_name,
-                bridge_init_params(),
-                match config.mode {
-                    ChildMode::PerSession => Ask::Discover,
-                    ChildMode::Shared => Ask::Initialize,
-                },
-                Restart::Always,
-            ),
-            None,
-        );
-        // /healthz and /readyz: ready when the shared child is initialized.
-        let probe_upstream = shared.clone();
         let draining = Arc::new(AtomicBool::new(false));
-        let probe_draining = draining.clone();
-        let mut http = config.http.clone();
+        let http = config.http.clone();
+        let (core, tasks) = start_core(config, shared_name, draining.clone());
+        // /healthz and /readyz: ready when the shared child is initialized.
+        let probe_upstream = core.shared.clone();
+        let probe_draining = draining;
+        let mut http = http;
         http.health = Some(HealthProbe(Arc::new(move || {
             match probe_upstream.status() {
                 _ if probe_draining.load(Ordering::Relaxed) => {
@@ -681,38 +725,13 @@ impl Bridge {
         let (server, mut acceptor) = match HttpServer::bind(http).await {
             Ok(bound) => bound,
             Err(e) => {
-                shared.shutdown(Duration::ZERO).await;
+                for t in &tasks {
+                    t.abort();
+                }
+                core.shared.shutdown(Duration::ZERO).await;
                 return Err(e);
             }
         };
-        let core = Arc::new(Core {
-            mode: config.mode,
-            allow: config.allow_tools.clone(),
-            guard: config.drift_guard.clone(),
-            init_timeout: config.init_timeout,
-            request_timeout: config.request_timeout,
-            shared,
-            held: Mutex::new(HashMap::new()),
-            tools: catalog::tools::ToolHeaders::default(),
-            subscriptions: tokio::sync::Mutex::new(HashMap::new()),
-            child_logs_all: AtomicU64::new(0),
-            listens: gauge::Gauge::default(),
-            answers: gauge::Gauge::default(),
-            draining,
-            config,
-            owners: AtomicU64::new(1),
-            live: Mutex::new(Live::default()),
-        });
-        // Subscribed before the child can be ready: no list change is missed.
-        let tools = tokio::spawn(catalog::tools::follow(
-            Arc::downgrade(&core),
-            core.shared.watch_status(),
-            core.shared.subscribe(),
-        ));
-        let resubscribe = tokio::spawn(resubscribe(
-            Arc::downgrade(&core),
-            core.shared.watch_status(),
-        ));
         let accept_core = core.clone();
         let accept = tokio::spawn(
             async move {
@@ -742,8 +761,7 @@ impl Bridge {
             server: Some(server),
             core,
             accept,
-            tools,
-            resubscribe,
+            tasks,
         })
     }
 
@@ -810,8 +828,9 @@ impl Bridge {
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
         }
-        self.tools.abort();
-        self.resubscribe.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
         let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
         for h in held {
             h.cancel().await;
@@ -865,6 +884,18 @@ pub(crate) struct Answering {
     tx: Sender,
     draining: Arc<AtomicBool>,
     counted: Option<(gauge::Counted, Option<gauge::Counted>)>,
+}
+
+impl Answering {
+    /// Counts a task answering on `tx` in `gauge` while it lives (a gateway's
+    /// sessions and exchanges).
+    pub(crate) fn counted(tx: &Sender, draining: &Arc<AtomicBool>, gauge: &gauge::Gauge) -> Self {
+        Answering {
+            tx: tx.clone(),
+            draining: draining.clone(),
+            counted: Some((gauge.enter(), None)),
+        }
+    }
 }
 
 impl Drop for Answering {

@@ -129,7 +129,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers
 }
 
 /// `None` when the answer was already sent (or the client is gone).
-async fn handle(
+pub(crate) async fn handle(
     core: &Arc<Core>,
     tx: &Sender,
     rx: &mut Receiver,

@@ -1110,7 +1110,7 @@ async fn pump(
 /// else is kept as the child wrote it. A result naming none of them passes
 /// untouched, without being parsed; one that does (every 2026-07-28 result has a
 /// `resultType`) is parsed and written again, the price of translation.
-fn legacy_result(result: Box<RawValue>) -> Box<RawValue> {
+pub(crate) fn legacy_result(result: Box<RawValue>) -> Box<RawValue> {
     const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
     let text = result.get();
     if !MODERN_ONLY.iter().any(|k| text.contains(k)) && !text.contains(SERVER_INFO) {
@@ -1139,7 +1139,7 @@ const MAX_INPUT_ROUNDS: u32 = 16;
 
 /// `params` with `_meta` members added (kept when the client set them itself),
 /// edited as raw members: every other value stays as the client wrote it.
-fn with_meta(
+pub(crate) fn with_meta(
     params: Option<&RawValue>,
     meta: &Map<String, Value>,
 ) -> Result<Box<RawValue>, String> {

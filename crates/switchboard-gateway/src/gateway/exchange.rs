@@ -1,0 +1,243 @@
+//! One stateless 2026-07-28 exchange on a gateway route, and the resolution
+//! of a request to the one upstream it is for (shared with the sessions).
+//!
+//! ```text
+//! server/discover, */list   answered here (the union; the merged catalog)
+//! anything named            resolved to its upstream (its own name in params
+//!                           and in Mcp-Name), then served by that upstream's
+//!                           bridge exchange: era translation, input_required
+//!                           round trips, Mcp-Param-* checks
+//! ```
+//!
+//! This module must not know how upstreams are reached or listed.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, HeaderValue};
+use serde_json::{json, Map, Value};
+use switchboard_protocol::jsonrpc::{ErrorResponse, Message, Request, Response};
+use switchboard_protocol::types::{self as t, CacheScope, DiscoverResult, Implementation};
+use switchboard_protocol::version::Supported;
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::mcp_headers;
+use switchboard_transport::{Inbound, Receiver, Sender};
+
+use super::{RouteView, Shared};
+use crate::catalog::pin::Kind;
+use crate::classify::Route;
+use crate::error::Error;
+use crate::raw::RawObject;
+
+/// A request resolved to its upstream: the member's index and the request
+/// as that upstream names things.
+pub(crate) struct Target {
+    pub(crate) member: usize,
+    pub(crate) request: Request,
+    /// The upstream's own name of what the request names (for `Mcp-Name`).
+    pub(crate) name: Option<String>,
+}
+
+/// Resolves a named request (`tools/call`, `prompts/get`, `resources/read`,
+/// `resources/(un)subscribe`, `completion/complete`) to the upstream of
+/// `route` that serves what it names. Errors: -32602 for a name the route
+/// does not serve (unknown, withheld, outside the allowlist: the call never
+/// reaches an upstream), -32601 for a method the gateway does not route.
+pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Target, Error> {
+    let merged = gw.merged();
+    let mut params = match r.params.as_deref() {
+        None => RawObject::default(),
+        Some(p) => RawObject::parse(p.get())
+            .map_err(|_| Error::InvalidParams("params must be an object".into()))?,
+    };
+    let text = |params: &RawObject, key: &str| -> Option<String> {
+        params
+            .get(key)
+            .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+    };
+    let by_uri = |uri: &str| -> Result<usize, Error> {
+        merged
+            .resource_owner(uri)
+            .filter(|&m| route.members[m])
+            .ok_or_else(|| {
+                Error::InvalidParams(format!(
+                    "resource {uri:?} is not listed by any upstream of this route"
+                ))
+            })
+    };
+    let (member, name) = match r.method.as_str() {
+        t::TOOLS_CALL | t::PROMPTS_GET => {
+            let tool = r.method == t::TOOLS_CALL;
+            let what = if tool { "tool" } else { "prompt" };
+            let served = text(&params, "name")
+                .ok_or_else(|| Error::InvalidParams(format!("{} needs params.name", r.method)))?;
+            let entry = if tool {
+                merged.tool(&served)
+            } else {
+                merged.prompt(&served)
+            };
+            let entry = entry
+                .filter(|e| route.members[e.member])
+                .filter(|_| !tool || route.allow.permits(&served))
+                .ok_or_else(|| Error::Refused(format!("unknown {what}: {served}")))?;
+            let original = entry.original.clone();
+            params.insert("name", to_raw(&original));
+            (entry.member, Some(original))
+        }
+        t::RESOURCES_READ | t::RESOURCES_SUBSCRIBE | t::RESOURCES_UNSUBSCRIBE => {
+            let uri = text(&params, "uri")
+                .ok_or_else(|| Error::InvalidParams(format!("{} needs params.uri", r.method)))?;
+            (by_uri(&uri)?, Some(uri))
+        }
+        t::COMPLETION_COMPLETE => {
+            let mut reference = params
+                .get_object("ref")
+                .ok_or_else(|| Error::InvalidParams("completion/complete needs params.ref".into()))?;
+            let kind = text(&reference, "type");
+            let member = match kind.as_deref() {
+                Some("ref/prompt") => {
+                    let served = text(&reference, "name").ok_or_else(|| {
+                        Error::InvalidParams("a ref/prompt needs a name".into())
+                    })?;
+                    let entry = merged
+                        .prompt(&served)
+                        .filter(|e| route.members[e.member])
+                        .ok_or_else(|| Error::InvalidParams(format!("unknown prompt: {served}")))?;
+                    reference.insert("name", to_raw(&entry.original));
+                    entry.member
+                }
+                Some("ref/resource") => {
+                    let uri = text(&reference, "uri").ok_or_else(|| {
+                        Error::InvalidParams("a ref/resource needs a uri".into())
+                    })?;
+                    by_uri(&uri)?
+                }
+                _ => return Err(Error::InvalidParams("unknown completion ref type".into())),
+            };
+            params.insert("ref", reference.to_raw());
+            (member, None)
+        }
+        other => {
+            return Err(Error::Unsupported(format!(
+                "method not found: {other} (not served by the gateway)"
+            )))
+        }
+    };
+    Ok(Target {
+        member,
+        request: Request {
+            id: r.id.clone(),
+            method: r.method.clone(),
+            params: Some(params.to_raw()),
+        },
+        name,
+    })
+}
+
+fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
+    serde_json::value::to_raw_value(s).expect("a string is JSON")
+}
+
+/// Serves one exchange: its one request, then the answer.
+pub(crate) async fn serve(
+    gw: Arc<Shared>,
+    route: Arc<RouteView>,
+    tx: Sender,
+    mut rx: Receiver,
+    headers: HeaderMap,
+) {
+    let _answering = crate::Answering::counted(&tx, &gw.draining, &gw.answers);
+    let Some(Inbound::Message(Message::Request(r))) = rx.recv().await else {
+        return;
+    };
+    if let Some(answer) = handle(&gw, &route, &tx, &mut rx, r, &headers).await {
+        let _ = tx.send(answer).await;
+    }
+}
+
+async fn handle(
+    gw: &Arc<Shared>,
+    route: &RouteView,
+    tx: &Sender,
+    rx: &mut Receiver,
+    r: Request,
+    headers: &HeaderMap,
+) -> Option<Message> {
+    let supported = Supported::new(ProtocolVersion::ALL).expect("not empty");
+    let kind = Route::of(&r.method);
+    let list_key = match r.method.as_str() {
+        t::TOOLS_LIST => Some("tools"),
+        t::PROMPTS_LIST => Some("prompts"),
+        t::RESOURCES_LIST => Some("resources"),
+        t::RESOURCES_TEMPLATES_LIST => Some("resourceTemplates"),
+        _ => None,
+    };
+    if kind == Route::Discover || list_key.is_some() {
+        let caps = gw.capabilities(route).await;
+        let decoded: Option<Map<String, Value>> = r
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok());
+        if let Err(e) =
+            mcp_headers::check_exchange_headers(&supported, &caps, &r, decoded.as_ref(), headers)
+        {
+            return Some(Message::Error(ErrorResponse::new(Some(r.id), e)));
+        }
+        if kind == Route::Discover {
+            let info: Implementation = serde_json::from_value(json!({
+                "name": "switchboard-gateway",
+                "version": env!("CARGO_PKG_VERSION"),
+            }))
+            .expect("a valid Implementation");
+            let mut result = DiscoverResult::new(
+                supported.wire_strings().into_iter().map(str::to_owned).collect(),
+                caps,
+                60_000,
+                CacheScope::Public,
+                Some(&info),
+            );
+            result.instructions = gw.instructions(route);
+            return Some(match Response::new(r.id.clone(), &result) {
+                Ok(resp) => Message::Response(resp),
+                Err(e) => Error::Internal(e.to_string()).answer(r.id),
+            });
+        }
+        let answer = super::session::list(gw, route, list_key.expect("checked"), r).await;
+        return Some(complete(answer));
+    }
+    if kind == Route::Listen {
+        let why = "subscriptions/listen is not served by the gateway yet: re-list after each request";
+        return Some(Error::Unsupported(why.into()).answer(r.id));
+    }
+    if kind == Route::SetLevel || kind == Route::Initialize {
+        return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
+    }
+    let target = match resolve(gw, route, &r) {
+        Ok(t) => t,
+        Err(why) => return Some(why.answer(r.id)),
+    };
+    let member = &gw.members[target.member];
+    // The upstream's exchange checks Mcp-Name against the body: both now name
+    // the upstream's own entry.
+    let mut headers = headers.clone();
+    if let (Some(name), Route::Use(Kind::Tool | Kind::Prompt)) = (&target.name, kind) {
+        if let Ok(v) = HeaderValue::from_str(name) {
+            headers.insert("mcp-name", v);
+        }
+    }
+    crate::downstream::exchange::handle(&member.core, tx, rx, target.request, &headers).await
+}
+
+/// A gateway-made result as 2026-07-28 has it: `resultType: "complete"`.
+fn complete(answer: Message) -> Message {
+    match answer {
+        Message::Response(r) => {
+            let mut v: Map<String, Value> = serde_json::from_str(r.result.get()).unwrap_or_default();
+            v.insert("resultType".into(), json!("complete"));
+            match Response::new(r.id.clone(), &v) {
+                Ok(resp) => Message::Response(resp),
+                Err(e) => Error::Internal(e.to_string()).answer(r.id),
+            }
+        }
+        other => other,
+    }
+}

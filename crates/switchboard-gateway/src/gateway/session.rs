@@ -1,0 +1,574 @@
+//! One downstream session of the legacy era (2024-11-05 HTTP+SSE, Streamable
+//! HTTP 2025-03-26 to 2025-11-25) on a gateway route.
+//!
+//! ```text
+//! initialize               answered here: the union of the route's upstreams
+//! ping, */list             answered here (lists from the merged catalog, paged)
+//! tools/call, prompts/get  by served name ──> its upstream, the name its own
+//! resources/*              by URI (where it was listed) ──> its upstream
+//! completion/complete      by its ref (prompt name or URI) ──> its upstream
+//! logging/setLevel         kept here; upstreams asked for every message
+//! a call's progress, logs, server→client requests ──> this session, and back
+//! upstream list changes, resource updates ──> this session when its route
+//!                          has that upstream (updates: when subscribed)
+//! ```
+//!
+//! This module must not know how upstreams are reached or listed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use switchboard_protocol::jsonrpc::{
+    Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
+use switchboard_protocol::types::{self as t, meta, ClientCapabilities, InitializeRequestParams, LoggingLevel};
+use switchboard_protocol::version::{Era, Supported};
+use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::{Inbound, Receiver, Sender};
+use tokio::sync::{broadcast, oneshot};
+use tracing::{debug, info};
+
+use super::{GatewayNotice, RouteView, Shared};
+use crate::classify::{Notice, Route};
+use crate::error::Error;
+use crate::raw::RawObject;
+use crate::upstream::{CallEvent, Step};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where the session is in its life.
+enum State {
+    New,
+    Serving {
+        capabilities: Box<ClientCapabilities>,
+    },
+}
+
+struct Session {
+    gw: Arc<Shared>,
+    route: Arc<RouteView>,
+    tx: Sender,
+    state: Mutex<State>,
+    /// Downstream request id → the cancel switch of its call.
+    calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
+    /// Our id of a server→client request sent to the client → its upstream
+    /// and the upstream's (remapped) id.
+    server_requests: Mutex<HashMap<Id, (usize, Id)>>,
+    next_server_request: AtomicU64,
+    /// (member, URI) this session subscribed to.
+    subscribed: Mutex<HashSet<(usize, String)>>,
+    log_level: Mutex<Option<LoggingLevel>>,
+}
+
+/// Serves one session until it ends.
+pub(crate) async fn serve(gw: Arc<Shared>, route: Arc<RouteView>, tx: Sender, mut rx: Receiver) {
+    let mut notices = gw.notices.subscribe();
+    let session = Arc::new(Session {
+        gw,
+        route,
+        tx,
+        state: Mutex::new(State::New),
+        calls: Mutex::new(HashMap::new()),
+        server_requests: Mutex::new(HashMap::new()),
+        next_server_request: AtomicU64::new(1),
+        subscribed: Mutex::new(HashSet::new()),
+        log_level: Mutex::new(None),
+    });
+    loop {
+        tokio::select! {
+            inbound = rx.recv() => match inbound {
+                Some(Inbound::Message(m)) => on_message(&session, m).await,
+                Some(Inbound::Batch(items)) => {
+                    for m in items.into_iter().flatten() {
+                        on_message(&session, m).await;
+                    }
+                }
+                Some(Inbound::Closed { .. }) | None => break,
+                Some(_) => {}
+            },
+            notice = notices.recv() => match notice {
+                Ok(n) => on_notice(&session, n).await,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    for kind in [super::ListKind::Tools, super::ListKind::Prompts, super::ListKind::Resources] {
+                        announce(&session, kind).await;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+        }
+    }
+    end(&session).await;
+}
+
+fn initialized(session: &Session) -> bool {
+    matches!(*lock(&session.state), State::Serving { .. })
+}
+
+async fn announce(session: &Session, kind: super::ListKind) {
+    if !initialized(session) {
+        return;
+    }
+    if let Ok(n) = Notification::new(kind.notification(), &json!({})) {
+        let _ = session.tx.send(Message::Notification(n)).await;
+    }
+}
+
+async fn on_notice(session: &Session, notice: GatewayNotice) {
+    match notice {
+        GatewayNotice::ListChanged { kind, member } if session.route.members[member] => {
+            announce(session, kind).await;
+        }
+        GatewayNotice::ResourceUpdated {
+            member,
+            notification,
+        } => {
+            let uri = notification
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+                .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+            let mine = uri.is_some_and(|u| lock(&session.subscribed).contains(&(member, u)));
+            if mine {
+                let _ = session.tx.send(Message::Notification(notification)).await;
+            }
+        }
+        _ => {}
+    }
+}
+
+async fn on_message(session: &Arc<Session>, message: Message) {
+    match message {
+        Message::Request(r) => on_request(session, r).await,
+        Message::Notification(n) => {
+            if Notice::of(&n.method) == Notice::Cancelled {
+                let params = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| RawObject::parse(p.get()).ok());
+                let id = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|raw| Id::from_raw(raw).ok());
+                let reason = params
+                    .as_ref()
+                    .and_then(|p| p.get("reason"))
+                    .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+                    .unwrap_or_else(|| "cancelled by the client".to_owned());
+                if let Some(cancel) = id.and_then(|id| lock(&session.calls).remove(&id)) {
+                    let _ = cancel.send(reason);
+                }
+            }
+            // Others (initialized, roots/list_changed) concern no one upstream:
+            // the upstreams are shared by every session.
+        }
+        answer @ (Message::Response(_) | Message::Error(_)) => {
+            let id = match &answer {
+                Message::Response(r) => Some(r.id.clone()),
+                Message::Error(e) => e.id.clone(),
+                _ => None,
+            };
+            let Some(found) = id.and_then(|id| lock(&session.server_requests).remove(&id)) else {
+                debug!("an answer to no request of ours");
+                return;
+            };
+            let (member, ours) = found;
+            let answer = match answer {
+                Message::Response(r) => Message::Response(Response {
+                    id: ours,
+                    result: r.result,
+                }),
+                Message::Error(e) => Message::Error(ErrorResponse::new(Some(ours), e.error)),
+                other => other,
+            };
+            session.gw.members[member].upstream().respond(answer).await;
+        }
+    }
+}
+
+async fn reply(session: &Session, answer: Message) {
+    let _ = session.tx.send(answer).await;
+}
+
+fn ok(id: Id, result: Value) -> Message {
+    match Response::new(id.clone(), &result) {
+        Ok(r) => Message::Response(r),
+        Err(e) => Error::Internal(e.to_string()).answer(id),
+    }
+}
+
+async fn on_request(session: &Arc<Session>, r: Request) {
+    let route = Route::of(&r.method);
+    match route {
+        Route::Initialize => {
+            let answer = initialize(session, &r).await;
+            return reply(session, answer).await;
+        }
+        Route::Ping => return reply(session, ok(r.id, json!({}))).await,
+        _ => {}
+    }
+    if !initialized(session) {
+        let why = Error::InvalidRequest("the session is not initialized".into());
+        return reply(session, why.answer(r.id)).await;
+    }
+    // Lists are answered from the catalog, in their own task: a list waits
+    // for upstreams not yet listed.
+    let list_key = match r.method.as_str() {
+        t::TOOLS_LIST => Some("tools"),
+        t::PROMPTS_LIST => Some("prompts"),
+        t::RESOURCES_LIST => Some("resources"),
+        t::RESOURCES_TEMPLATES_LIST => Some("resourceTemplates"),
+        _ => None,
+    };
+    if let Some(key) = list_key {
+        let session = session.clone();
+        tokio::spawn(async move {
+            let answer = list(&session.gw, &session.route, key, r).await;
+            reply(&session, answer).await;
+        });
+        return;
+    }
+    if route == Route::SetLevel {
+        let level = r
+            .params_as::<Map<String, Value>>()
+            .ok()
+            .and_then(|p| p.get("level").and_then(Value::as_str).map(str::to_owned))
+            .and_then(|l| l.parse::<LoggingLevel>().ok());
+        let Some(level) = level else {
+            let why = Error::InvalidParams("logging/setLevel needs a valid params.level".into());
+            return reply(session, why.answer(r.id)).await;
+        };
+        *lock(&session.log_level) = Some(level);
+        let session = session.clone();
+        tokio::spawn(async move {
+            for (i, m) in session.gw.members.iter().enumerate() {
+                if session.route.members[i] {
+                    m.core.shared_child_logs_everything(m.core.next_owner()).await;
+                }
+            }
+            reply(&session, ok(r.id, json!({}))).await;
+        });
+        return;
+    }
+    let target = match super::exchange::resolve(&session.gw, &session.route, &r) {
+        Ok(t) => t,
+        Err(why) => return reply(session, why.answer(r.id)).await,
+    };
+    if let Route::Subscribe(subscribe) = route {
+        let session = session.clone();
+        tokio::spawn(subscription(session, target.member, target.request, subscribe));
+        return;
+    }
+    forward(session, target.member, target.request);
+}
+
+/// A list from the merged catalog, paged under the gateway's cursor.
+pub(crate) async fn list(gw: &Shared, route: &RouteView, key: &str, r: Request) -> Message {
+    let cursor = r
+        .params_as::<Map<String, Value>>()
+        .ok()
+        .and_then(|p| p.get("cursor").and_then(Value::as_str).map(str::to_owned));
+    gw.listed(route).await;
+    let merged = gw.merged();
+    let entries: Vec<&Value> = match key {
+        "tools" => merged
+            .tools
+            .iter()
+            .filter(|e| route.members[e.member])
+            .filter(|e| route.allow.permits(e.value["name"].as_str().unwrap_or_default()))
+            .map(|e| &e.value)
+            .collect(),
+        "prompts" => merged
+            .prompts
+            .iter()
+            .filter(|e| route.members[e.member])
+            .map(|e| &e.value)
+            .collect(),
+        "resources" => merged
+            .resources
+            .iter()
+            .filter(|e| route.members[e.member])
+            .map(|e| &e.value)
+            .collect(),
+        _ => merged
+            .templates
+            .iter()
+            .filter(|e| route.members[e.member])
+            .map(|e| &e.value)
+            .collect(),
+    };
+    match super::catalog::page(&entries, cursor.as_deref(), gw.page_size) {
+        Ok((page, next)) => ok(
+            r.id,
+            super::catalog::list_result(key, page.iter().copied(), next),
+        ),
+        Err(why) => Error::InvalidParams(why).answer(r.id),
+    }
+}
+
+async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
+    if session.gw.draining.load(Ordering::Relaxed) {
+        return Error::Upstream("the gateway is shutting down: no new sessions".into())
+            .answer(r.id.clone());
+    }
+    if initialized(session) {
+        return Error::InvalidRequest("the session is already initialized".into())
+            .answer(r.id.clone());
+    }
+    let params: InitializeRequestParams = match r.params_as() {
+        Ok(p) => p,
+        Err(e) => {
+            return Error::InvalidParams(format!("invalid initialize params: {e}"))
+                .answer(r.id.clone())
+        }
+    };
+    let legacy = Supported::new(ProtocolVersion::ALL.into_iter().filter(|v| v.era() == Era::Legacy))
+        .expect("there are legacy versions");
+    let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
+        return Error::InvalidParams("no protocol version in common".into()).answer(r.id.clone());
+    };
+    let capabilities = session.gw.capabilities(&session.route).await;
+    let mut result = json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": capabilities,
+        "serverInfo": { "name": "switchboard-gateway", "version": env!("CARGO_PKG_VERSION") },
+    });
+    if let Some(text) = session.gw.instructions(&session.route) {
+        result["instructions"] = Value::String(text);
+    }
+    if version == ProtocolVersion::V2025_03_26 {
+        session.tx.set_batching(Batching::Allowed);
+    }
+    *lock(&session.state) = State::Serving {
+        capabilities: Box::new(params.capabilities),
+    };
+    info!(client = %params.client_info.name, version = version.as_str(), "downstream session initialized");
+    ok(r.id.clone(), result)
+}
+
+/// A `resources/subscribe` or `resources/unsubscribe` on a shared upstream:
+/// counted across sessions by its core.
+async fn subscription(session: Arc<Session>, member: usize, r: Request, subscribe: bool) {
+    let uri = r
+        .params_as::<Map<String, Value>>()
+        .ok()
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    let Some(uri) = uri else {
+        let why = Error::InvalidParams("params.uri is required".into());
+        return reply(&session, why.answer(r.id)).await;
+    };
+    let key = (member, uri.clone());
+    let mine = lock(&session.subscribed).contains(&key);
+    let m = &session.gw.members[member];
+    let id = r.id.clone();
+    let ask = || crate::call_once(m.upstream(), r, m.core.next_owner(), session.gw.request_timeout);
+    let answer = m.core.shared_subscription(&uri, subscribe, mine, ask).await;
+    let answer = answer.unwrap_or_else(|| ok(id.clone(), json!({})));
+    if matches!(answer, Message::Response(_)) {
+        if subscribe {
+            lock(&session.subscribed).insert(key);
+        } else {
+            lock(&session.subscribed).remove(&key);
+        }
+    }
+    reply(&session, answer).await;
+}
+
+/// Whether log message `n` passes the session's level.
+fn wants(session: &Session, n: &Notification) -> bool {
+    if Notice::of(&n.method) != Notice::Log {
+        return true;
+    }
+    match *lock(&session.log_level) {
+        Some(min) => crate::log_at_least(n, min),
+        None => true,
+    }
+}
+
+/// Whether the client declared what a server→client request needs.
+fn declared(session: &Session, method: &str) -> bool {
+    let state = lock(&session.state);
+    let State::Serving { capabilities } = &*state else {
+        return false;
+    };
+    match method {
+        t::SAMPLING_CREATE_MESSAGE => capabilities.sampling.is_some(),
+        t::ELICITATION_CREATE => capabilities.elicitation.is_some(),
+        t::ROOTS_LIST => capabilities.roots.is_some(),
+        _ => true,
+    }
+}
+
+/// Forwards `r` (already in its upstream's names) to member `member` and
+/// relays what belongs to the call.
+fn forward(session: &Arc<Session>, member: usize, r: Request) {
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    lock(&session.calls).insert(r.id.clone(), cancel_tx);
+    tokio::spawn(pump(session.clone(), member, r, cancel_rx));
+}
+
+async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: oneshot::Receiver<String>) {
+    let _answering = crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
+    let m = &session.gw.members[member];
+    let up = m.upstream().clone();
+    let down_id = r.id.clone();
+    let fail = |why: Error| {
+        lock(&session.calls).remove(&down_id);
+        why.answer(down_id.clone())
+    };
+    let info = match up.ready(m.list_timeout).await {
+        Ok(info) => info,
+        Err(why) => {
+            let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+            return reply(&session, fail(why)).await;
+        }
+    };
+    if info.modern {
+        let mut extra = Map::new();
+        extra.insert(meta::PROTOCOL_VERSION.into(), ProtocolVersion::V2026_07_28.as_str().into());
+        extra.insert(meta::CLIENT_CAPABILITIES.into(), json!({}));
+        match crate::downstream::session::with_meta(r.params.as_deref(), &extra) {
+            Ok(p) => r.params = Some(p),
+            Err(why) => return reply(&session, fail(Error::InvalidParams(why))).await,
+        }
+    }
+    let mut call = tokio::select! {
+        biased;
+        started = up.call(r, m.core.next_owner()) => match started {
+            Ok(c) => c,
+            Err(why) => {
+                let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                return reply(&session, fail(why)).await;
+            }
+        },
+        _ = &mut cancel => {
+            session.tx.forget(&down_id);
+            return;
+        }
+    };
+    let timeout = session.gw.request_timeout;
+    loop {
+        let step = tokio::select! {
+            step = tokio::time::timeout(timeout, call.next()) => match step {
+                Ok(step) => step,
+                Err(_) => {
+                    call.cancel("timed out in the gateway").await;
+                    let why = Error::Upstream(format!("upstream {} sent nothing for this request within {timeout:?}", m.name));
+                    return reply(&session, fail(why)).await;
+                }
+            },
+            reason = &mut cancel => {
+                call.cancel(&reason.unwrap_or_else(|_| "cancelled".into())).await;
+                session.tx.forget(&down_id);
+                return;
+            }
+        };
+        match step {
+            Step::Event(CallEvent::Notification(n)) => {
+                if !wants(&session, &n) {
+                    continue;
+                }
+                let n = if Notice::of(&n.method) == Notice::Cancelled {
+                    // The upstream cancels a request it sent: tell the client
+                    // under the id the client knows.
+                    match upstream_cancelled(&session, member, n) {
+                        Some(n) => n,
+                        None => continue,
+                    }
+                } else {
+                    n
+                };
+                let _ = session
+                    .tx
+                    .send_related(Message::Notification(n), Some(down_id.clone()))
+                    .await;
+            }
+            Step::Event(CallEvent::Request(req)) => {
+                if !declared(&session, &req.method) {
+                    let refusal = Message::Error(ErrorResponse::new(
+                        Some(req.id),
+                        ErrorObject::new(
+                            switchboard_protocol::jsonrpc::code::METHOD_NOT_FOUND,
+                            format!("the client did not declare the capability {} needs", req.method),
+                        ),
+                    ));
+                    up.respond(refusal).await;
+                    continue;
+                }
+                let ours = Id::from(format!(
+                    "sbg-s{}",
+                    session.next_server_request.fetch_add(1, Ordering::Relaxed)
+                ));
+                lock(&session.server_requests).insert(ours.clone(), (member, req.id));
+                let out = Request {
+                    id: ours,
+                    method: req.method,
+                    params: req.params,
+                };
+                let _ = session
+                    .tx
+                    .send_related(Message::Request(out), Some(down_id.clone()))
+                    .await;
+            }
+            Step::Done(message) => {
+                lock(&session.calls).remove(&down_id);
+                let out = match message {
+                    Message::Response(resp) => Message::Response(Response {
+                        id: down_id,
+                        result: if info.modern {
+                            crate::downstream::session::legacy_result(resp.result)
+                        } else {
+                            resp.result
+                        },
+                    }),
+                    Message::Error(e) => Message::Error(ErrorResponse::new(Some(down_id), e.error)),
+                    other => other,
+                };
+                return reply(&session, out).await;
+            }
+            Step::Failed(why) => {
+                let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                return reply(&session, fail(why)).await;
+            }
+        }
+    }
+}
+
+/// The upstream's `notifications/cancelled` of a request it sent this
+/// session, under our id; `None` when that request is not (any more) ours.
+fn upstream_cancelled(session: &Session, member: usize, n: Notification) -> Option<Notification> {
+    let mut params: Map<String, Value> = serde_json::from_str(n.params.as_ref()?.get()).ok()?;
+    let theirs: Id = serde_json::from_value(params.get("requestId")?.clone()).ok()?;
+    let ours = {
+        let mut table = lock(&session.server_requests);
+        let ours = table
+            .iter()
+            .find(|(_, (m, id))| *m == member && *id == theirs)
+            .map(|(ours, _)| ours.clone())?;
+        table.remove(&ours);
+        ours
+    };
+    params.insert("requestId".into(), serde_json::to_value(&ours).ok()?);
+    Notification::new(&n.method, &params).ok()
+}
+
+/// The session is over: its calls cancelled, its subscriptions given back.
+async fn end(session: &Arc<Session>) {
+    let calls: Vec<oneshot::Sender<String>> = lock(&session.calls).drain().map(|(_, c)| c).collect();
+    for c in calls {
+        let _ = c.send("the session ended".into());
+    }
+    let subscribed: Vec<(usize, String)> = lock(&session.subscribed).drain().collect();
+    for (member, uri) in subscribed {
+        let m = &session.gw.members[member];
+        let Ok(request) = Request::new(Id::from(0u64), t::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri })) else {
+            continue;
+        };
+        let ask = || crate::call_once(m.upstream(), request, m.core.next_owner(), session.gw.request_timeout);
+        let _ = m.core.shared_subscription(&uri, false, true, ask).await;
+    }
+    lock(&session.server_requests).clear();
+}
