@@ -9,7 +9,9 @@
 //! [`SessionAcceptor`](super::server::SessionAcceptor), which yields each legacy
 //! session as an [`HttpSession`] with [`SessionKind::LegacySse`] and
 //! `protocol_version` 2024-11-05. On the wire (paths from
-//! [`HttpServerConfig::sse_path`] and [`HttpServerConfig::message_path`]):
+//! [`HttpServerConfig::sse_path`] and [`HttpServerConfig::message_path`]; for
+//! each route `R` of [`HttpServerConfig::routes`], `R/sse` and `R/message`,
+//! whose sessions are found there only):
 //!
 //! | request | answer |
 //! |---|---|
@@ -17,7 +19,7 @@
 //! | `GET <sse_path>` with another `Accept` | 406 |
 //! | `GET <sse_path>` with [`HttpServerConfig::max_sessions`] live and none idle (a Streamable HTTP session idle the longest ends to make room; a legacy one is never idle while its stream is open), after [`HttpServer::refuse_new_sessions`](super::server::HttpServer::refuse_new_sessions), or with the acceptor dropped | 503 |
 //! | `POST <message_path>` without `sessionId` | 400 |
-//! | `POST <message_path>?sessionId=<id>` naming no live legacy session | 404 |
+//! | `POST <message_path>?sessionId=<id>` naming no live legacy session opened at this path's endpoint | 404 |
 //! | ... whose `Content-Type` is not `application/json` | 415 |
 //! | ... whose body exceeds [`HttpServerConfig::max_body_bytes`] | 413 |
 //! | ... whose body is not JSON | 400, JSON-RPC -32700 with `id: null` |
@@ -152,6 +154,13 @@ impl Endpoint {
 pub(crate) struct Ctx<'a> {
     /// The server's configuration.
     pub(crate) config: &'a HttpServerConfig,
+    /// The endpoint whose legacy paths the request is for (a session's
+    /// `endpoint`): only its sessions are found.
+    pub(crate) endpoint: usize,
+    /// That endpoint's path ([`HttpSession::path`]).
+    pub(crate) path: &'a str,
+    /// That endpoint's legacy message path, named by the `endpoint` event.
+    pub(crate) message_path: &'a str,
     /// The live sessions of both kinds.
     pub(crate) registry: &'a Arc<Registry>,
     /// The limits each session runs under.
@@ -260,6 +269,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     };
     let (session, inner) = Session::start(
         registry_key(&id).into(),
+        ctx.endpoint,
         ctx.limits.clone(),
         Arc::downgrade(ctx.registry),
         &ctx.config.transport,
@@ -292,6 +302,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
         headers: headers.clone(),
         kind: SessionKind::LegacySse,
         principal: ctx.principal.cloned(),
+        path: ctx.path.to_owned(),
     };
     if let Some(p) = ctx.principal {
         session.set_owner(&p.subject);
@@ -318,7 +329,7 @@ async fn open(ctx: &Ctx<'_>, headers: &HeaderMap) -> Response<Body> {
     };
     tokio::spawn(pump.run().instrument(span));
 
-    let endpoint = format!("{}?{SESSION_PARAM}={id}", ctx.config.message_path);
+    let endpoint = format!("{}?{SESSION_PARAM}={id}", ctx.message_path);
     let event = Event::message(endpoint)
         .with_event("endpoint")
         .encode()
@@ -450,8 +461,10 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
         );
     };
     let found = ctx.registry.get(&registry_key(id));
-    // Another subject's session is not found for this one.
-    let Some(session) = found.filter(|s| s.owned_by(ctx.principal)) else {
+    // Another subject's session, or one of another endpoint, is not found for
+    // this request, and left as it is.
+    let Some(session) = found.filter(|s| s.endpoint == ctx.endpoint && s.owned_by(ctx.principal))
+    else {
         return rpc_error(
             StatusCode::NOT_FOUND,
             code::INVALID_REQUEST,

@@ -4,7 +4,9 @@
 //! §5.4), so clients of every era are served at the same time.
 //!
 //! [`HttpServer::bind`] listens on one address and serves one endpoint
-//! ([`HttpServerConfig::path`], `/mcp` by default). Each session is created by a
+//! ([`HttpServerConfig::path`], `/mcp` by default), and as many more as
+//! [`HttpServerConfig::routes`] names, each alike; a session belongs to the
+//! path that opened it ([`HttpSession::path`]). Each session is created by a
 //! POST carrying an `initialize` request and no `Mcp-Session-Id`, and handed to the
 //! library through the [`SessionAcceptor`] as an [`HttpSession`]: a
 //! [`Transport`] like any other, whose [`Receiver`](crate::Receiver) yields the
@@ -16,15 +18,15 @@
 //! | check | answer |
 //! |---|---|
 //! | `Host` not allowed ([`HttpServerConfig::allowed_hosts`]) or `Origin` present and not allowed ([`HttpServerConfig::allowed_origins`]): DNS-rebinding protection | 403 |
-//! | path other than [`HttpServerConfig::path`] | 404 |
+//! | path other than [`HttpServerConfig::path`], one of [`HttpServerConfig::routes`] and the legacy paths ([`super::legacy`]) | 404 |
 //! | GET or DELETE with `MCP-Protocol-Version: 2026-07-28` (a modern revision) | 405 with `Allow: POST` |
 //! | a POST that is a 2026-07-28 exchange: no `Mcp-Session-Id` (or a modern `MCP-Protocol-Version`, which wins over a session id, ignored as 2026-07-28 says) and either a modern `MCP-Protocol-Version` or a body whose `params._meta` names `io.modelcontextprotocol/protocolVersion` (then even with an unsupported header version: the library answers -32022 or -32020) | after the Accept, Content-Type and size checks below: served statelessly, see [`super::stateless`] for its answers |
-//! | `MCP-Protocol-Version` present and neither the revision the named session negotiated nor, older than that, one of [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed); checked once the session is found, so an unknown `Mcp-Session-Id` is 404 first (a GET: before its `Accept` check too) | 400 |
+//! | `MCP-Protocol-Version` present and neither the revision the named session negotiated nor, older than that, one of [`HttpServerConfig::supported_versions`] (absent: 2025-03-26 assumed); checked once the session is found, so an unknown `Mcp-Session-Id` (or one of another path) is 404 first (a GET: before its `Accept` check too) | 400 |
 //! | method other than POST, GET, DELETE | 405 with `Allow` |
 //! | POST whose `Accept` allows neither `application/json` nor `text/event-stream`; GET whose `Accept` does not allow `text/event-stream` (RFC 9110 §12.5.1: no `Accept` allows anything, `*/*` and `type/*` match, the most specific range decides, `q=0` refuses) | 406 |
 //! | POST whose `Content-Type` is not `application/json`, or with a `Content-Encoding` other than `identity` (gzip and the rest are not decoded; `Accept-Encoding: identity` in the answer) | 415 |
 //! | POST body over [`HttpServerConfig::max_body_bytes`] | 413 |
-//! | `Mcp-Session-Id` naming no live session | 404 |
+//! | `Mcp-Session-Id` naming no live session opened at this path | 404 |
 //! | body not JSON | 400, JSON-RPC -32700 with `id: null` |
 //! | body not one JSON-RPC message (or, once the library allowed batches for 2025-03-26 with [`Sender::set_batching`](crate::Sender::set_batching), a batch) | 400, JSON-RPC -32600 |
 //! | no `Mcp-Session-Id`, unless the body is an `initialize` request | 400 |
@@ -150,6 +152,20 @@ pub struct HttpServerConfig {
     pub bind: SocketAddr,
     /// The MCP endpoint's path, starting with `/`. Default [`DEFAULT_PATH`].
     pub path: String,
+    /// More endpoint paths ("routes", e.g. one per virtual server of a
+    /// gateway), each starting with `/` and served exactly as
+    /// [`path`](Self::path) is (same checks, limits and answers), on the same
+    /// listener. A session belongs to the path that opened it
+    /// ([`HttpSession::path`]): naming it at another path gets 404. With
+    /// [`sse_path`](Self::sse_path) set, each route `R` also serves the legacy
+    /// HTTP+SSE transport at `R/sse` and `R/message` (`R` without a trailing
+    /// `/`). [`HttpServer::bind`] refuses ([`io::ErrorKind::InvalidInput`]) a
+    /// route not starting with `/`, and one whose paths are taken: by
+    /// [`path`](Self::path), the legacy paths, `/healthz` and `/readyz`
+    /// (whether or not [`health`](Self::health) is set), the Protected
+    /// Resource Metadata paths ([`auth`](Self::auth)), or another route.
+    /// Default empty.
+    pub routes: Vec<String>,
     /// `Host` header values accepted besides the defaults (DNS-rebinding
     /// protection; every revision's "Security Warning"): an entry `name` takes
     /// that name with any port or none, `name:port` that port only (names
@@ -232,9 +248,9 @@ pub struct HttpServerConfig {
     pub supported_versions: Vec<ProtocolVersion>,
     /// The path of the legacy HTTP+SSE stream (2024-11-05; see
     /// [`legacy`](super::legacy)): a GET there opens a legacy session. `None`
-    /// turns the legacy transport off. Starts with `/` (any other value matches
-    /// no request); a value equal to [`path`](Self::path) is ignored (that
-    /// endpoint keeps it). Default `Some` of
+    /// turns the legacy transport off (on the [`routes`](Self::routes) too).
+    /// Starts with `/` (any other value matches no request); a value equal to
+    /// [`path`](Self::path) is ignored (that endpoint keeps it). Default `Some` of
     /// [`DEFAULT_SSE_PATH`](super::legacy::DEFAULT_SSE_PATH) (`/sse`).
     pub sse_path: Option<String>,
     /// The path legacy clients POST to, named by the `endpoint` event as
@@ -265,8 +281,9 @@ pub struct HttpServerConfig {
     /// MCP authorization ([`super::resource`]): when set, the server is an
     /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
-    /// (GET, `application/json`), and every request to the endpoint and the
-    /// legacy paths needs a valid bearer token: without one 401 (with a token
+    /// (GET, `application/json`), and every request to the endpoint, the
+    /// [`routes`](Self::routes) and the legacy paths needs a valid bearer token
+    /// (the same resource and metadata for all): without one 401 (with a token
     /// that is not accepted, `error="invalid_token"`), a token in the query
     /// string 400 (`invalid_request`), missing scopes 403
     /// (`insufficient_scope`), each with `WWW-Authenticate: Bearer
@@ -286,6 +303,7 @@ impl Default for HttpServerConfig {
         HttpServerConfig {
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             path: DEFAULT_PATH.to_owned(),
+            routes: Vec::new(),
             allowed_hosts: Vec::new(),
             default_hosts: true,
             allowed_origins: Vec::new(),
@@ -364,10 +382,11 @@ pub enum SessionKind {
     /// go on that POST's reply; server→client requests never reach the wire.
     Stateless,
     /// A legacy HTTP+SSE session (2024-11-05, [`super::legacy`]), opened by a GET
-    /// on [`HttpServerConfig::sse_path`] (so `protocol_version` is 2024-11-05,
-    /// `headers` are the GET's and `session_id` is the `sessionId` of the
-    /// endpoint URI, minted as `Mcp-Session-Id` is); the receiver's first event
-    /// is whatever the client POSTs first (normally `initialize`); every message
+    /// on [`HttpServerConfig::sse_path`] or a route's `R/sse` (so
+    /// `protocol_version` is 2024-11-05, `headers` are the GET's and
+    /// `session_id` is the `sessionId` of the endpoint URI, minted as
+    /// `Mcp-Session-Id` is); the receiver's first event is whatever the client
+    /// POSTs first (normally `initialize`); every message
     /// sent goes on its one SSE stream; it ends when that stream closes
     /// ([`CloseReason::PeerClosed`]), on idle expiry or shutdown.
     LegacySse,
@@ -407,6 +426,12 @@ pub struct HttpSession {
     /// session come from the same subject (another's get 404), possibly with
     /// other tokens (a step-up). `None` when tokens are not checked.
     pub principal: Option<super::resource::Principal>,
+    /// The endpoint path it came in at: [`HttpServerConfig::path`] or one of
+    /// [`HttpServerConfig::routes`] (a legacy session: the route whose
+    /// `R/sse` opened it, or [`HttpServerConfig::path`] for
+    /// [`HttpServerConfig::sse_path`]). Its later requests are served there
+    /// only.
+    pub path: String,
 }
 
 impl HttpSession {
@@ -439,6 +464,8 @@ impl SessionAcceptor {
 
 struct Shared {
     config: HttpServerConfig,
+    /// The routes' paths ([`HttpServerConfig::routes`]), checked at bind.
+    mounts: Vec<Mount>,
     hosts: Vec<String>,
     origins: Vec<String>,
     registry: Arc<Registry>,
@@ -460,6 +487,132 @@ struct Shared {
     /// How many TCP connections are open ([`HttpServer::shutdown`] waits for
     /// none).
     connections: watch::Sender<usize>,
+}
+
+/// The index of [`HttpServerConfig::path`] among the endpoints (a session's
+/// `endpoint`); route `i` of [`Shared::mounts`] is `i + 1`.
+const MAIN: usize = 0;
+
+/// One route ([`HttpServerConfig::routes`]): its endpoint path and, with the
+/// legacy transport on, its legacy SSE and message paths.
+struct Mount {
+    path: String,
+    legacy: Option<(String, String)>,
+}
+
+/// What a request path names: an endpoint (by index, [`MAIN`] or a route's),
+/// or a legacy path of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    Endpoint(usize),
+    Legacy(super::legacy::Endpoint, usize),
+}
+
+impl Shared {
+    /// Where `path` leads, if anywhere: the main path and its legacy paths
+    /// first, as before routes existed, then a linear scan of the routes
+    /// (no allocation).
+    fn at(&self, path: &str) -> Option<At> {
+        if path == self.config.path {
+            return Some(At::Endpoint(MAIN));
+        }
+        if let Some(legacy) = super::legacy::Endpoint::of(&self.config, path) {
+            return Some(At::Legacy(legacy, MAIN));
+        }
+        for (i, mount) in self.mounts.iter().enumerate() {
+            if path == mount.path {
+                return Some(At::Endpoint(i + 1));
+            }
+            if let Some((sse, message)) = &mount.legacy {
+                if path == sse {
+                    return Some(At::Legacy(super::legacy::Endpoint::Sse, i + 1));
+                }
+                if path == message {
+                    return Some(At::Legacy(super::legacy::Endpoint::Message, i + 1));
+                }
+            }
+        }
+        None
+    }
+
+    /// The route of endpoint `endpoint`; `None` for [`MAIN`].
+    fn mount(&self, endpoint: usize) -> Option<&Mount> {
+        self.mounts.get(endpoint.checked_sub(1)?)
+    }
+
+    /// The path of endpoint `endpoint` ([`MAIN`] or a route's index).
+    fn endpoint_path(&self, endpoint: usize) -> &str {
+        self.mount(endpoint)
+            .map_or(self.config.path.as_str(), |m| m.path.as_str())
+    }
+
+    /// The legacy message path of endpoint `endpoint`.
+    fn message_path(&self, endpoint: usize) -> &str {
+        self.mount(endpoint)
+            .and_then(|m| m.legacy.as_ref())
+            .map_or(self.config.message_path.as_str(), |(_, message)| {
+                message.as_str()
+            })
+    }
+}
+
+/// The routes of `config` with their legacy paths, or the
+/// [`io::ErrorKind::InvalidInput`] error for the first one that does not start
+/// with `/` or whose paths are taken (see [`HttpServerConfig::routes`]).
+/// `metadata`: the Protected Resource Metadata paths, when auth is on.
+fn mounts(config: &HttpServerConfig, metadata: &[String]) -> io::Result<Vec<Mount>> {
+    let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+    // Taken paths and what takes them; the main ones are not checked against
+    // each other (as before routes existed).
+    let mut taken: Vec<(String, String)> = vec![
+        (config.path.clone(), "the endpoint path".to_owned()),
+        ("/healthz".to_owned(), "the health endpoint".to_owned()),
+        ("/readyz".to_owned(), "the readiness endpoint".to_owned()),
+    ];
+    if let Some(sse) = &config.sse_path {
+        taken.push((sse.clone(), "the legacy SSE path".to_owned()));
+        taken.push((
+            config.message_path.clone(),
+            "the legacy message path".to_owned(),
+        ));
+    }
+    for p in metadata {
+        taken.push((p.clone(), "a Protected Resource Metadata path".to_owned()));
+    }
+    let mut mounts = Vec::with_capacity(config.routes.len());
+    for route in &config.routes {
+        if !route.starts_with('/') {
+            return Err(invalid(format!("a route must start with '/': {route:?}")));
+        }
+        let legacy = config.sse_path.is_some().then(|| {
+            let base = route.trim_end_matches('/');
+            (format!("{base}/sse"), format!("{base}/message"))
+        });
+        let mut own = vec![(route.clone(), format!("route {route:?}"))];
+        if let Some((sse, message)) = &legacy {
+            own.push((
+                sse.clone(),
+                format!("the legacy SSE path of route {route:?}"),
+            ));
+            own.push((
+                message.clone(),
+                format!("the legacy message path of route {route:?}"),
+            ));
+        }
+        for (path, what) in own {
+            if let Some((_, holder)) = taken.iter().find(|(p, _)| *p == path) {
+                return Err(invalid(format!(
+                    "route {route:?}: {what} {path:?} is already {holder}"
+                )));
+            }
+            taken.push((path, what));
+        }
+        mounts.push(Mount {
+            path: route.clone(),
+            legacy,
+        });
+    }
+    Ok(mounts)
 }
 
 /// Held by the task serving one connection: counts it in
@@ -557,6 +710,7 @@ impl fmt::Debug for HttpServer {
         f.debug_struct("HttpServer")
             .field("local_addr", &self.local_addr)
             .field("path", &self.shared.config.path)
+            .field("routes", &self.shared.config.routes)
             .finish_non_exhaustive()
     }
 }
@@ -567,7 +721,9 @@ impl HttpServer {
     ///
     /// Errors: binding fails (address in use, permission), or
     /// [`io::ErrorKind::InvalidInput`] when [`HttpServerConfig::path`] does not
-    /// start with `/`.
+    /// start with `/`, when a route is refused (see
+    /// [`HttpServerConfig::routes`]), or when [`HttpServerConfig::auth`] is
+    /// invalid.
     pub async fn bind(config: HttpServerConfig) -> io::Result<(HttpServer, SessionAcceptor)> {
         if !config.path.starts_with('/') {
             return Err(io::Error::new(
@@ -583,6 +739,11 @@ impl HttpServer {
                 })?,
             )),
         };
+        let mounts = mounts(
+            &config,
+            auth.as_ref()
+                .map_or(&[], |a: &Arc<ResourceServer>| a.metadata_paths()),
+        )?;
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         let mut hosts = config.allowed_hosts.clone();
@@ -622,6 +783,7 @@ impl HttpServer {
             registry,
             auth,
             config,
+            mounts,
             hosts,
             origins,
             acceptor: tx,
@@ -646,9 +808,16 @@ impl HttpServer {
         self.local_addr
     }
 
-    /// The endpoint's URL, `http://<local_addr><path>`.
+    /// The endpoint's URL, `http://<local_addr><path>`
+    /// ([`HttpServerConfig::path`]).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.local_addr, self.shared.config.path)
+        self.url_of(&self.shared.config.path)
+    }
+
+    /// The URL of `path` on this server, `http://<local_addr><path>` (e.g. a
+    /// route's, [`HttpServerConfig::routes`]); `path` is not checked.
+    pub fn url_of(&self, path: &str) -> String {
+        format!("http://{}{}", self.local_addr, path)
     }
 
     /// How many sessions are live.
@@ -945,23 +1114,24 @@ fn session_required() -> Response<Body> {
     )
 }
 
-/// The session a request names: `Ok(None)` without the header, `Err(404)` when it
-/// names no live session.
+/// The session a request at `endpoint` names: `Ok(None)` without the header,
+/// `Err(404)` when it names no live session opened at that endpoint.
 fn find_session(
     shared: &Shared,
     headers: &HeaderMap,
-    principal: Option<&Principal>,
+    (endpoint, principal): (usize, Option<&Principal>),
 ) -> Result<Option<Arc<Session>>, Box<Response<Body>>> {
     match headers.get(&guard::SESSION_ID) {
         None => Ok(None),
         Some(value) => {
-            // Another subject's session is not found for this one
-            // (indistinguishable from a session that does not exist).
+            // Another subject's session, or one of another endpoint, is not
+            // found for this request (indistinguishable from a session that
+            // does not exist), and left as it is.
             let found = value
                 .to_str()
                 .ok()
                 .and_then(|id| shared.registry.get(id))
-                .filter(|s| s.owned_by(principal));
+                .filter(|s| s.endpoint == endpoint && s.owned_by(principal));
             match found {
                 Some(session) => {
                     session.touch();
@@ -994,7 +1164,7 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
             "Origin not allowed",
         );
     }
-    let legacy = super::legacy::Endpoint::of(&shared.config, req.uri().path());
+    let at = shared.at(req.uri().path());
     let principal = match &shared.auth {
         None => None,
         Some(auth) => {
@@ -1002,7 +1172,7 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
             if auth.metadata_paths().iter().any(|p| p == path) {
                 return metadata_answer(auth, req.method());
             }
-            if legacy.is_none() && path != shared.config.path {
+            if at.is_none() {
                 return status_only(StatusCode::NOT_FOUND);
             }
             let found = {
@@ -1027,21 +1197,25 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
     };
     let principal = principal.as_ref();
     let headers = req.headers();
-    if let Some(endpoint) = legacy {
-        let ctx = super::legacy::Ctx {
-            principal,
-            auth: shared.auth.as_deref(),
-            config: &shared.config,
-            registry: &shared.registry,
-            limits: &shared.limits,
-            acceptor: &shared.acceptor,
-            refusing: &shared.refusing,
-        };
-        return super::legacy::handle(&ctx, endpoint, req).await;
-    }
-    if req.uri().path() != shared.config.path {
-        return status_only(StatusCode::NOT_FOUND);
-    }
+    let endpoint = match at {
+        None => return status_only(StatusCode::NOT_FOUND),
+        Some(At::Endpoint(endpoint)) => endpoint,
+        Some(At::Legacy(legacy, endpoint)) => {
+            let ctx = super::legacy::Ctx {
+                endpoint,
+                path: shared.endpoint_path(endpoint),
+                message_path: shared.message_path(endpoint),
+                principal,
+                auth: shared.auth.as_deref(),
+                config: &shared.config,
+                registry: &shared.registry,
+                limits: &shared.limits,
+                acceptor: &shared.acceptor,
+                refusing: &shared.refusing,
+            };
+            return super::legacy::handle(&ctx, legacy, req).await;
+        }
+    };
     let version = guard::protocol_version(headers, &shared.config.supported_versions);
     let modern_header = matches!(version, Ok(v) if v.era() == Era::Modern);
     if modern_header && matches!(*req.method(), Method::GET | Method::DELETE) {
@@ -1053,11 +1227,11 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
         return response;
     }
     if *req.method() == Method::POST {
-        return post(shared, req, version, principal).await;
+        return post(shared, req, version, (endpoint, principal)).await;
     }
     match *req.method() {
-        Method::GET => get(shared, req.headers(), principal),
-        Method::DELETE => delete(shared, req.headers(), principal),
+        Method::GET => get(shared, req.headers(), (endpoint, principal)),
+        Method::DELETE => delete(shared, req.headers(), (endpoint, principal)),
         _ => {
             let mut response = status_only(StatusCode::METHOD_NOT_ALLOWED);
             response
@@ -1285,7 +1459,7 @@ async fn post(
     shared: &Arc<Shared>,
     req: Request<Incoming>,
     header_version: Result<ProtocolVersion, String>,
-    principal: Option<&Principal>,
+    (endpoint, principal): (usize, Option<&Principal>),
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
@@ -1343,7 +1517,11 @@ async fn post(
                     &shared.acceptor,
                     (shared.stopping.clone(), permit),
                     &shared.config.transport,
-                    (parts.headers, principal.cloned()),
+                    (
+                        parts.headers,
+                        principal.cloned(),
+                        shared.endpoint_path(endpoint).to_owned(),
+                    ),
                     version,
                     message,
                     (peek, shape),
@@ -1352,7 +1530,7 @@ async fn post(
             }
         }
     }
-    let session = match find_session(shared, headers, principal) {
+    let session = match find_session(shared, headers, (endpoint, principal)) {
         Ok(s) => s,
         Err(response) => return *response,
     };
@@ -1389,7 +1567,14 @@ async fn post(
                 Frame::Single(Message::Request(r)) if r.method == "initialize" => r.id.clone(),
                 _ => return session_required(),
             };
-            match create_session(shared, (headers, principal), version, initialize.clone()).await {
+            match create_session(
+                shared,
+                (headers, endpoint, principal),
+                version,
+                initialize.clone(),
+            )
+            .await
+            {
                 Ok(s) => {
                     let id = s.id.clone();
                     (s, Some((id, initialize)))
@@ -1450,11 +1635,12 @@ pub(crate) fn shutting_down(initialize: Id) -> Response<Body> {
     )
 }
 
-/// A new session for the `initialize` request whose id is `initialize`; when
-/// none can be had, the 503 answers that request under its id.
+/// A new session at `endpoint` for the `initialize` request whose id is
+/// `initialize`; when none can be had, the 503 answers that request under its
+/// id.
 async fn create_session(
     shared: &Arc<Shared>,
-    (headers, principal): (&HeaderMap, Option<&Principal>),
+    (headers, endpoint, principal): (&HeaderMap, usize, Option<&Principal>),
     version: ProtocolVersion,
     initialize: Id,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
@@ -1479,6 +1665,7 @@ async fn create_session(
     })?;
     let (session, transport) = Session::start(
         id.as_str().into(),
+        endpoint,
         shared.limits.clone(),
         Arc::downgrade(&shared.registry),
         &shared.config.transport,
@@ -1497,6 +1684,7 @@ async fn create_session(
         headers: headers.clone(),
         kind: SessionKind::Stateful,
         principal: principal.cloned(),
+        path: shared.endpoint_path(endpoint).to_owned(),
     };
     if shared.acceptor.send(info).await.is_err() {
         session.end(CloseReason::SessionClosed);
@@ -1824,8 +2012,12 @@ fn priming(stream: u64, seq: u64, retry: Option<Duration>) -> Bytes {
     Bytes::from(guard::priming_event(stream, seq, millis))
 }
 
-fn get(shared: &Arc<Shared>, headers: &HeaderMap, principal: Option<&Principal>) -> Response<Body> {
-    let session = match find_session(shared, headers, principal) {
+fn get(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    at: (usize, Option<&Principal>),
+) -> Response<Body> {
+    let session = match find_session(shared, headers, at) {
         Ok(Some(s)) => s,
         Ok(None) => return session_required(),
         Err(response) => return *response,
@@ -1903,9 +2095,9 @@ fn get(shared: &Arc<Shared>, headers: &HeaderMap, principal: Option<&Principal>)
 fn delete(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
-    principal: Option<&Principal>,
+    at: (usize, Option<&Principal>),
 ) -> Response<Body> {
-    match find_session(shared, headers, principal) {
+    match find_session(shared, headers, at) {
         Ok(Some(session)) => {
             if let Err(response) = session_version(shared, headers, Some(&session)) {
                 return *response;

@@ -322,6 +322,11 @@ pub(crate) struct Opened {
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) id: Arc<str>,
+    /// The endpoint it was opened at: 0 for
+    /// [`HttpServerConfig::path`](super::server::HttpServerConfig::path), `i`
+    /// for the `i`th of [`HttpServerConfig::routes`](super::server::HttpServerConfig::routes)
+    /// (counted from 1). Requests naming it at another endpoint get 404.
+    pub(crate) endpoint: usize,
     /// `None` once [`Inbound::Closed`] was queued; the lock orders deliveries
     /// before it.
     inbound: tokio::sync::Mutex<Option<crate::handle::InboundTx>>,
@@ -375,10 +380,12 @@ impl Session {
         }
     }
 
-    /// Makes a session and its [`Transport`]. Idle expiry is the registry's
-    /// reaper's ([`Registry::spawn_reaper`]).
+    /// Makes a session, opened at `endpoint` ([`Self::endpoint`]), and its
+    /// [`Transport`]. Idle expiry is the registry's reaper's
+    /// ([`Registry::spawn_reaper`]).
     pub(crate) fn start(
         id: Arc<str>,
+        endpoint: usize,
         limits: Limits,
         registry: Weak<Registry>,
         config: &TransportConfig,
@@ -389,6 +396,7 @@ impl Session {
         streams.insert(STANDALONE, Stream::new(false, 0, false));
         let session = Arc::new(Session {
             id: id.clone(),
+            endpoint,
             inbound: tokio::sync::Mutex::new(Some(in_tx)),
             batching: batching.clone(),
             state: Mutex::new(State {
@@ -1244,7 +1252,13 @@ mod tests {
             replay: 16,
             capacity,
         };
-        Session::start("s".into(), limits, Weak::new(), &TransportConfig::default())
+        Session::start(
+            "s".into(),
+            0,
+            limits,
+            Weak::new(),
+            &TransportConfig::default(),
+        )
     }
 
     /// Opens the primed SSE stream of a POST carrying request `id`: (stream,
@@ -1385,7 +1399,13 @@ mod tests {
             replay: 2,
             capacity: 8,
         };
-        let (s, _t) = Session::start("s".into(), limits, Weak::new(), &TransportConfig::default());
+        let (s, _t) = Session::start(
+            "s".into(),
+            0,
+            limits,
+            Weak::new(),
+            &TransportConfig::default(),
+        );
         let (stream, generation) = open_post(&s, 1);
         for n in 1..=5 {
             s.try_route(progress(1, n)).unwrap();

@@ -190,7 +190,7 @@ pub(crate) async fn exchange(
     acceptor: &mpsc::Sender<HttpSession>,
     (mut stopping, permit): (watch::Receiver<bool>, OwnedSemaphorePermit),
     config: &TransportConfig,
-    (headers, principal): (HeaderMap, Option<super::resource::Principal>),
+    (headers, principal, path): (HeaderMap, Option<super::resource::Principal>, String),
     version: ProtocolVersion,
     message: Message,
     (peek, shape): (MetaPeek, ReplyShape),
@@ -235,6 +235,7 @@ pub(crate) async fn exchange(
         headers,
         kind: SessionKind::Stateless,
         principal,
+        path,
     };
     if acceptor.send(session).await.is_err() {
         return json_reply(
