@@ -466,6 +466,7 @@ impl Gateway {
         let mut http = config.http.clone();
         http.path = first.path.clone();
 
+        http.routes = config.routes[1..].iter().map(|r| r.path.clone()).collect();
         if !http.supported_versions.contains(&ProtocolVersion::V2026_07_28) {
             http.supported_versions.push(ProtocolVersion::V2026_07_28);
         }
@@ -503,10 +504,10 @@ impl Gateway {
                     let Some(route) = shared
                         .routes
                         .iter()
-                        .find(|r| r.path == shared.routes[0].path)
+                        .find(|r| r.path == session.path)
                         .cloned()
                     else {
-                        debug!(path = %shared.routes[0].path, "a session at a path no route has");
+                        debug!(path = %session.path, "a session at a path no route has");
                         continue;
                     };
                     let (tx, rx) = session.transport.split();
@@ -524,7 +525,7 @@ impl Gateway {
             .instrument(tracing::info_span!("gateway")),
         );
         for r in &shared.routes {
-            info!(route = %r.name, url = %server.url(), "gateway route listening");
+            info!(route = %r.name, url = %server.url_of(&r.path), "gateway route listening");
         }
         Ok(Gateway {
             server: Some(server),
@@ -541,7 +542,7 @@ impl Gateway {
 
     /// The URL of the route at `path` (`http://<addr><path>`).
     pub fn url_of(&self, path: &str) -> String {
-        { let _ = path; self.server.as_ref().expect("serving").url() }
+        self.server.as_ref().expect("serving").url_of(path)
     }
 
     /// Whether it serves, and each upstream's state.
