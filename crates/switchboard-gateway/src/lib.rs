@@ -607,21 +607,10 @@ pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
     draining: Arc<AtomicBool>,
+    first: Ask,
 ) -> (Arc<Core>, Vec<JoinHandle<()>>) {
-    // Per session, legacy sessions have children of their own, so the shared
-    // child serves only 2026-07-28 exchanges: speak that to it when it can (no
-    // translation). Shared, legacy sessions need it initialized.
     let shared = Upstream::start(
-        upstream_config(
-            &config,
-            name,
-            bridge_init_params(),
-            match config.mode {
-                ChildMode::PerSession => Ask::Discover,
-                ChildMode::Shared => Ask::Initialize,
-            },
-            Restart::Always,
-        ),
+        upstream_config(&config, name, bridge_init_params(), first, Restart::Always),
         None,
     );
     let core = Arc::new(Core {
@@ -706,7 +695,14 @@ impl Bridge {
         let shared_name = format!("{}#shared", config.upstream.name());
         let draining = Arc::new(AtomicBool::new(false));
         let http = config.http.clone();
-        let (core, tasks) = start_core(config, shared_name, draining.clone());
+        // Per session, legacy sessions have children of their own, so the shared
+        // child serves only 2026-07-28 exchanges: speak that to it when it can (no
+        // translation). Shared, legacy sessions need it initialized.
+        let first = match config.mode {
+            ChildMode::PerSession => Ask::Discover,
+            ChildMode::Shared => Ask::Initialize,
+        };
+        let (core, tasks) = start_core(config, shared_name, draining.clone(), first);
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = core.shared.clone();
         let probe_draining = draining;

@@ -1166,7 +1166,7 @@ pub(crate) fn with_meta(
 }
 
 /// Whether a result is a 2026-07-28 `input_required` (MRTR) result.
-fn is_input_required(result: &RawValue) -> bool {
+pub(crate) fn is_input_required(result: &RawValue) -> bool {
     result.get().contains("input_required")
         && serde_json::from_str::<Map<String, Value>>(result.get())
             .is_ok_and(|m| m.get("resultType").and_then(Value::as_str) == Some("input_required"))

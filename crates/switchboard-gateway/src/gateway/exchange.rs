@@ -54,10 +54,23 @@ pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Tar
             .get(key)
             .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
     };
+    // A URI nobody listed goes to the route's one upstream with resources, if
+    // one: it answers its own "not found".
+    let only_resources = {
+        let mut with = gw.members.iter().enumerate().filter(|(i, m)| {
+            route.members[*i]
+                && matches!(m.upstream().status(), crate::upstream::Status::Ready(info) if info.result.capabilities.resources.is_some())
+        });
+        match (with.next(), with.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    };
     let by_uri = |uri: &str| -> Result<usize, Error> {
         merged
             .resource_owner(uri)
             .filter(|&m| route.members[m])
+            .or(only_resources)
             .ok_or_else(|| {
                 Error::InvalidParams(format!(
                     "resource {uri:?} is not listed by any upstream of this route"
@@ -205,10 +218,18 @@ async fn handle(
         return Some(complete(answer));
     }
     if kind == Route::Listen {
-        let why = "subscriptions/listen is not served by the gateway yet: re-list after each request";
+        // A route of one upstream: its listen stream is the route's (list
+        // changes carry no names; resource URIs are kept).
+        let mut members = route.members.iter().enumerate().filter(|(_, on)| **on);
+        if let (Some((only, _)), None) = (members.next(), members.next()) {
+            let core = &gw.members[only].core;
+            return crate::downstream::exchange::handle(core, tx, rx, r, headers).await;
+        }
+        let why = "subscriptions/listen on a route of several upstreams is not served yet: list again to see changes";
         return Some(Error::Unsupported(why.into()).answer(r.id));
     }
-    if kind == Route::SetLevel || kind == Route::Initialize {
+    // Not methods of 2026-07-28 (its changes come by subscriptions/listen).
+    if matches!(kind, Route::SetLevel | Route::Initialize | Route::Subscribe(_)) {
         return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
     }
     let target = match resolve(gw, route, &r) {
@@ -233,6 +254,10 @@ fn complete(answer: Message) -> Message {
         Message::Response(r) => {
             let mut v: Map<String, Value> = serde_json::from_str(r.result.get()).unwrap_or_default();
             v.insert("resultType".into(), json!("complete"));
+            // Required on 2026-07-28 list results; a route's lists change
+            // with its upstreams, and may differ by caller: not cached.
+            v.insert("ttlMs".into(), json!(0));
+            v.insert("cacheScope".into(), json!("private"));
             match Response::new(r.id.clone(), &v) {
                 Ok(resp) => Message::Response(resp),
                 Err(e) => Error::Internal(e.to_string()).answer(r.id),

@@ -31,7 +31,9 @@ use serde_json::{json, Map, Value};
 use switchboard_protocol::jsonrpc::{Id, Message, Notification, Request};
 use switchboard_protocol::types::{self as t, meta, ServerCapabilities};
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
+use switchboard_transport::http::server::{
+    HealthProbe, HealthReport, HttpServer, HttpServerConfig, SessionKind,
+};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
@@ -437,7 +439,15 @@ impl Gateway {
             bridge.request_timeout = config.request_timeout;
             bridge.drain_timeout = config.drain_timeout;
             bridge.ready_wait = u.list_timeout;
-            let (core, tasks) = crate::start_core(bridge, u.name.clone(), draining.clone());
+            // 2026-07-28 where the upstream speaks it: its own input_required
+            // round trips and capability checks reach modern clients as they
+            // are; legacy sessions get them translated (module `session`).
+            let (core, tasks) = crate::start_core(
+                bridge,
+                u.name.clone(),
+                draining.clone(),
+                crate::upstream::Ask::Discover,
+            );
             members.push(Member {
                 name: u.name.clone(),
                 prefix: u.prefix.clone(),
@@ -467,21 +477,25 @@ impl Gateway {
         http.path = first.path.clone();
 
         http.routes = config.routes[1..].iter().map(|r| r.path.clone()).collect();
+        // Clients may reconnect to a stream the gateway closed (SEP-1699).
+        http.sse_retry.get_or_insert(Duration::from_secs(1));
         if !http.supported_versions.contains(&ProtocolVersion::V2026_07_28) {
             http.supported_versions.push(ProtocolVersion::V2026_07_28);
         }
         let probe = Arc::downgrade(&shared);
-        http.health = Some(HealthProbe(Arc::new(move || {
-            let Some(shared) = probe.upgrade() else {
-                return Err("the gateway is stopping".into());
-            };
-            let r = readiness_of(&shared);
-            let body = r.upstreams.to_string();
-            if r.ready {
-                Ok(())
-            } else {
-                Err(body)
+        http.health = Some(HealthProbe(Arc::new(move || match probe.upgrade() {
+            Some(shared) if readiness_of(&shared).ready => Ok(()),
+            Some(_) => Err("no upstream is ready, or the gateway is draining".into()),
+            None => Err("the gateway is stopping".into()),
+        })));
+        let report = Arc::downgrade(&shared);
+        http.health_report = Some(HealthReport(Arc::new(move || match report.upgrade() {
+            Some(shared) => {
+                let r = readiness_of(&shared);
+                let body = json!({ "ready": r.ready, "upstreams": r.upstreams });
+                (r.ready, format!("{body}\n"))
             }
+            None => (false, "{\"ready\":false}\n".to_owned()),
         })));
         let (server, mut acceptor) = match HttpServer::bind(http).await {
             Ok(bound) => bound,

@@ -59,6 +59,9 @@ struct Session {
     /// and the upstream's (remapped) id.
     server_requests: Mutex<HashMap<Id, (usize, Id)>>,
     next_server_request: AtomicU64,
+    /// Our ids of requests asked of the client for a 2026-07-28 upstream's
+    /// `input_required` result, and who waits for the answer.
+    input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
     /// (member, URI) this session subscribed to.
     subscribed: Mutex<HashSet<(usize, String)>>,
     log_level: Mutex<Option<LoggingLevel>>,
@@ -75,6 +78,7 @@ pub(crate) async fn serve(gw: Arc<Shared>, route: Arc<RouteView>, tx: Sender, mu
         calls: Mutex::new(HashMap::new()),
         server_requests: Mutex::new(HashMap::new()),
         next_server_request: AtomicU64::new(1),
+        input_waiters: Mutex::new(HashMap::new()),
         subscribed: Mutex::new(HashSet::new()),
         log_level: Mutex::new(None),
     });
@@ -171,6 +175,10 @@ async fn on_message(session: &Arc<Session>, message: Message) {
                 Message::Error(e) => e.id.clone(),
                 _ => None,
             };
+            if let Some(waiter) = id.as_ref().and_then(|id| lock(&session.input_waiters).remove(id)) {
+                let _ = waiter.send(answer);
+                return;
+            }
             let Some(found) = id.and_then(|id| lock(&session.server_requests).remove(&id)) else {
                 debug!("an answer to no request of ours");
                 return;
@@ -426,15 +434,31 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
             return reply(&session, fail(why)).await;
         }
     };
+    // A 2026-07-28 upstream: the revision, this client's capabilities and
+    // log level in `_meta`; the request kept for input_required retries.
+    let mut original = None;
     if info.modern {
         let mut extra = Map::new();
         extra.insert(meta::PROTOCOL_VERSION.into(), ProtocolVersion::V2026_07_28.as_str().into());
-        extra.insert(meta::CLIENT_CAPABILITIES.into(), json!({}));
+        let caps = match &*lock(&session.state) {
+            State::Serving { capabilities } => serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
+            State::New => json!({}),
+        };
+        extra.insert(meta::CLIENT_CAPABILITIES.into(), caps);
+        // A legacy server logs what it likes until `logging/setLevel`; a
+        // 2026-07-28 one only at the level asked: everything, until the
+        // client sets one.
+        let level = lock(&session.log_level).unwrap_or(LoggingLevel::Debug);
+        if let Ok(v) = serde_json::to_value(level) {
+            extra.insert(meta::LOG_LEVEL.into(), v);
+        }
         match crate::downstream::session::with_meta(r.params.as_deref(), &extra) {
             Ok(p) => r.params = Some(p),
             Err(why) => return reply(&session, fail(Error::InvalidParams(why))).await,
         }
+        original = Some(r.clone());
     }
+    let mut rounds = 0;
     let mut call = tokio::select! {
         biased;
         started = up.call(r, m.core.next_owner()) => match started {
@@ -513,6 +537,39 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
                     .send_related(Message::Request(out), Some(down_id.clone()))
                     .await;
             }
+            Step::Done(Message::Response(resp))
+                if original.is_some() && crate::downstream::session::is_input_required(&resp.result) =>
+            {
+                let original = original.as_ref().expect("checked by the guard");
+                rounds += 1;
+                if rounds > MAX_INPUT_ROUNDS {
+                    let why = format!("upstream {} asked for input more than {MAX_INPUT_ROUNDS} times", m.name);
+                    return reply(&session, fail(Error::Upstream(why))).await;
+                }
+                let gathered = tokio::select! {
+                    g = gather_input(&session, &down_id, &resp.result, original) => g,
+                    _ = &mut cancel => {
+                        session.tx.forget(&down_id);
+                        return;
+                    }
+                };
+                let params = match gathered {
+                    Ok(p) => p,
+                    Err(why) => return reply(&session, fail(Error::Upstream(why))).await,
+                };
+                let again = Request {
+                    id: down_id.clone(),
+                    method: original.method.clone(),
+                    params: Some(params),
+                };
+                call = match up.call(again, m.core.next_owner()).await {
+                    Ok(c) => c,
+                    Err(why) => {
+                        let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                        return reply(&session, fail(why)).await;
+                    }
+                };
+            }
             Step::Done(message) => {
                 lock(&session.calls).remove(&down_id);
                 let out = match message {
@@ -535,6 +592,80 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
             }
         }
     }
+}
+
+/// The most `input_required` rounds one call may take.
+const MAX_INPUT_ROUNDS: u32 = 16;
+
+/// Asks the client each input request of a 2026-07-28 upstream's
+/// `input_required` result (as server→client requests on the call's stream;
+/// only what the client declared), and returns the retry's params: the
+/// original's, with `inputResponses` and the upstream's `requestState`.
+async fn gather_input(
+    session: &Arc<Session>,
+    down_id: &Id,
+    result: &serde_json::value::RawValue,
+    original: &Request,
+) -> Result<Box<serde_json::value::RawValue>, String> {
+    let result: Map<String, Value> = serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
+    let mut responses = Map::new();
+    if let Some(Value::Object(requests)) = result.get("inputRequests") {
+        for request in requests.values() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            if !declared(session, method) {
+                return Err(format!(
+                    "the server asked for {method}, which this client did not declare in its initialize"
+                ));
+            }
+        }
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("input request {key:?} has no method"))?
+                .to_owned();
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let ours = Id::from(format!(
+                "sbg-s{}",
+                session.next_server_request.fetch_add(1, Ordering::Relaxed)
+            ));
+            let (tx, rx) = oneshot::channel();
+            lock(&session.input_waiters).insert(ours.clone(), tx);
+            let ask = Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
+            if session
+                .tx
+                .send_related(Message::Request(ask), Some(down_id.clone()))
+                .await
+                .is_err()
+            {
+                lock(&session.input_waiters).remove(&ours);
+                return Err("the client went away".to_owned());
+            }
+            let answer = tokio::time::timeout(session.gw.request_timeout, rx).await;
+            lock(&session.input_waiters).remove(&ours);
+            match answer {
+                Ok(Ok(Message::Response(r))) => {
+                    let v: Value = serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
+                    responses.insert(key.clone(), v);
+                }
+                Ok(Ok(Message::Error(e))) => {
+                    return Err(format!("the client refused {method}: {} ({})", e.error.message, e.error.code))
+                }
+                Ok(_) => return Err(format!("no answer to {method}")),
+                Err(_) => return Err(format!("the client did not answer {method} in time")),
+            }
+        }
+    }
+    let mut params: Map<String, Value> = match original.params.as_deref() {
+        None => Map::new(),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+    };
+    params.insert("inputResponses".to_owned(), Value::Object(responses));
+    match result.get("requestState") {
+        Some(state) => params.insert("requestState".to_owned(), state.clone()),
+        None => params.remove("requestState"),
+    };
+    serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
 }
 
 /// The upstream's `notifications/cancelled` of a request it sent this
@@ -571,4 +702,5 @@ async fn end(session: &Arc<Session>) {
         let _ = m.core.shared_subscription(&uri, false, true, ask).await;
     }
     lock(&session.server_requests).clear();
+    lock(&session.input_waiters).clear();
 }

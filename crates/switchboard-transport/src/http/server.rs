@@ -278,6 +278,11 @@ pub struct HttpServerConfig {
     /// address as `Host`) and reveal nothing but readiness. Default `None` (both
     /// paths are 404 like any other).
     pub health: Option<HealthProbe>,
+    /// A readiness report in JSON (e.g. each upstream of a gateway): when set
+    /// with [`health`](Self::health), `/readyz` answers its body as
+    /// `application/json`, 200 when it says ready and 503 when not, instead
+    /// of the probe's one line. Default `None`.
+    pub health_report: Option<HealthReport>,
     /// MCP authorization ([`super::resource`]): when set, the server is an
     /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
@@ -327,6 +332,7 @@ impl Default for HttpServerConfig {
             sse_keep_alive: Some(super::legacy::DEFAULT_SSE_KEEP_ALIVE),
             transport: TransportConfig::default(),
             health: None,
+            health_report: None,
             auth: None,
         }
     }
@@ -343,14 +349,37 @@ impl fmt::Debug for HealthProbe {
     }
 }
 
+/// The readiness report behind a JSON `/readyz`
+/// ([`HttpServerConfig::health_report`]): whether ready, and the JSON body.
+#[derive(Clone)]
+pub struct HealthReport(pub Arc<dyn Fn() -> (bool, String) + Send + Sync>);
+
+impl fmt::Debug for HealthReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HealthReport")
+    }
+}
+
 /// `/healthz` and `/readyz`, when [`HttpServerConfig::health`] is set.
 fn health_answer(shared: &Shared, req: &Request<Incoming>) -> Option<Response<Body>> {
     let probe = shared.config.health.as_ref()?;
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return None;
     }
+    let mut content_type = "text/plain; charset=utf-8";
     let (status, text) = match req.uri().path() {
         "/healthz" => (StatusCode::OK, "ok\n".to_owned()),
+        "/readyz" if shared.config.health_report.is_some() => {
+            let report = shared.config.health_report.as_ref().expect("checked");
+            let (ready, body) = (report.0)();
+            content_type = "application/json";
+            let status = if ready {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, body)
+        }
         "/readyz" => match (probe.0)() {
             Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
             Err(why) => (
@@ -362,10 +391,9 @@ fn health_answer(shared: &Shared, req: &Request<Incoming>) -> Option<Response<Bo
     };
     let mut response = Response::new(Body::full(Bytes::from(text)));
     *response.status_mut() = status;
-    response.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     Some(response)
 }
 
