@@ -85,7 +85,9 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                     };
                     match value {
                         Ok(v) => resolved.push((name.clone(), v)),
-                        Err(e) => problems.push(format!("upstreams.{}.headers.{name}: {e}", u.name)),
+                        Err(e) => {
+                            problems.push(format!("upstreams.{}.headers.{name}: {e}", u.name))
+                        }
                     }
                 }
                 match transport {
@@ -109,7 +111,9 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                     }
                     // The era is found by the handshake (2026-07-28 or
                     // Streamable HTTP).
-                    HttpTransport::Auto | HttpTransport::StreamableHttp | HttpTransport::Stateless => {
+                    HttpTransport::Auto
+                    | HttpTransport::StreamableHttp
+                    | HttpTransport::Stateless => {
                         let mut c = HttpClientConfig::new(url.clone());
                         c.headers = resolved;
                         c.standalone_stream = true;
@@ -155,7 +159,11 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 let sep = if p.pos.is_some() { ":" } else { ": " };
                 eprintln!("{}{sep}{p}", args.config.display());
             }
-            eprintln!("switchboard: {}: {} problem(s)", args.config.display(), problems.len());
+            eprintln!(
+                "switchboard: {}: {} problem(s)",
+                args.config.display(),
+                problems.len()
+            );
             return ExitCode::from(2);
         }
     };
@@ -173,7 +181,10 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         .or(file.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
     config.http.bind = listen;
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("switchboard: cannot start the runtime: {e}");

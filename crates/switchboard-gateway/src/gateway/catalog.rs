@@ -123,7 +123,8 @@ impl Merged {
             .filter_map(|t| {
                 let template = t.value.get("uriTemplate")?.as_str()?;
                 let literal = template.split('{').next().unwrap_or("");
-                (!literal.is_empty() && uri.starts_with(literal)).then_some((literal.len(), t.member))
+                (!literal.is_empty() && uri.starts_with(literal))
+                    .then_some((literal.len(), t.member))
             })
             .max_by_key(|(len, _)| *len)
             .map(|(_, m)| m)
@@ -150,8 +151,18 @@ pub(crate) fn merge(members: &[(Option<&str>, Option<&Snapshot>)]) -> Merged {
     for (member, (prefix, snapshot)) in members.iter().enumerate() {
         let Some(s) = snapshot else { continue };
         for (list, counts, out, index) in [
-            (&s.tools, &tool_count, &mut merged.tools, &mut merged.tool_index),
-            (&s.prompts, &prompt_count, &mut merged.prompts, &mut merged.prompt_index),
+            (
+                &s.tools,
+                &tool_count,
+                &mut merged.tools,
+                &mut merged.tool_index,
+            ),
+            (
+                &s.prompts,
+                &prompt_count,
+                &mut merged.prompts,
+                &mut merged.prompt_index,
+            ),
         ] {
             for entry in list {
                 let Some(name) = entry.get("name").and_then(Value::as_str) else {
@@ -244,7 +255,10 @@ mod tests {
 
     fn snap(tools: &[&str]) -> Snapshot {
         Snapshot {
-            tools: tools.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect(),
+            tools: tools
+                .iter()
+                .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+                .collect(),
             ..Snapshot::default()
         }
     }
@@ -253,7 +267,11 @@ mod tests {
     fn names_are_prefixed_and_map_back_to_their_upstream() {
         let (a, b) = (snap(&["echo", "add"]), snap(&["echo"]));
         let m = merge(&[(Some("a"), Some(&a)), (Some("b"), Some(&b))]);
-        let names: Vec<&str> = m.tools.iter().map(|t| t.value["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = m
+            .tools
+            .iter()
+            .map(|t| t.value["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["a__echo", "a__add", "b__echo"]);
         let t = m.tool("b__echo").unwrap();
         assert_eq!((t.member, t.original.as_str()), (1, "echo"));
@@ -298,7 +316,11 @@ mod tests {
         assert_eq!(m.resource_owner("file:///b.txt"), Some(1));
         assert_eq!(m.resource_owner("file:///a.txt"), Some(0));
         assert_eq!(m.resource_owner("mem://x"), Some(0));
-        assert_eq!(m.resource_owner("mem://deep/x"), Some(1), "the longest literal wins");
+        assert_eq!(
+            m.resource_owner("mem://deep/x"),
+            Some(1),
+            "the longest literal wins"
+        );
         assert_eq!(m.resource_owner("other://x"), None);
     }
 

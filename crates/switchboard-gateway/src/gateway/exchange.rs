@@ -102,15 +102,14 @@ pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Tar
             (by_uri(&uri)?, Some(uri))
         }
         t::COMPLETION_COMPLETE => {
-            let mut reference = params
-                .get_object("ref")
-                .ok_or_else(|| Error::InvalidParams("completion/complete needs params.ref".into()))?;
+            let mut reference = params.get_object("ref").ok_or_else(|| {
+                Error::InvalidParams("completion/complete needs params.ref".into())
+            })?;
             let kind = text(&reference, "type");
             let member = match kind.as_deref() {
                 Some("ref/prompt") => {
-                    let served = text(&reference, "name").ok_or_else(|| {
-                        Error::InvalidParams("a ref/prompt needs a name".into())
-                    })?;
+                    let served = text(&reference, "name")
+                        .ok_or_else(|| Error::InvalidParams("a ref/prompt needs a name".into()))?;
                     let entry = merged
                         .prompt(&served)
                         .filter(|e| route.members[e.member])
@@ -119,9 +118,8 @@ pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Tar
                     entry.member
                 }
                 Some("ref/resource") => {
-                    let uri = text(&reference, "uri").ok_or_else(|| {
-                        Error::InvalidParams("a ref/resource needs a uri".into())
-                    })?;
+                    let uri = text(&reference, "uri")
+                        .ok_or_else(|| Error::InvalidParams("a ref/resource needs a uri".into()))?;
                     by_uri(&uri)?
                 }
                 _ => return Err(Error::InvalidParams("unknown completion ref type".into())),
@@ -202,7 +200,11 @@ async fn handle(
             }))
             .expect("a valid Implementation");
             let mut result = DiscoverResult::new(
-                supported.wire_strings().into_iter().map(str::to_owned).collect(),
+                supported
+                    .wire_strings()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
                 caps,
                 60_000,
                 CacheScope::Public,
@@ -229,7 +231,10 @@ async fn handle(
         return Some(Error::Unsupported(why.into()).answer(r.id));
     }
     // Not methods of 2026-07-28 (its changes come by subscriptions/listen).
-    if matches!(kind, Route::SetLevel | Route::Initialize | Route::Subscribe(_)) {
+    if matches!(
+        kind,
+        Route::SetLevel | Route::Initialize | Route::Subscribe(_)
+    ) {
         return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
     }
     let target = match resolve(gw, route, &r) {
@@ -252,7 +257,8 @@ async fn handle(
 fn complete(answer: Message) -> Message {
     match answer {
         Message::Response(r) => {
-            let mut v: Map<String, Value> = serde_json::from_str(r.result.get()).unwrap_or_default();
+            let mut v: Map<String, Value> =
+                serde_json::from_str(r.result.get()).unwrap_or_default();
             v.insert("resultType".into(), json!("complete"));
             // Required on 2026-07-28 list results; a route's lists change
             // with its upstreams, and may differ by caller: not cached.

@@ -210,7 +210,10 @@ pub(crate) struct Shared {
 impl Shared {
     /// The merged catalog now.
     pub(crate) fn merged(&self) -> Arc<Merged> {
-        self.merged.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.merged
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Waits (each up to its list timeout, together) until every member of
@@ -271,7 +274,9 @@ impl Shared {
                 continue;
             }
             if let Status::Ready(info) = m.upstream().status() {
-                if let Some(text) = m.core.served_instructions(info.result.instructions.as_deref())
+                if let Some(text) = m
+                    .core
+                    .served_instructions(info.result.instructions.as_deref())
                 {
                     parts.push(format!("## {}\n{}", m.name, text.trim_end()));
                 }
@@ -283,8 +288,11 @@ impl Shared {
     /// Re-merges every member's snapshot, reports new clashes and names that
     /// break the rules, and the allowlists' names nobody lists.
     fn remerge(&self) {
-        let snaps: Vec<Option<Arc<Snapshot>>> =
-            self.members.iter().map(|m| m.snapshot.borrow().clone()).collect();
+        let snaps: Vec<Option<Arc<Snapshot>>> = self
+            .members
+            .iter()
+            .map(|m| m.snapshot.borrow().clone())
+            .collect();
         let inputs: Vec<(Option<&str>, Option<&Snapshot>)> = self
             .members
             .iter()
@@ -419,7 +427,10 @@ impl Gateway {
             let mut members = vec![false; config.upstreams.len()];
             for name in &r.upstreams {
                 let Some(i) = config.upstreams.iter().position(|u| &u.name == name) else {
-                    return Err(invalid(format!("route {}: unknown upstream {name:?}", r.name)));
+                    return Err(invalid(format!(
+                        "route {}: unknown upstream {name:?}",
+                        r.name
+                    )));
                 };
                 members[i] = true;
             }
@@ -479,7 +490,10 @@ impl Gateway {
         http.routes = config.routes[1..].iter().map(|r| r.path.clone()).collect();
         // Clients may reconnect to a stream the gateway closed (SEP-1699).
         http.sse_retry.get_or_insert(Duration::from_secs(1));
-        if !http.supported_versions.contains(&ProtocolVersion::V2026_07_28) {
+        if !http
+            .supported_versions
+            .contains(&ProtocolVersion::V2026_07_28)
+        {
             http.supported_versions.push(ProtocolVersion::V2026_07_28);
         }
         let probe = Arc::downgrade(&shared);
@@ -584,12 +598,7 @@ impl Gateway {
             }
             m.upstream().shutdown(Duration::ZERO).await;
         }
-        if !self
-            .shared
-            .answers
-            .drained(crate::CLOSE_GRACE)
-            .await
-        {
+        if !self.shared.answers.drained(crate::CLOSE_GRACE).await {
             warn!("answers still unsent after the close grace");
         }
         if let Some(server) = self.server.take() {
@@ -644,7 +653,12 @@ async fn follow(shared: Weak<Shared>, index: usize) {
             let generation = s.members[index].upstream().restarts();
             if ready && handled != Some(generation) {
                 handled = Some(generation);
-                relist(&s, index, &[ListKind::Tools, ListKind::Prompts, ListKind::Resources]).await;
+                relist(
+                    &s,
+                    index,
+                    &[ListKind::Tools, ListKind::Prompts, ListKind::Resources],
+                )
+                .await;
             }
         }
         tokio::select! {
@@ -718,7 +732,10 @@ async fn relist(shared: &Arc<Shared>, index: usize, kinds: &[ListKind]) {
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {
-        let _ = shared.notices.send(GatewayNotice::ListChanged { kind, member: index });
+        let _ = shared.notices.send(GatewayNotice::ListChanged {
+            kind,
+            member: index,
+        });
     }
 }
 

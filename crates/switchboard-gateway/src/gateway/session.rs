@@ -23,7 +23,9 @@ use serde_json::{json, Map, Value};
 use switchboard_protocol::jsonrpc::{
     Batching, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
-use switchboard_protocol::types::{self as t, meta, ClientCapabilities, InitializeRequestParams, LoggingLevel};
+use switchboard_protocol::types::{
+    self as t, meta, ClientCapabilities, InitializeRequestParams, LoggingLevel,
+};
 use switchboard_protocol::version::{Era, Supported};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{Inbound, Receiver, Sender};
@@ -175,7 +177,10 @@ async fn on_message(session: &Arc<Session>, message: Message) {
                 Message::Error(e) => e.id.clone(),
                 _ => None,
             };
-            if let Some(waiter) = id.as_ref().and_then(|id| lock(&session.input_waiters).remove(id)) {
+            if let Some(waiter) = id
+                .as_ref()
+                .and_then(|id| lock(&session.input_waiters).remove(id))
+            {
                 let _ = waiter.send(answer);
                 return;
             }
@@ -254,7 +259,9 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         tokio::spawn(async move {
             for (i, m) in session.gw.members.iter().enumerate() {
                 if session.route.members[i] {
-                    m.core.shared_child_logs_everything(m.core.next_owner()).await;
+                    m.core
+                        .shared_child_logs_everything(m.core.next_owner())
+                        .await;
                 }
             }
             reply(&session, ok(r.id, json!({}))).await;
@@ -267,7 +274,12 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     };
     if let Route::Subscribe(subscribe) = route {
         let session = session.clone();
-        tokio::spawn(subscription(session, target.member, target.request, subscribe));
+        tokio::spawn(subscription(
+            session,
+            target.member,
+            target.request,
+            subscribe,
+        ));
         return;
     }
     forward(session, target.member, target.request);
@@ -286,7 +298,11 @@ pub(crate) async fn list(gw: &Shared, route: &RouteView, key: &str, r: Request) 
             .tools
             .iter()
             .filter(|e| route.members[e.member])
-            .filter(|e| route.allow.permits(e.value["name"].as_str().unwrap_or_default()))
+            .filter(|e| {
+                route
+                    .allow
+                    .permits(e.value["name"].as_str().unwrap_or_default())
+            })
             .map(|e| &e.value)
             .collect(),
         "prompts" => merged
@@ -333,8 +349,12 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
                 .answer(r.id.clone())
         }
     };
-    let legacy = Supported::new(ProtocolVersion::ALL.into_iter().filter(|v| v.era() == Era::Legacy))
-        .expect("there are legacy versions");
+    let legacy = Supported::new(
+        ProtocolVersion::ALL
+            .into_iter()
+            .filter(|v| v.era() == Era::Legacy),
+    )
+    .expect("there are legacy versions");
     let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
         return Error::InvalidParams("no protocol version in common".into()).answer(r.id.clone());
     };
@@ -372,7 +392,14 @@ async fn subscription(session: Arc<Session>, member: usize, r: Request, subscrib
     let mine = lock(&session.subscribed).contains(&key);
     let m = &session.gw.members[member];
     let id = r.id.clone();
-    let ask = || crate::call_once(m.upstream(), r, m.core.next_owner(), session.gw.request_timeout);
+    let ask = || {
+        crate::call_once(
+            m.upstream(),
+            r,
+            m.core.next_owner(),
+            session.gw.request_timeout,
+        )
+    };
     let answer = m.core.shared_subscription(&uri, subscribe, mine, ask).await;
     let answer = answer.unwrap_or_else(|| ok(id.clone(), json!({})));
     if matches!(answer, Message::Response(_)) {
@@ -418,8 +445,14 @@ fn forward(session: &Arc<Session>, member: usize, r: Request) {
     tokio::spawn(pump(session.clone(), member, r, cancel_rx));
 }
 
-async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: oneshot::Receiver<String>) {
-    let _answering = crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
+async fn pump(
+    session: Arc<Session>,
+    member: usize,
+    mut r: Request,
+    mut cancel: oneshot::Receiver<String>,
+) {
+    let _answering =
+        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
     let m = &session.gw.members[member];
     let up = m.upstream().clone();
     let down_id = r.id.clone();
@@ -439,9 +472,14 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
     let mut original = None;
     if info.modern {
         let mut extra = Map::new();
-        extra.insert(meta::PROTOCOL_VERSION.into(), ProtocolVersion::V2026_07_28.as_str().into());
+        extra.insert(
+            meta::PROTOCOL_VERSION.into(),
+            ProtocolVersion::V2026_07_28.as_str().into(),
+        );
         let caps = match &*lock(&session.state) {
-            State::Serving { capabilities } => serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})),
+            State::Serving { capabilities } => {
+                serde_json::to_value(capabilities).unwrap_or_else(|_| json!({}))
+            }
             State::New => json!({}),
         };
         extra.insert(meta::CLIENT_CAPABILITIES.into(), caps);
@@ -516,7 +554,10 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
                         Some(req.id),
                         ErrorObject::new(
                             switchboard_protocol::jsonrpc::code::METHOD_NOT_FOUND,
-                            format!("the client did not declare the capability {} needs", req.method),
+                            format!(
+                                "the client did not declare the capability {} needs",
+                                req.method
+                            ),
                         ),
                     ));
                     up.respond(refusal).await;
@@ -538,12 +579,16 @@ async fn pump(session: Arc<Session>, member: usize, mut r: Request, mut cancel: 
                     .await;
             }
             Step::Done(Message::Response(resp))
-                if original.is_some() && crate::downstream::session::is_input_required(&resp.result) =>
+                if original.is_some()
+                    && crate::downstream::session::is_input_required(&resp.result) =>
             {
                 let original = original.as_ref().expect("checked by the guard");
                 rounds += 1;
                 if rounds > MAX_INPUT_ROUNDS {
-                    let why = format!("upstream {} asked for input more than {MAX_INPUT_ROUNDS} times", m.name);
+                    let why = format!(
+                        "upstream {} asked for input more than {MAX_INPUT_ROUNDS} times",
+                        m.name
+                    );
                     return reply(&session, fail(Error::Upstream(why))).await;
                 }
                 let gathered = tokio::select! {
@@ -607,7 +652,8 @@ async fn gather_input(
     result: &serde_json::value::RawValue,
     original: &Request,
 ) -> Result<Box<serde_json::value::RawValue>, String> {
-    let result: Map<String, Value> = serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
+    let result: Map<String, Value> =
+        serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
     let mut responses = Map::new();
     if let Some(Value::Object(requests)) = result.get("inputRequests") {
         for request in requests.values() {
@@ -631,7 +677,8 @@ async fn gather_input(
             ));
             let (tx, rx) = oneshot::channel();
             lock(&session.input_waiters).insert(ours.clone(), tx);
-            let ask = Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
+            let ask =
+                Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
             if session
                 .tx
                 .send_related(Message::Request(ask), Some(down_id.clone()))
@@ -645,11 +692,15 @@ async fn gather_input(
             lock(&session.input_waiters).remove(&ours);
             match answer {
                 Ok(Ok(Message::Response(r))) => {
-                    let v: Value = serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
+                    let v: Value =
+                        serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
                     responses.insert(key.clone(), v);
                 }
                 Ok(Ok(Message::Error(e))) => {
-                    return Err(format!("the client refused {method}: {} ({})", e.error.message, e.error.code))
+                    return Err(format!(
+                        "the client refused {method}: {} ({})",
+                        e.error.message, e.error.code
+                    ))
                 }
                 Ok(_) => return Err(format!("no answer to {method}")),
                 Err(_) => return Err(format!("the client did not answer {method} in time")),
@@ -688,17 +739,29 @@ fn upstream_cancelled(session: &Session, member: usize, n: Notification) -> Opti
 
 /// The session is over: its calls cancelled, its subscriptions given back.
 async fn end(session: &Arc<Session>) {
-    let calls: Vec<oneshot::Sender<String>> = lock(&session.calls).drain().map(|(_, c)| c).collect();
+    let calls: Vec<oneshot::Sender<String>> =
+        lock(&session.calls).drain().map(|(_, c)| c).collect();
     for c in calls {
         let _ = c.send("the session ended".into());
     }
     let subscribed: Vec<(usize, String)> = lock(&session.subscribed).drain().collect();
     for (member, uri) in subscribed {
         let m = &session.gw.members[member];
-        let Ok(request) = Request::new(Id::from(0u64), t::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri })) else {
+        let Ok(request) = Request::new(
+            Id::from(0u64),
+            t::RESOURCES_UNSUBSCRIBE,
+            &json!({ "uri": uri }),
+        ) else {
             continue;
         };
-        let ask = || crate::call_once(m.upstream(), request, m.core.next_owner(), session.gw.request_timeout);
+        let ask = || {
+            crate::call_once(
+                m.upstream(),
+                request,
+                m.core.next_owner(),
+                session.gw.request_timeout,
+            )
+        };
         let _ = m.core.shared_subscription(&uri, false, true, ask).await;
     }
     lock(&session.server_requests).clear();
