@@ -25,8 +25,8 @@
 //! with exactly the request's text): anything else, a reply carrying another
 //! session's content included, counts as an error, as do HTTP errors and broken
 //! connections (a session whose connection fails stops). `--tool NAME` calls
-//! an echo tool of another name (a gateway's `a__echo`), checked the same way. Only calls that finish
-//! inside the measured window (after `--warmup`) count; latencies are exact
+//! an echo tool of another name (a gateway's `a__echo`), checked the same way.
+//! Only calls that finish inside the measured window (after `--warmup`) count; latencies are exact
 //! nearest-rank percentiles. With `--pid` (default in stdio mode: the child) the
 //! process's CPU seconds (utime+stime, children excluded) over the window and its
 //! peak RSS are read from `/proc`, as are those of its descendants.
@@ -251,11 +251,13 @@ async fn run(args: Args) -> Result<Report> {
                 .clone()
                 .ok_or_else(|| anyhow!("streamable mode needs --url"))?;
             let target = Target::parse(&url)?;
-            let loops = open_http_sessions(&target, &tool, args.sessions, request_timeout, &tally).await;
+            let loops =
+                open_http_sessions(&target, &tool, args.sessions, request_timeout, &tally).await;
             (url, loops, args.pid, None)
         }
         Mode::Stdio => {
-            let (child, pid, loops) = open_stdio(&args.cmd, &tool, args.sessions, request_timeout).await?;
+            let (child, pid, loops) =
+                open_stdio(&args.cmd, &tool, args.sessions, request_timeout).await?;
             (
                 args.cmd.join(" "),
                 loops,
