@@ -54,9 +54,17 @@ pub fn initialized_notification() -> &'static str {
 /// The `tools/call` request of `echo` with argument `text` (JSON-RPC id `id`), as
 /// one JSON text.
 pub fn call_request(id: u64, text: &str) -> String {
+    call_tool_request("echo", id, text)
+}
+
+/// The `tools/call` request of the tool `tool` (an echo tool under another name,
+/// e.g. a gateway's `a__echo`) with argument `text` (JSON-RPC id `id`), as one
+/// JSON text.
+pub fn call_tool_request(tool: &str, id: u64, text: &str) -> String {
+    let tool = serde_json::to_string(tool).expect("a string serializes");
     let text = serde_json::to_string(text).expect("a string serializes");
     format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":{text}}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{tool},"arguments":{{"text":{text}}}}}}}"#
     )
 }
 
@@ -193,6 +201,16 @@ pub fn tools_list_result() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_of_another_tool_names_it() {
+        let got: Value = serde_json::from_str(&call_tool_request("a__echo", 3, "x")).unwrap();
+        assert_eq!(
+            got,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "a__echo", "arguments": {"text": "x"}}})
+        );
+    }
 
     #[test]
     fn a_call_request_is_the_json_it_says() {

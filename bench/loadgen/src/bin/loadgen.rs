@@ -1,7 +1,7 @@
 //! `loadgen`: the bridge benchmark's load generator (issue 4; run by `bench/run`).
 //!
 //! ```text
-//! loadgen --url http://127.0.0.1:PORT/mcp --sessions N --duration SECS [--warmup SECS] [--pid PID] [--label L]
+//! loadgen --url http://127.0.0.1:PORT/mcp --sessions N --duration SECS [--warmup SECS] [--pid PID] [--label L] [--tool NAME]
 //! loadgen --mode stdio --sessions N --duration SECS [--warmup SECS] -- CMD ARGS...
 //! ```
 //!
@@ -24,8 +24,9 @@
 //! Every reply is checked against its request (same id, exactly one text block
 //! with exactly the request's text): anything else, a reply carrying another
 //! session's content included, counts as an error, as do HTTP errors and broken
-//! connections (a session whose connection fails stops). Only calls that finish
-//! inside the measured window (after `--warmup`) count; latencies are exact
+//! connections (a session whose connection fails stops). `--tool NAME` calls
+//! an echo tool of another name (a gateway's `a__echo`), checked the same way.
+//! Only calls that finish inside the measured window (after `--warmup`) count; latencies are exact
 //! nearest-rank percentiles. With `--pid` (default in stdio mode: the child) the
 //! process's CPU seconds (utime+stime, children excluded) over the window and its
 //! peak RSS are read from `/proc`, as are those of its descendants.
@@ -101,6 +102,10 @@ struct Args {
     /// workers.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// The tool called: an echo tool (`{"text": T}` answered with one text block
+    /// T), `echo` by default; e.g. `a__echo` through a gateway.
+    #[arg(long, default_value = "echo")]
+    tool: String,
     /// The stdio command and its arguments (stdio mode).
     #[arg(last = true)]
     cmd: Vec<String>,
@@ -237,6 +242,7 @@ async fn run(args: Args) -> Result<Report> {
         bail!("--sessions must be positive, --duration positive and --warmup not negative");
     }
     let request_timeout = Duration::from_secs_f64(args.request_timeout);
+    let tool: Arc<str> = Arc::from(args.tool.as_str());
     let tally = Arc::new(Mutex::new(Tally::default()));
     let (target, loops, pid, _child) = match args.mode {
         Mode::Streamable => {
@@ -245,11 +251,13 @@ async fn run(args: Args) -> Result<Report> {
                 .clone()
                 .ok_or_else(|| anyhow!("streamable mode needs --url"))?;
             let target = Target::parse(&url)?;
-            let loops = open_http_sessions(&target, args.sessions, request_timeout, &tally).await;
+            let loops =
+                open_http_sessions(&target, &tool, args.sessions, request_timeout, &tally).await;
             (url, loops, args.pid, None)
         }
         Mode::Stdio => {
-            let (child, pid, loops) = open_stdio(&args.cmd, args.sessions, request_timeout).await?;
+            let (child, pid, loops) =
+                open_stdio(&args.cmd, &tool, args.sessions, request_timeout).await?;
             (
                 args.cmd.join(" "),
                 loops,
@@ -507,10 +515,13 @@ struct HttpSession {
     /// MCP-Protocol-Version and Mcp-Session-Id), built once.
     headers: HeaderMap,
     path: Uri,
+    /// The echo tool called.
+    tool: Arc<str>,
 }
 
 async fn open_http_sessions(
     target: &Target,
+    tool: &Arc<str>,
     n: usize,
     timeout: Duration,
     tally: &Arc<Mutex<Tally>>,
@@ -519,8 +530,9 @@ async fn open_http_sessions(
     for _ in 0..n {
         let authority = target.authority.clone();
         let path = target.path.clone();
+        let tool = tool.clone();
         opening.push(tokio::spawn(async move {
-            tokio::time::timeout(timeout, HttpSession::open(authority, path))
+            tokio::time::timeout(timeout, HttpSession::open(authority, path, tool))
                 .await
                 .unwrap_or_else(|_| Err(anyhow!("session setup timed out")))
         }));
@@ -568,7 +580,7 @@ impl Reply {
 }
 
 impl HttpSession {
-    async fn open(authority: String, path: String) -> Result<HttpSession> {
+    async fn open(authority: String, path: String, tool: Arc<str>) -> Result<HttpSession> {
         let stream = TcpStream::connect(&authority)
             .await
             .with_context(|| format!("connect {authority}"))?;
@@ -591,6 +603,7 @@ impl HttpSession {
             path: path
                 .parse()
                 .with_context(|| format!("not a path: {path}"))?,
+            tool,
         };
         let init = session.post(echo::initialize_request(0)).await?;
         let messages = init.messages()?;
@@ -648,7 +661,7 @@ impl HttpSession {
 
     async fn call(&mut self, id: u64, text: &str) -> Result<(), String> {
         let reply = self
-            .post(echo::call_request(id, text))
+            .post(echo::call_tool_request(&self.tool, id, text))
             .await
             .map_err(|e| format!("tools/call: {e:#}"))?;
         if reply.status != StatusCode::OK {
@@ -707,10 +720,13 @@ struct StdioCaller {
     lines: mpsc::UnboundedSender<String>,
     pending: Pending,
     next_id: Arc<std::sync::atomic::AtomicU64>,
+    /// The echo tool called.
+    tool: Arc<str>,
 }
 
 async fn open_stdio(
     cmd: &[String],
+    tool: &Arc<str>,
     n: usize,
     timeout: Duration,
 ) -> Result<(tokio::process::Child, u32, Vec<Loop>)> {
@@ -774,6 +790,7 @@ async fn open_stdio(
         lines,
         pending,
         next_id: Arc::new(std::sync::atomic::AtomicU64::new(1)),
+        tool: tool.clone(),
     };
     let init = tokio::time::timeout(timeout, first.request(0, echo::initialize_request(0)))
         .await
@@ -792,6 +809,7 @@ async fn open_stdio(
                 lines: first.lines.clone(),
                 pending: first.pending.clone(),
                 next_id: first.next_id.clone(),
+                tool: first.tool.clone(),
             })
         })
         .collect();
@@ -822,7 +840,7 @@ impl StdioCaller {
             let sent = Instant::now();
             let outcome = match tokio::time::timeout(
                 window.request_timeout,
-                self.request(id, echo::call_request(id, &text)),
+                self.request(id, echo::call_tool_request(&self.tool, id, &text)),
             )
             .await
             {
