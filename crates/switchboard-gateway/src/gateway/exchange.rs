@@ -220,15 +220,8 @@ async fn handle(
         return Some(complete(answer));
     }
     if kind == Route::Listen {
-        // A route of one upstream: its listen stream is the route's (list
-        // changes carry no names; resource URIs are kept).
-        let mut members = route.members.iter().enumerate().filter(|(_, on)| **on);
-        if let (Some((only, _)), None) = (members.next(), members.next()) {
-            let core = &gw.members[only].core;
-            return crate::downstream::exchange::handle(core, tx, rx, r, headers).await;
-        }
-        let why = "subscriptions/listen on a route of several upstreams is not served yet: list again to see changes";
-        return Some(Error::Unsupported(why.into()).answer(r.id));
+        super::listen::serve(gw, route, tx, rx, r).await;
+        return None;
     }
     // Not methods of 2026-07-28 (its changes come by subscriptions/listen).
     if matches!(

@@ -18,6 +18,7 @@
 
 pub(crate) mod catalog;
 mod exchange;
+mod listen;
 mod session;
 
 use std::collections::BTreeSet;
@@ -38,7 +39,6 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::classify::Notice;
 use crate::upstream::{Status, Upstream};
 use crate::{gauge, Allowlist, BridgeConfig, ChildMode, Connector, Core};
 use catalog::{Merged, Snapshot};
@@ -145,6 +145,9 @@ pub(crate) struct Member {
     /// Its listed entries; `None` until first listed.
     pub(crate) snapshot: watch::Sender<Option<Arc<Snapshot>>>,
     pub(crate) list_timeout: Duration,
+    /// What the gateway's subscribers hold on it when it speaks 2026-07-28
+    /// (asked on its listen stream, module `listen`).
+    pub(crate) subscriptions: listen::Subscriptions,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -204,6 +207,9 @@ pub(crate) struct Shared {
     pub(crate) page_size: usize,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) answers: gauge::Gauge,
+    /// Open 2026-07-28 listen streams (counted in `answers` too): a shutdown
+    /// lets them send their final result.
+    pub(crate) listens: gauge::Gauge,
     pub(crate) request_timeout: Duration,
 }
 
@@ -465,6 +471,7 @@ impl Gateway {
                 core,
                 snapshot: watch::Sender::new(None),
                 list_timeout: u.list_timeout,
+                subscriptions: listen::Subscriptions::default(),
                 tasks,
             });
         }
@@ -478,11 +485,16 @@ impl Gateway {
             page_size: config.page_size.max(1),
             draining: draining.clone(),
             answers: gauge::Gauge::default(),
+            listens: gauge::Gauge::default(),
             request_timeout: config.request_timeout,
         });
         let mut follows = Vec::new();
         for i in 0..shared.members.len() {
             follows.push(tokio::spawn(follow(Arc::downgrade(&shared), i)));
+            follows.push(tokio::spawn(listen::upstream_listen(
+                Arc::downgrade(&shared),
+                i,
+            )));
         }
         let mut http = config.http.clone();
         http.path = first.path.clone();
@@ -598,7 +610,14 @@ impl Gateway {
             }
             m.upstream().shutdown(Duration::ZERO).await;
         }
-        if !self.shared.answers.drained(crate::CLOSE_GRACE).await {
+        // Every answer but the open listens' is sent before the connections
+        // close; the listens then get their final result.
+        if !self
+            .shared
+            .answers
+            .down_to(&self.shared.listens, crate::CLOSE_GRACE)
+            .await
+        {
             warn!("answers still unsent after the close grace");
         }
         if let Some(server) = self.server.take() {
@@ -607,6 +626,7 @@ impl Gateway {
                 warn!(cut, "connections cut at the end of the close grace");
             }
         }
+        self.shared.answers.drained(Duration::from_secs(1)).await;
         self.accept.abort();
         info!("gateway stopped");
     }
@@ -666,15 +686,7 @@ async fn follow(shared: Weak<Shared>, index: usize) {
             note = notes.recv() => {
                 let Some(s) = shared.upgrade() else { return };
                 match note {
-                    Ok(n) => match Notice::of(&n.method) {
-                        Notice::ListChanged(Some(crate::catalog::pin::Kind::Tool)) => relist(&s, index, &[ListKind::Tools]).await,
-                        Notice::ListChanged(Some(_)) => relist(&s, index, &[ListKind::Prompts]).await,
-                        Notice::ListChanged(None) => relist(&s, index, &[ListKind::Resources]).await,
-                        Notice::ResourceUpdated => {
-                            let _ = s.notices.send(GatewayNotice::ResourceUpdated { member: index, notification: n });
-                        }
-                        _ => {}
-                    },
+                    Ok(n) => listen::on_upstream_notification(&s, index, n).await,
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         relist(&s, index, &[ListKind::Tools, ListKind::Prompts, ListKind::Resources]).await;
                     }
@@ -686,7 +698,7 @@ async fn follow(shared: Weak<Shared>, index: usize) {
 }
 
 /// Lists `kinds` of member `index` again, re-merges, and tells the sessions.
-async fn relist(shared: &Arc<Shared>, index: usize, kinds: &[ListKind]) {
+pub(crate) async fn relist(shared: &Arc<Shared>, index: usize, kinds: &[ListKind]) {
     let m = &shared.members[index];
     let Ok(info) = m.upstream().ready(Duration::ZERO).await else {
         return;

@@ -377,8 +377,42 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     ok(r.id.clone(), result)
 }
 
-/// A `resources/subscribe` or `resources/unsubscribe` on a shared upstream:
-/// counted across sessions by its core.
+/// One subscriber's `resources/subscribe` (`subscribe`) or unsubscribe of
+/// `uri` at member `member` (`mine`: whether it holds one already), counted
+/// across every subscriber: on a legacy upstream by its core
+/// ([`crate::Core::shared_subscription`]: asked for the first and the last),
+/// on a 2026-07-28 one by the gateway's listen stream there (module
+/// `listen`). Errors: the upstream's refusal.
+pub(crate) async fn subscribe_at(
+    gw: &Shared,
+    member: usize,
+    uri: &str,
+    subscribe: bool,
+    mine: bool,
+) -> Result<(), ErrorObject> {
+    let m = &gw.members[member];
+    let modern =
+        matches!(m.upstream().status(), crate::upstream::Status::Ready(info) if info.modern);
+    if modern {
+        m.subscriptions.update(uri, subscribe, mine);
+        return Ok(());
+    }
+    let method = if subscribe {
+        t::RESOURCES_SUBSCRIBE
+    } else {
+        t::RESOURCES_UNSUBSCRIBE
+    };
+    let request = Request::new(Id::from(0u64), method, &json!({ "uri": uri }))
+        .map_err(|e| Error::Internal(e.to_string()).to_object())?;
+    let ask = || crate::call_once(m.upstream(), request, m.core.next_owner(), gw.request_timeout);
+    match m.core.shared_subscription(uri, subscribe, mine, ask).await {
+        None | Some(Message::Response(_)) => Ok(()),
+        Some(Message::Error(e)) => Err(e.error),
+        Some(_) => Err(Error::Upstream("an unexpected answer".into()).to_object()),
+    }
+}
+
+/// A session's `resources/subscribe` or `resources/unsubscribe`.
 async fn subscription(session: Arc<Session>, member: usize, r: Request, subscribe: bool) {
     let uri = r
         .params_as::<Map<String, Value>>()
@@ -390,25 +424,17 @@ async fn subscription(session: Arc<Session>, member: usize, r: Request, subscrib
     };
     let key = (member, uri.clone());
     let mine = lock(&session.subscribed).contains(&key);
-    let m = &session.gw.members[member];
-    let id = r.id.clone();
-    let ask = || {
-        crate::call_once(
-            m.upstream(),
-            r,
-            m.core.next_owner(),
-            session.gw.request_timeout,
-        )
-    };
-    let answer = m.core.shared_subscription(&uri, subscribe, mine, ask).await;
-    let answer = answer.unwrap_or_else(|| ok(id.clone(), json!({})));
-    if matches!(answer, Message::Response(_)) {
-        if subscribe {
-            lock(&session.subscribed).insert(key);
-        } else {
-            lock(&session.subscribed).remove(&key);
+    let answer = match subscribe_at(&session.gw, member, &uri, subscribe, mine).await {
+        Ok(()) => {
+            if subscribe {
+                lock(&session.subscribed).insert(key);
+            } else {
+                lock(&session.subscribed).remove(&key);
+            }
+            ok(r.id, json!({}))
         }
-    }
+        Err(e) => Message::Error(ErrorResponse::new(Some(r.id), e)),
+    };
     reply(&session, answer).await;
 }
 
@@ -746,23 +772,7 @@ async fn end(session: &Arc<Session>) {
     }
     let subscribed: Vec<(usize, String)> = lock(&session.subscribed).drain().collect();
     for (member, uri) in subscribed {
-        let m = &session.gw.members[member];
-        let Ok(request) = Request::new(
-            Id::from(0u64),
-            t::RESOURCES_UNSUBSCRIBE,
-            &json!({ "uri": uri }),
-        ) else {
-            continue;
-        };
-        let ask = || {
-            crate::call_once(
-                m.upstream(),
-                request,
-                m.core.next_owner(),
-                session.gw.request_timeout,
-            )
-        };
-        let _ = m.core.shared_subscription(&uri, false, true, ask).await;
+        let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
     }
     lock(&session.server_requests).clear();
     lock(&session.input_waiters).clear();
