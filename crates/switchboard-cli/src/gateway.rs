@@ -125,6 +125,13 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
         let mut g = GatewayUpstream::new(u.name.clone(), connector);
         g.prefix = u.prefix.clone();
         g.list_timeout = u.list_timeout;
+        // What a reload compares: the file's entry, and the header values as
+        // read now (a rotated token restarts the upstream). Never logged.
+        g.identity = format!(
+            "{}|{:?}",
+            serde_json::to_string(u).unwrap_or_default(),
+            header_values_of(&g.connector)
+        );
         upstreams.push(g);
     }
     if !problems.is_empty() {
@@ -145,6 +152,61 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
         .collect();
     routes.sort_by_key(|r| r.path != config::DEFAULT_ROUTE_PATH);
     Ok(GatewayConfig::new(upstreams, routes))
+}
+
+/// The outbound header values an upstream is connected with.
+fn header_values_of(connector: &Connector) -> Vec<(String, String)> {
+    match connector {
+        Connector::StreamableHttp(c) => c.headers.clone(),
+        Connector::Sse(_, c) => c
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// How often the configuration file is read to see whether it changed: 2 s.
+const FILE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads the file again and applies it (`why`: what asked, for the log). A
+/// file that is invalid, or that the gateway refuses, keeps the running
+/// configuration; each problem is one line.
+fn reload(gateway: &mut Gateway, path: &std::path::Path, why: &str) {
+    let shown = path.display();
+    let refused = |lines: Vec<String>| {
+        for l in lines {
+            eprintln!("switchboard gateway: {why}: {l}");
+        }
+        eprintln!("switchboard gateway: {why}: reload refused, the running configuration is kept");
+    };
+    let file = match config::load(path) {
+        Ok(f) => f,
+        Err(problems) => {
+            return refused(problems.iter().map(|p| format!("{shown}: {p}")).collect());
+        }
+    };
+    let config = match gateway_config(&file) {
+        Ok(c) => c,
+        Err(problems) => {
+            return refused(
+                problems
+                    .into_iter()
+                    .map(|p| format!("{shown}: {p}"))
+                    .collect(),
+            )
+        }
+    };
+    match gateway.reload(config) {
+        Ok(summary) => eprintln!("switchboard gateway: {why}: {shown} reloaded: {summary}"),
+        Err(e) => refused(vec![e]),
+    }
 }
 
 /// Runs `switchboard gateway` until SIGTERM or Ctrl-C (drained, exit 0; a
@@ -200,8 +262,17 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+        // SIGHUP reloads the file: watched from here on, so that it is never
+        // the default action (the end of the process).
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let paths: Vec<String> = config.routes.iter().map(|r| r.path.clone()).collect();
-        let gateway = match Gateway::start(config).await {
+        let mut gateway = match Gateway::start(config).await {
             Ok(g) => g,
             Err(e) => {
                 eprintln!("switchboard: cannot listen on {listen}: {e}");
@@ -219,7 +290,27 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         let base = format!("http://{}", gateway.local_addr());
         lines.push(format!("  health: {base}/healthz   readiness: {base}/readyz"));
         println!("{}", lines.join("\n"));
-        signals.next().await;
+        // A changed file is applied like SIGHUP (a ConfigMap update): its
+        // bytes compared every FILE_POLL.
+        let mut seen = std::fs::read(&args.config).ok();
+        let mut poll = tokio::time::interval(FILE_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = signals.next() => break,
+                _ = hup.recv() => {
+                    seen = std::fs::read(&args.config).ok();
+                    reload(&mut gateway, &args.config, "SIGHUP");
+                }
+                _ = poll.tick() => {
+                    let now = std::fs::read(&args.config).ok();
+                    if now.is_some() && now != seen {
+                        seen = now;
+                        reload(&mut gateway, &args.config, "file changed");
+                    }
+                }
+            }
+        }
         eprintln!("switchboard gateway: stopping (draining requests in flight; a second signal stops at once)");
         tokio::select! {
             () = gateway.shutdown() => ExitCode::SUCCESS,

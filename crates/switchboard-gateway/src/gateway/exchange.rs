@@ -22,7 +22,7 @@ use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::mcp_headers;
 use switchboard_transport::{Inbound, Receiver, Sender};
 
-use super::{RouteView, Shared};
+use super::{Layout, Member, RouteView, Shared};
 use crate::catalog::pin::Kind;
 use crate::classify::Route;
 use crate::error::Error;
@@ -31,7 +31,7 @@ use crate::raw::RawObject;
 /// A request resolved to its upstream: the member's index and the request
 /// as that upstream names things.
 pub(crate) struct Target {
-    pub(crate) member: usize,
+    pub(crate) member: Arc<Member>,
     pub(crate) request: Request,
     /// The upstream's own name of what the request names (for `Mcp-Name`).
     pub(crate) name: Option<String>,
@@ -42,8 +42,8 @@ pub(crate) struct Target {
 /// `route` that serves what it names. Errors: -32602 for a name the route
 /// does not serve (unknown, withheld, outside the allowlist: the call never
 /// reaches an upstream), -32601 for a method the gateway does not route.
-pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Target, Error> {
-    let merged = gw.merged();
+pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result<Target, Error> {
+    let merged = layout.merged();
     let mut params = match r.params.as_deref() {
         None => RawObject::default(),
         Some(p) => RawObject::parse(p.get())
@@ -57,7 +57,7 @@ pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Tar
     // A URI nobody listed goes to the route's one upstream with resources, if
     // one: it answers its own "not found".
     let only_resources = {
-        let mut with = gw.members.iter().enumerate().filter(|(i, m)| {
+        let mut with = layout.members.iter().enumerate().filter(|(i, m)| {
             route.members[*i]
                 && matches!(m.upstream().status(), crate::upstream::Status::Ready(info) if info.result.capabilities.resources.is_some())
         });
@@ -134,7 +134,7 @@ pub(crate) fn resolve(gw: &Shared, route: &RouteView, r: &Request) -> Result<Tar
         }
     };
     Ok(Target {
-        member,
+        member: layout.members[member].clone(),
         request: Request {
             id: r.id.clone(),
             method: r.method.clone(),
@@ -151,7 +151,7 @@ fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
 /// Serves one exchange: its one request, then the answer.
 pub(crate) async fn serve(
     gw: Arc<Shared>,
-    route: Arc<RouteView>,
+    path: String,
     tx: Sender,
     mut rx: Receiver,
     headers: HeaderMap,
@@ -160,13 +160,20 @@ pub(crate) async fn serve(
     let Some(Inbound::Message(Message::Request(r))) = rx.recv().await else {
         return;
     };
-    if let Some(answer) = handle(&gw, &route, &tx, &mut rx, r, &headers).await {
+    let layout = gw.layout();
+    let Some(route) = layout.route(&path).cloned() else {
+        let gone = Error::InvalidRequest("this route was removed by a configuration reload".into());
+        let _ = tx.send(gone.answer(r.id)).await;
+        return;
+    };
+    if let Some(answer) = handle(&gw, &layout, &route, &tx, &mut rx, r, &headers).await {
         let _ = tx.send(answer).await;
     }
 }
 
 async fn handle(
     gw: &Arc<Shared>,
+    layout: &Layout,
     route: &RouteView,
     tx: &Sender,
     rx: &mut Receiver,
@@ -183,7 +190,7 @@ async fn handle(
         _ => None,
     };
     if kind == Route::Discover || list_key.is_some() {
-        let caps = gw.capabilities(route).await;
+        let caps = layout.capabilities(route).await;
         let decoded: Option<Map<String, Value>> = r
             .params
             .as_deref()
@@ -210,17 +217,18 @@ async fn handle(
                 CacheScope::Public,
                 Some(&info),
             );
-            result.instructions = gw.instructions(route);
+            result.instructions = layout.instructions(route);
             return Some(match Response::new(r.id.clone(), &result) {
                 Ok(resp) => Message::Response(resp),
                 Err(e) => Error::Internal(e.to_string()).answer(r.id),
             });
         }
-        let answer = super::session::list(gw, route, list_key.expect("checked"), r).await;
+        let key = list_key.expect("checked");
+        let answer = super::session::list(layout, route, key, r, gw.page_size).await;
         return Some(complete(answer));
     }
     if kind == Route::Listen {
-        super::listen::serve(gw, route, tx, rx, r).await;
+        super::listen::serve(gw, layout, route, tx, rx, r).await;
         return None;
     }
     // Not methods of 2026-07-28 (its changes come by subscriptions/listen).
@@ -230,11 +238,11 @@ async fn handle(
     ) {
         return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
     }
-    let target = match resolve(gw, route, &r) {
+    let target = match resolve(layout, route, &r) {
         Ok(t) => t,
         Err(why) => return Some(why.answer(r.id)),
     };
-    let member = &gw.members[target.member];
+    let member = &target.member;
     // The upstream's exchange checks Mcp-Name against the body: both now name
     // the upstream's own entry.
     let mut headers = headers.clone();

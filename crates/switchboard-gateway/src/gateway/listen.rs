@@ -25,7 +25,7 @@ use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, warn};
 
-use super::{GatewayNotice, ListKind, RouteView, Shared};
+use super::{GatewayNotice, Layout, ListKind, Member, RouteView, Shared};
 use crate::catalog::pin::Kind;
 use crate::classify::Notice;
 use crate::upstream::{CallEvent, Status, Step};
@@ -73,11 +73,13 @@ const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
 /// Keeps a listen stream open on member `index` while it is ready and speaks
 /// 2026-07-28.
-pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
+pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) {
     let (mut status, mut changed) = {
-        let Some(s) = shared.upgrade() else { return };
-        let m = &s.members[index];
-        (m.upstream().watch_status(), m.subscriptions.changed.subscribe())
+        let Some(m) = member.upgrade() else { return };
+        (
+            m.upstream().watch_status(),
+            m.subscriptions.changed.subscribe(),
+        )
     };
     loop {
         let info = match &*status.borrow_and_update() {
@@ -91,15 +93,22 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
             continue;
         };
         let (up, request, owner) = {
-            let Some(s) = shared.upgrade() else { return };
-            let m = &s.members[index];
+            let Some(m) = member.upgrade() else { return };
             changed.borrow_and_update();
             let caps = &info.result.capabilities;
             let mut asked = Map::new();
-            if caps.tools.as_ref().is_some_and(|c| c.list_changed == Some(true)) {
+            if caps
+                .tools
+                .as_ref()
+                .is_some_and(|c| c.list_changed == Some(true))
+            {
                 asked.insert("toolsListChanged".into(), json!(true));
             }
-            if caps.prompts.as_ref().is_some_and(|c| c.list_changed == Some(true)) {
+            if caps
+                .prompts
+                .as_ref()
+                .is_some_and(|c| c.list_changed == Some(true))
+            {
                 asked.insert("promptsListChanged".into(), json!(true));
             }
             if let Some(r) = &caps.resources {
@@ -113,7 +122,7 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
             }
             if asked.is_empty() {
                 // Nothing to listen for: wait for a restart (new capabilities).
-                drop(s);
+                drop(m);
                 if status.changed().await.is_err() {
                     return;
                 }
@@ -129,7 +138,7 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
             let Ok(request) = Request::new(Id::from(0u64), t::SUBSCRIPTIONS_LISTEN, &params) else {
                 return;
             };
-            (m.upstream().clone(), request, m.core.next_owner())
+            (m.upstream().clone(), request, crate::upstream::BRIDGE_OWNER)
         };
         let mut call = match up.call(request, owner).await {
             Ok(c) => c,
@@ -143,8 +152,8 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
             tokio::select! {
                 step = call.next() => match step {
                     Step::Event(CallEvent::Notification(n)) => {
-                        let Some(s) = shared.upgrade() else { return };
-                        on_upstream_notification(&s, index, n).await;
+                        let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
+                        on_upstream_notification(&s, &m, n).await;
                     }
                     Step::Event(CallEvent::Request(_)) => {}
                     Step::Done(_) | Step::Failed(_) => {
@@ -173,11 +182,11 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, index: usize) {
 
 /// A change an upstream announced (on its own, or on the gateway's listen):
 /// lists re-fetched, resource updates relayed.
-pub(crate) async fn on_upstream_notification(shared: &Arc<Shared>, index: usize, n: Notification) {
+pub(crate) async fn on_upstream_notification(shared: &Arc<Shared>, m: &Member, n: Notification) {
     match Notice::of(&n.method) {
-        Notice::ListChanged(Some(Kind::Tool)) => super::relist(shared, index, &[ListKind::Tools]).await,
-        Notice::ListChanged(Some(_)) => super::relist(shared, index, &[ListKind::Prompts]).await,
-        Notice::ListChanged(None) => super::relist(shared, index, &[ListKind::Resources]).await,
+        Notice::ListChanged(Some(Kind::Tool)) => super::relist(shared, m, &[ListKind::Tools]).await,
+        Notice::ListChanged(Some(_)) => super::relist(shared, m, &[ListKind::Prompts]).await,
+        Notice::ListChanged(None) => super::relist(shared, m, &[ListKind::Resources]).await,
         Notice::ResourceUpdated => {
             // Without the upstream listen's id: each subscriber tags its own.
             let mut params: Map<String, Value> = n
@@ -195,7 +204,7 @@ pub(crate) async fn on_upstream_notification(shared: &Arc<Shared>, index: usize,
                 return;
             };
             let _ = shared.notices.send(GatewayNotice::ResourceUpdated {
-                member: index,
+                member: m.name.clone(),
                 notification,
             });
         }
@@ -215,6 +224,7 @@ pub(crate) fn updated_uri(n: &Notification) -> Option<String> {
 /// leaves (or the gateway stops: then its final result).
 pub(crate) async fn serve(
     gw: &Arc<Shared>,
+    layout: &Layout,
     route: &RouteView,
     tx: &Sender,
     rx: &mut Receiver,
@@ -226,15 +236,18 @@ pub(crate) async fn serve(
         .as_ref()
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or_default();
-    let asked = params.get("notifications").cloned().unwrap_or_else(|| json!({}));
+    let asked = params
+        .get("notifications")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let flag = |k: &str| asked.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let caps = gw.capabilities(route).await;
+    let caps = layout.capabilities(route).await;
     let tools = flag("toolsListChanged");
     let prompts = flag("promptsListChanged") && caps.prompts.is_some();
     let resources = flag("resourcesListChanged") && caps.resources.is_some();
     // Each URI subscribed at the upstream that listed it.
-    let mut held: Vec<(usize, String)> = Vec::new();
-    let merged = gw.merged();
+    let mut held: Vec<(Arc<Member>, String)> = Vec::new();
+    let merged = layout.merged();
     for uri in asked
         .get("resourceSubscriptions")
         .and_then(Value::as_array)
@@ -245,8 +258,12 @@ pub(crate) async fn serve(
         let Some(member) = merged.resource_owner(uri).filter(|&m| route.members[m]) else {
             continue;
         };
-        if super::session::subscribe_at(gw, member, uri, true, false).await.is_ok() {
-            held.push((member, uri.to_owned()));
+        let member = &layout.members[member];
+        if super::session::subscribe_at(gw, member, uri, true, false)
+            .await
+            .is_ok()
+        {
+            held.push((member.clone(), uri.to_owned()));
         }
     }
     let uris: BTreeSet<&str> = held.iter().map(|(_, u)| u.as_str()).collect();
@@ -275,7 +292,10 @@ pub(crate) async fn serve(
         Notification::new(method, &p).ok()
     };
     let ack = json!({ "notifications": honoured });
-    let ack = tag(t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, serde_json::value::to_raw_value(&ack).ok().as_deref());
+    let ack = tag(
+        t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+        serde_json::value::to_raw_value(&ack).ok().as_deref(),
+    );
     let mut open = true;
     if let Some(ack) = ack {
         open = tx
@@ -296,7 +316,7 @@ pub(crate) async fn serve(
             },
             notice = notices.recv() => {
                 let out = match notice {
-                    Ok(GatewayNotice::ListChanged { kind, member }) if route.members[member] => {
+                    Ok(GatewayNotice::ListChanged { kind, member }) if route.serves(&member) => {
                         let wanted = match kind {
                             ListKind::Tools => tools,
                             ListKind::Prompts => prompts,
@@ -306,8 +326,22 @@ pub(crate) async fn serve(
                     }
                     Ok(GatewayNotice::ResourceUpdated { member, notification }) => {
                         let mine = updated_uri(&notification)
-                            .is_some_and(|u| held.iter().any(|(m, h)| *m == member && *h == u));
+                            .is_some_and(|u| held.iter().any(|(m, h)| m.name == member && *h == u));
                         if mine { tag(&notification.method, notification.params.as_deref()) } else { None }
+                    }
+                    // Lists may differ after a reload: all three.
+                    Ok(GatewayNotice::Reloaded) => {
+                        for kind in ListKind::ALL {
+                            let wanted = match kind {
+                                ListKind::Tools => tools,
+                                ListKind::Prompts => prompts,
+                                ListKind::Resources => resources,
+                            };
+                            if let (true, Some(n)) = (wanted, tag(kind.notification(), None)) {
+                                open = tx.send_related(Message::Notification(n), Some(r.id.clone())).await.is_ok();
+                            }
+                        }
+                        None
                     }
                     Ok(_) => None,
                     Err(broadcast::error::RecvError::Lagged(k)) => {
@@ -323,6 +357,6 @@ pub(crate) async fn serve(
         }
     }
     for (member, uri) in held {
-        let _ = super::session::subscribe_at(gw, member, &uri, false, true).await;
+        let _ = super::session::subscribe_at(gw, &member, &uri, false, true).await;
     }
 }

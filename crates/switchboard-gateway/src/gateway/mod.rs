@@ -57,6 +57,11 @@ pub struct GatewayUpstream {
     /// How long a list waits for this upstream's entries before it is served
     /// without them. Default 10 s.
     pub list_timeout: Duration,
+    /// What the upstream is, compared across a reload ([`Gateway::reload`]):
+    /// when it differs, the upstream is restarted. Default: the connector's
+    /// `Debug` form; the command line sets the configuration file's entry
+    /// with its header values as read.
+    pub identity: String,
 }
 
 impl GatewayUpstream {
@@ -66,6 +71,7 @@ impl GatewayUpstream {
         GatewayUpstream {
             prefix: Some(name.clone()),
             name,
+            identity: format!("{connector:?}"),
             connector,
             list_timeout: Duration::from_secs(10),
         }
@@ -135,10 +141,15 @@ impl GatewayConfig {
     }
 }
 
-/// One upstream at work.
+/// One upstream at work. Shared by the layouts it belongs to: a reload
+/// keeps an unchanged upstream (its process, its sessions upstream, its
+/// catalog) as it is.
 pub(crate) struct Member {
     pub(crate) name: String,
     pub(crate) prefix: Option<String>,
+    /// What it is ([`GatewayUpstream::identity`]): a reload restarts it
+    /// when this changed.
+    identity: String,
     /// Its bridge core: the upstream, its routing, its shared subscriptions,
     /// held `input_required` calls.
     pub(crate) core: Arc<Core>,
@@ -148,12 +159,71 @@ pub(crate) struct Member {
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
     pub(crate) subscriptions: listen::Subscriptions,
-    tasks: Vec<JoinHandle<()>>,
+    /// Its core's tasks, and the gateway's for it (listing, listening).
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Member {
     pub(crate) fn upstream(&self) -> &Upstream {
         &self.core.shared
+    }
+
+    /// Starts upstream `u` with the gateway's timeouts (its tasks: with
+    /// [`Member::watch`]).
+    fn start(
+        u: &GatewayUpstream,
+        config: &GatewayConfig,
+        draining: &Arc<AtomicBool>,
+    ) -> Arc<Member> {
+        let mut bridge = BridgeConfig::new(u.connector.clone());
+        bridge.mode = ChildMode::Shared;
+        bridge.init_timeout = config.init_timeout;
+        bridge.request_timeout = config.request_timeout;
+        bridge.drain_timeout = config.drain_timeout;
+        bridge.ready_wait = u.list_timeout;
+        // 2026-07-28 where the upstream speaks it: its own input_required
+        // round trips and capability checks reach modern clients as they
+        // are; legacy sessions get them translated (module `session`).
+        let (core, tasks) = crate::start_core(
+            bridge,
+            u.name.clone(),
+            draining.clone(),
+            crate::upstream::Ask::Discover,
+        );
+        Arc::new(Member {
+            name: u.name.clone(),
+            prefix: u.prefix.clone(),
+            identity: u.identity.clone(),
+            core,
+            snapshot: watch::Sender::new(None),
+            list_timeout: u.list_timeout,
+            subscriptions: listen::Subscriptions::default(),
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// Starts the gateway's tasks for this member: listing it, and listening
+    /// to it when it speaks 2026-07-28.
+    fn watch(self: &Arc<Self>, shared: &Arc<Shared>) {
+        let follow = tokio::spawn(follow(Arc::downgrade(shared), Arc::downgrade(self)));
+        let listen = tokio::spawn(listen::upstream_listen(
+            Arc::downgrade(shared),
+            Arc::downgrade(self),
+        ));
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        tasks.push(follow);
+        tasks.push(listen);
+    }
+
+    /// Drains its calls (up to `drain`), then ends it in the spec's order.
+    async fn retire(&self, drain: Duration) {
+        self.upstream().drained(drain).await;
+        let tasks: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in tasks {
+            t.abort();
+        }
+        self.upstream().shutdown(Duration::ZERO).await;
     }
 }
 
@@ -161,9 +231,18 @@ impl Member {
 pub(crate) struct RouteView {
     pub(crate) name: String,
     pub(crate) path: String,
-    /// Which members it serves, by index.
+    /// Which members of its layout it serves, by index.
     pub(crate) members: Vec<bool>,
+    /// The same, by name.
+    names: BTreeSet<String>,
     pub(crate) allow: Allowlist,
+}
+
+impl RouteView {
+    /// Whether it serves the upstream named `name`.
+    pub(crate) fn serves(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
 }
 
 /// The kinds of list a change is announced for.
@@ -175,6 +254,9 @@ pub(crate) enum ListKind {
 }
 
 impl ListKind {
+    /// All three.
+    pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+
     pub(crate) fn notification(self) -> &'static str {
         match self {
             ListKind::Tools => t::NOTIFICATION_TOOLS_LIST_CHANGED,
@@ -187,33 +269,58 @@ impl ListKind {
 /// What the gateway tells its sessions.
 #[derive(Debug, Clone)]
 pub(crate) enum GatewayNotice {
-    /// A member's list of `kind` changed (after the gateway re-listed it).
-    ListChanged { kind: ListKind, member: usize },
-    /// `notifications/resources/updated` from a member.
+    /// The upstream named `member` changed its list of `kind` (re-listed).
+    ListChanged { kind: ListKind, member: String },
+    /// `notifications/resources/updated` from the upstream named `member`.
     ResourceUpdated {
-        member: usize,
+        member: String,
         notification: Notification,
     },
+    /// A reload changed the routes or their upstreams: every list may differ.
+    Reloaded,
 }
 
-/// What the gateway's tasks share.
-pub(crate) struct Shared {
-    pub(crate) members: Vec<Member>,
+/// The upstreams and routes in force, and their merged catalog. Replaced
+/// whole by a reload; a request works on the one it started with.
+pub(crate) struct Layout {
+    pub(crate) members: Vec<Arc<Member>>,
     pub(crate) routes: Vec<Arc<RouteView>>,
     merged: RwLock<Arc<Merged>>,
-    /// Served names already reported (a clash, a name breaking the rules).
-    reported: Mutex<BTreeSet<String>>,
-    pub(crate) notices: broadcast::Sender<GatewayNotice>,
-    pub(crate) page_size: usize,
-    pub(crate) draining: Arc<AtomicBool>,
-    pub(crate) answers: gauge::Gauge,
-    /// Open 2026-07-28 listen streams (counted in `answers` too): a shutdown
-    /// lets them send their final result.
-    pub(crate) listens: gauge::Gauge,
-    pub(crate) request_timeout: Duration,
 }
 
-impl Shared {
+impl Layout {
+    /// The layout of `config`'s routes over `members` (in `config`'s order).
+    /// Errors: a route naming an upstream not there.
+    fn new(members: Vec<Arc<Member>>, routes: &[GatewayRoute]) -> Result<Layout, String> {
+        let mut views = Vec::new();
+        for r in routes {
+            let mut on = vec![false; members.len()];
+            for name in &r.upstreams {
+                let Some(i) = members.iter().position(|m| &m.name == name) else {
+                    return Err(format!("route {}: unknown upstream {name:?}", r.name));
+                };
+                on[i] = true;
+            }
+            views.push(Arc::new(RouteView {
+                name: r.name.clone(),
+                path: r.path.clone(),
+                members: on,
+                names: r.upstreams.iter().cloned().collect(),
+                allow: r.tools.clone(),
+            }));
+        }
+        Ok(Layout {
+            members,
+            routes: views,
+            merged: RwLock::new(Arc::new(Merged::default())),
+        })
+    }
+
+    /// The route at `path`.
+    pub(crate) fn route(&self, path: &str) -> Option<&Arc<RouteView>> {
+        self.routes.iter().find(|r| r.path == path)
+    }
+
     /// The merged catalog now.
     pub(crate) fn merged(&self) -> Arc<Merged> {
         self.merged
@@ -222,35 +329,38 @@ impl Shared {
             .clone()
     }
 
-    /// Waits (each up to its list timeout, together) until every member of
-    /// `route` has been listed once; those that are not are logged.
+    /// Waits until every member of `route` has been listed once, each up to
+    /// its list timeout from now (together: the deadlines run at once);
+    /// those that are not are logged.
     pub(crate) async fn listed(&self, route: &RouteView) {
-        let waits = self
-            .members
-            .iter()
-            .enumerate()
-            .filter(|(i, m)| route.members[*i] && m.snapshot.borrow().is_none())
-            .map(|(_, m)| async move {
-                let mut rx = m.snapshot.subscribe();
-                let got = tokio::time::timeout(m.list_timeout, rx.wait_for(Option::is_some)).await;
-                if got.is_err() {
-                    warn!(upstream = %m.name, timeout = ?m.list_timeout, "upstream not listed in time: served without its entries");
-                }
-            });
-        futures_join_all(waits).await;
+        let start = tokio::time::Instant::now();
+        for (i, m) in self.members.iter().enumerate() {
+            if !route.members[i] || m.snapshot.borrow().is_some() {
+                continue;
+            }
+            let mut rx = m.snapshot.subscribe();
+            let got =
+                tokio::time::timeout_at(start + m.list_timeout, rx.wait_for(Option::is_some)).await;
+            if got.is_err() {
+                warn!(upstream = %m.name, timeout = ?m.list_timeout, "upstream not listed in time: served without its entries");
+            }
+        }
     }
 
     /// The route's view of the union of its upstreams' capabilities (those
-    /// ready within their list timeout): tools always, each list with
-    /// `listChanged` (the gateway relays changes), resource subscriptions
-    /// when any upstream has them.
+    /// ready within their list timeout from now, together): tools always,
+    /// each list with `listChanged` (the gateway relays changes), resource
+    /// subscriptions when any upstream has them.
     pub(crate) async fn capabilities(&self, route: &RouteView) -> ServerCapabilities {
+        let start = tokio::time::Instant::now();
         let mut caps = json!({ "tools": { "listChanged": true } });
         for (i, m) in self.members.iter().enumerate() {
             if !route.members[i] {
                 continue;
             }
-            let Ok(info) = m.upstream().ready(m.list_timeout).await else {
+            let left =
+                (start + m.list_timeout).saturating_duration_since(tokio::time::Instant::now());
+            let Ok(info) = m.upstream().ready(left).await else {
                 continue;
             };
             let c = &info.result.capabilities;
@@ -291,9 +401,10 @@ impl Shared {
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
-    /// Re-merges every member's snapshot, reports new clashes and names that
-    /// break the rules, and the allowlists' names nobody lists.
-    fn remerge(&self) {
+    /// Re-merges every member's snapshot; reports (once each, in `reported`)
+    /// new clashes, names that break the rules, and allowed names nobody
+    /// lists.
+    fn remerge(&self, reported: &Mutex<BTreeSet<String>>) {
         let snaps: Vec<Option<Arc<Snapshot>>> = self
             .members
             .iter()
@@ -307,7 +418,7 @@ impl Shared {
             .collect();
         let merged = catalog::merge(&inputs);
         {
-            let mut reported = self.reported.lock().unwrap_or_else(|p| p.into_inner());
+            let mut reported = reported.lock().unwrap_or_else(|p| p.into_inner());
             for name in &merged.clashes {
                 if reported.insert(format!("clash:{name}")) {
                     warn!(name = %name, "two upstreams serve this name: both entries withheld (set a prefix to tell them apart)");
@@ -345,8 +456,9 @@ impl Shared {
         *self.merged.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(merged);
     }
 
-    /// Each upstream's state, as `/readyz` reports it: `{name: {"state": ..,
-    /// "reason"?: .., "era"?: .., "restarts": n}}`.
+    /// Each upstream's state, as `/readyz` reports it: `{name: {"state":
+    /// "ready"|"starting"|"down"|"stopped", "protocolVersion"?, "reason"?,
+    /// "restarts": n, "listed": bool}}`.
     pub(crate) fn readiness(&self) -> Value {
         let mut out = Map::new();
         for m in &self.members {
@@ -380,14 +492,41 @@ impl Shared {
     }
 }
 
-/// Awaits every future (no extra dependency for a handful of waits).
-async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
-    let mut set = Vec::new();
-    for f in futures {
-        set.push(Box::pin(f));
+/// What the gateway's tasks share.
+pub(crate) struct Shared {
+    layout: RwLock<Arc<Layout>>,
+    /// Served names already reported (a clash, a name breaking the rules).
+    reported: Mutex<BTreeSet<String>>,
+    pub(crate) notices: broadcast::Sender<GatewayNotice>,
+    pub(crate) page_size: usize,
+    pub(crate) draining: Arc<AtomicBool>,
+    pub(crate) answers: gauge::Gauge,
+    /// Open 2026-07-28 listen streams (counted in `answers` too): a shutdown
+    /// lets them send their final result.
+    pub(crate) listens: gauge::Gauge,
+    pub(crate) request_timeout: Duration,
+    /// Owner ids of sessions (one per session, for every upstream): above
+    /// the members' own counters, which number their exchanges.
+    owners: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    /// A fresh owner id for a session.
+    pub(crate) fn next_owner(&self) -> u64 {
+        self.owners.fetch_add(1, Ordering::Relaxed)
     }
-    for f in set {
-        f.await;
+
+    /// The layout in force.
+    pub(crate) fn layout(&self) -> Arc<Layout> {
+        self.layout
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Re-merges the layout in force.
+    fn remerge(&self) {
+        self.layout().remerge(&self.reported);
     }
 }
 
@@ -406,7 +545,8 @@ pub struct Gateway {
     server: Option<HttpServer>,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
-    drain_timeout: Duration,
+    /// The configuration in force (its HTTP side as bound).
+    config: GatewayConfig,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -428,58 +568,22 @@ impl Gateway {
         let Some(first) = config.routes.first() else {
             return Err(invalid("a gateway needs at least one route".into()));
         };
-        let mut routes = Vec::new();
-        for r in &config.routes {
-            let mut members = vec![false; config.upstreams.len()];
-            for name in &r.upstreams {
-                let Some(i) = config.upstreams.iter().position(|u| &u.name == name) else {
-                    return Err(invalid(format!(
-                        "route {}: unknown upstream {name:?}",
-                        r.name
-                    )));
-                };
-                members[i] = true;
-            }
-            routes.push(Arc::new(RouteView {
-                name: r.name.clone(),
-                path: r.path.clone(),
-                members,
-                allow: r.tools.clone(),
-            }));
-        }
         let draining = Arc::new(AtomicBool::new(false));
-        let mut members = Vec::new();
-        for u in &config.upstreams {
-            let mut bridge = BridgeConfig::new(u.connector.clone());
-            bridge.mode = ChildMode::Shared;
-            bridge.init_timeout = config.init_timeout;
-            bridge.request_timeout = config.request_timeout;
-            bridge.drain_timeout = config.drain_timeout;
-            bridge.ready_wait = u.list_timeout;
-            // 2026-07-28 where the upstream speaks it: its own input_required
-            // round trips and capability checks reach modern clients as they
-            // are; legacy sessions get them translated (module `session`).
-            let (core, tasks) = crate::start_core(
-                bridge,
-                u.name.clone(),
-                draining.clone(),
-                crate::upstream::Ask::Discover,
-            );
-            members.push(Member {
-                name: u.name.clone(),
-                prefix: u.prefix.clone(),
-                core,
-                snapshot: watch::Sender::new(None),
-                list_timeout: u.list_timeout,
-                subscriptions: listen::Subscriptions::default(),
-                tasks,
-            });
-        }
+        let members: Vec<Arc<Member>> = config
+            .upstreams
+            .iter()
+            .map(|u| Member::start(u, &config, &draining))
+            .collect();
+        let layout = match Layout::new(members, &config.routes) {
+            Ok(l) => l,
+            Err(why) => {
+                // Nothing is serving yet: the upstreams just started go.
+                return Err(invalid(why));
+            }
+        };
         let (notices, _) = broadcast::channel(1024);
         let shared = Arc::new(Shared {
-            members,
-            routes,
-            merged: RwLock::new(Arc::new(Merged::default())),
+            layout: RwLock::new(Arc::new(layout)),
             reported: Mutex::new(BTreeSet::new()),
             notices,
             page_size: config.page_size.max(1),
@@ -487,14 +591,10 @@ impl Gateway {
             answers: gauge::Gauge::default(),
             listens: gauge::Gauge::default(),
             request_timeout: config.request_timeout,
+            owners: std::sync::atomic::AtomicU64::new(1 << 48),
         });
-        let mut follows = Vec::new();
-        for i in 0..shared.members.len() {
-            follows.push(tokio::spawn(follow(Arc::downgrade(&shared), i)));
-            follows.push(tokio::spawn(listen::upstream_listen(
-                Arc::downgrade(&shared),
-                i,
-            )));
+        for m in &shared.layout().members {
+            m.watch(&shared);
         }
         let mut http = config.http.clone();
         http.path = first.path.clone();
@@ -526,11 +626,8 @@ impl Gateway {
         let (server, mut acceptor) = match HttpServer::bind(http).await {
             Ok(bound) => bound,
             Err(e) => {
-                for f in follows {
-                    f.abort();
-                }
-                for m in &shared.members {
-                    m.upstream().shutdown(Duration::ZERO).await;
+                for m in &shared.layout().members {
+                    m.retire(Duration::ZERO).await;
                 }
                 return Err(e);
             }
@@ -538,40 +635,30 @@ impl Gateway {
         let accept_shared = shared.clone();
         let accept = tokio::spawn(
             async move {
-                let _follows = AbortOnDrop(follows);
                 while let Some(session) = acceptor.accept().await {
                     let shared = accept_shared.clone();
-                    let Some(route) = shared
-                        .routes
-                        .iter()
-                        .find(|r| r.path == session.path)
-                        .cloned()
-                    else {
-                        debug!(path = %session.path, "a session at a path no route has");
-                        continue;
-                    };
                     let (tx, rx) = session.transport.split();
                     match session.kind {
                         SessionKind::Stateless => {
-                            tokio::spawn(exchange::serve(shared, route, tx, rx, session.headers));
+                            tokio::spawn(exchange::serve(shared, session.path, tx, rx, session.headers));
                         }
                         _ => {
-                            let span = tracing::info_span!("session", id = %session.session_id, route = %route.name);
-                            tokio::spawn(session::serve(shared, route, tx, rx).instrument(span));
+                            let span = tracing::info_span!("session", id = %session.session_id, path = %session.path);
+                            tokio::spawn(session::serve(shared, session.path, tx, rx).instrument(span));
                         }
                     }
                 }
             }
             .instrument(tracing::info_span!("gateway")),
         );
-        for r in &shared.routes {
+        for r in &shared.layout().routes {
             info!(route = %r.name, url = %server.url_of(&r.path), "gateway route listening");
         }
         Ok(Gateway {
             server: Some(server),
             shared,
             accept,
-            drain_timeout: config.drain_timeout,
+            config,
         })
     }
 
@@ -590,6 +677,94 @@ impl Gateway {
         readiness_of(&self.shared)
     }
 
+    /// Applies a new configuration: upstreams added start, removed ones drain
+    /// (up to the drain timeout) and end, changed ones (another
+    /// [`identity`](GatewayUpstream::identity), prefix or list timeout) are
+    /// replaced the same way; unchanged ones, and every session, carry on.
+    /// Every session is told its lists may have changed. Returns what
+    /// changed, one line.
+    ///
+    /// Errors (the configuration in force is kept): a route naming an
+    /// unknown upstream, or route paths that differ from those bound (a new
+    /// path needs a restart).
+    pub fn reload(&mut self, mut config: GatewayConfig) -> Result<String, String> {
+        let old_paths: BTreeSet<&str> =
+            self.config.routes.iter().map(|r| r.path.as_str()).collect();
+        let new_paths: BTreeSet<&str> = config.routes.iter().map(|r| r.path.as_str()).collect();
+        if old_paths != new_paths {
+            return Err(format!(
+                "the route paths changed ({old_paths:?} to {new_paths:?}): serving new paths needs a restart"
+            ));
+        }
+        for r in &config.routes {
+            let unknown = r
+                .upstreams
+                .iter()
+                .find(|n| !config.upstreams.iter().any(|u| &u.name == *n));
+            if let Some(name) = unknown {
+                return Err(format!("route {}: unknown upstream {name:?}", r.name));
+            }
+        }
+        let old = self.shared.layout();
+        let same = |m: &Member, u: &GatewayUpstream| {
+            m.identity == u.identity && m.prefix == u.prefix && m.list_timeout == u.list_timeout
+        };
+        let (mut added, mut changed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+        let members: Vec<Arc<Member>> = config
+            .upstreams
+            .iter()
+            .map(|u| match old.members.iter().find(|m| m.name == u.name) {
+                Some(m) if same(m, u) => {
+                    kept.push(u.name.clone());
+                    m.clone()
+                }
+                found => {
+                    if found.is_some() {
+                        changed.push(u.name.clone());
+                    } else {
+                        added.push(u.name.clone());
+                    }
+                    let m = Member::start(u, &config, &self.shared.draining);
+                    m.watch(&self.shared);
+                    m
+                }
+            })
+            .collect();
+        let layout = Layout::new(members, &config.routes).expect("routes checked above");
+        layout.remerge(&self.shared.reported);
+        let retired: Vec<Arc<Member>> = old
+            .members
+            .iter()
+            .filter(|m| !layout.members.iter().any(|n| Arc::ptr_eq(m, n)))
+            .cloned()
+            .collect();
+        let removed: Vec<String> = retired
+            .iter()
+            .filter(|m| !changed.contains(&m.name))
+            .map(|m| m.name.clone())
+            .collect();
+        *self
+            .shared
+            .layout
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(layout);
+        let _ = self.shared.notices.send(GatewayNotice::Reloaded);
+        let drain = config.drain_timeout;
+        for m in retired {
+            tokio::spawn(async move { m.retire(drain).await });
+        }
+        // The HTTP side stays as bound.
+        config.http = self.config.http.clone();
+        self.config = config;
+        Ok(format!(
+            "added [{}], removed [{}], restarted [{}], kept [{}]",
+            added.join(", "),
+            removed.join(", "),
+            changed.join(", "),
+            kept.join(", ")
+        ))
+    }
+
     /// Drains (up to the drain timeout), ends every upstream in the spec's
     /// order, then stops serving HTTP.
     pub async fn shutdown(mut self) {
@@ -597,18 +772,17 @@ impl Gateway {
             server.refuse_new_sessions();
         }
         self.shared.draining.store(true, Ordering::Relaxed);
-        let deadline = tokio::time::Instant::now() + self.drain_timeout;
+        let drain = self.config.drain_timeout;
+        let members = self.shared.layout().members.clone();
+        let deadline = tokio::time::Instant::now() + drain;
         let _ = tokio::time::timeout_at(deadline, async {
-            for m in &self.shared.members {
-                m.upstream().drained(self.drain_timeout).await;
+            for m in &members {
+                m.upstream().drained(drain).await;
             }
         })
         .await;
-        for m in &self.shared.members {
-            for t in &m.tasks {
-                t.abort();
-            }
-            m.upstream().shutdown(Duration::ZERO).await;
+        for m in &members {
+            m.retire(Duration::ZERO).await;
         }
         // Every answer but the open listens' is sent before the connections
         // close; the listens then get their final result.
@@ -633,8 +807,9 @@ impl Gateway {
 }
 
 fn readiness_of(shared: &Shared) -> GatewayReadiness {
-    let upstreams = shared.readiness();
-    let any_ready = shared
+    let layout = shared.layout();
+    let upstreams = layout.readiness();
+    let any_ready = layout
         .members
         .iter()
         .any(|m| matches!(m.upstream().status(), Status::Ready(_)));
@@ -644,52 +819,36 @@ fn readiness_of(shared: &Shared) -> GatewayReadiness {
     }
 }
 
-struct AbortOnDrop(Vec<JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for t in &self.0 {
-            t.abort();
-        }
-    }
-}
-
 /// The most pages of one upstream list walked: 1,000.
 const MAX_PAGES: usize = 1000;
 
-/// Keeps member `index`'s snapshot: every list at each (re)connection, one
-/// list again at its `list_changed`; relays its resource updates.
-async fn follow(shared: Weak<Shared>, index: usize) {
+/// Keeps `member`'s snapshot: every list at each (re)connection, one list
+/// again at its `list_changed`; relays its resource updates.
+async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
     let (mut status, mut notes) = {
-        let Some(s) = shared.upgrade() else { return };
-        let up = s.members[index].upstream();
-        (up.watch_status(), up.subscribe())
+        let Some(m) = member.upgrade() else { return };
+        (m.upstream().watch_status(), m.upstream().subscribe())
     };
     let mut handled: Option<u64> = None;
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         {
-            let Some(s) = shared.upgrade() else { return };
-            let generation = s.members[index].upstream().restarts();
+            let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else {
+                return;
+            };
+            let generation = m.upstream().restarts();
             if ready && handled != Some(generation) {
                 handled = Some(generation);
-                relist(
-                    &s,
-                    index,
-                    &[ListKind::Tools, ListKind::Prompts, ListKind::Resources],
-                )
-                .await;
+                relist(&s, &m, &ListKind::ALL).await;
             }
         }
         tokio::select! {
             changed = status.changed() => if changed.is_err() { return },
             note = notes.recv() => {
-                let Some(s) = shared.upgrade() else { return };
+                let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
                 match note {
-                    Ok(n) => listen::on_upstream_notification(&s, index, n).await,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        relist(&s, index, &[ListKind::Tools, ListKind::Prompts, ListKind::Resources]).await;
-                    }
+                    Ok(n) => listen::on_upstream_notification(&s, &m, n).await,
+                    Err(broadcast::error::RecvError::Lagged(_)) => relist(&s, &m, &ListKind::ALL).await,
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
@@ -697,9 +856,8 @@ async fn follow(shared: Weak<Shared>, index: usize) {
     }
 }
 
-/// Lists `kinds` of member `index` again, re-merges, and tells the sessions.
-pub(crate) async fn relist(shared: &Arc<Shared>, index: usize, kinds: &[ListKind]) {
-    let m = &shared.members[index];
+/// Lists `kinds` of member `m` again, re-merges, and tells the sessions.
+pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind]) {
     let Ok(info) = m.upstream().ready(Duration::ZERO).await else {
         return;
     };
@@ -746,7 +904,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, index: usize, kinds: &[ListKind
     for &kind in kinds {
         let _ = shared.notices.send(GatewayNotice::ListChanged {
             kind,
-            member: index,
+            member: m.name.clone(),
         });
     }
 }
@@ -768,7 +926,8 @@ async fn list_all(m: &Member, modern: bool, method: &str, key: &str) -> Result<V
             });
         }
         let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
-        let owner = m.core.next_owner();
+        // The gateway's own: never an owner of an upstream's log or request.
+        let owner = crate::upstream::BRIDGE_OWNER;
         let page = match crate::call_once(m.upstream(), request, owner, m.list_timeout).await {
             Message::Response(r) => serde_json::from_str::<Map<String, Value>>(r.result.get())
                 .map_err(|e| format!("an unreadable {method} result: {e}"))?,

@@ -15,7 +15,7 @@
 //!
 //! This module must not know how upstreams are reached or listed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,7 +32,7 @@ use switchboard_transport::{Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info};
 
-use super::{GatewayNotice, RouteView, Shared};
+use super::{GatewayNotice, Layout, Member, RouteView, Shared};
 use crate::classify::{Notice, Route};
 use crate::error::Error;
 use crate::raw::RawObject;
@@ -52,36 +52,42 @@ enum State {
 
 struct Session {
     gw: Arc<Shared>,
-    route: Arc<RouteView>,
+    /// This session's owner id on every upstream: what the upstream sends
+    /// on its own while only this session has calls there is this session's.
+    owner: u64,
+    /// The path of its route (looked up in the layout in force at each
+    /// request: a reload may change what it serves).
+    path: String,
     tx: Sender,
     state: Mutex<State>,
     /// Downstream request id → the cancel switch of its call.
     calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
     /// Our id of a server→client request sent to the client → its upstream
     /// and the upstream's (remapped) id.
-    server_requests: Mutex<HashMap<Id, (usize, Id)>>,
+    server_requests: Mutex<HashMap<Id, (Arc<Member>, Id)>>,
     next_server_request: AtomicU64,
     /// Our ids of requests asked of the client for a 2026-07-28 upstream's
     /// `input_required` result, and who waits for the answer.
     input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
-    /// (member, URI) this session subscribed to.
-    subscribed: Mutex<HashSet<(usize, String)>>,
+    /// (upstream name, URI) this session subscribed to, and that upstream.
+    subscribed: Mutex<HashMap<(String, String), Arc<Member>>>,
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// Serves one session until it ends.
-pub(crate) async fn serve(gw: Arc<Shared>, route: Arc<RouteView>, tx: Sender, mut rx: Receiver) {
+pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Receiver) {
     let mut notices = gw.notices.subscribe();
     let session = Arc::new(Session {
+        owner: gw.next_owner(),
         gw,
-        route,
+        path,
         tx,
         state: Mutex::new(State::New),
         calls: Mutex::new(HashMap::new()),
         server_requests: Mutex::new(HashMap::new()),
         next_server_request: AtomicU64::new(1),
         input_waiters: Mutex::new(HashMap::new()),
-        subscribed: Mutex::new(HashSet::new()),
+        subscribed: Mutex::new(HashMap::new()),
         log_level: Mutex::new(None),
     });
     loop {
@@ -110,6 +116,21 @@ pub(crate) async fn serve(gw: Arc<Shared>, route: Arc<RouteView>, tx: Sender, mu
     end(&session).await;
 }
 
+impl Session {
+    /// The layout in force and this session's route in it; `None` once a
+    /// reload removed the route.
+    fn route(&self) -> Option<(Arc<Layout>, Arc<RouteView>)> {
+        let layout = self.gw.layout();
+        let route = layout.route(&self.path)?.clone();
+        Some((layout, route))
+    }
+}
+
+/// The answer to a request on a route a reload removed.
+fn gone(id: Id) -> Message {
+    Error::InvalidRequest("this route was removed by a configuration reload".into()).answer(id)
+}
+
 fn initialized(session: &Session) -> bool {
     matches!(*lock(&session.state), State::Serving { .. })
 }
@@ -125,8 +146,15 @@ async fn announce(session: &Session, kind: super::ListKind) {
 
 async fn on_notice(session: &Session, notice: GatewayNotice) {
     match notice {
-        GatewayNotice::ListChanged { kind, member } if session.route.members[member] => {
-            announce(session, kind).await;
+        GatewayNotice::ListChanged { kind, member } => {
+            if session.route().is_some_and(|(_, r)| r.serves(&member)) {
+                announce(session, kind).await;
+            }
+        }
+        GatewayNotice::Reloaded => {
+            for kind in super::ListKind::ALL {
+                announce(session, kind).await;
+            }
         }
         GatewayNotice::ResourceUpdated {
             member,
@@ -137,12 +165,11 @@ async fn on_notice(session: &Session, notice: GatewayNotice) {
                 .as_ref()
                 .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
                 .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
-            let mine = uri.is_some_and(|u| lock(&session.subscribed).contains(&(member, u)));
+            let mine = uri.is_some_and(|u| lock(&session.subscribed).contains_key(&(member, u)));
             if mine {
                 let _ = session.tx.send(Message::Notification(notification)).await;
             }
         }
-        _ => {}
     }
 }
 
@@ -197,7 +224,7 @@ async fn on_message(session: &Arc<Session>, message: Message) {
                 Message::Error(e) => Message::Error(ErrorResponse::new(Some(ours), e.error)),
                 other => other,
             };
-            session.gw.members[member].upstream().respond(answer).await;
+            member.upstream().respond(answer).await;
         }
     }
 }
@@ -239,7 +266,10 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     if let Some(key) = list_key {
         let session = session.clone();
         tokio::spawn(async move {
-            let answer = list(&session.gw, &session.route, key, r).await;
+            let answer = match session.route() {
+                Some((layout, route)) => list(&layout, &route, key, r, session.gw.page_size).await,
+                None => gone(r.id),
+            };
             reply(&session, answer).await;
         });
         return;
@@ -257,10 +287,13 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         *lock(&session.log_level) = Some(level);
         let session = session.clone();
         tokio::spawn(async move {
-            for (i, m) in session.gw.members.iter().enumerate() {
-                if session.route.members[i] {
+            let Some((layout, route)) = session.route() else {
+                return reply(&session, gone(r.id)).await;
+            };
+            for (i, m) in layout.members.iter().enumerate() {
+                if route.members[i] {
                     m.core
-                        .shared_child_logs_everything(m.core.next_owner())
+                        .shared_child_logs_everything(crate::upstream::BRIDGE_OWNER)
                         .await;
                 }
             }
@@ -268,7 +301,10 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         });
         return;
     }
-    let target = match super::exchange::resolve(&session.gw, &session.route, &r) {
+    let Some((layout, route_view)) = session.route() else {
+        return reply(session, gone(r.id)).await;
+    };
+    let target = match super::exchange::resolve(&layout, &route_view, &r) {
         Ok(t) => t,
         Err(why) => return reply(session, why.answer(r.id)).await,
     };
@@ -286,13 +322,19 @@ async fn on_request(session: &Arc<Session>, r: Request) {
 }
 
 /// A list from the merged catalog, paged under the gateway's cursor.
-pub(crate) async fn list(gw: &Shared, route: &RouteView, key: &str, r: Request) -> Message {
+pub(crate) async fn list(
+    layout: &Layout,
+    route: &RouteView,
+    key: &str,
+    r: Request,
+    page_size: usize,
+) -> Message {
     let cursor = r
         .params_as::<Map<String, Value>>()
         .ok()
         .and_then(|p| p.get("cursor").and_then(Value::as_str).map(str::to_owned));
-    gw.listed(route).await;
-    let merged = gw.merged();
+    layout.listed(route).await;
+    let merged = layout.merged();
     let entries: Vec<&Value> = match key {
         "tools" => merged
             .tools
@@ -324,7 +366,7 @@ pub(crate) async fn list(gw: &Shared, route: &RouteView, key: &str, r: Request) 
             .map(|e| &e.value)
             .collect(),
     };
-    match super::catalog::page(&entries, cursor.as_deref(), gw.page_size) {
+    match super::catalog::page(&entries, cursor.as_deref(), page_size) {
         Ok((page, next)) => ok(
             r.id,
             super::catalog::list_result(key, page.iter().copied(), next),
@@ -358,13 +400,16 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     let Some(version) = legacy.negotiate_initialize(&params.protocol_version) else {
         return Error::InvalidParams("no protocol version in common".into()).answer(r.id.clone());
     };
-    let capabilities = session.gw.capabilities(&session.route).await;
+    let Some((layout, route)) = session.route() else {
+        return gone(r.id.clone());
+    };
+    let capabilities = layout.capabilities(&route).await;
     let mut result = json!({
         "protocolVersion": version.as_str(),
         "capabilities": capabilities,
         "serverInfo": { "name": "switchboard-gateway", "version": env!("CARGO_PKG_VERSION") },
     });
-    if let Some(text) = session.gw.instructions(&session.route) {
+    if let Some(text) = layout.instructions(&route) {
         result["instructions"] = Value::String(text);
     }
     if version == ProtocolVersion::V2025_03_26 {
@@ -385,12 +430,11 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
 /// `listen`). Errors: the upstream's refusal.
 pub(crate) async fn subscribe_at(
     gw: &Shared,
-    member: usize,
+    m: &Member,
     uri: &str,
     subscribe: bool,
     mine: bool,
 ) -> Result<(), ErrorObject> {
-    let m = &gw.members[member];
     let modern =
         matches!(m.upstream().status(), crate::upstream::Status::Ready(info) if info.modern);
     if modern {
@@ -404,7 +448,10 @@ pub(crate) async fn subscribe_at(
     };
     let request = Request::new(Id::from(0u64), method, &json!({ "uri": uri }))
         .map_err(|e| Error::Internal(e.to_string()).to_object())?;
-    let ask = || crate::call_once(m.upstream(), request, m.core.next_owner(), gw.request_timeout);
+    let ask = || {
+        let owner = crate::upstream::BRIDGE_OWNER;
+        crate::call_once(m.upstream(), request, owner, gw.request_timeout)
+    };
     match m.core.shared_subscription(uri, subscribe, mine, ask).await {
         None | Some(Message::Response(_)) => Ok(()),
         Some(Message::Error(e)) => Err(e.error),
@@ -413,7 +460,7 @@ pub(crate) async fn subscribe_at(
 }
 
 /// A session's `resources/subscribe` or `resources/unsubscribe`.
-async fn subscription(session: Arc<Session>, member: usize, r: Request, subscribe: bool) {
+async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, subscribe: bool) {
     let uri = r
         .params_as::<Map<String, Value>>()
         .ok()
@@ -422,12 +469,12 @@ async fn subscription(session: Arc<Session>, member: usize, r: Request, subscrib
         let why = Error::InvalidParams("params.uri is required".into());
         return reply(&session, why.answer(r.id)).await;
     };
-    let key = (member, uri.clone());
-    let mine = lock(&session.subscribed).contains(&key);
-    let answer = match subscribe_at(&session.gw, member, &uri, subscribe, mine).await {
+    let key = (member.name.clone(), uri.clone());
+    let mine = lock(&session.subscribed).contains_key(&key);
+    let answer = match subscribe_at(&session.gw, &member, &uri, subscribe, mine).await {
         Ok(()) => {
             if subscribe {
-                lock(&session.subscribed).insert(key);
+                lock(&session.subscribed).insert(key, member.clone());
             } else {
                 lock(&session.subscribed).remove(&key);
             }
@@ -465,7 +512,7 @@ fn declared(session: &Session, method: &str) -> bool {
 
 /// Forwards `r` (already in its upstream's names) to member `member` and
 /// relays what belongs to the call.
-fn forward(session: &Arc<Session>, member: usize, r: Request) {
+fn forward(session: &Arc<Session>, member: Arc<Member>, r: Request) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
     tokio::spawn(pump(session.clone(), member, r, cancel_rx));
@@ -473,13 +520,12 @@ fn forward(session: &Arc<Session>, member: usize, r: Request) {
 
 async fn pump(
     session: Arc<Session>,
-    member: usize,
+    m: Arc<Member>,
     mut r: Request,
     mut cancel: oneshot::Receiver<String>,
 ) {
     let _answering =
         crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
-    let m = &session.gw.members[member];
     let up = m.upstream().clone();
     let down_id = r.id.clone();
     let fail = |why: Error| {
@@ -525,7 +571,7 @@ async fn pump(
     let mut rounds = 0;
     let mut call = tokio::select! {
         biased;
-        started = up.call(r, m.core.next_owner()) => match started {
+        started = up.call(r, session.owner) => match started {
             Ok(c) => c,
             Err(why) => {
                 let why = Error::Upstream(format!("upstream {}: {why}", m.name));
@@ -562,7 +608,7 @@ async fn pump(
                 let n = if Notice::of(&n.method) == Notice::Cancelled {
                     // The upstream cancels a request it sent: tell the client
                     // under the id the client knows.
-                    match upstream_cancelled(&session, member, n) {
+                    match upstream_cancelled(&session, &m, n) {
                         Some(n) => n,
                         None => continue,
                     }
@@ -593,7 +639,7 @@ async fn pump(
                     "sbg-s{}",
                     session.next_server_request.fetch_add(1, Ordering::Relaxed)
                 ));
-                lock(&session.server_requests).insert(ours.clone(), (member, req.id));
+                lock(&session.server_requests).insert(ours.clone(), (m.clone(), req.id));
                 let out = Request {
                     id: ours,
                     method: req.method,
@@ -633,7 +679,7 @@ async fn pump(
                     method: original.method.clone(),
                     params: Some(params),
                 };
-                call = match up.call(again, m.core.next_owner()).await {
+                call = match up.call(again, session.owner).await {
                     Ok(c) => c,
                     Err(why) => {
                         let why = Error::Upstream(format!("upstream {}: {why}", m.name));
@@ -747,14 +793,18 @@ async fn gather_input(
 
 /// The upstream's `notifications/cancelled` of a request it sent this
 /// session, under our id; `None` when that request is not (any more) ours.
-fn upstream_cancelled(session: &Session, member: usize, n: Notification) -> Option<Notification> {
+fn upstream_cancelled(
+    session: &Session,
+    member: &Arc<Member>,
+    n: Notification,
+) -> Option<Notification> {
     let mut params: Map<String, Value> = serde_json::from_str(n.params.as_ref()?.get()).ok()?;
     let theirs: Id = serde_json::from_value(params.get("requestId")?.clone()).ok()?;
     let ours = {
         let mut table = lock(&session.server_requests);
         let ours = table
             .iter()
-            .find(|(_, (m, id))| *m == member && *id == theirs)
+            .find(|(_, (m, id))| Arc::ptr_eq(m, member) && *id == theirs)
             .map(|(ours, _)| ours.clone())?;
         table.remove(&ours);
         ours
@@ -770,9 +820,10 @@ async fn end(session: &Arc<Session>) {
     for c in calls {
         let _ = c.send("the session ended".into());
     }
-    let subscribed: Vec<(usize, String)> = lock(&session.subscribed).drain().collect();
-    for (member, uri) in subscribed {
-        let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
+    let subscribed: Vec<((String, String), Arc<Member>)> =
+        lock(&session.subscribed).drain().collect();
+    for ((_, uri), member) in subscribed {
+        let _ = subscribe_at(&session.gw, &member, &uri, false, true).await;
     }
     lock(&session.server_requests).clear();
     lock(&session.input_waiters).clear();
