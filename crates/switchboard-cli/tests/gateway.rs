@@ -164,10 +164,17 @@ async fn a_killed_stdio_upstream_fails_its_call_then_comes_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_never_answered_is_left_out_after_the_upstream_timeout() {
     let dir = TempDir::new("hang-list");
+    let calls = dir.path().join("calls.log");
     let config = [
         fixture_upstream(
             "mute",
-            &["--name", "mute", "--hang-list"],
+            &[
+                "--name",
+                "mute",
+                "--hang-list",
+                "--calls",
+                calls.to_str().unwrap(),
+            ],
             "timeout = \"1s\"",
         ),
         fixture_upstream("talky", &["--name", "talky", "--tool", "extra"], ""),
@@ -189,12 +196,15 @@ async fn a_list_never_answered_is_left_out_after_the_upstream_timeout() {
             took < Duration::from_secs(5),
             "{leg:?}: tools/list took {took:?}"
         );
-        // The mute upstream still answers calls: only its list is missing.
         assert_eq!(
             call_text(&client, "talky__extra", json!({"text": leg_tag(leg)})).await,
             format!("talky:extra:{}", leg_tag(leg))
         );
+        // A name of the mute upstream was never listed: not served.
+        let (code, message) = call_refused(&client, "mute__echo").await;
+        assert_eq!(code, -32602, "{leg:?}: {message}");
     }
+    assert_eq!(lines_of(&calls), Vec::<String>::new());
 }
 
 fn leg_tag(leg: Leg) -> &'static str {
@@ -478,19 +488,22 @@ async fn concurrent_elicitation_and_sampling_reach_the_session_of_their_call() {
 }
 
 /// A shared 2025-11-25 stdio upstream (`example-server`): its elicitation and
-/// sampling requests, sent during a call of one session while another session
-/// is connected, reach the session of that call, alternating between sessions.
+/// sampling requests, sent during a call of one client while others are
+/// connected, reach the client of that call, alternating between a Streamable
+/// HTTP session, a legacy HTTP+SSE session and a 2026-07-28 client (for which
+/// the gateway turns the request into `input_required`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitation_and_sampling_from_a_legacy_upstream_reach_the_calling_session() {
     let dir = TempDir::new("elicit-legacy");
     let config = [example_upstream("ex", &[]), example_upstream("other", &[])].concat();
     let gw = GatewayProc::start(dir.path(), &config).await;
     let mut clients = Vec::new();
-    for who in ["alice", "bob"] {
-        clients.push((
-            who,
-            connect_with(&gw, Leg::Streamable, answering_as(who, None)).await,
-        ));
+    for (who, leg) in [
+        ("alice", Leg::Streamable),
+        ("bob", Leg::LegacySse),
+        ("carol", Leg::Modern),
+    ] {
+        clients.push((who, connect_with(&gw, leg, answering_as(who, None)).await));
     }
     for round in 0..2 {
         for (who, client) in &clients {
