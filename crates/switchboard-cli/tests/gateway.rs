@@ -207,6 +207,56 @@ async fn a_list_never_answered_is_left_out_after_the_upstream_timeout() {
     assert_eq!(lines_of(&calls), Vec::<String>::new());
 }
 
+/// SIGTERM drains calls in flight (up to 10 s) and stops: with no downstream
+/// request in flight it stops at once, even when an upstream never answered
+/// the gateway's own `tools/list` (which its 1 s list timeout gave up on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "gateway bug: SIGTERM waits the whole 10 s drain when an upstream never answered tools/list"]
+async fn sigterm_stops_at_once_when_an_upstream_never_answered_its_list() {
+    let dir = TempDir::new("hang-list-stop");
+    let config = [
+        fixture_upstream(
+            "mute",
+            &["--name", "mute", "--hang-list"],
+            "timeout = \"1s\"",
+        ),
+        fixture_upstream("talky", &["--name", "talky"], ""),
+    ]
+    .concat();
+    let mut gw = GatewayProc::start(dir.path(), &config).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    assert_eq!(tool_names(&client).await, ["talky__echo", "talky__hang"]);
+    client.close().await;
+    let (took, status) = gw.terminate().await;
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the gateway took {took:?} to stop with nothing in flight: {}",
+        gw.log()
+    );
+}
+
+/// The same with every upstream answering: the baseline of the test above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_at_once_with_nothing_in_flight() {
+    let dir = TempDir::new("stop");
+    let config = [
+        fixture_upstream("one", &["--name", "one"], ""),
+        fixture_upstream("two", &["--name", "two"], ""),
+    ]
+    .concat();
+    let mut gw = GatewayProc::start(dir.path(), &config).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    assert_eq!(tool_names(&client).await.len(), 4);
+    client.close().await;
+    let (took, status) = gw.terminate().await;
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the gateway took {took:?} to stop with nothing in flight"
+    );
+}
+
 fn leg_tag(leg: Leg) -> &'static str {
     match leg {
         Leg::Streamable => "streamable",

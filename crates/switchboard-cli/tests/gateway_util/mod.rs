@@ -133,6 +133,20 @@ impl GatewayProc {
         }
     }
 
+    /// Sends SIGTERM and waits (at most [`LIMIT`]) for the gateway to end; how
+    /// long it took and its exit status.
+    pub async fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
+        let pid = libc::pid_t::try_from(self.child.id().expect("running")).expect("a pid");
+        let start = Instant::now();
+        // SAFETY: a plain system call on the gateway this test started, by its id.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = tokio::time::timeout(LIMIT, self.child.wait())
+            .await
+            .expect("the gateway ends after SIGTERM")
+            .unwrap();
+        (start.elapsed(), status)
+    }
+
     /// Its stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -148,6 +162,31 @@ impl GatewayProc {
             .expect("/readyz answers");
         let status = r.status().as_u16();
         (status, r.text().await.unwrap())
+    }
+}
+
+/// Stops the gateway with SIGTERM, so that it shuts its stdio children down
+/// (a SIGKILL would orphan those that do not exit on stdin's end, such as
+/// server-everything), then kills it if it has not ended within 10 s.
+impl Drop for GatewayProc {
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else {
+            return;
+        };
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return;
+        };
+        // SAFETY: a plain system call on the gateway this test started, by its id.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("the gateway did not stop within 10 s of SIGTERM: killed");
+        let _ = self.child.start_kill();
     }
 }
 
