@@ -320,6 +320,45 @@ async fn a_name_two_unprefixed_upstreams_claim_is_withheld() {
     );
 }
 
+/// An unprefixed upstream offering `pre__echo` and an upstream named `pre`
+/// (served as `pre__echo` and `pre__hang`) claim the same served name: it is
+/// withheld from both and a call to it reaches neither; `pre__hang` is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_name_claimed_through_a_prefix_and_without_one_is_withheld() {
+    let dir = TempDir::new("clash-prefix");
+    let calls = dir.path().join("calls.log");
+    let c = calls.to_str().unwrap();
+    let config = [
+        fixture_upstream(
+            "bare",
+            &["--name", "bare", "--tool", "pre__echo", "--calls", c],
+            "prefix = \"\"",
+        ),
+        fixture_upstream("pre", &["--name", "pre", "--calls", c], ""),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    for leg in LEGS {
+        let client = connect(&gw, leg).await;
+        assert_eq!(
+            tool_names(&client).await,
+            ["echo", "hang", "pre__hang"],
+            "{leg:?}"
+        );
+        let (code, message) = call_refused(&client, "pre__echo").await;
+        assert_eq!(code, -32602, "{leg:?}: {message}");
+        assert_eq!(
+            call_text(&client, "echo", json!({"text": leg_tag(leg)})).await,
+            format!("bare:echo:{}", leg_tag(leg))
+        );
+    }
+    assert_eq!(
+        lines_of(&calls),
+        ["bare echo streamable", "bare echo modern", "bare echo sse"],
+        "a withheld name reached an upstream"
+    );
+}
+
 /// The `/mcp` route's tool allowlist: only the allowed tools that the upstreams
 /// list are offered (an allowed name nobody lists is not); a call to a tool an
 /// upstream lists but the route does not allow is -32602 and never reaches it.
@@ -414,6 +453,15 @@ async fn pages_across_three_upstreams_yield_every_tool_once() {
         assert_eq!(seen.len(), 750, "{leg:?}: {pages} pages");
         assert_eq!(unique, want, "{leg:?}");
         assert_eq!(pages, 8, "{leg:?}");
+        // A cursor the gateway never gave is refused (the spec's SHOULD).
+        let e = bounded(client.list_tools_page(Some("not-a-cursor".into())))
+            .await
+            .expect_err("a made-up cursor is refused");
+        assert_eq!(
+            e.error_object().map(|o| o.code),
+            Some(-32602),
+            "{leg:?}: {e}"
+        );
         // The library's own walk agrees.
         assert_eq!(tool_names(&client).await.len(), 750, "{leg:?}");
         // A tool from the last upstream's last page is callable.
