@@ -702,9 +702,11 @@ async fn two_hundred_concurrent_sessions_get_their_own_replies() {
     assert_eq!(status, 200, "{body}");
 }
 
-/// `/readyz` with an upstream whose command exits at once: 200 while the other
-/// one is ready; 503 naming each upstream's state (JSON) when only the broken
-/// one is configured.
+/// `/readyz` with an upstream whose command exits at once: 200 `ready` while
+/// the other one is ready (its tools served, the dead one's refused); 503
+/// naming each upstream's state when only the broken one is configured. The
+/// 503 body is `not ready: ` and a JSON object (text/plain); a bare JSON body
+/// is accepted too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_reports_a_dead_upstream() {
     let dir = TempDir::new("readyz");
