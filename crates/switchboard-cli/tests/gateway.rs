@@ -580,7 +580,6 @@ async fn concurrent_elicitation_and_sampling_reach_the_client_of_their_call() {
 /// the gateway must turn the upstream's `input_required` into requests on
 /// each session's call stream, as `switchboard bridge` does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "gateway bug: a 2026-only upstream answers -32021 to a session that declared elicitation"]
 async fn concurrent_elicitation_and_sampling_reach_the_session_of_their_call() {
     two_clients_answer_their_own_calls(Leg::Streamable).await;
 }
@@ -702,11 +701,10 @@ async fn two_hundred_concurrent_sessions_get_their_own_replies() {
     assert_eq!(status, 200, "{body}");
 }
 
-/// `/readyz` with an upstream whose command exits at once: 200 `ready` while
-/// the other one is ready (its tools served, the dead one's refused); 503
-/// naming each upstream's state when only the broken one is configured. The
-/// 503 body is `not ready: ` and a JSON object (text/plain); a bare JSON body
-/// is accepted too.
+/// `/readyz` with an upstream whose command exits at once: 200 while the other
+/// one is ready (its tools served, the dead one's refused), and 503 when only
+/// the broken one is configured; either way a JSON body (`application/json`)
+/// saying whether ready and each upstream's state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_reports_a_dead_upstream() {
     let dir = TempDir::new("readyz");
@@ -720,12 +718,26 @@ async fn readyz_reports_a_dead_upstream() {
     ]
     .concat();
     let gw = GatewayProc::start(dir.path(), &config).await;
-    let body = eventually(LIMIT, "/readyz 200", || async {
-        let (status, body) = gw.readyz().await;
-        (status == 200).then_some(body)
+    let report = eventually(LIMIT, "/readyz 200, dead down", || async {
+        let (status, content_type, body) = readyz(&gw).await;
+        if status != 200 {
+            return None;
+        }
+        assert_eq!(content_type, "application/json", "{body}");
+        let v: Value = serde_json::from_str(&body)
+            .unwrap_or_else(|e| panic!("/readyz body is not JSON ({e}): {body}"));
+        (v["upstreams"]["dead"]["state"] == "down").then_some(v)
     })
     .await;
-    assert_eq!(body.trim(), "ready");
+    assert_eq!(report["ready"], true, "{report}");
+    assert_eq!(report["upstreams"]["fine"]["state"], "ready", "{report}");
+    assert_eq!(report["upstreams"]["fine"]["listed"], true, "{report}");
+    assert!(
+        report["upstreams"]["dead"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("exit status: 3")),
+        "{report}"
+    );
     let client = connect(&gw, Leg::Streamable).await;
     assert_eq!(tool_names(&client).await, ["fine__echo", "fine__hang"]);
     assert_eq!(
@@ -739,24 +751,39 @@ async fn readyz_reports_a_dead_upstream() {
 
     let dir2 = TempDir::new("readyz-down");
     let gw = GatewayProc::start(dir2.path(), &dead).await;
-    // Give it time to try (and fail) at least once.
-    let states = eventually(LIMIT, "/readyz names dead as down", || async {
-        let (status, body) = gw.readyz().await;
+    let report = eventually(LIMIT, "/readyz names dead as down", || async {
+        let (status, content_type, body) = readyz(&gw).await;
         assert_eq!(status, 503, "{body}");
-        let json = body
-            .trim()
-            .strip_prefix("not ready: ")
-            .unwrap_or(body.trim());
-        let v: Value = serde_json::from_str(json)
+        assert_eq!(content_type, "application/json", "{body}");
+        let v: Value = serde_json::from_str(&body)
             .unwrap_or_else(|e| panic!("/readyz body is not JSON ({e}): {body}"));
-        (v["dead"]["state"] == "down").then_some(v)
+        (v["upstreams"]["dead"]["state"] == "down").then_some(v)
     })
     .await;
-    assert!(
-        states["dead"]["reason"]
-            .as_str()
-            .is_some_and(|r| !r.is_empty()),
-        "{states}"
+    assert_eq!(report["ready"], false, "{report}");
+    assert_eq!(
+        report["upstreams"].as_object().unwrap().len(),
+        1,
+        "{report}"
     );
-    assert_eq!(states.as_object().unwrap().len(), 1, "{states}");
+}
+
+/// `GET /readyz`: status, content type (without parameters) and body.
+async fn readyz(gw: &GatewayProc) -> (u16, String, String) {
+    let c = reqwest::Client::builder().timeout(LIMIT).build().unwrap();
+    let r = bounded(c.get(format!("{}/readyz", gw.base)).send())
+        .await
+        .expect("/readyz answers");
+    let status = r.status().as_u16();
+    let content_type = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    (status, content_type, r.text().await.unwrap())
 }
