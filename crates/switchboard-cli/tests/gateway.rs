@@ -158,6 +158,127 @@ async fn a_killed_stdio_upstream_fails_its_call_then_comes_back() {
     assert_eq!(tool_names(&fresh).await, names);
 }
 
+/// The children of process `parent` whose command line contains `needle`.
+fn children_of(parent: u32, needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces, so after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The same for a 2026-07-28-only upstream (`kappa`: `example-server --modern-only`,
+/// found by its parent and command line): a Streamable HTTP session's and a
+/// 2026-07-28 client's calls in flight (`progress` over 30 s) fail naming it
+/// when it is killed, the other upstream keeps answering, and it is
+/// restarted and serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_2026_upstream_fails_its_calls_then_comes_back() {
+    let dir = TempDir::new("killed-modern");
+    let config = [
+        example_upstream("kappa", &["--modern-only"]),
+        fixture_upstream("beta", &["--name", "beta"], ""),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let gateway_pid = gw.child.id().expect("running");
+    let legacy = Arc::new(connect(&gw, Leg::Streamable).await);
+    let modern = Arc::new(connect(&gw, Leg::Modern).await);
+    for client in [&legacy, &modern] {
+        assert_eq!(
+            call_text(client, "kappa__echo", json!({"text": "before"})).await,
+            "before"
+        );
+    }
+    let first = children_of(gateway_pid, "--modern-only");
+    assert_eq!(first.len(), 1, "one shared child: {first:?}");
+    let (progressed_tx, mut progressed) = tokio::sync::mpsc::unbounded_channel();
+    let in_flight: Vec<_> = [("legacy", legacy.clone()), ("modern", modern.clone())]
+        .into_iter()
+        .map(|(tag, client)| {
+            let tx = progressed_tx.clone();
+            let options = switchboard::CallOptions::new().on_progress(move |_| {
+                let _ = tx.send(tag);
+            });
+            tokio::spawn(async move {
+                let r = tokio::time::timeout(
+                    LIMIT,
+                    client.call_tool_with(
+                        "kappa__progress",
+                        json!({"seconds": 30, "steps": 300}),
+                        options,
+                    ),
+                )
+                .await;
+                (tag, r)
+            })
+        })
+        .collect();
+    // Both calls are running in the upstream (each had a progress report).
+    let mut seen = BTreeSet::new();
+    while seen.len() < 2 {
+        let tag = bounded(progressed.recv()).await.expect("progress");
+        seen.insert(tag);
+    }
+    // SAFETY: a plain system call on the upstream child this test configured,
+    // by the pid its parent's /proc entry gave.
+    assert_eq!(unsafe { libc::kill(first[0], libc::SIGKILL) }, 0);
+    for task in in_flight {
+        let (tag, outcome) = task.await.unwrap();
+        let said = match outcome.expect("the call in flight ends once its upstream dies") {
+            Ok(r) => {
+                assert!(r.is_error(), "{tag}: the killed call succeeded: {r:?}");
+                text_of(&r)
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            said.replace("kappa__progress", "").contains("kappa"),
+            "{tag}: the error does not name the upstream: {said}"
+        );
+    }
+    assert_eq!(
+        call_text(&legacy, "beta__echo", json!({"text": "meanwhile"})).await,
+        "beta:echo:meanwhile"
+    );
+    for (tag, client) in [("legacy", &legacy), ("modern", &modern)] {
+        let text = eventually(Duration::from_secs(60), "kappa answers again", || {
+            let client = Arc::clone(client);
+            async move {
+                match client
+                    .call_tool("kappa__echo", json!({"text": "after"}))
+                    .await
+                {
+                    Ok(r) if !r.is_error() => Some(text_of(&r)),
+                    _ => None,
+                }
+            }
+        })
+        .await;
+        assert_eq!(text, "after", "{tag}");
+    }
+    let second = children_of(gateway_pid, "--modern-only");
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(first, second, "kappa was not restarted");
+    assert!(tool_names(&modern)
+        .await
+        .contains(&"kappa__echo".to_owned()));
+}
+
 /// An upstream that never answers `tools/list` (its `timeout` 1s): a list
 /// through the gateway answers in about that time with the other upstream's
 /// tools only, for every kind of client.
