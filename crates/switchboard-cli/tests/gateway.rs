@@ -332,7 +332,6 @@ async fn a_list_never_answered_is_left_out_after_the_upstream_timeout() {
 /// request in flight it stops at once, even when an upstream never answered
 /// the gateway's own `tools/list` (which its 1 s list timeout gave up on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "gateway bug: SIGTERM waits the whole 10 s drain when an upstream never answered tools/list"]
 async fn sigterm_stops_at_once_when_an_upstream_never_answered_its_list() {
     let dir = TempDir::new("hang-list-stop");
     let config = [
@@ -907,4 +906,118 @@ async fn readyz(gw: &GatewayProc) -> (u16, String, String) {
         .trim()
         .to_owned();
     (status, content_type, r.text().await.unwrap())
+}
+
+/// A reload under load (issue 22, "Reload"): while sessions of every leg call
+/// the unchanged upstream `keep` without pause, the file is rewritten to
+/// remove `gone` and add `fresh` (then SIGHUP, and once by the file watch
+/// alone): no call of `keep` fails, the open sessions see the new lists and
+/// are told they changed, `keep`'s process is the same one, and a broken file
+/// afterwards is refused with the running configuration kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_under_load_drops_no_call_of_an_unchanged_upstream() {
+    let dir = TempDir::new("reload");
+    let pidfile = dir.path().join("keep.pid");
+    let p = pidfile.to_str().unwrap();
+    let keep = fixture_upstream("keep", &["--name", "keep", "--pidfile", p], "");
+    let config = [keep.clone(), example_upstream("gone", &[])].concat();
+    let mut gw = GatewayProc::start(dir.path(), &config).await;
+    let mut clients = Vec::new();
+    for leg in LEGS {
+        clients.push(Arc::new(connect(&gw, leg).await));
+    }
+    eventually(LIMIT, "both upstreams listed", || {
+        let c = clients[0].clone();
+        async move {
+            let names = tool_names(&c).await;
+            (names.contains(&"keep__echo".to_owned()) && names.contains(&"gone__echo".to_owned()))
+                .then_some(())
+        }
+    })
+    .await;
+    let pid_before = read_pid(&pidfile).expect("keep wrote its pid");
+    // Load: every client calls keep__echo until told to stop; each reply checked.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let (c, stop) = (c.clone(), stop.clone());
+        load.push(tokio::spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = format!("c{i}-{n}");
+                let got = call_text(&c, "keep__echo", json!({ "text": text })).await;
+                assert!(got.contains(&text), "{text}: {got}");
+                n += 1;
+            }
+            n
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Reload by SIGHUP: `gone` out, `fresh` in, `keep` as it was.
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(
+        &file,
+        [keep.clone(), example_upstream("fresh", &[])].concat(),
+    )
+    .unwrap();
+    let pid = libc::pid_t::try_from(gw.child.id().unwrap()).unwrap();
+    // SAFETY: a plain system call on the gateway this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    for c in &clients {
+        let c = c.clone();
+        eventually(LIMIT, "the new upstreams in every session's list", || {
+            let c = c.clone();
+            async move {
+                let names = tool_names(&c).await;
+                (names.contains(&"fresh__echo".to_owned())
+                    && !names.iter().any(|n| n.starts_with("gone__")))
+                .then_some(())
+            }
+        })
+        .await;
+    }
+    let (code, _) = call_refused(&clients[0], "gone__echo").await;
+    assert_eq!(
+        code, -32602,
+        "a removed upstream's tool is no longer served"
+    );
+    // A second reload by the file watch alone (no signal): `fresh` goes too.
+    std::fs::write(&file, keep.clone()).unwrap();
+    eventually(LIMIT, "the file watch applies the change", || {
+        let c = clients[1].clone();
+        async move {
+            let names = tool_names(&c).await;
+            (!names.iter().any(|n| n.starts_with("fresh__"))).then_some(())
+        }
+    })
+    .await;
+    // A broken file: refused, the running configuration kept.
+    std::fs::write(&file, "[upstreams.keep\n").unwrap();
+    eventually(LIMIT, "the broken file refused", || {
+        let log = gw.log();
+        async move { log.contains("reload refused").then_some(()) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut calls = 0;
+    for l in load {
+        calls += bounded(l).await.expect("no call of keep failed");
+    }
+    assert!(calls > 0);
+    assert_eq!(
+        read_pid(&pidfile),
+        Some(pid_before),
+        "keep was not restarted"
+    );
+    assert!(tool_names(&clients[2])
+        .await
+        .contains(&"keep__echo".to_owned()));
+    let log = gw.log();
+    assert!(
+        log.contains("reloaded: added [fresh], removed [gone], restarted [], kept [keep]"),
+        "{log}"
+    );
+    let (_, status) = gw.terminate().await;
+    assert!(status.success());
 }

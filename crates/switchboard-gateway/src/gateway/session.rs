@@ -535,7 +535,7 @@ async fn pump(
     let info = match up.ready(m.list_timeout).await {
         Ok(info) => info,
         Err(why) => {
-            let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+            let why = named(&m, why);
             return reply(&session, fail(why)).await;
         }
     };
@@ -574,7 +574,7 @@ async fn pump(
         started = up.call(r, session.owner) => match started {
             Ok(c) => c,
             Err(why) => {
-                let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                let why = named(&m, why);
                 return reply(&session, fail(why)).await;
             }
         },
@@ -682,7 +682,7 @@ async fn pump(
                 call = match up.call(again, session.owner).await {
                     Ok(c) => c,
                     Err(why) => {
-                        let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                        let why = named(&m, why);
                         return reply(&session, fail(why)).await;
                     }
                 };
@@ -704,10 +704,20 @@ async fn pump(
                 return reply(&session, out).await;
             }
             Step::Failed(why) => {
-                let why = Error::Upstream(format!("upstream {}: {why}", m.name));
+                let why = named(&m, why);
                 return reply(&session, fail(why)).await;
             }
         }
+    }
+}
+
+/// An upstream's failure as a client reads it: naming the upstream once.
+fn named(m: &Member, why: impl std::fmt::Display) -> Error {
+    let text = why.to_string();
+    if text.contains(&format!("upstream server {}", m.name)) {
+        Error::Upstream(text)
+    } else {
+        Error::Upstream(format!("the upstream server {}: {text}", m.name))
     }
 }
 

@@ -336,8 +336,9 @@ struct Slot {
     done: oneshot::Sender<Result<Message, String>>,
     events: mpsc::Sender<Box<CallEvent>>,
     /// Counted in [`Inner::in_flight`] while the slot lives; `None` for a
-    /// 2026-07-28 `subscriptions/listen`, open until its client leaves, so not
-    /// a request in flight.
+    /// 2026-07-28 `subscriptions/listen`, open until its client leaves, and
+    /// for the gateway's own calls ([`BRIDGE_OWNER`]): not requests in
+    /// flight.
     _in_flight: Option<Counted>,
 }
 
@@ -654,11 +655,16 @@ impl Upstream {
             Ok(t) => t,
             Err(e) => return Err(Refused::Failed(format!("invalid params: {e}"))),
         };
+        // What a drain waits for: requests of downstream clients. A listen
+        // stays open until its client leaves; the gateway's own calls (its
+        // lists of the upstream) answer nobody downstream, and one the
+        // upstream never answers must not hold a shutdown for the drain time.
         let listen = Route::of(&request.method) == Route::Listen;
+        let counted = !listen && owner != BRIDGE_OWNER;
         let slot_of_call = Slot {
             done: done_tx,
             events: events_tx,
-            _in_flight: (!listen).then(|| self.inner.in_flight.enter()),
+            _in_flight: counted.then(|| self.inner.in_flight.enter()),
         };
         table.router.insert(id, owner, token, slot_of_call);
         drop(table);
