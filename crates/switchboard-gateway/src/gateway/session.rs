@@ -42,24 +42,51 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where the session is in its life.
-enum State {
+/// Where a session is in its life.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub(crate) enum Phase {
+    /// No `initialize` yet.
     New,
+    /// Initialized: the revision agreed and what the client declared.
     Serving {
+        #[serde(rename = "protocolVersion")]
+        version: ProtocolVersion,
+        #[serde(rename = "clientCapabilities")]
         capabilities: Box<ClientCapabilities>,
     },
 }
 
+/// Everything a downstream session is, in one serializable structure (issue
+/// 22, §9: what a replica needs to take the session over). Its upstream
+/// sessions are the gateway's own (one per upstream, shared by every
+/// session: their ids and eras are in `/readyz`), so it holds none; it names
+/// the upstreams it subscribed at. Calls in flight are not part of it: they
+/// end with the process that runs them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionState {
+    /// The path of its route, looked up in the layout in force at each
+    /// request (a reload may change what the route serves).
+    pub(crate) route: String,
+    /// Its owner id on every upstream.
+    pub(crate) owner: u64,
+    #[serde(flatten)]
+    pub(crate) phase: Phase,
+    /// Its `logging/setLevel`; `None`: every message.
+    pub(crate) log_level: Option<LoggingLevel>,
+    /// (upstream name, URI) it subscribed to.
+    pub(crate) subscriptions: std::collections::BTreeSet<(String, String)>,
+}
+
 struct Session {
     gw: Arc<Shared>,
-    /// This session's owner id on every upstream: what the upstream sends
-    /// on its own while only this session has calls there is this session's.
+    /// This session's owner id on every upstream (also in `state`): what
+    /// the upstream sends on its own while only this session has calls
+    /// there is this session's.
     owner: u64,
-    /// The path of its route (looked up in the layout in force at each
-    /// request: a reload may change what it serves).
-    path: String,
     tx: Sender,
-    state: Mutex<State>,
+    state: Mutex<SessionState>,
     /// Downstream request id → the cancel switch of its call.
     calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
     /// Our id of a server→client request sent to the client → its upstream
@@ -69,26 +96,27 @@ struct Session {
     /// Our ids of requests asked of the client for a 2026-07-28 upstream's
     /// `input_required` result, and who waits for the answer.
     input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
-    /// (upstream name, URI) this session subscribed to, and that upstream.
-    subscribed: Mutex<HashMap<(String, String), Arc<Member>>>,
-    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// Serves one session until it ends.
 pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Receiver) {
     let mut notices = gw.notices.subscribe();
+    let owner = gw.next_owner();
     let session = Arc::new(Session {
-        owner: gw.next_owner(),
+        owner,
         gw,
-        path,
         tx,
-        state: Mutex::new(State::New),
+        state: Mutex::new(SessionState {
+            route: path,
+            owner,
+            phase: Phase::New,
+            log_level: None,
+            subscriptions: Default::default(),
+        }),
         calls: Mutex::new(HashMap::new()),
         server_requests: Mutex::new(HashMap::new()),
         next_server_request: AtomicU64::new(1),
         input_waiters: Mutex::new(HashMap::new()),
-        subscribed: Mutex::new(HashMap::new()),
-        log_level: Mutex::new(None),
     });
     loop {
         tokio::select! {
@@ -121,7 +149,7 @@ impl Session {
     /// reload removed the route.
     fn route(&self) -> Option<(Arc<Layout>, Arc<RouteView>)> {
         let layout = self.gw.layout();
-        let route = layout.route(&self.path)?.clone();
+        let route = layout.route(&lock(&self.state).route)?.clone();
         Some((layout, route))
     }
 }
@@ -132,7 +160,7 @@ fn gone(id: Id) -> Message {
 }
 
 fn initialized(session: &Session) -> bool {
-    matches!(*lock(&session.state), State::Serving { .. })
+    matches!(lock(&session.state).phase, Phase::Serving { .. })
 }
 
 async fn announce(session: &Session, kind: super::ListKind) {
@@ -165,7 +193,8 @@ async fn on_notice(session: &Session, notice: GatewayNotice) {
                 .as_ref()
                 .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
                 .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
-            let mine = uri.is_some_and(|u| lock(&session.subscribed).contains_key(&(member, u)));
+            let mine =
+                uri.is_some_and(|u| lock(&session.state).subscriptions.contains(&(member, u)));
             if mine {
                 let _ = session.tx.send(Message::Notification(notification)).await;
             }
@@ -284,7 +313,7 @@ async fn on_request(session: &Arc<Session>, r: Request) {
             let why = Error::InvalidParams("logging/setLevel needs a valid params.level".into());
             return reply(session, why.answer(r.id)).await;
         };
-        *lock(&session.log_level) = Some(level);
+        lock(&session.state).log_level = Some(level);
         let session = session.clone();
         tokio::spawn(async move {
             let Some((layout, route)) = session.route() else {
@@ -415,7 +444,8 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if version == ProtocolVersion::V2025_03_26 {
         session.tx.set_batching(Batching::Allowed);
     }
-    *lock(&session.state) = State::Serving {
+    lock(&session.state).phase = Phase::Serving {
+        version,
         capabilities: Box::new(params.capabilities),
     };
     info!(client = %params.client_info.name, version = version.as_str(), "downstream session initialized");
@@ -470,13 +500,13 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
         return reply(&session, why.answer(r.id)).await;
     };
     let key = (member.name.clone(), uri.clone());
-    let mine = lock(&session.subscribed).contains_key(&key);
+    let mine = lock(&session.state).subscriptions.contains(&key);
     let answer = match subscribe_at(&session.gw, &member, &uri, subscribe, mine).await {
         Ok(()) => {
             if subscribe {
-                lock(&session.subscribed).insert(key, member.clone());
+                lock(&session.state).subscriptions.insert(key);
             } else {
-                lock(&session.subscribed).remove(&key);
+                lock(&session.state).subscriptions.remove(&key);
             }
             ok(r.id, json!({}))
         }
@@ -490,7 +520,7 @@ fn wants(session: &Session, n: &Notification) -> bool {
     if Notice::of(&n.method) != Notice::Log {
         return true;
     }
-    match *lock(&session.log_level) {
+    match lock(&session.state).log_level {
         Some(min) => crate::log_at_least(n, min),
         None => true,
     }
@@ -499,7 +529,7 @@ fn wants(session: &Session, n: &Notification) -> bool {
 /// Whether the client declared what a server→client request needs.
 fn declared(session: &Session, method: &str) -> bool {
     let state = lock(&session.state);
-    let State::Serving { capabilities } = &*state else {
+    let Phase::Serving { capabilities, .. } = &state.phase else {
         return false;
     };
     match method {
@@ -548,17 +578,19 @@ async fn pump(
             meta::PROTOCOL_VERSION.into(),
             ProtocolVersion::V2026_07_28.as_str().into(),
         );
-        let caps = match &*lock(&session.state) {
-            State::Serving { capabilities } => {
+        let caps = match &lock(&session.state).phase {
+            Phase::Serving { capabilities, .. } => {
                 serde_json::to_value(capabilities).unwrap_or_else(|_| json!({}))
             }
-            State::New => json!({}),
+            Phase::New => json!({}),
         };
         extra.insert(meta::CLIENT_CAPABILITIES.into(), caps);
         // A legacy server logs what it likes until `logging/setLevel`; a
         // 2026-07-28 one only at the level asked: everything, until the
         // client sets one.
-        let level = lock(&session.log_level).unwrap_or(LoggingLevel::Debug);
+        let level = lock(&session.state)
+            .log_level
+            .unwrap_or(LoggingLevel::Debug);
         if let Ok(v) = serde_json::to_value(level) {
             extra.insert(meta::LOG_LEVEL.into(), v);
         }
@@ -830,11 +862,59 @@ async fn end(session: &Arc<Session>) {
     for c in calls {
         let _ = c.send("the session ended".into());
     }
-    let subscribed: Vec<((String, String), Arc<Member>)> =
-        lock(&session.subscribed).drain().collect();
-    for ((_, uri), member) in subscribed {
-        let _ = subscribe_at(&session.gw, &member, &uri, false, true).await;
+    let subscribed = std::mem::take(&mut lock(&session.state).subscriptions);
+    let layout = session.gw.layout();
+    for (name, uri) in subscribed {
+        // An upstream a reload removed has ended, its subscriptions with it.
+        if let Some(member) = layout.members.iter().find(|m| m.name == name) {
+            let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
+        }
     }
     lock(&session.server_requests).clear();
     lock(&session.input_waiters).clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's state goes out and comes back whole, in a shape a
+    /// replica (or a person) reads: phase, revision, capabilities, level,
+    /// subscriptions by upstream name.
+    #[test]
+    fn a_session_state_round_trips_through_json() {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(json!({ "elicitation": { "form": {} }, "roots": {} })).unwrap();
+        let state = SessionState {
+            route: "/review/mcp".into(),
+            owner: 1 << 48,
+            phase: Phase::Serving {
+                version: ProtocolVersion::V2025_06_18,
+                capabilities: Box::new(capabilities),
+            },
+            log_level: Some(LoggingLevel::Warning),
+            subscriptions: [("calc".to_owned(), "example://counter".to_owned())].into(),
+        };
+        let text = serde_json::to_value(&state).unwrap();
+        assert_eq!(text["route"], "/review/mcp");
+        assert_eq!(text["phase"], "serving");
+        assert_eq!(text["protocolVersion"], "2025-06-18");
+        assert_eq!(text["clientCapabilities"]["roots"], json!({}));
+        assert_eq!(text["logLevel"], "warning");
+        assert_eq!(
+            text["subscriptions"],
+            json!([["calc", "example://counter"]])
+        );
+        let back: SessionState = serde_json::from_value(text).unwrap();
+        assert_eq!(back, state);
+        let new = SessionState {
+            phase: Phase::New,
+            log_level: None,
+            subscriptions: Default::default(),
+            ..state
+        };
+        let back: SessionState =
+            serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back, new);
+    }
 }
