@@ -48,15 +48,8 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                 args,
                 env,
                 cwd,
-                child,
+                child: _,
             } => {
-                if *child == config::ChildMode::PerSession {
-                    problems.push(format!(
-                        "upstreams.{}: child = \"per-session\" is not served by the gateway yet (use `switchboard bridge` for a child per session)",
-                        u.name
-                    ));
-                    continue;
-                }
                 let mut c = ChildConfig::new(u.name.clone(), command).args(args);
                 for (k, v) in env {
                     c = c.env(k, v);
@@ -125,6 +118,13 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
         let mut g = GatewayUpstream::new(u.name.clone(), connector);
         g.prefix = u.prefix.clone();
         g.list_timeout = u.list_timeout;
+        g.per_session = matches!(
+            u.target,
+            Target::Stdio {
+                child: config::ChildMode::PerSession,
+                ..
+            }
+        );
         // What a reload compares: the file's entry, and the header values as
         // read now (a rotated token restarts the upstream). Never logged.
         g.identity = format!(

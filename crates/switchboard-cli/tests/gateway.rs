@@ -1021,3 +1021,52 @@ async fn a_reload_under_load_drops_no_call_of_an_unchanged_upstream() {
     let (_, status) = gw.terminate().await;
     assert!(status.success());
 }
+
+/// `child = "per-session"` (issue 22, "Upstreams"): each legacy session gets a
+/// child of its own at its first request there, the same call from two
+/// sessions reaches two processes, a 2026-07-28 client is served by the shared
+/// one, and a session's child ends with the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_per_session_is_started_for_each_session_and_ended_with_it() {
+    let dir = TempDir::new("per-session");
+    let config = fixture_upstream("own", &["--name", "own"], "child = \"per-session\"");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let gateway_pid = gw.child.id().unwrap();
+    let count = || children_of(gateway_pid, "gateway_upstream.py").len();
+    let modern = connect(&gw, Leg::Modern).await;
+    eventually(LIMIT, "the shared child lists", || {
+        let m = &modern;
+        async move {
+            tool_names(m)
+                .await
+                .contains(&"own__echo".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(call_text(&modern, "own__echo", json!({"text": "m"}))
+        .await
+        .contains("own:echo:m"));
+    assert_eq!(count(), 1, "2026-07-28 clients use the shared child");
+    let a = connect(&gw, Leg::Streamable).await;
+    let b = connect(&gw, Leg::LegacySse).await;
+    assert!(call_text(&a, "own__echo", json!({"text": "a"}))
+        .await
+        .contains("own:echo:a"));
+    assert!(call_text(&b, "own__echo", json!({"text": "b"}))
+        .await
+        .contains("own:echo:b"));
+    // And again: each session keeps its child.
+    assert!(call_text(&a, "own__echo", json!({"text": "a2"}))
+        .await
+        .contains("a2"));
+    assert_eq!(count(), 3, "the shared child and one per session");
+    bounded(a.close()).await;
+    eventually(LIMIT, "the closed session's child ends", || async {
+        (count() == 2).then_some(())
+    })
+    .await;
+    assert!(call_text(&b, "own__echo", json!({"text": "b2"}))
+        .await
+        .contains("b2"));
+}

@@ -586,7 +586,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The `initialize` params the bridge sends a shared child: the newest legacy
 /// revision, and the client capabilities it can relay (sampling, elicitation,
 /// roots) — relayed to the downstream call in flight, or refused.
-fn bridge_init_params() -> Box<RawValue> {
+pub(crate) fn bridge_init_params() -> Box<RawValue> {
     serde_json::value::to_raw_value(&json!({
         "protocolVersion": ProtocolVersion::LATEST_LEGACY.as_str(),
         "capabilities": {

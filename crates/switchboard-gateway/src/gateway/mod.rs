@@ -62,6 +62,12 @@ pub struct GatewayUpstream {
     /// `Debug` form; the command line sets the configuration file's entry
     /// with its header values as read.
     pub identity: String,
+    /// A stdio upstream only: each downstream session (of the legacy era)
+    /// gets a child of its own, started at its first request there with the
+    /// client's own `initialize` params and ended with the session; one that
+    /// dies is started anew at the next request (its state lost). The shared
+    /// child serves the lists and 2026-07-28 clients. Default `false`.
+    pub per_session: bool,
 }
 
 impl GatewayUpstream {
@@ -74,6 +80,7 @@ impl GatewayUpstream {
             identity: format!("{connector:?}"),
             connector,
             list_timeout: Duration::from_secs(10),
+            per_session: false,
         }
     }
 }
@@ -150,6 +157,9 @@ pub(crate) struct Member {
     /// What it is ([`GatewayUpstream::identity`]): a reload restarts it
     /// when this changed.
     identity: String,
+    /// Whether each session gets a child of its own
+    /// ([`GatewayUpstream::per_session`]).
+    pub(crate) per_session: bool,
     /// Its bridge core: the upstream, its routing, its shared subscriptions,
     /// held `input_required` calls.
     pub(crate) core: Arc<Core>,
@@ -194,6 +204,7 @@ impl Member {
             name: u.name.clone(),
             prefix: u.prefix.clone(),
             identity: u.identity.clone(),
+            per_session: u.per_session,
             core,
             snapshot: watch::Sender::new(None),
             list_timeout: u.list_timeout,
@@ -707,7 +718,10 @@ impl Gateway {
         }
         let old = self.shared.layout();
         let same = |m: &Member, u: &GatewayUpstream| {
-            m.identity == u.identity && m.prefix == u.prefix && m.list_timeout == u.list_timeout
+            m.identity == u.identity
+                && m.prefix == u.prefix
+                && m.list_timeout == u.list_timeout
+                && m.per_session == u.per_session
         };
         let (mut added, mut changed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
         let members: Vec<Arc<Member>> = config

@@ -96,6 +96,11 @@ struct Session {
     /// Our ids of requests asked of the client for a 2026-07-28 upstream's
     /// `input_required` result, and who waits for the answer.
     input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
+    /// The client's `initialize` params, for children of its own.
+    init_params: Mutex<Option<Box<serde_json::value::RawValue>>>,
+    /// Its own children, by upstream name (upstreams with a child per
+    /// session).
+    own: Mutex<HashMap<String, crate::upstream::Upstream>>,
 }
 
 /// Serves one session until it ends.
@@ -117,6 +122,8 @@ pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Rec
         server_requests: Mutex::new(HashMap::new()),
         next_server_request: AtomicU64::new(1),
         input_waiters: Mutex::new(HashMap::new()),
+        init_params: Mutex::new(None),
+        own: Mutex::new(HashMap::new()),
     });
     loop {
         tokio::select! {
@@ -151,6 +158,53 @@ impl Session {
         let layout = self.gw.layout();
         let route = layout.route(&lock(&self.state).route)?.clone();
         Some((layout, route))
+    }
+}
+
+impl Session {
+    /// Where this session's requests to `m` go: its shared upstream, or
+    /// (a child per session) this session's own child, started now when it
+    /// has none or its last one died.
+    fn upstream_for(self: &Arc<Self>, m: &Member) -> crate::upstream::Upstream {
+        if !m.per_session {
+            return m.upstream().clone();
+        }
+        let mut own = lock(&self.own);
+        if let Some(up) = own.get(&m.name) {
+            if !matches!(
+                up.status(),
+                crate::upstream::Status::Down(_) | crate::upstream::Status::Stopped
+            ) {
+                return up.clone();
+            }
+            debug!(upstream = %m.name, "this session's child is gone: a new one");
+        }
+        let params = lock(&self.init_params)
+            .clone()
+            .unwrap_or_else(crate::bridge_init_params);
+        let up = m.core.start_session_child(params, None);
+        own.insert(m.name.clone(), up.clone());
+        // Its resource updates are this session's alone (no one else's
+        // child): relayed for the URIs subscribed.
+        let (weak, name, mut notes) = (Arc::downgrade(self), m.name.clone(), up.subscribe());
+        tokio::spawn(async move {
+            while let Ok(n) = notes.recv().await {
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
+                if Notice::of(&n.method) != Notice::ResourceUpdated {
+                    continue;
+                }
+                let uri = super::listen::updated_uri(&n).unwrap_or_default();
+                let mine = lock(&session.state)
+                    .subscriptions
+                    .contains(&(name.clone(), uri));
+                if mine {
+                    let _ = session.tx.send(Message::Notification(n)).await;
+                }
+            }
+        });
+        up
     }
 }
 
@@ -444,6 +498,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if version == ProtocolVersion::V2025_03_26 {
         session.tx.set_batching(Batching::Allowed);
     }
+    *lock(&session.init_params) = r.params.clone();
     lock(&session.state).phase = Phase::Serving {
         version,
         capabilities: Box::new(params.capabilities),
@@ -501,7 +556,17 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
     };
     let key = (member.name.clone(), uri.clone());
     let mine = lock(&session.state).subscriptions.contains(&key);
-    let answer = match subscribe_at(&session.gw, &member, &uri, subscribe, mine).await {
+    let outcome = if member.per_session {
+        // Its own child: nobody else to count with.
+        let up = session.upstream_for(&member);
+        match crate::call_once(&up, r.clone(), session.owner, session.gw.request_timeout).await {
+            Message::Error(e) => Err(e.error),
+            _ => Ok(()),
+        }
+    } else {
+        subscribe_at(&session.gw, &member, &uri, subscribe, mine).await
+    };
+    let answer = match outcome {
         Ok(()) => {
             if subscribe {
                 lock(&session.state).subscriptions.insert(key);
@@ -556,7 +621,7 @@ async fn pump(
 ) {
     let _answering =
         crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
-    let up = m.upstream().clone();
+    let up = session.upstream_for(&m);
     let down_id = r.id.clone();
     let fail = |why: Error| {
         lock(&session.calls).remove(&down_id);
@@ -866,12 +931,22 @@ async fn end(session: &Arc<Session>) {
     let layout = session.gw.layout();
     for (name, uri) in subscribed {
         // An upstream a reload removed has ended, its subscriptions with it.
-        if let Some(member) = layout.members.iter().find(|m| m.name == name) {
+        // (A child of this session's own ends with it, subscriptions and all.)
+        if let Some(member) = layout
+            .members
+            .iter()
+            .find(|m| m.name == name && !m.per_session)
+        {
             let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
         }
     }
     lock(&session.server_requests).clear();
     lock(&session.input_waiters).clear();
+    let own: Vec<crate::upstream::Upstream> =
+        lock(&session.own).drain().map(|(_, up)| up).collect();
+    for up in own {
+        up.shutdown(std::time::Duration::ZERO).await;
+    }
 }
 
 #[cfg(test)]
