@@ -1070,3 +1070,92 @@ async fn a_child_per_session_is_started_for_each_session_and_ended_with_it() {
         .await
         .contains("b2"));
 }
+
+/// A stdio server (2025-11-25) with one tool, `where`, whose `region`
+/// argument carries `x-mcp-header: Region`; `where` answers its arguments as
+/// JSON text.
+const HEADER_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m or "id" not in m:
+        continue
+    method, p = m["method"], m.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "headers", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "where", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": json.dumps(p.get("arguments"))}]}
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+        continue
+    send({"jsonrpc": "2.0", "id": m["id"], "result": result})
+"#;
+
+/// A 2026-07-28 upstream over Streamable HTTP whose tool annotates an
+/// argument with `x-mcp-header` (a bridge in front of `HEADER_SERVER`, which
+/// checks `Mcp-Param-*` as a 2026-07-28 server must): the gateway's calls to
+/// it, from a session and from a 2026-07-28 client, carry `Mcp-Param-Region`
+/// (without it the upstream answers -32020).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_a_2026_http_upstream_carry_its_param_headers() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = TempDir::new("param-headers");
+    let script = dir.path().join("headers.py");
+    std::fs::write(&script, HEADER_SERVER).unwrap();
+    let mut bridge = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--child",
+            "shared",
+            "--",
+        ])
+        .arg("python3")
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
+    let url = bounded(async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((_, url)) = line.split_once("Streamable HTTP and 2026-07-28:") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the bridge printed no URL");
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let config = format!("[upstreams.hd]\nurl = \"{url}\"\n");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    for leg in [Leg::Streamable, Leg::Modern] {
+        let client = connect(&gw, leg).await;
+        eventually(LIMIT, "hd listed", || {
+            let c = &client;
+            async move {
+                tool_names(c)
+                    .await
+                    .contains(&"hd__where".to_owned())
+                    .then_some(())
+            }
+        })
+        .await;
+        let text = call_text(&client, "hd__where", json!({"region": "eu-west"})).await;
+        assert!(text.contains("eu-west"), "{leg:?}: {text}");
+    }
+    let ready = gw.readyz().await.1;
+    assert!(
+        ready.contains("\"protocolVersion\":\"2026-07-28\""),
+        "the upstream is spoken to in 2026-07-28: {ready}"
+    );
+}

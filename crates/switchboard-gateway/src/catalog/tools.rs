@@ -212,6 +212,15 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
     if info.modern {
         let ttl = Duration::from_millis(ttl.unwrap_or(0)).max(MIN_REFETCH);
         known.expires = Some(known.fetched + ttl);
+        // What a tools/call to it over Streamable HTTP carries as Mcp-Param-*.
+        up.set_tool_headers(
+            known
+                .tools
+                .iter()
+                .filter(|(_, pairs)| !pairs.is_empty())
+                .map(|(name, pairs)| (name.clone(), pairs.clone()))
+                .collect(),
+        );
     }
     Ok((
         known,

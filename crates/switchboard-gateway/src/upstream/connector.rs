@@ -57,6 +57,14 @@ impl Link {
             handle.set_protocol_version(version);
         }
     }
+
+    /// The Streamable HTTP client, when that is the link.
+    pub(crate) fn http(&self) -> Option<&HttpClientHandle> {
+        match self {
+            Link::Http(handle) => Some(handle),
+            _ => None,
+        }
+    }
 }
 
 /// What a connection holds besides its halves.

@@ -392,6 +392,14 @@ fn send_detached(sender: Option<Sender>, messages: Vec<Message>) {
 struct Inner {
     name: String,
     config: UpstreamConfig,
+    /// Each tool's `x-mcp-header` (argument, header) pairs, for the
+    /// `Mcp-Param-*` headers of a 2026-07-28 `tools/call` over Streamable
+    /// HTTP ([`Upstream::set_tool_headers`]), and the client they go to
+    /// while connected.
+    tool_headers: Mutex<(
+        std::collections::HashMap<String, Vec<(String, String)>>,
+        Option<switchboard_transport::http::client::HttpClientHandle>,
+    )>,
     status: watch::Sender<Status>,
     table: Mutex<Table>,
     broadcast: broadcast::Sender<Notification>,
@@ -457,6 +465,7 @@ impl Upstream {
             orphans,
             was_ready: std::sync::atomic::AtomicBool::new(false),
             in_flight: Gauge::default(),
+            tool_headers: Mutex::new(Default::default()),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -766,10 +775,26 @@ impl Upstream {
         }
     }
 
+    /// The upstream's tools' `x-mcp-header` pairs (tool name → its
+    /// (argument, header) pairs, from its `tools/list`): a 2026-07-28
+    /// `tools/call` to it over Streamable HTTP carries the `Mcp-Param-*`
+    /// headers they name (2026-07-28 "Transports"), from now on and at each
+    /// reconnection. Nothing for other transports.
+    pub(crate) fn set_tool_headers(
+        &self,
+        map: std::collections::HashMap<String, Vec<(String, String)>>,
+    ) {
+        let mut headers = lock(&self.inner.tool_headers);
+        if let Some(http) = &headers.1 {
+            http.set_tool_headers(map.clone());
+        }
+        headers.0 = map;
+    }
+
     /// How many calls are in flight.
     /// Listen streams (2026-07-28 `subscriptions/listen`) are not counted: they
     /// last until their client leaves, and a drain waiting for them would always
-    /// wait its whole time.
+    /// wait its whole time; nor are the gateway's own calls.
     pub(crate) fn in_flight(&self) -> usize {
         self.inner.in_flight.get()
     }
@@ -915,6 +940,13 @@ async fn run_child(
             };
             if version.is_some() {
                 link.set_version(version);
+            }
+            {
+                let mut headers = lock(&inner.tool_headers);
+                headers.1 = link.http().cloned();
+                if let Some(http) = &headers.1 {
+                    http.set_tool_headers(headers.0.clone());
+                }
             }
             lock(&inner.table).sender = Some(sender.clone());
             inner.was_ready.store(true, Ordering::Relaxed);
