@@ -68,6 +68,7 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::types as t;
 use switchboard_protocol::types::{meta, InitializeResult};
 use switchboard_protocol::ProtocolVersion;
+use switchboard_transport::http::client::HttpClientHandle;
 use switchboard_transport::{CloseReason, DirectSink, Inbound, Outgoing, Sender, TransportConfig};
 use tokio::sync::{broadcast, mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tracing::{debug, info, warn, Instrument};
@@ -389,6 +390,9 @@ fn send_detached(sender: Option<Sender>, messages: Vec<Message>) {
     }
 }
 
+/// Tool name → its `x-mcp-header` (argument, header) pairs.
+type ToolHeaderMap = std::collections::HashMap<String, Vec<(String, String)>>;
+
 struct Inner {
     name: String,
     config: UpstreamConfig,
@@ -396,10 +400,7 @@ struct Inner {
     /// `Mcp-Param-*` headers of a 2026-07-28 `tools/call` over Streamable
     /// HTTP ([`Upstream::set_tool_headers`]), and the client they go to
     /// while connected.
-    tool_headers: Mutex<(
-        std::collections::HashMap<String, Vec<(String, String)>>,
-        Option<switchboard_transport::http::client::HttpClientHandle>,
-    )>,
+    tool_headers: Mutex<(ToolHeaderMap, Option<HttpClientHandle>)>,
     status: watch::Sender<Status>,
     table: Mutex<Table>,
     broadcast: broadcast::Sender<Notification>,
@@ -780,10 +781,7 @@ impl Upstream {
     /// `tools/call` to it over Streamable HTTP carries the `Mcp-Param-*`
     /// headers they name (2026-07-28 "Transports"), from now on and at each
     /// reconnection. Nothing for other transports.
-    pub(crate) fn set_tool_headers(
-        &self,
-        map: std::collections::HashMap<String, Vec<(String, String)>>,
-    ) {
+    pub(crate) fn set_tool_headers(&self, map: ToolHeaderMap) {
         let mut headers = lock(&self.inner.tool_headers);
         if let Some(http) = &headers.1 {
             http.set_tool_headers(map.clone());
