@@ -31,6 +31,10 @@ pub struct GatewayArgs {
     /// 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// MCP authorization for every route: the `--auth-*` flags (tool scopes
+    /// by served name, e.g. `--auth-tool-scope calc__add=calc`).
+    #[command(flatten)]
+    pub auth: crate::auth_args::AuthArgs,
 }
 
 /// The default listen address: loopback only.
@@ -243,6 +247,14 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         .or(file.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
     config.http.bind = listen;
+    // The Protected Resource Metadata is the default route's.
+    config.http.auth = match args.auth.resource_config(config::DEFAULT_ROUTE_PATH) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("switchboard: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
