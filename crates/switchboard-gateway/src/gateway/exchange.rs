@@ -243,6 +243,11 @@ async fn handle(
         Err(why) => return Some(why.answer(r.id)),
     };
     let member = &target.member;
+    // Down (restarting after a backoff): fail fast, naming it.
+    if let crate::upstream::Status::Down(why) = member.upstream().status() {
+        let why = Error::Upstream(format!("the upstream server {}: {why}", member.name));
+        return Some(why.answer(target.request.id));
+    }
     // The upstream's exchange checks Mcp-Name against the body: both now name
     // the upstream's own entry.
     let mut headers = headers.clone();

@@ -627,7 +627,13 @@ async fn pump(
         lock(&session.calls).remove(&down_id);
         why.answer(down_id.clone())
     };
-    let info = match up.ready(m.list_timeout).await {
+    // Down (restarting after a backoff): fail fast, naming it; starting:
+    // wait for it, up to its list timeout.
+    let wait = match up.status() {
+        crate::upstream::Status::Down(_) => std::time::Duration::ZERO,
+        _ => m.list_timeout,
+    };
+    let info = match up.ready(wait).await {
         Ok(info) => info,
         Err(why) => {
             let why = named(&m, why);
