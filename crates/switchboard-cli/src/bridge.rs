@@ -723,7 +723,7 @@ fn drift_guard(
 
 /// This server's entry of the lock at `file`, its signature checked first
 /// with `key`. Errors: one line.
-fn read_lock_entry(
+pub(crate) fn read_lock_entry(
     file: &Path,
     upstream: Option<&str>,
     key: Option<&str>,

@@ -35,6 +35,65 @@ pub struct GatewayArgs {
     /// by served name, e.g. `--auth-tool-scope calc__add=calc`).
     #[command(flatten)]
     pub auth: crate::auth_args::AuthArgs,
+    /// Judge every upstream's tools, prompts, templates and instructions
+    /// against its entry (by upstream name) in this lock (`switchboard
+    /// lock`); an upstream the lock does not hold is an error. Read again on
+    /// SIGHUP and when the configuration file changes.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// What `--lock` does with an entry that is not as approved.
+    #[arg(long, value_enum, default_value = "block", requires = "lock")]
+    pub lock_mode: crate::bridge::LockModeArg,
+    /// Refuse a lock not signed with this key (a file, or `ed25519:...`).
+    #[arg(long, value_name = "PUBKEY", requires = "lock")]
+    pub lock_key: Option<String>,
+}
+
+/// The drift guards in force, by upstream name: kept across reloads (an
+/// unchanged upstream keeps its guard, its lock entry reloaded in place).
+type Guards = std::collections::BTreeMap<String, std::sync::Arc<switchboard_gateway::DriftGuard>>;
+
+/// Each upstream's guard from `args.lock` (none without it), reusing those in
+/// `guards`. Errors: one line each (an upstream the lock lacks, a bad lock).
+fn attach_guards(
+    args: &GatewayArgs,
+    config: &mut GatewayConfig,
+    guards: &mut Guards,
+) -> Result<(), Vec<String>> {
+    let Some(file) = &args.lock else {
+        return Ok(());
+    };
+    let mode = match args.lock_mode {
+        crate::bridge::LockModeArg::Block => switchboard_gateway::GuardMode::Block,
+        crate::bridge::LockModeArg::Warn => switchboard_gateway::GuardMode::Warn,
+    };
+    let mut problems = Vec::new();
+    let mut entries = Vec::new();
+    for u in &config.upstreams {
+        match crate::bridge::read_lock_entry(file, Some(&u.name), args.lock_key.as_deref()) {
+            Ok(entry) => entries.push(entry),
+            Err(e) => problems.push(format!("--lock: upstream {}: {e}", u.name)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    for (u, entry) in config.upstreams.iter_mut().zip(entries) {
+        let guard = match guards.get(&u.name) {
+            Some(g) => {
+                g.reload(entry);
+                g.clone()
+            }
+            None => std::sync::Arc::new(switchboard_gateway::DriftGuard::new(
+                entry,
+                mode,
+                file.display().to_string(),
+            )),
+        };
+        guards.insert(u.name.clone(), guard.clone());
+        u.drift_guard = Some(guard);
+    }
+    Ok(())
 }
 
 /// The default listen address: loopback only.
@@ -182,7 +241,8 @@ const FILE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// Reads the file again and applies it (`why`: what asked, for the log). A
 /// file that is invalid, or that the gateway refuses, keeps the running
 /// configuration; each problem is one line.
-fn reload(gateway: &mut Gateway, path: &std::path::Path, why: &str) {
+async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, why: &str) {
+    let path = args.config.as_path();
     let shown = path.display();
     let refused = |lines: Vec<String>| {
         for l in lines {
@@ -196,7 +256,7 @@ fn reload(gateway: &mut Gateway, path: &std::path::Path, why: &str) {
             return refused(problems.iter().map(|p| format!("{shown}: {p}")).collect());
         }
     };
-    let config = match gateway_config(&file) {
+    let mut config = match gateway_config(&file) {
         Ok(c) => c,
         Err(problems) => {
             return refused(
@@ -207,8 +267,19 @@ fn reload(gateway: &mut Gateway, path: &std::path::Path, why: &str) {
             )
         }
     };
+    // A refused lock keeps every guard as it was.
+    let mut next = guards.clone();
+    if let Err(problems) = attach_guards(args, &mut config, &mut next) {
+        return refused(problems);
+    }
     match gateway.reload(config) {
-        Ok(summary) => eprintln!("switchboard gateway: {why}: {shown} reloaded: {summary}"),
+        Ok(summary) => {
+            *guards = next;
+            if args.lock.is_some() {
+                gateway.relist().await;
+            }
+            eprintln!("switchboard gateway: {why}: {shown} reloaded: {summary}");
+        }
         Err(e) => refused(vec![e]),
     }
 }
@@ -242,6 +313,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut guards = Guards::new();
+    if let Err(problems) = attach_guards(&args, &mut config, &mut guards) {
+        for p in problems {
+            eprintln!("switchboard: {p}");
+        }
+        return ExitCode::from(2);
+    }
     let listen = args
         .listen
         .or(file.listen)
@@ -312,13 +390,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 _ = signals.next() => break,
                 _ = hup.recv() => {
                     seen = std::fs::read(&args.config).ok();
-                    reload(&mut gateway, &args.config, "SIGHUP");
+                    reload(&mut gateway, &args, &mut guards, "SIGHUP").await;
                 }
                 _ = poll.tick() => {
                     let now = std::fs::read(&args.config).ok();
                     if now.is_some() && now != seen {
                         seen = now;
-                        reload(&mut gateway, &args.config, "file changed");
+                        reload(&mut gateway, &args, &mut guards, "file changed").await;
                     }
                 }
             }

@@ -68,6 +68,12 @@ pub struct GatewayUpstream {
     /// dies is started anew at the next request (its state lost). The shared
     /// child serves the lists and 2026-07-28 clients. Default `false`.
     pub per_session: bool,
+    /// The drift guard of this upstream (its entry of a lock): lists
+    /// judged, entries not as approved withheld (block mode) and their calls
+    /// refused, its `instructions` as approved. Kept across a reload of an
+    /// unchanged upstream: reload it in place ([`DriftGuard::reload`]), then
+    /// [`Gateway::relist`]. Default none.
+    pub drift_guard: Option<Arc<crate::DriftGuard>>,
 }
 
 impl GatewayUpstream {
@@ -81,6 +87,7 @@ impl GatewayUpstream {
             connector,
             list_timeout: Duration::from_secs(10),
             per_session: false,
+            drift_guard: None,
         }
     }
 }
@@ -191,6 +198,7 @@ impl Member {
         bridge.request_timeout = config.request_timeout;
         bridge.drain_timeout = config.drain_timeout;
         bridge.ready_wait = u.list_timeout;
+        bridge.drift_guard = u.drift_guard.clone();
         // 2026-07-28 where the upstream speaks it: its own input_required
         // round trips and capability checks reach modern clients as they
         // are; legacy sessions get them translated (module `session`).
@@ -722,6 +730,7 @@ impl Gateway {
                 && m.prefix == u.prefix
                 && m.list_timeout == u.list_timeout
                 && m.per_session == u.per_session
+                && same_guard(&m.core.guard, &u.drift_guard)
         };
         let (mut added, mut changed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
         let members: Vec<Arc<Member>> = config
@@ -777,6 +786,15 @@ impl Gateway {
             changed.join(", "),
             kept.join(", ")
         ))
+    }
+
+    /// Lists every upstream again (after its drift guard's lock was
+    /// reloaded: what is served is judged at each list).
+    pub async fn relist(&self) {
+        let layout = self.shared.layout();
+        for m in &layout.members {
+            relist(&self.shared, m, &ListKind::ALL).await;
+        }
     }
 
     /// Drains (up to the drain timeout), ends every upstream in the spec's
@@ -903,6 +921,12 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             } else {
                 Vec::new()
             };
+            // The drift guard's judgement: in block mode, what is not as
+            // approved is withheld (and its calls refused by the core).
+            let entries = match (&m.core.guard, key) {
+                (Some(_), "tools" | "prompts" | "resourceTemplates") => judged(m, key, entries),
+                _ => entries,
+            };
             match key {
                 "tools" => snap.tools = entries,
                 "prompts" => snap.prompts = entries,
@@ -920,6 +944,39 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             kind,
             member: m.name.clone(),
         });
+    }
+}
+
+/// `entries` of list `key` as `m`'s drift guard lets them be served.
+fn judged(m: &Member, key: &str, entries: Vec<Value>) -> Vec<Value> {
+    let kind = match key {
+        "prompts" => crate::catalog::pin::Kind::Prompt,
+        "resourceTemplates" => crate::catalog::pin::Kind::ResourceTemplate,
+        _ => crate::catalog::pin::Kind::Tool,
+    };
+    let mut result = Map::new();
+    result.insert(key.to_owned(), Value::Array(entries));
+    let Ok(raw) = serde_json::value::to_raw_value(&result) else {
+        return Vec::new();
+    };
+    let kept = m
+        .core
+        .filter_list(crate::catalog::guard::Scope::Shared, kind, raw);
+    serde_json::from_str::<Map<String, Value>>(kept.get())
+        .ok()
+        .and_then(|mut r| match r.remove(key) {
+            Some(Value::Array(a)) => Some(a),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Whether two optional guards are the same one.
+fn same_guard(a: &Option<Arc<crate::DriftGuard>>, b: &Option<Arc<crate::DriftGuard>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
     }
 }
 

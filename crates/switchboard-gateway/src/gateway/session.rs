@@ -401,6 +401,15 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         ));
         return;
     }
+    // The upstream's drift guard (by its own name of the entry): what is not
+    // as approved is refused before the upstream sees it.
+    if let Err(why) = target.member.core.check_request(
+        crate::catalog::guard::Scope::Shared,
+        route,
+        target.request.params.as_deref(),
+    ) {
+        return reply(session, why.answer(r.id)).await;
+    }
     forward(session, target.member, target.request);
 }
 
