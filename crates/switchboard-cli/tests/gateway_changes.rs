@@ -288,7 +288,6 @@ async fn a_legacy_upstreams_list_change_reaches_its_routes_clients_only() {
 /// restart only, not for a subscription: no listen is ever opened upstream,
 /// and no update comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "gateway bug: a subscription to a 2026-07-28 upstream with no listChanged is never held upstream"]
 async fn resource_updates_of_a_2026_upstream_reach_its_subscribers_only() {
     let dir = TempDir::new("changes-resources");
     let gw = GatewayProc::start(dir.path(), &example_upstream("ex", &[])).await;

@@ -35,14 +35,18 @@ use crate::upstream::{CallEvent, Status, Step};
 #[derive(Default)]
 pub(crate) struct Subscriptions {
     counts: Mutex<HashMap<String, usize>>,
+    /// Bumped at each change of the set of URIs.
     changed: watch::Sender<u64>,
+    /// The last generation of `changed` the upstream acknowledged on a
+    /// listen (`notifications/subscriptions/acknowledged`).
+    acked: watch::Sender<u64>,
 }
 
 impl Subscriptions {
     /// One subscriber's subscribe (`true`) or unsubscribe of `uri`; `mine`:
     /// whether it holds one already. The listen is re-opened when the set of
     /// URIs changed.
-    pub(crate) fn update(&self, uri: &str, subscribe: bool, mine: bool) {
+    pub(crate) fn update(&self, uri: &str, subscribe: bool, mine: bool) -> u64 {
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let before = counts.len();
         match (subscribe, mine) {
@@ -60,6 +64,16 @@ impl Subscriptions {
         if counts.len() != before {
             self.changed.send_modify(|g| *g += 1);
         }
+        *self.changed.borrow()
+    }
+
+    /// Waits (up to `wait`) until the upstream acknowledged a listen asking
+    /// for the URIs of `generation` or later; whether it did.
+    pub(crate) async fn acknowledged(&self, generation: u64, wait: Duration) -> bool {
+        let mut acked = self.acked.subscribe();
+        tokio::time::timeout(wait, acked.wait_for(|g| *g >= generation))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     fn uris(&self) -> Vec<String> {
@@ -92,7 +106,7 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) 
             }
             continue;
         };
-        let (up, request, owner) = {
+        let (up, request, generation) = {
             let Some(m) = member.upgrade() else { return };
             changed.borrow_and_update();
             let caps = &info.result.capabilities;
@@ -121,10 +135,14 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) 
                 }
             }
             if asked.is_empty() {
-                // Nothing to listen for: wait for a restart (new capabilities).
+                // Nothing to listen for yet: wait for a restart (new
+                // capabilities) or a first subscription.
+                let generation = *changed.borrow();
+                m.subscriptions.acked.send_replace(generation);
                 drop(m);
-                if status.changed().await.is_err() {
-                    return;
+                tokio::select! {
+                    s = status.changed() => if s.is_err() { return },
+                    c = changed.changed() => if c.is_err() { return },
                 }
                 continue;
             }
@@ -138,9 +156,9 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) 
             let Ok(request) = Request::new(Id::from(0u64), t::SUBSCRIPTIONS_LISTEN, &params) else {
                 return;
             };
-            (m.upstream().clone(), request, crate::upstream::BRIDGE_OWNER)
+            (m.upstream().clone(), request, *changed.borrow_and_update())
         };
-        let mut call = match up.call(request, owner).await {
+        let mut call = match up.call(request, crate::upstream::BRIDGE_OWNER).await {
             Ok(c) => c,
             Err(why) => {
                 debug!(%why, "could not open a listen on the upstream");
@@ -153,6 +171,9 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) 
                 step = call.next() => match step {
                     Step::Event(CallEvent::Notification(n)) => {
                         let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
+                        if n.method == t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+                            m.subscriptions.acked.send_replace(generation);
+                        }
                         on_upstream_notification(&s, &m, n).await;
                     }
                     Step::Event(CallEvent::Request(_)) => {}

@@ -532,7 +532,20 @@ pub(crate) async fn subscribe_at(
     let modern =
         matches!(m.upstream().status(), crate::upstream::Status::Ready(info) if info.modern);
     if modern {
-        m.subscriptions.update(uri, subscribe, mine);
+        // Answered once the upstream's listen asks for it (bounded): an
+        // update right after the answer is not missed.
+        let generation = m.subscriptions.update(uri, subscribe, mine);
+        if subscribe
+            && !m
+                .subscriptions
+                .acknowledged(
+                    generation,
+                    gw.request_timeout.min(std::time::Duration::from_secs(5)),
+                )
+                .await
+        {
+            debug!(upstream = %m.name, uri, "the upstream's listen did not acknowledge the subscription in time");
+        }
         return Ok(());
     }
     let method = if subscribe {
