@@ -146,6 +146,15 @@ impl Setup {
             ],
         )
         .await;
+        // Both upstreams listed before any check: a call of a tool the
+        // gateway has not listed yet is "unknown tool", not what is tested.
+        eventually(LIMIT, "/readyz: ex and rec listed", || async {
+            let (status, body) = gw.readyz().await;
+            let v: Value = serde_json::from_str(&body).ok()?;
+            let listed = |u: &str| v["upstreams"][u]["listed"] == true;
+            (status == 200 && listed("ex") && listed("rec")).then_some(())
+        })
+        .await;
         Setup { gw, rec, _dir: dir }
     }
 
