@@ -7,61 +7,18 @@
 //! token nor an `Authorization` header (MCP: no token passthrough). Every wait
 //! is bounded.
 
+mod auth_util;
 mod bridge_util;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use base64::Engine as _;
+use auth_util::jwks_server;
 use bridge_util::*;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-/// A test key (generated once with openssl; test use only): Ed25519 PKCS#8
-/// DER and the public `x`.
-const KEY: (&str, &str) = (
-    "MC4CAQAwBQYDK2VwBCIEIGbIJxeyCFvPWHF1osnaF7a7SRfGYtDWKd9GvtLBMd0M",
-    "GjzkVYDne0KflCZIk0dgxf3GXm-1Gp8dWERqzRxmhrM",
-);
 const ISSUER: &str = "http://127.0.0.1:1";
 const RESOURCE: &str = "https://bridge.example/mcp";
 
-/// Serves the JWK set at any path, one connection at a time, until the test
-/// ends; returns its URL.
-async fn jwks_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/jwks", listener.local_addr().unwrap());
-    let body = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": KEY.1, "kid": "k1",
-                                "use": "sig", "alg": "EdDSA"}]})
-    .to_string();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut buf = [0u8; 4096];
-            let _ = tokio::time::timeout(WAIT, stream.read(&mut buf)).await;
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes()).await;
-        }
-    });
-    url
-}
-
 fn token(sub: &str) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "client_id": "cli",
-                        "scope": "mcp:tools", "exp": now + 300});
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some("k1".into());
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(KEY.0)
-        .unwrap();
-    jsonwebtoken::encode(&header, &claims, &EncodingKey::from_ed_der(&der)).unwrap()
+    auth_util::token(ISSUER, RESOURCE, sub, "mcp:tools")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

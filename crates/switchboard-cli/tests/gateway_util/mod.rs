@@ -86,6 +86,12 @@ impl GatewayProc {
     /// gateway --config it --listen 127.0.0.1:0`, reading the `/mcp` route's URL
     /// from its banner.
     pub async fn start(dir: &Path, config: &str) -> GatewayProc {
+        GatewayProc::start_with_args(dir, config, &[]).await
+    }
+
+    /// [`start`](Self::start) with `extra_args` after `--listen` (e.g. the
+    /// `--auth-*` flags).
+    pub async fn start_with_args(dir: &Path, config: &str, extra_args: &[&str]) -> GatewayProc {
         let file = dir.join("gateway.toml");
         std::fs::write(&file, config).unwrap();
         let log = dir.join("gateway.log");
@@ -95,6 +101,7 @@ impl GatewayProc {
             .arg("--config")
             .arg(&file)
             .args(["--listen", "127.0.0.1:0"])
+            .args(extra_args)
             .env(
                 "RUST_LOG",
                 std::env::var("GATEWAY_TEST_LOG").unwrap_or_else(|_| "info".into()),
