@@ -1159,3 +1159,42 @@ async fn calls_to_a_2026_http_upstream_carry_its_param_headers() {
         "the upstream is spoken to in 2026-07-28: {ready}"
     );
 }
+
+/// A call that comes while its upstream is still starting (not listed yet)
+/// waits for its first list (up to the list timeout) instead of being
+/// refused as an unknown tool; one for a name nobody lists is still refused
+/// once every upstream has been listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_during_an_upstreams_start_waits_for_its_list() {
+    let dir = TempDir::new("slow-start");
+    let config = fixture_upstream("slow", &["--name", "slow", "--slow-start", "1.5"], "");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    // A bare 2026-07-28 tools/call first thing: no discover, no initialize
+    // (each of which waits for the upstreams) before it.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "slow__echo", "arguments": {"text": "early"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let reply = bounded(
+        reqwest::Client::new()
+            .post(&gw.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "slow__echo")
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    let text = bounded(reply.text()).await.unwrap();
+    assert!(text.contains("slow:echo:early"), "{text}");
+    for leg in [Leg::Streamable, Leg::Modern] {
+        let client = connect(&gw, leg).await;
+        let text = call_text(&client, "slow__echo", json!({"text": "later"})).await;
+        assert!(text.contains("slow:echo:later"), "{leg:?}: {text}");
+        let (code, _) = call_refused(&client, "slow__nothing").await;
+        assert_eq!(code, -32602, "{leg:?}");
+    }
+}

@@ -144,6 +144,23 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
     })
 }
 
+/// [`resolve`], and when what the request names is not known while an
+/// upstream of the route has not been listed yet (it is starting), again
+/// once it has been (each waited for up to its list timeout).
+pub(crate) async fn resolve_listed(
+    layout: &Layout,
+    route: &RouteView,
+    r: &Request,
+) -> Result<Target, Error> {
+    match resolve(layout, route, r) {
+        Err(_) if !layout.all_listed(route) => {
+            layout.listed(route).await;
+            resolve(layout, route, r)
+        }
+        other => other,
+    }
+}
+
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
 }
@@ -238,7 +255,7 @@ async fn handle(
     ) {
         return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
     }
-    let target = match resolve(layout, route, &r) {
+    let target = match resolve_listed(layout, route, &r).await {
         Ok(t) => t,
         Err(why) => return Some(why.answer(r.id)),
     };

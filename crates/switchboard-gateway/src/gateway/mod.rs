@@ -366,6 +366,14 @@ impl Layout {
         }
     }
 
+    /// Whether every upstream of `route` has been listed once.
+    pub(crate) fn all_listed(&self, route: &RouteView) -> bool {
+        self.members
+            .iter()
+            .enumerate()
+            .all(|(i, m)| !route.members[i] || m.snapshot.borrow().is_some())
+    }
+
     /// The route's view of the union of its upstreams' capabilities (those
     /// ready within their list timeout from now, together): tools always,
     /// each list with `listChanged` (the gateway relays changes), resource

@@ -387,7 +387,7 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     let Some((layout, route_view)) = session.route() else {
         return reply(session, gone(r.id)).await;
     };
-    let target = match super::exchange::resolve(&layout, &route_view, &r) {
+    let target = match super::exchange::resolve_listed(&layout, &route_view, &r).await {
         Ok(t) => t,
         Err(why) => return reply(session, why.answer(r.id)).await,
     };
