@@ -1198,3 +1198,133 @@ async fn a_call_during_an_upstreams_start_waits_for_its_list() {
         assert_eq!(code, -32602, "{leg:?}");
     }
 }
+
+/// `switchboard lock --file FILE --name NAME -- ARGS...`, which must succeed.
+fn lock_upstream(file: &std::path::Path, name: &str, command: &[&str]) {
+    let out = std::process::Command::new(gateway_util::BIN)
+        .arg("lock")
+        .arg("--file")
+        .arg(file)
+        .args(["--name", name, "--"])
+        .args(command)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lock {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--lock` (issue 23 in the gateway): an upstream that now offers a tool its
+/// lock entry lacks has it withheld and its call refused before the upstream
+/// sees it (block), served in warn mode; the lock made again and SIGHUP
+/// serve it; an upstream the lock does not hold stops the gateway at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_withholds_what_an_upstream_added_until_approved() {
+    let dir = TempDir::new("lock");
+    let calls = dir.path().join("calls.log");
+    let script = gateway_util::fixture("gateway_upstream.py");
+    let lock = dir.path().join("switchboard.lock");
+    // Approved: echo and hang. Served now: also `sneaky`.
+    lock_upstream(&lock, "fx", &["python3", &script, "--name", "fx"]);
+    let c = calls.to_str().unwrap();
+    let config = fixture_upstream(
+        "fx",
+        &["--name", "fx", "--tool", "sneaky", "--calls", c],
+        "",
+    );
+    let lock_arg = lock.to_str().unwrap();
+    let mut gw = GatewayProc::start_with_args(dir.path(), &config, &["--lock", lock_arg]).await;
+    for leg in [Leg::Streamable, Leg::Modern] {
+        let client = connect(&gw, leg).await;
+        let names = eventually(LIMIT, "fx listed", || {
+            let c = &client;
+            async move {
+                let n = tool_names(c).await;
+                n.contains(&"fx__echo".to_owned()).then_some(n)
+            }
+        })
+        .await;
+        assert_eq!(
+            names,
+            ["fx__echo", "fx__hang"],
+            "{leg:?}: the new tool is withheld"
+        );
+        let (code, _) = call_refused(&client, "fx__sneaky").await;
+        assert_eq!(code, -32602, "{leg:?}");
+        assert!(call_text(&client, "fx__echo", json!({"text": "ok"}))
+            .await
+            .contains("fx:echo:ok"));
+    }
+    assert!(
+        !lines_of(&calls).iter().any(|l| l.contains("sneaky")),
+        "a refused call never reached the upstream: {:?}",
+        lines_of(&calls)
+    );
+    assert!(gw.log().contains("drift"), "the drift is logged");
+    // Approved: the lock made again from what the upstream offers now; SIGHUP.
+    lock_upstream(
+        &lock,
+        "fx",
+        &[
+            "python3", &script, "--name", "fx", "--tool", "sneaky", "--calls", c,
+        ],
+    );
+    let pid = libc::pid_t::try_from(gw.child.id().unwrap()).unwrap();
+    // SAFETY: a plain system call on the gateway this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    let client = connect(&gw, Leg::Streamable).await;
+    eventually(LIMIT, "the approved tool served after SIGHUP", || {
+        let c = &client;
+        async move {
+            tool_names(c)
+                .await
+                .contains(&"fx__sneaky".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(call_text(&client, "fx__sneaky", json!({"text": "now"}))
+        .await
+        .contains("fx:sneaky:now"));
+    let (_, status) = gw.terminate().await;
+    assert!(status.success());
+
+    // Warn mode: served (and logged) from the start.
+    let dir2 = TempDir::new("lock-warn");
+    let lock2 = dir2.path().join("switchboard.lock");
+    lock_upstream(&lock2, "fx", &["python3", &script, "--name", "fx"]);
+    let config2 = fixture_upstream("fx", &["--name", "fx", "--tool", "sneaky"], "");
+    let args = ["--lock", lock2.to_str().unwrap(), "--lock-mode", "warn"];
+    let gw2 = GatewayProc::start_with_args(dir2.path(), &config2, &args).await;
+    let client = connect(&gw2, Leg::Streamable).await;
+    eventually(LIMIT, "served in warn mode", || {
+        let c = &client;
+        async move {
+            tool_names(c)
+                .await
+                .contains(&"fx__sneaky".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+
+    // An upstream the lock does not hold: exit 2 at start, naming it.
+    let config3 = [config2.clone(), example_upstream("other", &[])].concat();
+    let file3 = dir2.path().join("three.toml");
+    std::fs::write(&file3, config3).unwrap();
+    let out = std::process::Command::new(gateway_util::BIN)
+        .arg("gateway")
+        .arg("--config")
+        .arg(&file3)
+        .args(["--listen", "127.0.0.1:0", "--lock", lock2.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("upstream other") && err.contains("no upstream \"other\""),
+        "{err}"
+    );
+}
