@@ -16,7 +16,7 @@ use switchboard_transport::http::client::HttpClientConfig;
 use switchboard_transport::http::sse_client::SseClientConfig;
 use switchboard_transport::stdio::ChildConfig;
 
-use crate::config::{self, Allow, HeaderSource, HttpTransport, Target};
+use crate::config::{self, Allow, HttpTransport, Target};
 use crate::signals::{Inherited, Signals, Stop};
 
 /// `switchboard gateway`.
@@ -131,14 +131,7 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
             } => {
                 let mut resolved = Vec::new();
                 for (name, source) in headers {
-                    let value = match source {
-                        HeaderSource::Value(v) => Ok(v.clone()),
-                        HeaderSource::Env(var) => std::env::var(var)
-                            .map_err(|_| format!("the environment variable {var} is not set")),
-                        HeaderSource::File(path) => std::fs::read_to_string(path)
-                            .map(|s| s.trim().to_owned())
-                            .map_err(|e| format!("cannot read {}: {e}", path.display())),
-                    };
+                    let value = config::header_value(source);
                     match value {
                         Ok(v) => resolved.push((name.clone(), v)),
                         Err(e) => {

@@ -1226,14 +1226,40 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
     let calls = dir.path().join("calls.log");
     let script = gateway_util::fixture("gateway_upstream.py");
     let lock = dir.path().join("switchboard.lock");
-    // Approved: echo and hang. Served now: also `sneaky`.
-    lock_upstream(&lock, "fx", &["python3", &script, "--name", "fx"]);
+    // Approved (`lock --config`, every upstream of a configuration): echo and
+    // hang. Served now: also `sneaky`, which `lock --config --check` reports.
+    let approved = dir.path().join("approved.toml");
+    std::fs::write(&approved, fixture_upstream("fx", &["--name", "fx"], "")).unwrap();
+    let lock_config = |config: &std::path::Path, check: bool| {
+        let mut cmd = std::process::Command::new(gateway_util::BIN);
+        cmd.arg("lock")
+            .arg("--config")
+            .arg(config)
+            .arg("--file")
+            .arg(&lock);
+        if check {
+            cmd.arg("--check");
+        }
+        cmd.output().unwrap()
+    };
+    let made = lock_config(&approved, false);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let c = calls.to_str().unwrap();
     let config = fixture_upstream(
         "fx",
         &["--name", "fx", "--tool", "sneaky", "--calls", c],
         "",
     );
+    let drifted = dir.path().join("drifted.toml");
+    std::fs::write(&drifted, &config).unwrap();
+    let checked = lock_config(&drifted, true);
+    assert_eq!(checked.status.code(), Some(1), "drift found");
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("sneaky"));
+    assert_eq!(lock_config(&approved, true).status.code(), Some(0));
     let lock_arg = lock.to_str().unwrap();
     let mut gw = GatewayProc::start_with_args(dir.path(), &config, &["--lock", lock_arg]).await;
     for leg in [Leg::Streamable, Leg::Modern] {

@@ -25,7 +25,7 @@ use super::{
 pub const EXIT_DRIFT: u8 = EXIT_TOOL_ERROR;
 
 /// `switchboard lock`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct LockArgs {
     #[command(subcommand)]
@@ -46,6 +46,12 @@ pub struct LockArgs {
     /// checked, each reached by the identity the lock records.
     #[arg(long)]
     pub check: bool,
+    /// Lock (or with --check, check) every upstream of this gateway
+    /// configuration, each under its name, reached as the gateway reaches it
+    /// (its command, arguments, environment and directory; its URL and
+    /// headers), instead of one server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "name"])]
+    pub config: Option<PathBuf>,
     /// Suspicious definitions (invisible characters, text addressed to the
     /// model, another upstream's tool named, an oversized description) fail the
     /// command with exit 1 (without --check, nothing is written).
@@ -56,7 +62,7 @@ pub struct LockArgs {
 }
 
 /// `switchboard lock sign|verify`.
-#[derive(Debug, clap::Subcommand)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum LockAction {
     /// Sign the lock with a secret key (from `switchboard keygen`): writes
     /// FILE.sig beside it.
@@ -103,6 +109,9 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
         return super::finish(signature(action));
     }
     let outcome = (|| {
+        if let Some(config) = &args.config {
+            return lock_config(&args, config);
+        }
         if args.check && args.url.is_none() && args.common.command.is_empty() {
             return check_all(&args);
         }
@@ -115,6 +124,51 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
         decide(&args, &target, discovery)
     })();
     super::finish(outcome)
+}
+
+/// `lock --config FILE`: each upstream of the gateway configuration locked
+/// (or checked) under its name, one after the other; the worst outcome wins
+/// (drift over a match; an error stops).
+fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
+    let config = crate::config::load(file).map_err(|problems| {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {p}", file.display()))
+            .collect();
+        Failure::new(lines.join("\n"))
+    })?;
+    let runtime = runtime()?;
+    let mut code = EXIT_OK;
+    for u in &config.upstreams {
+        let mut one = args.clone();
+        one.name = Some(u.name.clone());
+        one.config = None;
+        let target = match &u.target {
+            crate::config::Target::Stdio {
+                command,
+                args: argv,
+                env,
+                cwd,
+                ..
+            } => {
+                one.common.child_env = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                one.common.child_cwd = cwd.clone();
+                Target::Command(std::iter::once(command).chain(argv).cloned().collect())
+            }
+            crate::config::Target::Http { url, headers, .. } => {
+                for (name, source) in headers {
+                    let value = crate::config::header_value(source).map_err(|e| {
+                        Failure::new(format!("upstreams.{}.headers.{name}: {e}", u.name))
+                    })?;
+                    one.common.header.push(format!("{name}: {value}"));
+                }
+                Target::Url(url.clone())
+            }
+        };
+        let discovery = runtime.block_on(discover_target(&target, &one.common))?;
+        code = code.max(decide(&one, &target, discovery)?);
+    }
+    Ok(code)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

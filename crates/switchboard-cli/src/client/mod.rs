@@ -127,6 +127,13 @@ pub struct CommonArgs {
     /// The stdio server to start: `-- CMD [ARGS...]` (instead of a URL).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// A stdio server's environment and working directory beyond the
+    /// command line's (set for an upstream of a gateway configuration:
+    /// `lock --config`); not flags.
+    #[arg(skip)]
+    pub child_env: Vec<(String, String)>,
+    #[arg(skip)]
+    pub child_cwd: Option<std::path::PathBuf>,
 }
 
 /// `--era`: which era the client speaks (spec notes §6, connecting).
@@ -635,6 +642,10 @@ async fn connect(
         )),
         Target::Command(command) => {
             let mut config = ChildConfig::new(&command[0], &command[0]).args(&command[1..]);
+            for (k, v) in &common.child_env {
+                config = config.env(k, v);
+            }
+            config.current_dir = common.child_cwd.clone();
             config.shutdown.stdin_close_grace = CHILD_GRACE;
             config.shutdown.sigterm_grace = CHILD_GRACE;
             let ChildTransport {

@@ -107,6 +107,20 @@ pub enum HeaderSource {
     File(PathBuf),
 }
 
+/// The value of an outbound header, read now (from the environment or a
+/// file, trimmed). Errors: the variable unset, the file unreadable.
+pub fn header_value(source: &HeaderSource) -> Result<String, String> {
+    match source {
+        HeaderSource::Value(v) => Ok(v.clone()),
+        HeaderSource::Env(var) => {
+            std::env::var(var).map_err(|_| format!("the environment variable {var} is not set"))
+        }
+        HeaderSource::File(path) => std::fs::read_to_string(path)
+            .map(|s| s.trim().to_owned())
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+    }
+}
+
 /// A virtual server at its own path.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RouteConfig {
