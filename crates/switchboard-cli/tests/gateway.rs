@@ -1354,3 +1354,62 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
         "{err}"
     );
 }
+
+/// A rug pull in the middle of a session (issue 23, "checked ... on every
+/// `list_changed`"): the upstream rewrites an approved tool's description
+/// and announces it; the very next call of that tool, sent at once, is
+/// refused (block) before the upstream sees it, as the changed definition is
+/// judged first; the tool is withheld from the next list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_changed_mid_session_is_refused_at_the_next_call() {
+    let dir = TempDir::new("rug-pull");
+    let calls = dir.path().join("calls.log");
+    let c = calls.to_str().unwrap();
+    // Each list takes a while: a call sent before the re-list ends would reach
+    // the upstream on the old judgement.
+    let config = fixture_upstream(
+        "fx",
+        &["--name", "fx", "--grow", "--slow-list", "0.4", "--calls", c],
+        "",
+    );
+    std::fs::write(dir.path().join("approved.toml"), &config).unwrap();
+    let lock = dir.path().join("switchboard.lock");
+    let made = std::process::Command::new(gateway_util::BIN)
+        .arg("lock")
+        .arg("--config")
+        .arg(dir.path().join("approved.toml"))
+        .arg("--file")
+        .arg(&lock)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let args = ["--lock", lock.to_str().unwrap()];
+    let gw = GatewayProc::start_with_args(dir.path(), &config, &args).await;
+    for (round, leg) in [Leg::Streamable, Leg::Modern].into_iter().enumerate() {
+        let client = connect(&gw, leg).await;
+        let victim = if round == 0 { "echo" } else { "hang" };
+        if round == 0 {
+            assert!(call_text(&client, "fx__echo", json!({"text": "before"}))
+                .await
+                .contains("before"));
+        }
+        let rewrite = format!("rewrite:{victim}");
+        call_text(&client, "fx__grow", json!({ "text": rewrite })).await;
+        let served = format!("fx__{victim}");
+        let (code, message) = call_refused(&client, &served).await;
+        assert_eq!(code, -32602, "{leg:?}: {message}");
+        assert!(
+            !tool_names(&client).await.contains(&served),
+            "{leg:?}: withheld"
+        );
+    }
+    let log = lines_of(&calls);
+    assert!(
+        !log.iter().any(|l| l.contains("should not arrive")),
+        "a refused call reached the upstream: {log:?}"
+    );
+}

@@ -265,6 +265,9 @@ async fn handle(
         let why = Error::Upstream(format!("the upstream server {}: {why}", member.name));
         return Some(why.answer(target.request.id));
     }
+    if kind.used().is_some() {
+        member.relisted().await;
+    }
     // The upstream's exchange checks Mcp-Name against the body: both now name
     // the upstream's own entry.
     let mut headers = headers.clone();

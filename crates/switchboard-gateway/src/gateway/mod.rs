@@ -176,6 +176,10 @@ pub(crate) struct Member {
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
     pub(crate) subscriptions: listen::Subscriptions,
+    /// The upstream's `list_changed` count ([`Upstream::list_changes`]) as of
+    /// the last re-list that finished: a call judged by the drift guard
+    /// waits until it catches up ([`Member::relisted`]).
+    listed_changes: watch::Sender<u64>,
     /// Its core's tasks, and the gateway's for it (listing, listening).
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -217,6 +221,7 @@ impl Member {
             snapshot: watch::Sender::new(None),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
+            listed_changes: watch::Sender::new(0),
             tasks: Mutex::new(tasks),
         })
     }
@@ -232,6 +237,24 @@ impl Member {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         tasks.push(follow);
         tasks.push(listen);
+    }
+
+    /// With a drift guard: waits (up to its list timeout) until every list
+    /// change the upstream announced has been re-listed and judged, so that
+    /// a definition changed in the middle of a session is judged before the
+    /// next call uses it. At once without a guard.
+    pub(crate) async fn relisted(&self) {
+        if self.core.guard.is_none() {
+            return;
+        }
+        let announced = self.upstream().list_changes();
+        let mut done = self.listed_changes.subscribe();
+        if tokio::time::timeout(self.list_timeout, done.wait_for(|d| *d >= announced))
+            .await
+            .is_err()
+        {
+            warn!(upstream = %self.name, "a list change not re-listed in time: the call goes on the last judgement");
+        }
     }
 
     /// Drains its calls (up to `drain`), then ends it in the spec's order.
@@ -902,6 +925,8 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         return;
     };
     let caps = &info.result.capabilities;
+    // The changes this re-list covers: those announced before it began.
+    let covered = m.upstream().list_changes();
     let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
     for &kind in kinds {
         let wanted = match kind {
@@ -945,6 +970,11 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     }
     let first = m.snapshot.borrow().is_none();
     m.snapshot.send_replace(Some(Arc::new(snap)));
+    m.listed_changes.send_if_modified(|d| {
+        let newer = covered > *d;
+        *d = (*d).max(covered);
+        newer
+    });
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {

@@ -402,7 +402,11 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         return;
     }
     // The upstream's drift guard (by its own name of the entry): what is not
-    // as approved is refused before the upstream sees it.
+    // as approved is refused before the upstream sees it, judged on a list
+    // that saw every change the upstream announced.
+    if route.used().is_some() {
+        target.member.relisted().await;
+    }
     if let Err(why) = target.member.core.check_request(
         crate::catalog::guard::Scope::Shared,
         route,

@@ -401,6 +401,9 @@ struct Inner {
     /// HTTP ([`Upstream::set_tool_headers`]), and the client they go to
     /// while connected.
     tool_headers: Mutex<(ToolHeaderMap, Option<HttpClientHandle>)>,
+    /// How many `list_changed` notifications the upstream has sent
+    /// ([`Upstream::list_changes`]).
+    list_changes: watch::Sender<u64>,
     status: watch::Sender<Status>,
     table: Mutex<Table>,
     broadcast: broadcast::Sender<Notification>,
@@ -467,6 +470,7 @@ impl Upstream {
             was_ready: std::sync::atomic::AtomicBool::new(false),
             in_flight: Gauge::default(),
             tool_headers: Mutex::new(Default::default()),
+            list_changes: watch::Sender::new(0),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -774,6 +778,12 @@ impl Upstream {
             debug!(id = %ours, why, "answering the child's request ourselves");
             send_detached(sender, vec![abandoned(child, why)]);
         }
+    }
+
+    /// How many `notifications/*/list_changed` the upstream has sent so far
+    /// (counted as each arrives, before it is handed on).
+    pub(crate) fn list_changes(&self) -> u64 {
+        *self.inner.list_changes.borrow()
     }
 
     /// The upstream's tools' `x-mcp-header` pairs (tool name → its
@@ -1164,6 +1174,11 @@ fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
 }
 
 fn notify(inner: &Arc<Inner>, mut n: Notification) {
+    if matches!(Notice::of(&n.method), Notice::ListChanged(_)) {
+        // Counted before anyone hears of it: a caller that must not use a
+        // stale list (the drift guard) waits for a re-list that saw it.
+        inner.list_changes.send_modify(|n| *n += 1);
+    }
     let now = Instant::now();
     let table = lock(&inner.table);
     let target = match Notice::of(&n.method) {
