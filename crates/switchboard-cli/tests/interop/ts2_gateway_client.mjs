@@ -14,7 +14,7 @@
 // `ts2 gateway client ok (MODE, era ERA, version VERSION, ...)` with what the
 // SDK says it negotiated (`getProtocolEra()`, `getNegotiatedProtocolVersion()`)
 // and exits 0, or prints what went wrong to stderr and exits 1. Bounded: 50 s in
-// all. Run by crates/switchboard-cli/tests/gateway_clients.rs.
+// all. Run by crates/switchboard-cli/tests/gateway_clients.rs and gateway_peers.rs.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
