@@ -3,6 +3,7 @@
 only; Streamable HTTP sessions from bench/library/open_sessions.py.
 
     gateway_probe.py first-list URL START TIMEOUT NAME...
+    gateway_probe.py first-list-go READY GO TIMEOUT NAME...
     gateway_probe.py memory URL PID N TOOL
 
 first-list: polls URL until one session's `tools/list` (every page, following
@@ -14,6 +15,12 @@ object: first_list_s, the seconds from START (a Unix time, taken by the caller
 just before it started the server's first process) to the end of the first
 complete list; tools (the number listed), tries, and error (null, or the last
 failure when TIMEOUT ran out). Exit 0 when the list was complete, 2 otherwise.
+
+first-list-go: the same, with this interpreter started (and its modules
+loaded) before the server: it creates the file READY, then waits (bounded by
+TIMEOUT) for the file GO to hold `START URL` (written by the caller once the
+server listens), and measures from START as above. Without it the Python
+start (about 0.15 s here) was counted in every target's first-list time.
 
 memory: resident memory per open downstream session, as open_sessions.py
 measures it (held mode): one warm-up session makes one `tools/call TOOL`, VmRSS
@@ -165,7 +172,26 @@ def memory(url, pid, n, tool):
     return 0 if k == n else 2
 
 
+def first_list_go(ready, go, timeout, names):
+    open(ready, "w").close()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(go) as f:
+                parts = f.read().split()
+            if len(parts) == 2:
+                return first_list(parts[1], float(parts[0]), timeout, names)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.001)
+    print(json.dumps({"first_list_s": None, "tools": 0, "tries": 0,
+                      "error": "the server never listened"}))
+    return 2
+
+
 def main(argv):
+    if len(argv) >= 5 and argv[1] == "first-list-go":
+        return first_list_go(argv[2], argv[3], float(argv[4]), argv[5:])
     if len(argv) >= 5 and argv[1] == "first-list":
         return first_list(argv[2], float(argv[3]), float(argv[4]), argv[5:])
     if len(argv) == 6 and argv[1] == "memory":

