@@ -16,7 +16,7 @@ use std::sync::Arc;
 use http::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
 use switchboard_protocol::jsonrpc::{ErrorResponse, Message, Request, Response};
-use switchboard_protocol::types::{self as t, CacheScope, DiscoverResult, Implementation};
+use switchboard_protocol::types::{self as t, meta, CacheScope, DiscoverResult, Implementation};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::mcp_headers;
@@ -184,7 +184,7 @@ pub(crate) async fn serve(
         return;
     };
     if let Some(answer) = handle(&gw, &layout, &route, &tx, &mut rx, r, &headers).await {
-        let _ = tx.send(answer).await;
+        let _ = tx.send(as_gateway(answer)).await;
     }
 }
 
@@ -279,6 +279,34 @@ async fn handle(
     crate::downstream::exchange::handle(&member.core, tx, rx, target.request, &headers).await
 }
 
+/// An upstream's answer as the gateway's own: a `serverInfo` in the
+/// result's `_meta` (2026-07-28 servers may name themselves on each result)
+/// names the gateway, whom the client talks to. Untouched (not parsed) when
+/// it has none.
+fn as_gateway(answer: Message) -> Message {
+    let Message::Response(mut r) = answer else {
+        return answer;
+    };
+    if !r.result.get().contains(meta::SERVER_INFO) {
+        return Message::Response(r);
+    }
+    let Ok(mut result) = RawObject::parse(r.result.get()) else {
+        return Message::Response(r);
+    };
+    if let Some(mut m) = result.get_object("_meta") {
+        if m.get(meta::SERVER_INFO).is_some() {
+            let ours =
+                json!({ "name": "switchboard-gateway", "version": env!("CARGO_PKG_VERSION") });
+            if let Ok(v) = serde_json::value::to_raw_value(&ours) {
+                m.insert(meta::SERVER_INFO, v);
+                result.insert("_meta", m.to_raw());
+                r.result = result.to_raw();
+            }
+        }
+    }
+    Message::Response(r)
+}
+
 /// A gateway-made result as 2026-07-28 has it: `resultType: "complete"`.
 fn complete(answer: Message) -> Message {
     match answer {
@@ -296,5 +324,43 @@ fn complete(answer: Message) -> Message {
             }
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::raw;
+    use switchboard_protocol::jsonrpc::Id;
+
+    /// An upstream's `serverInfo` in a result's `_meta` is replaced by the
+    /// gateway's, the rest kept as written; a result without one is untouched.
+    #[test]
+    fn an_upstreams_server_info_becomes_the_gateways() {
+        let with = raw(
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"},"x":1e400}}"#,
+        );
+        let Message::Response(r) = as_gateway(Message::Response(Response {
+            id: Id::from(1u64),
+            result: with,
+        })) else {
+            panic!("a response")
+        };
+        let text = r.result.get();
+        assert!(text.contains(r#""name":"switchboard-gateway""#), "{text}");
+        assert!(!text.contains(r#""up""#), "{text}");
+        assert!(
+            text.contains("1e400"),
+            "other members kept as written: {text}"
+        );
+        let without =
+            r#"{"content":[{"type":"text","text":"io.modelcontextprotocol/serverInfo"}]}"#;
+        let Message::Response(r) = as_gateway(Message::Response(Response {
+            id: Id::from(2u64),
+            result: raw(without),
+        })) else {
+            panic!("a response")
+        };
+        assert_eq!(r.result.get(), without);
     }
 }
