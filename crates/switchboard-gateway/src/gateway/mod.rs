@@ -71,7 +71,7 @@ pub struct GatewayUpstream {
     /// The drift guard of this upstream (its entry of a lock): lists
     /// judged, entries not as approved withheld (block mode) and their calls
     /// refused, its `instructions` as approved. Kept across a reload of an
-    /// unchanged upstream: reload it in place ([`DriftGuard::reload`]), then
+    /// unchanged upstream: reload it in place ([`crate::DriftGuard::reload`]), then
     /// [`Gateway::relist`]. Default none.
     pub drift_guard: Option<Arc<crate::DriftGuard>>,
 }
