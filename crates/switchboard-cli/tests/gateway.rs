@@ -1769,3 +1769,45 @@ async fn a_restarted_http_upstream_of_every_revision_is_transparent() {
 async fn an_http_upstream_of_every_revision_restarted_at_once_is_transparent() {
     a_restarted_http_upstream_is_transparent("restart-any-at-once", &[], "2026-07-28", false).await;
 }
+
+/// A call that waits for its upstream (still starting, not listed yet) does
+/// not hold up the session's other requests: a call to another upstream,
+/// sent after it on the same session, is answered first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_its_upstream_does_not_hold_up_the_session() {
+    let dir = TempDir::new("no-head-of-line");
+    let config = [
+        fixture_upstream(
+            "slow",
+            &["--name", "slow", "--slow-start", "4"],
+            "timeout = \"1500ms\"",
+        ),
+        fixture_upstream("fast", &["--name", "fast"], ""),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let client = Arc::new(connect(&gw, Leg::Streamable).await);
+    eventually(LIMIT, "fast listed", || {
+        let c = client.clone();
+        async move {
+            tool_names(&c)
+                .await
+                .contains(&"fast__echo".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (c, o) = (client.clone(), order.clone());
+    // Waits for `slow` to be listed (up to its 1.5 s), then is refused.
+    let slow = tokio::spawn(async move {
+        let _ = bounded(c.call_tool("slow__echo", json!({"text": "s"}))).await;
+        o.lock().unwrap().push("slow");
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let got = call_text(&client, "fast__echo", json!({"text": "f"})).await;
+    order.lock().unwrap().push("fast");
+    assert!(got.contains("fast:echo:f"));
+    bounded(slow).await.unwrap();
+    assert_eq!(*order.lock().unwrap(), ["fast", "slow"]);
+}

@@ -208,9 +208,14 @@ impl Session {
     }
 }
 
+/// Why a request on a route a reload removed is refused.
+fn gone_error() -> Error {
+    Error::InvalidRequest("this route was removed by a configuration reload".into())
+}
+
 /// The answer to a request on a route a reload removed.
 fn gone(id: Id) -> Message {
-    Error::InvalidRequest("this route was removed by a configuration reload".into()).answer(id)
+    gone_error().answer(id)
 }
 
 fn initialized(session: &Session) -> bool {
@@ -384,22 +389,40 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         });
         return;
     }
+    // Routed and forwarded in a task of its own: finding the upstream may wait
+    // for it to be listed, and the drift guard for a re-list, and the
+    // session's other messages (answers to an upstream's requests,
+    // cancellations) must not wait behind that. Its cancel switch is in place
+    // first, so a cancellation that comes at once is not missed.
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    lock(&session.calls).insert(r.id.clone(), cancel_tx);
+    tokio::spawn(route_and_forward(session.clone(), r, route, cancel_rx));
+}
+
+/// Finds the upstream `r` is for, judges it, and runs the call there.
+async fn route_and_forward(
+    session: Arc<Session>,
+    r: Request,
+    route: Route,
+    cancel: oneshot::Receiver<String>,
+) {
+    // Counted from here: a drain waits for its answer, refusals included.
+    let _answering =
+        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
+    let refuse = |why: Error| {
+        lock(&session.calls).remove(&r.id);
+        why.answer(r.id.clone())
+    };
     let Some((layout, route_view)) = session.route() else {
-        return reply(session, gone(r.id)).await;
+        return reply(&session, refuse(gone_error())).await;
     };
     let target = match super::exchange::resolve_listed(&layout, &route_view, &r).await {
         Ok(t) => t,
-        Err(why) => return reply(session, why.answer(r.id)).await,
+        Err(why) => return reply(&session, refuse(why)).await,
     };
     if let Route::Subscribe(subscribe) = route {
-        let session = session.clone();
-        tokio::spawn(subscription(
-            session,
-            target.member,
-            target.request,
-            subscribe,
-        ));
-        return;
+        lock(&session.calls).remove(&r.id);
+        return subscription(session, target.member, target.request, subscribe).await;
     }
     // The upstream's drift guard (by its own name of the entry): what is not
     // as approved is refused before the upstream sees it, judged on a list
@@ -412,9 +435,9 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         route,
         target.request.params.as_deref(),
     ) {
-        return reply(session, why.answer(r.id)).await;
+        return reply(&session, refuse(why)).await;
     }
-    forward(session, target.member, target.request);
+    pump(session, target.member, target.request, cancel).await;
 }
 
 /// A list from the merged catalog, paged under the gateway's cursor.
@@ -631,14 +654,8 @@ fn declared(session: &Session, method: &str) -> bool {
     }
 }
 
-/// Forwards `r` (already in its upstream's names) to member `member` and
-/// relays what belongs to the call.
-fn forward(session: &Arc<Session>, member: Arc<Member>, r: Request) {
-    let (cancel_tx, cancel_rx) = oneshot::channel();
-    lock(&session.calls).insert(r.id.clone(), cancel_tx);
-    tokio::spawn(pump(session.clone(), member, r, cancel_rx));
-}
-
+/// Runs call `r` (already in its upstream's names) on upstream `m` and
+/// relays what belongs to it, until its answer or its cancellation.
 async fn pump(
     session: Arc<Session>,
     m: Arc<Member>,
