@@ -1811,3 +1811,45 @@ async fn a_call_waiting_for_its_upstream_does_not_hold_up_the_session() {
     bounded(slow).await.unwrap();
     assert_eq!(*order.lock().unwrap(), ["fast", "slow"]);
 }
+
+/// A 2026-07-28 `tools/call` whose `Mcp-Name` header does not name the tool
+/// its body calls is refused (-32020, 400) as the library refuses it, though
+/// the gateway rewrites both to the upstream's own name when they agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mismatched_mcp_name_is_refused_through_the_gateway() {
+    let dir = TempDir::new("mcp-name");
+    let gw = GatewayProc::start(dir.path(), &fixture_upstream("fx", &["--name", "fx"], "")).await;
+    let client = connect(&gw, Leg::Modern).await;
+    eventually(LIMIT, "fx listed", || {
+        let c = &client;
+        async move {
+            tool_names(c)
+                .await
+                .contains(&"fx__echo".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    let post = |header: &'static str| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "fx__echo", "arguments": {"text": "t"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        reqwest::Client::new()
+            .post(&gw.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", header)
+            .body(body.to_string())
+            .send()
+    };
+    let wrong = bounded(post("fx__hang")).await.unwrap();
+    let status = wrong.status().as_u16();
+    let text = bounded(wrong.text()).await.unwrap();
+    assert!(text.contains("-32020"), "{status}: {text}");
+    let right = bounded(post("fx__echo")).await.unwrap();
+    let text = bounded(right.text()).await.unwrap();
+    assert!(text.contains("fx:echo:t"), "{text}");
+}

@@ -161,6 +161,12 @@ pub(crate) async fn resolve_listed(
     }
 }
 
+/// `params.name` of a request, as the client sent it.
+fn params_name(r: &Request) -> Option<String> {
+    let params = RawObject::parse(r.params.as_deref()?.get()).ok()?;
+    serde_json::from_str(params.get("name")?.get()).ok()
+}
+
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
 }
@@ -269,9 +275,16 @@ async fn handle(
         member.relisted().await;
     }
     // The upstream's exchange checks Mcp-Name against the body: both now name
-    // the upstream's own entry.
+    // the upstream's own entry, when the client's header named the served one
+    // (else it is left as sent, and refused there as a mismatch: -32020).
     let mut headers = headers.clone();
-    if let (Some(name), Route::Use(Kind::Tool | Kind::Prompt)) = (&target.name, kind) {
+    let served = params_name(&r);
+    let matches = headers
+        .get("mcp-name")
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| Some(h) == served.as_deref());
+    if let (Some(name), Route::Use(Kind::Tool | Kind::Prompt), true) = (&target.name, kind, matches)
+    {
         if let Ok(v) = HeaderValue::from_str(name) {
             headers.insert("mcp-name", v);
         }
