@@ -480,6 +480,15 @@ impl Core {
         }
     }
 
+    /// Ends every session's own child in the spec's order (a gateway's
+    /// upstream retiring; the bridge ends them in its shutdown).
+    pub(crate) async fn stop_session_children(&self) {
+        let live: Vec<Upstream> = lock(&self.live).take();
+        for up in live {
+            up.shutdown(Duration::ZERO).await;
+        }
+    }
+
     /// Calls in flight on every child.
     fn in_flight(&self) -> usize {
         let mut n = self.shared.in_flight();

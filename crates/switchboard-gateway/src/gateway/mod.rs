@@ -265,6 +265,7 @@ impl Member {
         for t in tasks {
             t.abort();
         }
+        self.core.stop_session_children().await;
         self.upstream().shutdown(Duration::ZERO).await;
     }
 }
