@@ -99,6 +99,8 @@ pub(crate) struct Merged {
     resource_index: HashMap<String, usize>,
     /// Served names two upstreams (or one, twice) claimed: withheld.
     pub clashes: BTreeSet<String>,
+    /// Resource URIs more than one upstream listed: kept with the first.
+    pub shared_uris: BTreeSet<String>,
 }
 
 impl Merged {
@@ -187,6 +189,10 @@ pub(crate) fn merge(members: &[(Option<&str>, Option<&Snapshot>)]) -> Merged {
             let Some(uri) = entry.get("uri").and_then(Value::as_str) else {
                 continue;
             };
+            if merged.resource_index.get(uri).is_some_and(|&m| m != member) {
+                merged.shared_uris.insert(uri.to_owned());
+                continue;
+            }
             if merged.resource_index.contains_key(uri) {
                 continue;
             }
@@ -322,6 +328,14 @@ mod tests {
             "the longest literal wins"
         );
         assert_eq!(m.resource_owner("other://x"), None);
+        assert!(m.shared_uris.is_empty());
+        let m = merge(&[(Some("a"), Some(&a)), (Some("c"), Some(&a))]);
+        assert_eq!(
+            m.resource_owner("file:///a.txt"),
+            Some(0),
+            "kept with the first"
+        );
+        assert_eq!(m.shared_uris.iter().collect::<Vec<_>>(), ["file:///a.txt"]);
     }
 
     #[test]

@@ -475,6 +475,11 @@ impl Layout {
                     warn!(name = %name, "two upstreams serve this name: both entries withheld (set a prefix to tell them apart)");
                 }
             }
+            for uri in &merged.shared_uris {
+                if reported.insert(format!("uri:{uri}")) {
+                    warn!(uri = %uri, "more than one upstream lists this resource: it is read from the first");
+                }
+            }
             for tool in &merged.tools {
                 let name = tool.value["name"].as_str().unwrap_or_default();
                 if let Some(problem) = catalog::name_problem(name) {
