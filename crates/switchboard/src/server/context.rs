@@ -146,6 +146,8 @@ struct Inner {
     log: LogGate,
     /// 2026-07-28 `tools/call` / `prompts/get`: asks become `input_required` rounds.
     round: Option<Arc<Round>>,
+    /// Who made the request, when the HTTP server checks tokens.
+    principal: Option<super::Principal>,
 }
 
 /// The context a tool handler gets with its arguments (cheap to clone; clones share
@@ -203,6 +205,7 @@ impl ToolContext {
         meta: Meta,
         log: LogGate,
         round: Option<Arc<Round>>,
+        principal: Option<super::Principal>,
     ) -> Self {
         ToolContext {
             inner: Arc::new(Inner {
@@ -214,6 +217,7 @@ impl ToolContext {
                 last_progress: Mutex::new(None),
                 log,
                 round,
+                principal,
             }),
         }
     }
@@ -229,6 +233,14 @@ impl ToolContext {
             Some(round) => round.ask(key, request).await,
             None => self.inner.sink.request(request).await,
         }
+    }
+
+    /// Who made the request, as its access token says (subject, client id,
+    /// scopes), when the HTTP server checks tokens
+    /// (`HttpServerConfig::auth`); `None` otherwise (stdio, or no
+    /// authorization).
+    pub fn principal(&self) -> Option<&super::Principal> {
+        self.inner.principal.as_ref()
     }
 
     /// The revision the request is served under.

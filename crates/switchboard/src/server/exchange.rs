@@ -180,7 +180,10 @@ pub(crate) async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let HttpSession {
-        transport, headers, ..
+        transport,
+        headers,
+        principal,
+        ..
     } = session;
     let (sender, mut receiver) = transport.split();
     let request = match receiver.recv().await {
@@ -225,7 +228,7 @@ pub(crate) async fn serve(
         id: id.clone(),
         cancel: cancel.clone(),
     });
-    let state = SessionState::new();
+    let state = SessionState::of(principal);
     let client_capabilities = Arc::new(ctx.client_capabilities.clone());
     // The handler is called in here: a panic in its synchronous part is answered
     // like one in its future.

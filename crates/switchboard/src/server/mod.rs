@@ -81,6 +81,7 @@ pub use mrtr::STATE_TTL;
 pub use prompts::PromptArguments;
 pub use resources::{ResourceRequest, UriTemplate, UriTemplateError};
 pub use serve::{ServeOptions, ServerSession, DRAIN_ON_CLOSE, FLUSH_BOUND};
+pub use switchboard_transport::http::resource::Principal;
 pub use tools::{Arguments, ToolError};
 
 use completion::{CompletionHandler, CompletionKey};
@@ -179,6 +180,8 @@ pub struct SessionState {
 
 #[derive(Debug, Default)]
 struct SessionInner {
+    /// Who opened the session, when the HTTP server checks tokens.
+    principal: Option<Principal>,
     log_level: Option<LoggingLevel>,
     /// Subscribed URI -> the announcer's mark when the subscription was made.
     subscriptions: BTreeMap<String, u64>,
@@ -188,6 +191,20 @@ impl SessionState {
     /// A fresh session: no level set (every level is sent), no subscriptions.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh session opened by `principal` (the caller its access token
+    /// names, when the HTTP server checks tokens).
+    pub fn of(principal: Option<Principal>) -> Self {
+        let state = Self::default();
+        state.lock().principal = principal;
+        state
+    }
+
+    /// Who opened the session, when the HTTP server checks tokens
+    /// (`HttpServerConfig::auth`); `None` otherwise.
+    pub fn principal(&self) -> Option<Principal> {
+        self.lock().principal.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionInner> {
@@ -925,6 +942,7 @@ impl Server {
                     request_meta,
                     log,
                     round,
+                    session.principal(),
                 );
                 let running = match tools::start(t, version, arguments, ctx) {
                     Err(invalid) => {
@@ -1046,6 +1064,7 @@ impl Server {
                     request_meta,
                     log,
                     round,
+                    session.principal(),
                 );
                 let getting = (prompt.handler)(args, ctx);
                 let server = self.clone();

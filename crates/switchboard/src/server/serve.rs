@@ -198,6 +198,17 @@ impl Server {
     /// serve many connections at once, each with its own lifecycle and
     /// [`SessionState`]. Nothing happens until [`ServerSession::run`] is awaited.
     pub fn serve(&self, transport: Transport, options: ServeOptions) -> ServerSession {
+        self.serve_as(transport, options, SessionState::new())
+    }
+
+    /// [`serve`](Self::serve) with the session's state made by the caller
+    /// (its principal, for an HTTP session).
+    fn serve_as(
+        &self,
+        transport: Transport,
+        options: ServeOptions,
+        state: SessionState,
+    ) -> ServerSession {
         let name = if options.name.is_empty() {
             self.info().name.clone()
         } else {
@@ -205,7 +216,7 @@ impl Server {
         };
         let shared = Arc::new(Shared {
             lifecycle: Mutex::new(self.lifecycle()),
-            state: SessionState::new(),
+            state,
             closed: Mutex::new(None),
         });
         let handler = Arc::new(ServerHandler {
@@ -284,12 +295,12 @@ impl Server {
                             sessions.spawn(super::exchange::serve(server.clone(), session, stopped.clone()));
                             continue;
                         }
-                        let HttpSession { transport, session_id, protocol_version, .. } = session;
+                        let HttpSession { transport, session_id, protocol_version, principal, .. } = session;
                         let span = tracing::info_span!("http_session", session = %session_id);
                         span.in_scope(|| {
                             tracing::debug!(%protocol_version, "session accepted");
                         });
-                        let served = server.serve(transport, options.clone());
+                        let served = server.serve_as(transport, options.clone(), SessionState::of(principal));
                         sessions.spawn(async move {
                             served.run().instrument(span).await;
                         });
