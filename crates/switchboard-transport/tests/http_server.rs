@@ -906,6 +906,20 @@ async fn open_raw_session(
     switchboard_transport::Sender,
     switchboard_transport::Receiver,
 ) {
+    open_raw_session_at(c, url, acceptor, "2025-11-25").await
+}
+
+/// [`open_raw_session`], its `initialize` answered with revision `agreed`.
+async fn open_raw_session_at(
+    c: &reqwest::Client,
+    url: &str,
+    acceptor: &mut SessionAcceptor,
+    agreed: &str,
+) -> (
+    String,
+    switchboard_transport::Sender,
+    switchboard_transport::Receiver,
+) {
     let opening = tokio::spawn({
         let c = c.clone();
         let url = url.to_owned();
@@ -916,7 +930,7 @@ async fn open_raw_session(
     let Some(Inbound::Message(Message::Request(init))) = rx.recv().await else {
         panic!("initialize first")
     };
-    let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+    let result = json!({"protocolVersion": agreed, "capabilities": {},
         "serverInfo": {"name": "t", "version": "0"}});
     tx.send(Message::Response(Response::new(init.id, &result).unwrap()))
         .await
@@ -1163,52 +1177,58 @@ async fn a_closed_stream_resumes_with_last_event_id() {
     .await
 }
 
-/// A priming event opens a POST's stream when the request names 2025-11-25 or
-/// later, or when an earlier request of its session did (the client has shown
-/// it knows them); a session whose requests only ever named 2025-03-26 gets none.
+/// A priming event opens a POST's stream when the session's `initialize`
+/// agreed on 2025-11-25 or later, or a request of it named one (the client has
+/// shown it knows them), whatever later requests name; a session that agreed on
+/// 2025-06-18 and whose requests only ever named 2025-03-26 gets none.
 #[tokio::test]
 async fn priming_follows_what_the_session_has_shown() {
     bounded(async {
         let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
         let url = server.url();
         let c = client();
-        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
-        // Answers every request of the session with `{}`.
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                if let Inbound::Message(Message::Request(r)) = event {
-                    let _ = tx
-                        .send(Message::Response(Response::new(r.id, &json!({})).unwrap()))
-                        .await;
-                }
-            }
-        });
-        let old = |id: u64| post_as(&c, &url, &sid, "2025-03-26", request(id, "ping"));
         let first_is_priming = |body: &[u8]| events(body).first().is_some_and(|e| e.1.is_empty());
-        // Only 2025-03-26 so far (initialize carried no header): no priming.
-        let body = old(2).send().await.unwrap().bytes().await.unwrap();
-        assert!(
-            !first_is_priming(&body),
-            "{}",
-            String::from_utf8_lossy(&body)
-        );
-        assert_eq!(messages(&body)[0]["id"], 2);
-        // A 2025-11-25 request gets one, and from then on so does a 2025-03-26 one.
-        let body = post(&c, &url, Some(&sid), request(3, "ping"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        assert!(first_is_priming(&body));
-        let body = old(4).send().await.unwrap().bytes().await.unwrap();
-        assert!(
-            first_is_priming(&body),
-            "{}",
-            String::from_utf8_lossy(&body)
-        );
-        assert_eq!(messages(&body)[0]["id"], 4);
+        for (agreed, primed) in [("2025-06-18", false), ("2025-11-25", true)] {
+            let (sid, tx, mut rx) = open_raw_session_at(&c, &url, &mut acceptor, agreed).await;
+            // Answers every request of the session with `{}`.
+            tokio::spawn(async move {
+                while let Some(event) = rx.recv().await {
+                    if let Inbound::Message(Message::Request(r)) = event {
+                        let _ = tx
+                            .send(Message::Response(Response::new(r.id, &json!({})).unwrap()))
+                            .await;
+                    }
+                }
+            });
+            let old = |id: u64| post_as(&c, &url, &sid, "2025-03-26", request(id, "ping"));
+            // Only 2025-03-26 named so far (initialize carried no header).
+            let body = old(2).send().await.unwrap().bytes().await.unwrap();
+            assert_eq!(
+                first_is_priming(&body),
+                primed,
+                "{agreed}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            assert_eq!(messages(&body)[0]["id"], 2);
+            if agreed == "2025-11-25" {
+                // A 2025-11-25 request gets one too, and so does a 2025-03-26 one after it.
+                let body = post(&c, &url, Some(&sid), request(3, "ping"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap();
+                assert!(first_is_priming(&body));
+                let body = old(4).send().await.unwrap().bytes().await.unwrap();
+                assert!(
+                    first_is_priming(&body),
+                    "{}",
+                    String::from_utf8_lossy(&body)
+                );
+                assert_eq!(messages(&body)[0]["id"], 4);
+            }
+        }
     })
     .await
 }
@@ -1267,15 +1287,15 @@ fn get_stream(
 }
 
 /// Closing is refused when the client holds no id to come back with: a session
-/// that never named 2025-11-25 gets no priming event, so its stream stays open
-/// and the response arrives on it.
+/// that agreed on 2025-06-18 and never named 2025-11-25 gets no priming event,
+/// so its stream stays open and the response arrives on it.
 #[tokio::test]
 async fn an_old_clients_stream_is_not_closed() {
     bounded(async {
         let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
         let url = server.url();
         let c = client();
-        let (sid, tx, mut rx) = open_raw_session(&c, &url, &mut acceptor).await;
+        let (sid, tx, mut rx) = open_raw_session_at(&c, &url, &mut acceptor, "2025-06-18").await;
         let (held, call) = held_call(&c, &url, &sid, "2025-06-18", &mut rx).await;
         assert!(
             !tx.close_stream(&call.id),

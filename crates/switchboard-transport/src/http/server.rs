@@ -60,10 +60,10 @@
 //! long it takes (see below).
 //!
 //! **Priming and polling (2025-11-25).** A stream opens with a priming event (an
-//! event id, empty data; `retry` with [`HttpServerConfig::sse_retry`]) once a
-//! request of its session has named 2025-11-25 or later in
-//! `MCP-Protocol-Version`; before that, none (an older client may not skip an
-//! event with empty data). The reply to the `initialize` that opens a session
+//! event id, empty data; `retry` with [`HttpServerConfig::sse_retry`]) once its
+//! session's `initialize` agreed on 2025-11-25 or later, or a request of it named
+//! one in `MCP-Protocol-Version`; before that, none (an older client may not
+//! skip an event with empty data). The reply to the `initialize` that opens a session
 //! (whose POST names no revision, or not necessarily the one it ends up with) is
 //! primed when the revision its answer negotiates (`result.protocolVersion`) is
 //! 2025-11-25 or later: its head and priming event wait for its first message,

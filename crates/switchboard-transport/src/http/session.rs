@@ -477,7 +477,7 @@ impl Session {
     /// Whether an SSE stream opened now, by a request naming `version` in
     /// `MCP-Protocol-Version`, starts with a priming event (2025-11-25 onward): when
     /// `version` is 2025-11-25 or later, or an earlier request of the session
-    /// named one. A client that has shown it speaks 2025-11-25 gets its priming
+    /// named one, or its `initialize` answer agreed on one. A client that has shown it speaks 2025-11-25 gets its priming
     /// events even on a request whose header names an older revision (the
     /// conformance suite's polling scenario sends such requests on a 2025-11-25
     /// session); a client that never did gets none (an older client may not skip
@@ -1073,6 +1073,19 @@ impl Session {
                 st.initialize = None;
                 st.negotiated = answered_version(line);
                 st.initialize_failed = is_error_response(line);
+                // A session that agreed on 2025-11-25 or later speaks it: its
+                // streams are primed from now on, whatever a request's header
+                // names, and whichever of its requests comes first (a client
+                // may send its next request before the POST of its
+                // `notifications/initialized`, which names the revision, is
+                // read).
+                if st
+                    .negotiated
+                    .is_some_and(|v| v >= ProtocolVersion::V2025_11_25)
+                {
+                    self.primes
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
         let answered = match route {
@@ -1292,6 +1305,35 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// A session whose `initialize` answer agreed on 2025-11-25 primes its
+    /// streams even for a request whose header names an older revision, and
+    /// before any request named 2025-11-25 (the conformance suite's polling
+    /// scenario sent its call ahead of `notifications/initialized` once, and
+    /// got no priming event); one that agreed on 2025-06-18 does not.
+    #[test]
+    fn a_session_that_agreed_on_2025_11_25_is_primed_from_its_answer() {
+        for (agreed, primed) in [("2025-11-25", true), ("2025-06-18", false)] {
+            let (s, _t) = session(4);
+            let (stream, generation) = open_post(&s, 1);
+            s.negotiates(&Id::from(1));
+            assert!(
+                !s.primes(ProtocolVersion::V2025_03_26),
+                "nothing agreed yet"
+            );
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{agreed}","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+            );
+            s.try_route(Outbound::new(
+                line.into_bytes(),
+                Route::Response(Id::from(1)),
+            ))
+            .unwrap();
+            let _ = s.attach(stream, generation);
+            assert_eq!(s.negotiated().map(|v| v.as_str()), Some(agreed));
+            assert_eq!(s.primes(ProtocolVersion::V2025_03_26), primed, "{agreed}");
+        }
     }
 
     /// A reply complete before its POST takes its events goes out whole, with no
