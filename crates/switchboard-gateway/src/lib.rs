@@ -253,20 +253,19 @@ impl Core {
         route: classify::Route,
         params: Option<&RawValue>,
     ) -> Result<(), error::Error> {
-        if route == classify::Route::Use(pin::Kind::Tool) {
-            self.allow.check_call(params)?;
+        let is_call = route == classify::Route::Use(pin::Kind::Tool);
+        let guarded = self.guard.as_ref().zip(route.used());
+        if guarded.is_none() && !(is_call && self.allow.is_restricted()) {
+            return Ok(());
         }
-        let (Some(guard), Some(kind)) = (&self.guard, route.used()) else {
+        // Read once for the allowlist and the guard.
+        let name = policy::params_name(params);
+        if is_call {
+            self.allow.check_name(name.as_deref())?;
+        }
+        let Some((guard, kind)) = guarded else {
             return Ok(());
         };
-        #[derive(serde::Deserialize)]
-        struct Named<'a> {
-            #[serde(borrow)]
-            name: Option<std::borrow::Cow<'a, str>>,
-        }
-        let name = params
-            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
-            .and_then(|n| n.name);
         match name {
             Some(name) => guard.check(scope, kind, &name),
             None => Err(format!(

@@ -45,6 +45,15 @@ struct Named<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// The `name` of a `tools/call` or `prompts/get` request's params (`None`:
+/// no params, not an object, or no string `name`). Only `name` is read; the
+/// arguments are skipped, not kept.
+pub(crate) fn params_name(params: Option<&RawValue>) -> Option<std::borrow::Cow<'_, str>> {
+    params
+        .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
+        .and_then(|n| n.name)
+}
+
 impl Allowlist {
     /// An allowlist of exactly `names`; an empty `names` allows nothing.
     pub fn only<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
@@ -79,17 +88,11 @@ impl Allowlist {
         }
     }
 
-    /// For a `tools/call` request's params: [`Error::Refused`] (a -32602
-    /// answer) when the tool is not allowed or the params name no tool. Only
-    /// `name` is read; the arguments are skipped, not kept.
-    pub(crate) fn check_call(&self, params: Option<&RawValue>) -> Result<(), Error> {
-        if !self.is_restricted() {
-            return Ok(());
-        }
-        let name = params
-            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok())
-            .and_then(|n| n.name);
-        match self.decide(name.as_deref()) {
+    /// For the tool a `tools/call` names ([`params_name`] of its params):
+    /// [`Error::Refused`] (a -32602 answer) when it is not allowed or the
+    /// params name no tool.
+    pub(crate) fn check_name(&self, name: Option<&str>) -> Result<(), Error> {
+        match self.decide(name) {
             Decision::Allow => Ok(()),
             Decision::Deny { reason } => Err(Error::Refused(reason)),
         }
@@ -136,6 +139,10 @@ mod tests {
     use crate::raw::raw;
     use serde_json::Value;
 
+    fn check_call(a: &Allowlist, params: Option<&RawValue>) -> Result<(), Error> {
+        a.check_name(params_name(params).as_deref())
+    }
+
     #[test]
     fn no_list_allows_everything_and_leaves_results_alone() {
         let a = Allowlist::default();
@@ -143,7 +150,7 @@ mod tests {
         assert!(a.permits("anything"));
         let text = r#"{"tools":[{"name":"a"}],"nextCursor":"c"}"#;
         assert_eq!(a.filter_list_result(raw(text)).get(), text);
-        assert!(a.check_call(Some(&raw(r#"{"name":"zzz"}"#))).is_ok());
+        assert!(check_call(&a, Some(&raw(r#"{"name":"zzz"}"#))).is_ok());
     }
 
     #[test]
@@ -156,12 +163,10 @@ mod tests {
         assert_eq!(v["tools"].as_array().unwrap().len(), 1);
         assert_eq!(v["tools"][0]["name"], "echo");
         assert_eq!(v["nextCursor"], "c");
-        assert!(a
-            .check_call(Some(&raw(r#"{"name":"echo","arguments":{}}"#)))
-            .is_ok());
-        let err = a.check_call(Some(&raw(r#"{"name":"rm"}"#))).unwrap_err();
+        assert!(check_call(&a, Some(&raw(r#"{"name":"echo","arguments":{}}"#))).is_ok());
+        let err = check_call(&a, Some(&raw(r#"{"name":"rm"}"#))).unwrap_err();
         assert!(err.to_string().contains("rm"));
-        assert!(a.check_call(None).is_err());
+        assert!(check_call(&a, None).is_err());
         let reported: BTreeSet<String> = ["echo".to_owned(), "rm".to_owned()].into();
         assert_eq!(a.drift(&reported), vec!["missing"]);
     }
@@ -176,7 +181,7 @@ mod tests {
                 .get(),
             r#"{"tools":[]}"#
         );
-        let err = a.check_call(Some(&raw(r#"{"name":"echo"}"#))).unwrap_err();
+        let err = check_call(&a, Some(&raw(r#"{"name":"echo"}"#))).unwrap_err();
         assert_eq!(err.code(), -32602);
         let table = [
             (Allowlist::All, Some("x"), true),

@@ -45,9 +45,10 @@ enum Verdict {
 /// Each verdict carries the generation of the lock it was judged by: one of
 /// an earlier lock (before a reload) counts as none.
 #[derive(Debug, Default)]
-pub struct Verdicts(Mutex<HashMap<(Kind, String), (u64, Verdict)>>);
+pub struct Verdicts(Mutex<VerdictTable>);
 
-type VerdictTable = HashMap<(Kind, String), (u64, Verdict)>;
+/// Verdicts by kind, then name (looked up by `&str` on every call).
+type VerdictTable = HashMap<Kind, HashMap<String, (u64, Verdict)>>;
 
 impl Verdicts {
     fn lock(&self) -> std::sync::MutexGuard<'_, VerdictTable> {
@@ -159,17 +160,17 @@ impl DriftGuard {
             }
         };
         let table = self.verdicts(scope);
-        let mut table = table.lock();
-        let key = (kind, name.to_owned());
+        let mut locked = table.lock();
+        let table = locked.entry(kind).or_default();
         // Two copies of a name in one list: the worse verdict stands.
-        if twice && matches!(table.get(&key), Some((g, Verdict::Changed(_))) if *g == generation) {
+        if twice && matches!(table.get(name), Some((g, Verdict::Changed(_))) if *g == generation) {
             return self.mode == GuardMode::Warn;
         }
         let before = table
-            .insert(key, (generation, verdict.clone()))
+            .insert(name.to_owned(), (generation, verdict.clone()))
             .filter(|(g, _)| *g == generation)
             .map(|(_, v)| v);
-        drop(table);
+        drop(locked);
         if let Verdict::Changed(hash) = &verdict {
             if before.as_ref() != Some(&verdict) {
                 warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %hash, mode = ?self.mode, "drift: a definition is not the approved one");
@@ -330,7 +331,9 @@ impl DriftGuard {
             return Ok(());
         }
         let what = kind.noun();
-        if !Self::approved(&self.current(), kind).contains_key(name) {
+        let approved = Self::approved(&self.lock.read().unwrap_or_else(|p| p.into_inner()), kind)
+            .contains_key(name);
+        if !approved {
             return Err(format!(
                 "{what} {name:?} is not approved ({}): a new {what} is served once approved (`switchboard lock approve`)",
                 self.source
@@ -340,7 +343,8 @@ impl DriftGuard {
         let verdict = self
             .verdicts(scope)
             .lock()
-            .get(&(kind, name.to_owned()))
+            .get(&kind)
+            .and_then(|names| names.get(name))
             .filter(|(g, _)| *g == generation)
             .map(|(_, v)| v.clone());
         match (verdict, scope) {
