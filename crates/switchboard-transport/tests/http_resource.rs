@@ -651,11 +651,11 @@ async fn opaque_tokens_are_introspected() {
     }
     let mut rs = ResourceServerConfig::new(iss.clone(), RESOURCE);
     rs.scopes = vec!["mcp:tools".into()];
-    rs.introspection = Some(IntrospectionConfig {
-        endpoint: format!("{iss}/introspect"),
-        client_id: "rs".into(),
-        client_secret: "rs-secret".into(),
-    });
+    rs.introspection = Some(IntrospectionConfig::new(
+        format!("{iss}/introspect"),
+        "rs",
+        "rs-secret",
+    ));
     let mut config = HttpServerConfig::default();
     config.auth = Some(rs);
     config.json_response = true;
