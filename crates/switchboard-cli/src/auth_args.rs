@@ -81,6 +81,15 @@ pub struct AuthArgs {
         help_heading = "Authorization (OAuth resource server)"
     )]
     pub auth_client_secret_env: Option<String>,
+    /// Accept an introspection answer without `aud` (by default refused:
+    /// nothing then shows the token was issued for this resource); an `aud`
+    /// that is present must contain `--auth-resource` either way.
+    #[arg(
+        long,
+        requires = "auth_introspect",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_accept_missing_aud: bool,
 }
 
 impl AuthArgs {
@@ -122,11 +131,10 @@ impl AuthArgs {
             let client_secret = env(var).filter(|s| !s.is_empty()).ok_or_else(|| {
                 format!("--auth-client-secret-env: the environment variable {var} is not set")
             })?;
-            config.introspection = Some(IntrospectionConfig {
-                endpoint: endpoint.clone(),
-                client_id: client_id.clone(),
-                client_secret,
-            });
+            let mut introspection =
+                IntrospectionConfig::new(endpoint.clone(), client_id.clone(), client_secret);
+            introspection.accept_missing_audience = self.auth_accept_missing_aud;
+            config.introspection = Some(introspection);
         }
         ResourceServer::new(config.clone(), path)
             .map_err(|e| format!("--auth-*: {}", switchboard_transport::error_chain(&e)))?;
