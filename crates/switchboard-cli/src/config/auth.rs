@@ -126,7 +126,7 @@ struct FileIntrospection {
 #[serde(untagged)]
 pub(super) enum FileRouteAuth {
     Switch(bool),
-    Table(FileAuth),
+    Table(Box<FileAuth>),
 }
 
 /// Checks what one table says by itself, each problem at its key under `at`

@@ -647,3 +647,36 @@ auth = { resource = "https://gw.example/mcp" }
     let c = ok(text, Format::Toml);
     assert!(c.auth.unwrap().resource.is_none());
 }
+
+#[test]
+fn the_documented_examples_are_valid() {
+    for (name, text) in [
+        (
+            "gateway.toml",
+            include_str!("../../../../docs/examples/gateway.toml"),
+        ),
+        (
+            "gateway-auth.toml",
+            include_str!("../../../../docs/examples/gateway-auth.toml"),
+        ),
+    ] {
+        parse(text, Format::Toml, &env()).unwrap_or_else(|p| panic!("{name}: {p:#?}"));
+    }
+    let c = ok(
+        include_str!("../../../../docs/examples/gateway-auth.toml"),
+        Format::Toml,
+    );
+    let protection: Vec<_> = c
+        .routes
+        .iter()
+        .map(|r| (r.path.as_str(), &r.auth))
+        .collect();
+    assert!(matches!(
+        protection.as_slice(),
+        [
+            ("/mcp", RouteAuth::Global),
+            ("/public/mcp", RouteAuth::Off),
+            ("/review/mcp", RouteAuth::Own(_))
+        ]
+    ));
+}

@@ -163,7 +163,8 @@ pub struct HttpServerConfig {
     /// route not starting with `/`, and one whose paths are taken: by
     /// [`path`](Self::path), the legacy paths, `/healthz` and `/readyz`
     /// (whether or not [`health`](Self::health) is set), the Protected
-    /// Resource Metadata paths ([`auth`](Self::auth)), or another route.
+    /// Resource Metadata paths ([`auth`](Self::auth),
+    /// [`route_auth`](Self::route_auth)), or another route.
     /// Default empty.
     pub routes: Vec<String>,
     /// `Host` header values accepted besides the defaults (DNS-rebinding
@@ -288,7 +289,8 @@ pub struct HttpServerConfig {
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
     /// (GET, `application/json`), and every request to the endpoint, the
     /// [`routes`](Self::routes) and the legacy paths needs a valid bearer token
-    /// (the same resource and metadata for all): without one 401 (with a token
+    /// (the same resource and metadata for all, but the paths
+    /// [`route_auth`](Self::route_auth) names): without one 401 (with a token
     /// that is not accepted, `error="invalid_token"`), a token in the query
     /// string 400 (`invalid_request`), missing scopes 403
     /// (`insufficient_scope`), each with `WWW-Authenticate: Bearer
