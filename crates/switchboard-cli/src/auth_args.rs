@@ -181,7 +181,18 @@ mod tests {
             .resource_config_with("/mcp", |v| (v == "RS_SECRET").then(|| "s3".to_owned()))
             .unwrap()
             .unwrap();
-        assert_eq!(c.introspection.unwrap().client_secret, "s3");
+        let introspection = c.introspection.unwrap();
+        assert_eq!(introspection.client_secret, "s3");
+        assert!(
+            !introspection.accept_missing_audience,
+            "strict unless asked"
+        );
+        a.auth_accept_missing_aud = true;
+        let c = a
+            .resource_config_with("/mcp", |_| Some("s3".to_owned()))
+            .unwrap()
+            .unwrap();
+        assert!(c.introspection.unwrap().accept_missing_audience);
     }
 
     #[test]

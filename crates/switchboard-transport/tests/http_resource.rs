@@ -922,6 +922,41 @@ async fn each_route_can_be_a_resource_of_its_own_or_open() {
     .unwrap();
     assert_eq!(r.status(), 404);
 
+    // A server whose every endpoint is open or its own: `auth`, used by
+    // none, serves no metadata (the main path's and the root are 404).
+    let mut unused = HttpServerConfig::default();
+    unused.auth = Some(ResourceServerConfig::new(iss.clone(), RESOURCE));
+    unused.routes = vec!["/a".into()];
+    unused.route_auth.insert("/mcp".into(), None);
+    unused.route_auth.insert(
+        "/a".into(),
+        Some(ResourceServerConfig::new(iss.clone(), RES_A)),
+    );
+    let (other, _other_acceptor) = HttpServer::bind(unused).await.unwrap();
+    let other_base = format!("http://{}", other.local_addr());
+    for path in ["/mcp", ""] {
+        let r = bounded(
+            client()
+                .get(format!(
+                    "{other_base}/.well-known/oauth-protected-resource{path}"
+                ))
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 404, "{path:?}");
+    }
+    let r = bounded(
+        client()
+            .get(format!(
+                "{other_base}/.well-known/oauth-protected-resource/a"
+            ))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+
     // Audiences: A's token at A only; an answer without aud only where the
     // opt-in is on; the main path introspects nothing.
     let cases = [
