@@ -228,12 +228,12 @@ fn settings(table: FileAuth) -> Option<AuthConfig> {
     })
 }
 
-/// The global settings and each route's (by route name, in `routes`' order:
-/// `(name, path, auth)`), every problem pushed. `None` for the global
+/// The global settings and each route's (`routes`: each route's name and
+/// `auth` as written; the answer in the same order), every problem pushed. `None` for the global
 /// settings when the file has no top-level table (or a broken one).
 pub(super) fn resolve(
     global: Option<FileAuth>,
-    routes: &[(String, String, Option<FileRouteAuth>)],
+    routes: &[(String, Option<FileRouteAuth>)],
     problems: &mut Problems<'_>,
     env: &Env,
 ) -> (Option<AuthConfig>, Vec<RouteAuth>) {
@@ -250,7 +250,7 @@ pub(super) fn resolve(
     let mut resources: BTreeMap<String, String> = BTreeMap::new();
     let mut inheriting: Vec<&str> = Vec::new();
     let mut out = Vec::with_capacity(routes.len());
-    for (name, _path, auth) in routes {
+    for (name, auth) in routes {
         let at = format!("/routes/{}/auth", pointer_token(name));
         out.push(match auth {
             None => {

@@ -465,7 +465,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
     let mut route_auth = Vec::new();
     let mut paths: BTreeMap<String, String> = BTreeMap::new();
     for (name, r) in file.routes {
-        route_auth.push((name.clone(), r.path.clone(), r.auth));
+        route_auth.push((name.clone(), r.auth));
         let at = format!("/routes/{}", pointer_token(&name));
         if RESERVED_PATHS.contains(&r.path.as_str()) {
             problems.push(
@@ -512,7 +512,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
         });
     }
     if !paths.contains_key(DEFAULT_ROUTE_PATH) {
-        route_auth.push(("default".to_owned(), DEFAULT_ROUTE_PATH.to_owned(), None));
+        route_auth.push(("default".to_owned(), None));
         routes.push(RouteConfig {
             name: "default".to_owned(),
             path: DEFAULT_ROUTE_PATH.to_owned(),
