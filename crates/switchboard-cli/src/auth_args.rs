@@ -81,6 +81,15 @@ pub struct AuthArgs {
         help_heading = "Authorization (OAuth resource server)"
     )]
     pub auth_client_secret_env: Option<String>,
+    /// Accept an introspection answer without `aud` (by default refused:
+    /// nothing then shows the token was issued for this resource); an `aud`
+    /// that is present must contain `--auth-resource` either way.
+    #[arg(
+        long,
+        requires = "auth_introspect",
+        help_heading = "Authorization (OAuth resource server)"
+    )]
+    pub auth_accept_missing_aud: bool,
 }
 
 impl AuthArgs {
@@ -122,11 +131,10 @@ impl AuthArgs {
             let client_secret = env(var).filter(|s| !s.is_empty()).ok_or_else(|| {
                 format!("--auth-client-secret-env: the environment variable {var} is not set")
             })?;
-            config.introspection = Some(IntrospectionConfig {
-                endpoint: endpoint.clone(),
-                client_id: client_id.clone(),
-                client_secret,
-            });
+            let mut introspection =
+                IntrospectionConfig::new(endpoint.clone(), client_id.clone(), client_secret);
+            introspection.accept_missing_audience = self.auth_accept_missing_aud;
+            config.introspection = Some(introspection);
         }
         ResourceServer::new(config.clone(), path)
             .map_err(|e| format!("--auth-*: {}", switchboard_transport::error_chain(&e)))?;
@@ -173,7 +181,18 @@ mod tests {
             .resource_config_with("/mcp", |v| (v == "RS_SECRET").then(|| "s3".to_owned()))
             .unwrap()
             .unwrap();
-        assert_eq!(c.introspection.unwrap().client_secret, "s3");
+        let introspection = c.introspection.unwrap();
+        assert_eq!(introspection.client_secret, "s3");
+        assert!(
+            !introspection.accept_missing_audience,
+            "strict unless asked"
+        );
+        a.auth_accept_missing_aud = true;
+        let c = a
+            .resource_config_with("/mcp", |_| Some("s3".to_owned()))
+            .unwrap()
+            .unwrap();
+        assert!(c.introspection.unwrap().accept_missing_audience);
     }
 
     #[test]

@@ -31,8 +31,10 @@ pub struct GatewayArgs {
     /// 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// MCP authorization for every route: the `--auth-*` flags (tool scopes
-    /// by served name, e.g. `--auth-tool-scope calc__add=calc`).
+    /// MCP authorization for every route without an `auth` key of its own in
+    /// the file: the `--auth-*` flags (tool scopes by served name, e.g.
+    /// `--auth-tool-scope calc__add=calc`). Not together with the file's
+    /// top-level `[auth]` table.
     #[command(flatten)]
     pub auth: crate::auth_args::AuthArgs,
     /// Judge every upstream's tools, prompts, templates and instructions
@@ -210,6 +212,60 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
     Ok(GatewayConfig::new(upstreams, routes))
 }
 
+/// The listener's authorization from the flags and the file: the global
+/// settings (the `--auth-*` flags or the file's top-level `[auth]` table,
+/// never both: which would win is not obvious, so it is an error) and each
+/// route's own (`auth = false`: open; a table: its own resource). Client
+/// secrets are read from the environment now. Errors: one line each.
+fn set_auth(
+    args: &crate::auth_args::AuthArgs,
+    file: &config::GatewayConfig,
+    http: &mut switchboard_transport::http::server::HttpServerConfig,
+) -> Result<(), Vec<String>> {
+    let env = |var: &str| std::env::var(var).ok();
+    let mut problems = Vec::new();
+    let flags = args
+        .resource_config(config::DEFAULT_ROUTE_PATH)
+        .map_err(|e| vec![e])?;
+    http.auth = match (flags, &file.auth) {
+        (Some(_), Some(_)) => {
+            return Err(vec![
+                "the --auth-* flags and the file's top-level [auth] table both give the global authorization settings: keep one".into(),
+            ])
+        }
+        (Some(flags), None) => Some(flags),
+        // A table whose resource no route uses protects nothing.
+        (None, Some(table)) if table.resource.is_some() => match table.resource_config(env) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                problems.push(format!("auth: {e}"));
+                None
+            }
+        },
+        (None, _) => None,
+    };
+    http.route_auth.clear();
+    for r in &file.routes {
+        match &r.auth {
+            config::RouteAuth::Global => {}
+            config::RouteAuth::Off => {
+                http.route_auth.insert(r.path.clone(), None);
+            }
+            config::RouteAuth::Own(a) => match a.resource_config(env) {
+                Ok(c) => {
+                    http.route_auth.insert(r.path.clone(), Some(c));
+                }
+                Err(e) => problems.push(format!("routes.{}.auth: {e}", r.name)),
+            },
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 /// The outbound header values an upstream is connected with.
 fn header_values_of(connector: &Connector) -> Vec<(String, String)> {
     match connector {
@@ -260,6 +316,9 @@ async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, 
             )
         }
     };
+    if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
+        return refused(problems);
+    }
     // A refused lock keeps every guard as it was.
     let mut next = guards.clone();
     if let Err(problems) = attach_guards(args, &mut config, &mut next) {
@@ -318,14 +377,12 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         .or(file.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
     config.http.bind = listen;
-    // The Protected Resource Metadata is the default route's.
-    config.http.auth = match args.auth.resource_config(config::DEFAULT_ROUTE_PATH) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("switchboard: {e}");
-            return ExitCode::from(2);
+    if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
+        for p in problems {
+            eprintln!("switchboard: {p}");
         }
-    };
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -17,7 +17,9 @@ mod gateway_util;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use auth_util::{jwks_server, mint, now, token};
+use auth_util::{
+    challenge_scopes, http, initialize, jwks_server, mint, modern_call, now, post, token,
+};
 use gateway_util::*;
 use serde_json::{json, Value};
 use switchboard::client::http::HttpClientConfig;
@@ -171,100 +173,6 @@ fn full_token() -> String {
 /// A token with [`SCOPE`] only.
 fn basic_token() -> String {
     token(ISSUER, RESOURCE, "bob", SCOPE)
-}
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder().timeout(LIMIT).build().unwrap()
-}
-
-struct Reply {
-    status: u16,
-    challenge: Option<String>,
-    session: Option<String>,
-    body: String,
-}
-
-impl Reply {
-    /// The JSON-RPC message answering `id` (a JSON body, or one of an SSE
-    /// stream's events).
-    fn response(&self, id: i64) -> Value {
-        if let Ok(v) = serde_json::from_str::<Value>(&self.body) {
-            return v;
-        }
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no response to {id} in {}", self.body))
-    }
-}
-
-/// POSTs `body` to `url` with `bearer` (if any) and `headers`.
-async fn post(url: &str, bearer: Option<&str>, headers: &[(&str, &str)], body: &Value) -> Reply {
-    let mut req = http()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    if let Some(t) = bearer {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let r = bounded(req.send()).await.expect("the gateway answers");
-    let status = r.status().as_u16();
-    let challenge = r
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let session = r
-        .headers()
-        .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let body = bounded(r.text()).await.unwrap_or_default();
-    Reply {
-        status,
-        challenge,
-        session,
-        body,
-    }
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name":"gateway-auth-test","version":"1"}}})
-}
-
-/// A 2026-07-28 `tools/call` of `tool` with `arguments`, raw, as request `id`.
-async fn modern_call(url: &str, bearer: &str, id: i64, tool: &str, arguments: Value) -> Reply {
-    let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
-        "name": tool, "arguments": arguments, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "gateway-auth-test", "version": "1"}}}});
-    post(
-        url,
-        Some(bearer),
-        &[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", tool),
-        ],
-        &body,
-    )
-    .await
-}
-
-/// The `scope` parameter of a challenge, split.
-fn challenge_scopes(challenge: &str) -> Vec<String> {
-    let Some((_, rest)) = challenge.split_once(" scope=\"") else {
-        return Vec::new();
-    };
-    let value = rest.split('"').next().unwrap_or_default();
-    value.split_whitespace().map(str::to_owned).collect()
 }
 
 /// The library client at `url` in `era`, sending `Authorization: Bearer TOKEN`.

@@ -651,11 +651,11 @@ async fn opaque_tokens_are_introspected() {
     }
     let mut rs = ResourceServerConfig::new(iss.clone(), RESOURCE);
     rs.scopes = vec!["mcp:tools".into()];
-    rs.introspection = Some(IntrospectionConfig {
-        endpoint: format!("{iss}/introspect"),
-        client_id: "rs".into(),
-        client_secret: "rs-secret".into(),
-    });
+    rs.introspection = Some(IntrospectionConfig::new(
+        format!("{iss}/introspect"),
+        "rs",
+        "rs-secret",
+    ));
     let mut config = HttpServerConfig::default();
     config.auth = Some(rs);
     config.json_response = true;
@@ -812,4 +812,184 @@ async fn a_legacy_session_belongs_to_its_subject_too() {
     };
     assert_eq!(bounded(send(bob)).await.unwrap().status(), 404);
     assert_eq!(bounded(send(alice)).await.unwrap().status(), 202);
+}
+
+/// `HttpServerConfig::route_auth`: routes that are resources of their own
+/// (each its metadata, its audience, its introspection rule for an absent
+/// `aud`), an open route, and the main path under `auth`; and what `bind`
+/// refuses.
+#[tokio::test]
+async fn each_route_can_be_a_resource_of_its_own_or_open() {
+    const RES_A: &str = "https://mcp.example/a";
+    const RES_B: &str = "https://mcp.example/b";
+    let auth_server = AuthServer::start().await;
+    let iss = auth_server.issuer.clone();
+    {
+        let mut st = auth_server.state.lock().unwrap();
+        for (token, aud) in [("opaque-a", Some(RES_A)), ("opaque-no-aud", None)] {
+            let mut answer = json!({"active": true, "sub": "erin", "scope": "mcp:tools",
+                                    "iss": iss, "exp": now() + 300});
+            if let Some(aud) = aud {
+                answer["aud"] = json!(aud);
+            }
+            st.introspection.insert(token.into(), answer);
+        }
+    }
+    let introspected = |resource: &str, accept_missing_audience: bool| {
+        let mut rs = ResourceServerConfig::new(iss.clone(), resource);
+        let mut i = IntrospectionConfig::new(format!("{iss}/introspect"), "rs", "rs-secret");
+        i.accept_missing_audience = accept_missing_audience;
+        rs.introspection = Some(i);
+        rs
+    };
+    let mut config = HttpServerConfig::default();
+    config.auth = Some(ResourceServerConfig::new(iss.clone(), RESOURCE));
+    config.routes = vec!["/a".into(), "/b".into(), "/open".into()];
+    config
+        .route_auth
+        .insert("/a".into(), Some(introspected(RES_A, false)));
+    config
+        .route_auth
+        .insert("/b".into(), Some(introspected(RES_B, true)));
+    config.route_auth.insert("/open".into(), None);
+    config.json_response = true;
+
+    // What bind refuses: a key that is no endpoint, two resources at one
+    // metadata path.
+    let mut unknown = config.clone();
+    unknown.route_auth.insert("/nope".into(), None);
+    let e = HttpServer::bind(unknown).await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("\"/nope\""), "{e}");
+    let mut clash = config.clone();
+    clash.route_auth.insert(
+        "/b".into(),
+        Some(ResourceServerConfig::new(
+            iss.clone(),
+            "https://mcp.example/a",
+        )),
+    );
+    let e = HttpServer::bind(clash).await.unwrap_err();
+    assert!(e.to_string().contains("would serve two resources"), "{e}");
+
+    let (server, acceptor) = HttpServer::bind(config).await.unwrap();
+    let _opened = serve(acceptor);
+    let at = |path: &str| server.url_of(path);
+    let base = format!("http://{}", server.local_addr());
+
+    // Each route's challenge names its own metadata, served with its resource.
+    for (path, resource) in [("/mcp", RESOURCE), ("/a", RES_A), ("/b", RES_B)] {
+        let r = post(&at(path), None, None, initialize()).await;
+        assert_eq!(r.status(), 401, "{path}");
+        let meta = resource.replace(
+            "mcp.example",
+            "mcp.example/.well-known/oauth-protected-resource",
+        );
+        assert_eq!(
+            challenge(&r),
+            format!("Bearer resource_metadata=\"{meta}\""),
+            "{path}"
+        );
+        let r = bounded(
+            client()
+                .get(format!("{base}/.well-known/oauth-protected-resource{path}"))
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let doc: Value = serde_json::from_str(&bounded(r.text()).await.unwrap()).unwrap();
+        assert_eq!(doc["resource"], resource, "{path}");
+    }
+    let r = bounded(
+        client()
+            .get(format!("{base}/.well-known/oauth-protected-resource"))
+            .send(),
+    )
+    .await
+    .unwrap();
+    let doc: Value = serde_json::from_str(&bounded(r.text()).await.unwrap()).unwrap();
+    assert_eq!(doc["resource"], RESOURCE, "the root is the main path's");
+    // The open route: no token, no metadata.
+    let r = post(&at("/open"), None, None, initialize()).await;
+    assert_eq!(r.status(), 200);
+    let r = bounded(
+        client()
+            .get(format!("{base}/.well-known/oauth-protected-resource/open"))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 404);
+
+    // A server whose every endpoint is open or its own: `auth`, used by
+    // none, serves no metadata (the main path's and the root are 404).
+    let mut unused = HttpServerConfig::default();
+    unused.auth = Some(ResourceServerConfig::new(iss.clone(), RESOURCE));
+    unused.routes = vec!["/a".into()];
+    unused.route_auth.insert("/mcp".into(), None);
+    unused.route_auth.insert(
+        "/a".into(),
+        Some(ResourceServerConfig::new(iss.clone(), RES_A)),
+    );
+    let (other, _other_acceptor) = HttpServer::bind(unused).await.unwrap();
+    let other_base = format!("http://{}", other.local_addr());
+    for path in ["/mcp", ""] {
+        let r = bounded(
+            client()
+                .get(format!(
+                    "{other_base}/.well-known/oauth-protected-resource{path}"
+                ))
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 404, "{path:?}");
+    }
+    let r = bounded(
+        client()
+            .get(format!(
+                "{other_base}/.well-known/oauth-protected-resource/a"
+            ))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // Audiences: A's token at A only; an answer without aud only where the
+    // opt-in is on; the main path introspects nothing.
+    let cases = [
+        ("/a", "opaque-a", None),
+        (
+            "/b",
+            "opaque-a",
+            Some("the token is not for this resource (aud)"),
+        ),
+        (
+            "/mcp",
+            "opaque-a",
+            Some("opaque tokens are not accepted here"),
+        ),
+        (
+            "/a",
+            "opaque-no-aud",
+            Some("the token is not for this resource (aud)"),
+        ),
+        ("/b", "opaque-no-aud", None),
+    ];
+    for (path, token, refused) in cases {
+        let r = post(&at(path), Some(token), None, initialize()).await;
+        match refused {
+            None => assert_eq!(r.status(), 200, "{path} {token}"),
+            Some(why) => {
+                assert_eq!(r.status(), 401, "{path} {token}");
+                assert!(
+                    challenge(&r).contains(why),
+                    "{path} {token}: {}",
+                    challenge(&r)
+                );
+            }
+        }
+    }
 }

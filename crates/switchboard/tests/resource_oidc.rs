@@ -228,11 +228,11 @@ async fn opaque_tokens_are_introspected_at_oidc_provider() {
         return;
     };
     let server = protected_with(&issuer, |rs| {
-        rs.introspection = Some(IntrospectionConfig {
-            endpoint: format!("{issuer}/token/introspection"),
-            client_id: "rs".into(),
-            client_secret: "secret-rs".into(),
-        });
+        rs.introspection = Some(IntrospectionConfig::new(
+            format!("{issuer}/token/introspection"),
+            "rs",
+            "secret-rs",
+        ));
     })
     .await;
     let opaque = token(&issuer, "machine-o", &server.url).await;

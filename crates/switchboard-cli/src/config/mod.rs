@@ -7,6 +7,7 @@
 //! each; unknown keys are problems. This module must not know how upstreams are
 //! connected or how routes are served.
 
+pub mod auth;
 mod foreign;
 mod source;
 
@@ -19,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use auth::{AuthConfig, RouteAuth};
 use source::{pointer_token, Source};
 pub use source::{Format, Pos};
 
@@ -43,6 +45,8 @@ pub struct GatewayConfig {
     pub upstreams: Vec<UpstreamConfig>,
     /// The routes, by path in ascending order; the default route included.
     pub routes: Vec<RouteConfig>,
+    /// The top-level `auth` table: the global authorization settings.
+    pub auth: Option<AuthConfig>,
 }
 
 /// One upstream MCP server.
@@ -129,6 +133,8 @@ pub struct RouteConfig {
     /// The upstreams it serves, by name.
     pub upstreams: Vec<String>,
     pub tools: Allow,
+    /// How it is protected (MCP authorization).
+    pub auth: RouteAuth,
 }
 
 /// A tool allowlist (`toolNames`), as served names.
@@ -330,6 +336,7 @@ struct File {
     upstreams: BTreeMap<String, FileUpstream>,
     #[serde(default)]
     routes: BTreeMap<String, FileRoute>,
+    auth: Option<auth::FileAuth>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -361,6 +368,7 @@ struct FileRoute {
     path: String,
     upstreams: Option<Vec<String>>,
     tools: Option<Vec<String>>,
+    auth: Option<auth::FileRouteAuth>,
 }
 
 /// Checks the own shape against [`SCHEMA`], every violation a problem, then
@@ -380,6 +388,22 @@ fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
                         "unknown key".to_owned(),
                     ));
                 }
+            }
+            // A route's `auth = true`, and a scope with a space: in words.
+            jsonschema::error::ValidationErrorKind::Not { .. } if pointer.ends_with("/auth") => {
+                errors.push((
+                    pointer,
+                    "`true` is not a setting: give a table, or `false` (open)".to_owned(),
+                ))
+            }
+            jsonschema::error::ValidationErrorKind::Pattern { .. }
+                if pointer.contains("/auth/") && pointer.contains("scopes/") =>
+            {
+                errors.push((
+                    pointer,
+                    "not an OAuth scope: printable ASCII without space, '\"' or '\\' (RFC 6749 §3.3)"
+                        .to_owned(),
+                ))
             }
             _ => errors.push((pointer, schema_message(&error.to_string()))),
         }
@@ -438,8 +462,10 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
     }
     check_prefixes(&upstreams, problems);
     let mut routes = Vec::new();
+    let mut route_auth = Vec::new();
     let mut paths: BTreeMap<String, String> = BTreeMap::new();
     for (name, r) in file.routes {
+        route_auth.push((name.clone(), r.auth));
         let at = format!("/routes/{}", pointer_token(&name));
         if RESERVED_PATHS.contains(&r.path.as_str()) {
             problems.push(
@@ -482,21 +508,29 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
             path: r.path,
             upstreams: served,
             tools,
+            auth: RouteAuth::Global,
         });
     }
     if !paths.contains_key(DEFAULT_ROUTE_PATH) {
+        route_auth.push(("default".to_owned(), None));
         routes.push(RouteConfig {
             name: "default".to_owned(),
             path: DEFAULT_ROUTE_PATH.to_owned(),
             upstreams: names.iter().cloned().collect(),
             tools: Allow::All,
+            auth: RouteAuth::Global,
         });
+    }
+    let (auth, protections) = auth::resolve(file.auth, &route_auth, problems, env);
+    for (route, protection) in routes.iter_mut().zip(protections) {
+        route.auth = protection;
     }
     routes.sort_by(|a, b| a.path.cmp(&b.path));
     (problems.list.len() == before).then_some(GatewayConfig {
         listen,
         upstreams,
         routes,
+        auth,
     })
 }
 
@@ -829,13 +863,33 @@ fn summary(config: &GatewayConfig) -> String {
             target.trim_end()
         ));
     }
+    if let Some(a) = &config.auth {
+        out.push_str(&format!(
+            "auth  issuer {}  resource {}\n",
+            a.issuer,
+            a.resource
+                .as_deref()
+                .unwrap_or("(none: every route has its own)")
+        ));
+    }
     for r in &config.routes {
         let tools = match &r.tools {
             Allow::All => "every tool".to_owned(),
             Allow::Only(set) => format!("{} allowed tool(s)", set.len()),
         };
+        let auth = match &r.auth {
+            RouteAuth::Global if config.auth.is_some() => {
+                "  auth: the top-level table's".to_owned()
+            }
+            RouteAuth::Global => String::new(),
+            RouteAuth::Off => "  auth: off".to_owned(),
+            RouteAuth::Own(a) => format!(
+                "  auth: resource {}",
+                a.resource.as_deref().unwrap_or_default()
+            ),
+        };
         out.push_str(&format!(
-            "route  {}  upstreams {}  {tools}\n",
+            "route  {}  upstreams {}  {tools}{auth}\n",
             r.path,
             r.upstreams.join(", ")
         ));

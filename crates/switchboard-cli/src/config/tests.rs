@@ -361,8 +361,42 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     let mut all = String::from("[upstreams.a]\n");
     all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
+    all.push_str("[auth]\nissuer = \"https://as\"\nresource = \"https://gw/mcp\"\njwks = \"https://as/jwks\"\nscopes = [\"s\"]\ntool_scopes = { t = [\"u\"] }\n");
+    all.push_str("introspection = { endpoint = \"https://as/i\", client_id = \"c\", client_secret_env = \"TOKEN\", accept_missing_audience = true }\n");
+    all.push_str("[routes.r]\npath = \"/r\"\nupstreams = [\"a\"]\ntools = [\"p__x\"]\nauth = { resource = \"https://gw/r\" }\n");
     let c = ok(&all, Format::Toml);
     assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(120));
+    let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let names =
+        |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
+    assert_eq!(
+        keys(&schema["properties"]),
+        names(&["listen", "upstreams", "routes", "auth"])
+    );
+    assert_eq!(
+        keys(&schema["$defs"]["route"]["properties"]),
+        names(&["path", "upstreams", "tools", "auth"])
+    );
+    assert_eq!(
+        keys(&schema["$defs"]["auth"]["properties"]),
+        names(&[
+            "issuer",
+            "resource",
+            "jwks",
+            "scopes",
+            "tool_scopes",
+            "introspection"
+        ])
+    );
+    assert_eq!(
+        keys(&schema["$defs"]["auth"]["properties"]["introspection"]["properties"]),
+        names(&[
+            "endpoint",
+            "client_id",
+            "client_secret_env",
+            "accept_missing_audience"
+        ])
+    );
     assert_eq!(
         upstream_keys,
         BTreeSet::from([
@@ -416,4 +450,233 @@ fn editor_variables_and_env_files_are_problems() {
             .any(|l| l.contains("servers.b.envFile: envFile is not read")),
         "{p:#?}"
     );
+}
+
+const AUTH: &str = r#"
+[upstreams.a]
+command = "x"
+
+[auth]
+issuer = "https://as.example"
+resource = "https://gw.example/mcp"
+scopes = ["mcp:tools"]
+tool_scopes = { a__rm = ["files:write"] }
+introspection = { endpoint = "https://as.example/introspect", client_id = "gw", client_secret_env = "TOKEN" }
+
+[routes.review]
+path = "/review/mcp"
+auth = { resource = "https://gw.example/review/mcp", scopes = ["review"] }
+
+[routes.public]
+path = "/public/mcp"
+auth = false
+
+[routes.other]
+path = "/other/mcp"
+auth = { issuer = "http://127.0.0.1:9000", resource = "https://gw.example/other/mcp", jwks = "http://127.0.0.1:9000/jwks", tool_scopes = {} }
+"#;
+
+#[test]
+fn auth_tables_global_per_route_and_off() {
+    let c = ok(AUTH, Format::Toml);
+    let global = c.auth.clone().expect("the top-level table");
+    assert_eq!(global.issuer, "https://as.example");
+    assert_eq!(global.resource.as_deref(), Some("https://gw.example/mcp"));
+    assert_eq!(global.tool_scopes["a__rm"], ["files:write"]);
+    let i = global.introspection.clone().unwrap();
+    assert_eq!(
+        (
+            i.client_id.as_str(),
+            i.client_secret_env.as_str(),
+            i.accept_missing_audience
+        ),
+        ("gw", "TOKEN", false)
+    );
+    let by_path = |p: &str| c.routes.iter().find(|r| r.path == p).unwrap().auth.clone();
+    assert_eq!(by_path("/mcp"), RouteAuth::Global);
+    assert_eq!(by_path("/public/mcp"), RouteAuth::Off);
+    // Own: the route's keys over the top-level ones, `resource` its own.
+    let RouteAuth::Own(review) = by_path("/review/mcp") else {
+        panic!("review has its own table")
+    };
+    assert_eq!(review.issuer, "https://as.example");
+    assert_eq!(
+        review.resource.as_deref(),
+        Some("https://gw.example/review/mcp")
+    );
+    assert_eq!(review.scopes, ["review"]);
+    assert_eq!(review.tool_scopes, global.tool_scopes);
+    assert_eq!(review.introspection, global.introspection);
+    let RouteAuth::Own(other) = by_path("/other/mcp") else {
+        panic!("other has its own table")
+    };
+    assert_eq!(other.issuer, "http://127.0.0.1:9000");
+    assert_eq!(other.jwks.as_deref(), Some("http://127.0.0.1:9000/jwks"));
+    assert!(other.tool_scopes.is_empty(), "an empty table replaces");
+    assert_eq!(other.scopes, ["mcp:tools"]);
+    // The resource server's configuration, the secret read from its variable.
+    let rs = review
+        .resource_config(|v| (v == "TOKEN").then(|| "s3".to_owned()))
+        .unwrap();
+    assert_eq!(rs.resource, "https://gw.example/review/mcp");
+    assert_eq!(rs.introspection.unwrap().client_secret, "s3");
+    assert!(review
+        .resource_config(|_| None)
+        .unwrap_err()
+        .contains("TOKEN"));
+    // The summary says how each route is protected.
+    let s = summary(&c);
+    assert!(
+        s.contains("route  /public/mcp  upstreams a  every tool  auth: off"),
+        "{s}"
+    );
+    assert!(
+        s.contains("auth: resource https://gw.example/review/mcp"),
+        "{s}"
+    );
+}
+
+#[test]
+fn broken_auth_tables_are_problems_at_their_keys() {
+    let text = r#"
+[upstreams.a]
+command = "x"
+
+[auth]
+issuer = "http://as.example"
+scopes = ["has space"]
+introspection = { endpoint = "https://as.example/i", client_id = "gw", client_secret_env = "UNSET" }
+
+[routes.r1]
+path = "/r1"
+auth = { scopes = ["x"] }
+
+[routes.r2]
+path = "/r2"
+auth = { resource = "https://gw.example/r2#frag", jwks = "not a url", resorce = "x" }
+
+[routes.r3]
+path = "/r3"
+auth = true
+"#;
+    let p = problems(text, Format::Toml);
+    let has = |needle: &str| {
+        assert!(p.iter().any(|l| l.contains(needle)), "{needle}: {p:#?}");
+    };
+    // The schema's problems first (unknown keys, bad scopes, `true`): then
+    // nothing else is checked.
+    has("routes.r2.auth.resorce: unknown key");
+    has("auth.scopes[0]: not an OAuth scope");
+    has("routes.r3.auth: `true` is not a setting");
+    assert!(
+        p.iter()
+            .all(|l| l.starts_with(|c: char| c.is_ascii_digit())),
+        "{p:#?}"
+    );
+
+    let text = text
+        .replace(", resorce = \"x\"", "")
+        .replace("auth = true", "auth = false")
+        .replace("\"has space\"", "\"ok\"");
+    let p = problems(&text, Format::Toml);
+    let has = |needle: &str| {
+        assert!(p.iter().any(|l| l.contains(needle)), "{needle}: {p:#?}");
+    };
+    has("6:10: auth.issuer: \"http://as.example\" must use https");
+    has("auth.introspection.client_secret_env: the environment variable UNSET is not set");
+    has("auth: needs `resource`: the routes without an auth table of their own (default) are protected by this one");
+    has("routes.r1.auth: needs `resource`");
+    has("routes.r2.auth.resource: \"https://gw.example/r2#frag\": a resource URI has no fragment");
+    has("routes.r2.auth.jwks: \"not a url\" is not an absolute http(s) URL");
+    assert_eq!(p.len(), 6, "{p:#?}");
+}
+
+#[test]
+fn a_route_table_needs_an_issuer_and_a_resource_of_its_own() {
+    let text = r#"
+[upstreams.a]
+command = "x"
+
+[routes.r1]
+path = "/r1"
+auth = { resource = "https://gw.example/r1" }
+
+[routes.r2]
+path = "/r2"
+auth = { issuer = "https://as.example", resource = "https://gw.example/r1" }
+"#;
+    let p = problems(text, Format::Toml);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    assert!(
+        p[0].contains("routes.r1.auth: no `issuer`: set it here or in the top-level [auth] table"),
+        "{p:#?}"
+    );
+    assert!(
+        p[1].contains("routes.r2.auth.resource: \"https://gw.example/r1\" is also the resource of route \"r1\""),
+        "{p:#?}"
+    );
+    // The top-level resource, used by the default route, is one of them too.
+    let text = r#"
+[upstreams.a]
+command = "x"
+[auth]
+issuer = "https://as.example"
+resource = "https://gw.example/mcp"
+[routes.r1]
+path = "/r1"
+auth = { resource = "https://gw.example/mcp" }
+"#;
+    let p = problems(text, Format::Toml);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].contains(
+            "auth.resource: \"https://gw.example/mcp\" is also the resource of route \"r1\""
+        ),
+        "{p:#?}"
+    );
+    // Without a route using it, the top-level table needs no resource.
+    let text = r#"
+[upstreams.a]
+command = "x"
+[auth]
+issuer = "https://as.example"
+[routes.main]
+path = "/mcp"
+auth = { resource = "https://gw.example/mcp" }
+"#;
+    let c = ok(text, Format::Toml);
+    assert!(c.auth.unwrap().resource.is_none());
+}
+
+#[test]
+fn the_documented_examples_are_valid() {
+    for (name, text) in [
+        (
+            "gateway.toml",
+            include_str!("../../../../docs/examples/gateway.toml"),
+        ),
+        (
+            "gateway-auth.toml",
+            include_str!("../../../../docs/examples/gateway-auth.toml"),
+        ),
+    ] {
+        parse(text, Format::Toml, &env()).unwrap_or_else(|p| panic!("{name}: {p:#?}"));
+    }
+    let c = ok(
+        include_str!("../../../../docs/examples/gateway-auth.toml"),
+        Format::Toml,
+    );
+    let protection: Vec<_> = c
+        .routes
+        .iter()
+        .map(|r| (r.path.as_str(), &r.auth))
+        .collect();
+    assert!(matches!(
+        protection.as_slice(),
+        [
+            ("/mcp", RouteAuth::Global),
+            ("/public/mcp", RouteAuth::Off),
+            ("/review/mcp", RouteAuth::Own(_))
+        ]
+    ));
 }

@@ -123,8 +123,9 @@ impl GatewayRoute {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct GatewayConfig {
-    /// The listener (address, limits, Host/Origin checks); `path` is replaced
-    /// by the first route's and `routes` by the others'.
+    /// The listener (address, limits, Host/Origin checks, authorization:
+    /// `route_auth` by route path); `path` is replaced by the first route's
+    /// and `routes` by the others'.
     pub http: HttpServerConfig,
     /// The upstreams, in the order their entries are listed.
     pub upstreams: Vec<GatewayUpstream>,
@@ -741,8 +742,11 @@ impl Gateway {
     /// changed, one line.
     ///
     /// Errors (the configuration in force is kept): a route naming an
-    /// unknown upstream, or route paths that differ from those bound (a new
-    /// path needs a restart).
+    /// unknown upstream, route paths that differ from those bound (a new
+    /// path needs a restart), or authorization settings
+    /// ([`HttpServerConfig::auth`], [`HttpServerConfig::route_auth`]) that
+    /// differ from those bound (the same: the resource servers are built at
+    /// bind). The rest of `config.http` is not read.
     pub fn reload(&mut self, mut config: GatewayConfig) -> Result<String, String> {
         let old_paths: BTreeSet<&str> =
             self.config.routes.iter().map(|r| r.path.as_str()).collect();
@@ -750,6 +754,28 @@ impl Gateway {
         if old_paths != new_paths {
             return Err(format!(
                 "the route paths changed ({old_paths:?} to {new_paths:?}): serving new paths needs a restart"
+            ));
+        }
+        let bound = &self.config.http;
+        if config.http.auth != bound.auth || config.http.route_auth != bound.route_auth {
+            let mut changed: Vec<String> = Vec::new();
+            if config.http.auth != bound.auth {
+                changed.push("the global settings".into());
+            }
+            let paths: BTreeSet<&String> = config
+                .http
+                .route_auth
+                .keys()
+                .chain(bound.route_auth.keys())
+                .collect();
+            for p in paths {
+                if config.http.route_auth.get(p) != bound.route_auth.get(p) {
+                    changed.push(format!("route {p}"));
+                }
+            }
+            return Err(format!(
+                "the authorization settings changed ({}): applying them needs a restart",
+                changed.join(", ")
             ));
         }
         for r in &config.routes {

@@ -163,7 +163,8 @@ pub struct HttpServerConfig {
     /// route not starting with `/`, and one whose paths are taken: by
     /// [`path`](Self::path), the legacy paths, `/healthz` and `/readyz`
     /// (whether or not [`health`](Self::health) is set), the Protected
-    /// Resource Metadata paths ([`auth`](Self::auth)), or another route.
+    /// Resource Metadata paths ([`auth`](Self::auth),
+    /// [`route_auth`](Self::route_auth)), or another route.
     /// Default empty.
     pub routes: Vec<String>,
     /// `Host` header values accepted besides the defaults (DNS-rebinding
@@ -288,7 +289,8 @@ pub struct HttpServerConfig {
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
     /// (GET, `application/json`), and every request to the endpoint, the
     /// [`routes`](Self::routes) and the legacy paths needs a valid bearer token
-    /// (the same resource and metadata for all): without one 401 (with a token
+    /// (the same resource and metadata for all, but the paths
+    /// [`route_auth`](Self::route_auth) names): without one 401 (with a token
     /// that is not accepted, `error="invalid_token"`), a token in the query
     /// string 400 (`invalid_request`), missing scopes 403
     /// (`insufficient_scope`), each with `WWW-Authenticate: Bearer
@@ -300,7 +302,29 @@ pub struct HttpServerConfig {
     /// ([`HttpSession::headers`] never holds it); the caller is
     /// [`HttpSession::principal`]. Default `None`: no token is asked for and
     /// no metadata is served.
+    ///
+    /// [`route_auth`](Self::route_auth) overrides it path by path.
     pub auth: Option<super::resource::ResourceServerConfig>,
+    /// Authorization by endpoint path ([`path`](Self::path) or one of the
+    /// [`routes`](Self::routes)), overriding [`auth`](Self::auth) there:
+    /// `Some(config)` makes that endpoint (and its legacy paths) a protected
+    /// resource of its own, with its own issuer, resource, scopes and tool
+    /// scopes, answered exactly as [`auth`](Self::auth) describes: its
+    /// challenges name its own metadata, served at
+    /// `/.well-known/oauth-protected-resource<path>`, at its resource's own
+    /// well-known path, and at the root too when the path is `/mcp`. A token
+    /// whose audience is another endpoint's resource gets 401
+    /// `invalid_token`. `None` serves that endpoint without authorization
+    /// (and no metadata for it). Endpoints not named here follow
+    /// [`auth`](Self::auth) (sharing its one resource; its metadata is served
+    /// at the main path's well-known path only when the main path follows
+    /// it, and at its resource's always).
+    ///
+    /// [`HttpServer::bind`] refuses ([`io::ErrorKind::InvalidInput`]) a key
+    /// that is no endpoint path, an invalid configuration, and two resources
+    /// whose metadata would be served at the same path. Default empty.
+    pub route_auth:
+        std::collections::BTreeMap<String, Option<super::resource::ResourceServerConfig>>,
 }
 
 impl Default for HttpServerConfig {
@@ -334,6 +358,7 @@ impl Default for HttpServerConfig {
             health: None,
             health_report: None,
             auth: None,
+            route_auth: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -507,8 +532,11 @@ struct Shared {
     clock: Arc<Clock>,
     /// POSTs to stateful sessions being answered now (see [`answer`]).
     answering: AtomicUsize,
-    /// The resource server, when [`HttpServerConfig::auth`] is set.
-    auth: Option<super::resource::Shared>,
+    /// The resource server of each endpoint ([`MAIN`], then the routes), when
+    /// it has one ([`HttpServerConfig::auth`], [`HttpServerConfig::route_auth`]).
+    auth: Vec<Option<super::resource::Shared>>,
+    /// Each Protected Resource Metadata path and the resource it serves.
+    metadata: Vec<(String, super::resource::Shared)>,
     /// Set by [`HttpServer::refuse_new_sessions`]: a new session of either
     /// kind gets 503.
     refusing: AtomicBool,
@@ -572,6 +600,11 @@ impl Shared {
     fn endpoint_path(&self, endpoint: usize) -> &str {
         self.mount(endpoint)
             .map_or(self.config.path.as_str(), |m| m.path.as_str())
+    }
+
+    /// The resource server of endpoint `endpoint`, if it has one.
+    fn auth_of(&self, endpoint: usize) -> Option<&ResourceServer> {
+        self.auth.get(endpoint)?.as_deref()
     }
 
     /// The legacy message path of endpoint `endpoint`.
@@ -641,6 +674,73 @@ fn mounts(config: &HttpServerConfig, metadata: &[String]) -> io::Result<Vec<Moun
         });
     }
     Ok(mounts)
+}
+
+/// The resource server of each endpoint of `config` ([`MAIN`], then the
+/// routes in order; see [`HttpServerConfig::route_auth`]) and every metadata
+/// path with the resource it serves. Errors ([`io::ErrorKind::InvalidInput`]):
+/// a `route_auth` key that is no endpoint path, a configuration that cannot
+/// be served, two resources at one metadata path.
+#[allow(clippy::type_complexity)]
+fn resource_servers(
+    config: &HttpServerConfig,
+) -> io::Result<(
+    Vec<Option<super::resource::Shared>>,
+    Vec<(String, super::resource::Shared)>,
+)> {
+    let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+    let endpoints: Vec<&str> = std::iter::once(config.path.as_str())
+        .chain(config.routes.iter().map(String::as_str))
+        .collect();
+    if let Some(key) = config
+        .route_auth
+        .keys()
+        .find(|k| !endpoints.contains(&k.as_str()))
+    {
+        return Err(invalid(format!(
+            "route_auth names {key:?}, which is neither the endpoint path nor a route"
+        )));
+    }
+    let build = |c: &super::resource::ResourceServerConfig, at: &[&str], what: &str| {
+        ResourceServer::for_endpoints(c.clone(), at)
+            .map(Arc::new)
+            .map_err(|e| invalid(format!("{what}: {}", crate::error_chain(&e))))
+    };
+    // The shared resource: its metadata at the main path's well-known path
+    // only when the main path follows it (as before routes had their own).
+    let main_follows = !config.route_auth.contains_key(&config.path);
+    let global = match &config.auth {
+        None => None,
+        Some(c) => {
+            let at: &[&str] = if main_follows { &[&config.path] } else { &[] };
+            Some(build(c, at, "auth")?)
+        }
+    };
+    let mut by_endpoint = Vec::with_capacity(endpoints.len());
+    for path in &endpoints {
+        by_endpoint.push(match config.route_auth.get(*path) {
+            None => global.clone(),
+            Some(None) => None,
+            Some(Some(c)) => Some(build(c, &[path], &format!("route_auth {path:?}"))?),
+        });
+    }
+    let mut metadata: Vec<(String, super::resource::Shared)> = Vec::new();
+    for rs in by_endpoint.iter().flatten() {
+        if metadata.iter().any(|(_, other)| Arc::ptr_eq(other, rs)) {
+            continue;
+        }
+        for p in rs.metadata_paths() {
+            if let Some((_, other)) = metadata.iter().find(|(q, _)| q == p) {
+                return Err(invalid(format!(
+                    "the Protected Resource Metadata path {p:?} would serve two resources: {:?} and {:?}",
+                    other.config().resource,
+                    rs.config().resource
+                )));
+            }
+            metadata.push((p.clone(), rs.clone()));
+        }
+    }
+    Ok((by_endpoint, metadata))
 }
 
 /// Held by the task serving one connection: counts it in
@@ -759,19 +859,9 @@ impl HttpServer {
                 format!("the endpoint path must start with '/': {:?}", config.path),
             ));
         }
-        let auth = match &config.auth {
-            None => None,
-            Some(auth) => Some(Arc::new(
-                super::resource::ResourceServer::new(auth.clone(), &config.path).map_err(|e| {
-                    io::Error::new(io::ErrorKind::InvalidInput, crate::error_chain(&e))
-                })?,
-            )),
-        };
-        let mounts = mounts(
-            &config,
-            auth.as_ref()
-                .map_or(&[], |a: &Arc<ResourceServer>| a.metadata_paths()),
-        )?;
+        let (auth, metadata) = resource_servers(&config)?;
+        let metadata_paths: Vec<String> = metadata.iter().map(|(p, _)| p.clone()).collect();
+        let mounts = mounts(&config, &metadata_paths)?;
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         let mut hosts = config.allowed_hosts.clone();
@@ -810,6 +900,7 @@ impl HttpServer {
             )),
             registry,
             auth,
+            metadata,
             config,
             mounts,
             hosts,
@@ -1192,17 +1283,18 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
             "Origin not allowed",
         );
     }
-    let at = shared.at(req.uri().path());
-    let principal = match &shared.auth {
+    let path = req.uri().path();
+    if let Some((_, auth)) = shared.metadata.iter().find(|(p, _)| p == path) {
+        return metadata_answer(auth, req.method());
+    }
+    let at = shared.at(path);
+    let auth = match at {
+        Some(At::Endpoint(e) | At::Legacy(_, e)) => shared.auth_of(e),
+        None => None,
+    };
+    let principal = match auth {
         None => None,
         Some(auth) => {
-            let path = req.uri().path();
-            if auth.metadata_paths().iter().any(|p| p == path) {
-                return metadata_answer(auth, req.method());
-            }
-            if at.is_none() {
-                return status_only(StatusCode::NOT_FOUND);
-            }
             let found = {
                 let values: Vec<&[u8]> = req
                     .headers()
@@ -1234,7 +1326,7 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
                 path: shared.endpoint_path(endpoint),
                 message_path: shared.message_path(endpoint),
                 principal,
-                auth: shared.auth.as_deref(),
+                auth: shared.auth_of(endpoint),
                 config: &shared.config,
                 registry: &shared.registry,
                 limits: &shared.limits,
@@ -1530,7 +1622,7 @@ async fn post(
                     );
                 }
                 if let Some(refusal) =
-                    tool_scopes_refusal(shared.auth.as_deref(), principal, &message)
+                    tool_scopes_refusal(shared.auth_of(endpoint), principal, &message)
                 {
                     return refusal;
                 }
@@ -1584,7 +1676,7 @@ async fn post(
         Frame::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
     };
     for message in messages {
-        if let Some(refusal) = tool_scopes_refusal(shared.auth.as_deref(), principal, message) {
+        if let Some(refusal) = tool_scopes_refusal(shared.auth_of(endpoint), principal, message) {
             return refusal;
         }
     }

@@ -49,12 +49,22 @@ pub struct Introspection {
 
 /// Judges an introspection answer at Unix time `now` (seconds): `active`
 /// ([`TokenError::Inactive`]), `iss` when present equal to the issuer
-/// ([`TokenError::Issuer`]), `aud` containing the resource
-/// ([`TokenError::Audience`]: required, as for JWTs), `exp`/`nbf` when
-/// present within the leeway, and a subject (`sub`, else `client_id`).
+/// ([`TokenError::Issuer`]), the audience ([`TokenError::Audience`]), `exp`/`nbf`
+/// when present within the leeway, and a subject (`sub`, else `client_id`).
+///
+/// The audience: an `aud` that is present must be the resource or an array
+/// containing it (anything else, an empty array or a non-string included, is
+/// refused); an absent (or `null`) `aud` is refused unless
+/// `accept_missing_audience` ([`IntrospectionConfig::accept_missing_audience`]).
+/// MCP (2025-06-18+, "Token Handling") requires validating that the token was
+/// issued for this resource (RFC 8707); RFC 7662 §2.2 makes `aud` optional, so
+/// an answer without it proves nothing and is accepted only by that explicit
+/// opt-in, for an authorization server that never returns `aud` and binds
+/// tokens to the resource by other means.
 pub fn judge(
     answer: Introspection,
     expect: &Expectations<'_>,
+    accept_missing_audience: bool,
     now: u64,
 ) -> Result<Principal, TokenError> {
     if !answer.active {
@@ -72,7 +82,8 @@ pub fn judge(
         Some(serde_json::Value::Array(many)) => {
             many.iter().any(|a| a.as_str() == Some(expect.resource))
         }
-        _ => false,
+        None | Some(serde_json::Value::Null) => accept_missing_audience,
+        Some(_) => false,
     };
     if !audience_ok {
         return Err(TokenError::Audience);
@@ -97,7 +108,7 @@ pub fn judge(
 }
 
 /// Where and as whom tokens are introspected.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct IntrospectionConfig {
     /// The RFC 7662 endpoint (`https`, or `http` on the loopback).
     pub endpoint: String,
@@ -105,6 +116,26 @@ pub struct IntrospectionConfig {
     pub client_id: String,
     /// Its secret (sent with HTTP Basic; never logged: `Debug` hides it).
     pub client_secret: String,
+    /// Whether an answer without `aud` is accepted (see [`judge`]). `false`
+    /// (refused) unless set: an `aud` that is present is checked either way.
+    pub accept_missing_audience: bool,
+}
+
+impl IntrospectionConfig {
+    /// Introspection at `endpoint` as `client_id` with `client_secret`; an
+    /// answer without `aud` refused.
+    pub fn new(
+        endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        IntrospectionConfig {
+            endpoint: endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            accept_missing_audience: false,
+        }
+    }
 }
 
 impl std::fmt::Debug for IntrospectionConfig {
@@ -113,6 +144,7 @@ impl std::fmt::Debug for IntrospectionConfig {
             .field("endpoint", &self.endpoint)
             .field("client_id", &self.client_id)
             .field("client_secret", &"…")
+            .field("accept_missing_audience", &self.accept_missing_audience)
             .finish()
     }
 }
@@ -128,6 +160,7 @@ pub(crate) struct Introspector {
     endpoint: Url,
     client_id: String,
     client_secret: String,
+    accept_missing_audience: bool,
     ttl: Duration,
     cache: Mutex<HashMap<[u8; 32], Cached>>,
 }
@@ -144,6 +177,7 @@ impl Introspector {
             endpoint,
             client_id: config.client_id.clone(),
             client_secret: config.client_secret.clone(),
+            accept_missing_audience: config.accept_missing_audience,
             ttl,
             cache: Mutex::new(HashMap::new()),
         }
@@ -170,7 +204,7 @@ impl Introspector {
         }
         let answer = self.ask(token).await?;
         let exp = answer.exp;
-        let verdict = judge(answer, expect, unix);
+        let verdict = judge(answer, expect, self.accept_missing_audience, unix);
         // Never cached beyond the token's own expiry.
         let mut ttl = self.ttl;
         if let Some(exp) = exp {
@@ -272,21 +306,60 @@ mod tests {
             (with("sub", json!(null)), Ok("cli")),
         ];
         for (i, (a, want)) in cases.into_iter().enumerate() {
-            let got = judge(answer(a), &expect(), now).map(|p| p.subject);
+            let got = judge(answer(a), &expect(), false, now).map(|p| p.subject);
             assert_eq!(got.as_deref().map_err(Clone::clone), want, "case {i}");
         }
-        let p = judge(answer(base), &expect(), now).unwrap();
+        let p = judge(answer(base), &expect(), false, now).unwrap();
         assert_eq!(p.scopes, vec!["a", "b"]);
         assert_eq!(p.client_id.as_deref(), Some("cli"));
     }
 
+    /// The audience rule, strict by default and with the opt-in for an
+    /// absent `aud`: a present `aud` that does not name the resource is
+    /// refused either way.
+    #[test]
+    fn audience_table() {
+        let now = 1_000_000u64;
+        let with_aud = |aud: Option<serde_json::Value>| {
+            let mut b = json!({"active": true, "sub": "bob", "exp": now + 10});
+            if let Some(aud) = aud {
+                b["aud"] = aud;
+            }
+            answer(b)
+        };
+        let me = || json!("https://mcp.example/mcp");
+        let cases: [(Option<serde_json::Value>, bool, bool); 16] = [
+            // (aud, accept_missing_audience, accepted)
+            (Some(me()), false, true),
+            (Some(me()), true, true),
+            (Some(json!(["a", "https://mcp.example/mcp"])), false, true),
+            (Some(json!(["a", "https://mcp.example/mcp"])), true, true),
+            (Some(json!("https://other.example/mcp")), false, false),
+            (Some(json!("https://other.example/mcp")), true, false),
+            (Some(json!(["https://other.example/mcp"])), true, false),
+            (Some(json!([])), false, false),
+            (Some(json!([])), true, false),
+            (Some(json!("")), true, false),
+            (Some(json!(7)), true, false),
+            (Some(json!({"aud": "https://mcp.example/mcp"})), true, false),
+            (None, false, false),
+            (None, true, true),
+            (Some(serde_json::Value::Null), false, false),
+            (Some(serde_json::Value::Null), true, true),
+        ];
+        for (i, (aud, accept_missing, accepted)) in cases.into_iter().enumerate() {
+            let got = judge(with_aud(aud.clone()), &expect(), accept_missing, now);
+            match (accepted, got) {
+                (true, Ok(p)) => assert_eq!(p.subject, "bob", "case {i}"),
+                (false, Err(TokenError::Audience)) => {}
+                (_, other) => panic!("case {i} ({aud:?}, {accept_missing}): {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn debug_hides_the_secret() {
-        let c = IntrospectionConfig {
-            endpoint: "https://as.example/introspect".into(),
-            client_id: "rs".into(),
-            client_secret: "hunter2".into(),
-        };
+        let c = IntrospectionConfig::new("https://as.example/introspect", "rs", "hunter2");
         assert!(!format!("{c:?}").contains("hunter2"));
     }
 }

@@ -91,8 +91,10 @@ impl Principal {
 /// when the token lacks one.
 pub type ToolScopes = BTreeMap<String, Vec<String>>;
 
-/// The resource server's configuration ([`HttpServerConfig::auth`](super::server::HttpServerConfig::auth)).
-#[derive(Debug, Clone)]
+/// The resource server's configuration ([`HttpServerConfig::auth`](super::server::HttpServerConfig::auth),
+/// or one route's in [`HttpServerConfig::route_auth`](super::server::HttpServerConfig::route_auth)).
+/// Compared whole (`==`) by a gateway's reload, secrets included.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ResourceServerConfig {
     /// The authorization server's issuer identifier: tokens' `iss` must equal
@@ -323,7 +325,8 @@ impl Refusal {
     }
 }
 
-/// A resource server ready to check requests: built once per HTTP server.
+/// A resource server ready to check requests: built once per protected
+/// resource of an HTTP server (the server's, or one route's).
 pub struct ResourceServer {
     config: ResourceServerConfig,
     metadata_url: String,
@@ -381,19 +384,26 @@ pub fn metadata_location(resource: &Url) -> (String, String) {
 /// path inserted, the resource's, and the root one for the default `/mcp`
 /// endpoint (MCP clients try it after the path-inserted one).
 pub fn metadata_paths(endpoint_path: &str, resource_path: &str) -> Vec<String> {
-    let mut paths = vec![format!(
-        "{WELL_KNOWN}{}",
-        endpoint_path.trim_end_matches('/')
-    )];
-    for p in [
-        Some(resource_path),
-        (endpoint_path == super::server::DEFAULT_PATH).then_some(WELL_KNOWN),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        if !paths.iter().any(|q| q == p) {
-            paths.push(p.to_owned());
+    endpoints_metadata_paths(&[endpoint_path], resource_path)
+}
+
+/// [`metadata_paths`] for a resource served at several endpoints (each one's
+/// path inserted, in order; then the resource's; then the root when one of
+/// them is `/mcp`), or at none of its own (the resource's path only).
+/// Without duplicates.
+pub fn endpoints_metadata_paths(endpoint_paths: &[&str], resource_path: &str) -> Vec<String> {
+    let mut wanted: Vec<String> = endpoint_paths
+        .iter()
+        .map(|e| format!("{WELL_KNOWN}{}", e.trim_end_matches('/')))
+        .collect();
+    wanted.push(resource_path.to_owned());
+    if endpoint_paths.contains(&super::server::DEFAULT_PATH) {
+        wanted.push(WELL_KNOWN.to_owned());
+    }
+    let mut paths: Vec<String> = Vec::with_capacity(wanted.len());
+    for p in wanted {
+        if !paths.contains(&p) {
+            paths.push(p);
         }
     }
     paths
@@ -411,6 +421,16 @@ impl ResourceServer {
     /// `endpoint_path`. Nothing is fetched yet: the key set comes with the
     /// first token.
     pub fn new(config: ResourceServerConfig, endpoint_path: &str) -> Result<Self, ConfigError> {
+        Self::for_endpoints(config, &[endpoint_path])
+    }
+
+    /// [`ResourceServer::new`] for a resource that protects the endpoints at
+    /// `endpoint_paths` (none: its metadata is served at its resource's own
+    /// well-known path only; see [`endpoints_metadata_paths`]).
+    pub fn for_endpoints(
+        config: ResourceServerConfig,
+        endpoint_paths: &[&str],
+    ) -> Result<Self, ConfigError> {
         let issuer = as_url("the issuer", &config.issuer)?;
         let resource = http_url("the resource", &config.resource)?;
         if resource.fragment().is_some() || config.resource.contains('#') {
@@ -461,7 +481,7 @@ impl ResourceServer {
         let mut config = config;
         config.algorithms = algorithms;
         Ok(ResourceServer {
-            metadata_paths: metadata_paths(endpoint_path, &resource_path),
+            metadata_paths: endpoints_metadata_paths(endpoint_paths, &resource_path),
             metadata_url,
             metadata: serde_json::to_vec(&document).unwrap_or_default(),
             jwks,
@@ -626,6 +646,21 @@ mod tests {
         assert_eq!(
             metadata_paths("/mcp", "/.well-known/oauth-protected-resource/mcp"),
             vec![
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(
+            endpoints_metadata_paths(&[], "/.well-known/oauth-protected-resource/mcp"),
+            vec!["/.well-known/oauth-protected-resource/mcp"]
+        );
+        assert_eq!(
+            endpoints_metadata_paths(
+                &["/a/mcp", "/mcp"],
+                "/.well-known/oauth-protected-resource/a/mcp"
+            ),
+            vec![
+                "/.well-known/oauth-protected-resource/a/mcp",
                 "/.well-known/oauth-protected-resource/mcp",
                 "/.well-known/oauth-protected-resource"
             ]
