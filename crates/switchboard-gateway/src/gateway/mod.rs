@@ -72,7 +72,8 @@ pub struct GatewayUpstream {
     /// judged, entries not as approved withheld (block mode) and their calls
     /// refused, its `instructions` as approved. Kept across a reload of an
     /// unchanged upstream: reload it in place ([`crate::DriftGuard::reload`]), then
-    /// [`Gateway::relist`]. Default none.
+    /// [`Gateway::relist`] (which judges every kind of entry again at once,
+    /// then lists again). Default none.
     pub drift_guard: Option<Arc<crate::DriftGuard>>,
 }
 
@@ -172,6 +173,11 @@ pub(crate) struct Member {
     pub(crate) core: Arc<Core>,
     /// Its listed entries; `None` until first listed.
     pub(crate) snapshot: watch::Sender<Option<Arc<Snapshot>>>,
+    /// With a drift guard: its tools, prompts and templates as last listed,
+    /// before the guard's judgement (`snapshot` holds what is served), so
+    /// that a reloaded lock judges them again at once ([`rejudge`]) and a
+    /// call of a withheld entry is refused naming why.
+    pub(crate) unjudged: Mutex<Snapshot>,
     pub(crate) list_timeout: Duration,
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
@@ -219,6 +225,7 @@ impl Member {
             per_session: u.per_session,
             core,
             snapshot: watch::Sender::new(None),
+            unjudged: Mutex::new(Snapshot::default()),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             listed_changes: watch::Sender::new(0),
@@ -825,10 +832,15 @@ impl Gateway {
         ))
     }
 
-    /// Lists every upstream again (after its drift guard's lock was
-    /// reloaded: what is served is judged at each list).
+    /// After a drift guard's lock was reloaded: every upstream's last
+    /// tools, prompts and templates judged again at once (withheld or served
+    /// as the new lock says, before anything is asked of an upstream that
+    /// may be slow or down), then every upstream listed again.
     pub async fn relist(&self) {
         let layout = self.shared.layout();
+        for m in &layout.members {
+            rejudge(&self.shared, m);
+        }
         for m in &layout.members {
             relist(&self.shared, m, &ListKind::ALL).await;
         }
@@ -963,15 +975,15 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             // The drift guard's judgement: in block mode, what is not as
             // approved is withheld (and its calls refused by the core).
             let entries = match (&m.core.guard, key) {
-                (Some(_), "tools" | "prompts" | "resourceTemplates") => judged(m, key, entries),
+                (Some(_), "tools" | "prompts" | "resourceTemplates") => {
+                    let mut unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+                    *unjudged.list_mut(key) = entries.clone();
+                    drop(unjudged);
+                    judged(m, key, entries)
+                }
                 _ => entries,
             };
-            match key {
-                "tools" => snap.tools = entries,
-                "prompts" => snap.prompts = entries,
-                "resources" => snap.resources = entries,
-                _ => snap.templates = entries,
-            }
+            *snap.list_mut(key) = entries;
         }
     }
     let first = m.snapshot.borrow().is_none();
@@ -984,6 +996,31 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {
+        let _ = shared.notices.send(GatewayNotice::ListChanged {
+            kind,
+            member: m.name.clone(),
+        });
+    }
+}
+
+/// Judges `m`'s last listed tools, prompts and templates again (its drift
+/// guard's lock was reloaded), re-merges, and tells the sessions; nothing
+/// when it has no guard or was never listed.
+fn rejudge(shared: &Arc<Shared>, m: &Member) {
+    if m.core.guard.is_none() {
+        return;
+    }
+    let Some(mut snap) = m.snapshot.borrow().as_deref().cloned() else {
+        return;
+    };
+    let unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    snap.tools = judged(m, "tools", unjudged.tools);
+    snap.prompts = judged(m, "prompts", unjudged.prompts);
+    snap.templates = judged(m, "resourceTemplates", unjudged.templates);
+    m.snapshot.send_replace(Some(Arc::new(snap)));
+    shared.remerge();
+    debug!(upstream = %m.name, "judged again by the reloaded lock");
+    for kind in ListKind::ALL {
         let _ = shared.notices.send(GatewayNotice::ListChanged {
             kind,
             member: m.name.clone(),
