@@ -450,7 +450,9 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
 /// script path (resolved in the upstream's `cwd`) locked from one directory
 /// makes the same lock as from another, `lock --config --check` run from a
 /// third matches (no identity drift), and the gateway, run from yet another,
-/// serves the approved tools.
+/// serves the approved tools. `lock approve --config` reaches such an
+/// upstream as the gateway does; a configuration with another command line
+/// is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_made_in_one_directory_holds_in_another() {
     let dir = TempDir::new("lock-dirs");
@@ -507,6 +509,57 @@ async fn a_lock_made_in_one_directory_holds_in_another() {
         .await
         .contains("fx:sneaky:ok"));
     assert!(!gw.log().contains("drift: "), "{}", gw.log());
+
+    // The server changes (its script, in its `cwd`). `lock approve` by the
+    // recorded command line, run elsewhere, cannot reach it (no `cwd` in an
+    // identity); with `--config` it reaches it as the gateway does.
+    let script = home.join("upstream.py");
+    let text = std::fs::read_to_string(&script).unwrap();
+    let changed = text.replace("f\"{n} of {args.name}\"", "f\"{n} of {args.name}, now\"");
+    assert_ne!(text, changed);
+    std::fs::write(&script, changed).unwrap();
+    let approve = |extra: &[&Path]| {
+        let mut cmd = std::process::Command::new(gateway_util::BIN);
+        cmd.args(["lock", "approve", "--yes", "--file"])
+            .arg(&lock_a)
+            .current_dir(&b)
+            .stdin(std::process::Stdio::null());
+        if let Some(config) = extra.first() {
+            cmd.arg("--config").arg(config);
+        }
+        cmd.output().unwrap()
+    };
+    let by_identity = approve(&[]);
+    assert!(!by_identity.status.success(), "python3 upstream.py from b");
+    assert_eq!(
+        lock_config(&file, &lock_a, true, Some(&a)).status.code(),
+        Some(1)
+    );
+    let by_config = approve(&[&file]);
+    let said = String::from_utf8_lossy(&by_config.stdout);
+    assert!(
+        by_config.status.success() && said.contains("3 change(s) approved"),
+        "{said}{}",
+        String::from_utf8_lossy(&by_config.stderr)
+    );
+    assert_eq!(
+        lock_config(&file, &lock_a, true, Some(&a)).status.code(),
+        Some(0)
+    );
+    // A configuration whose command line is not the locked one (here
+    // `./upstream.py`, the same file) is refused: identities compare as written.
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        config.replace("\"upstream.py\"", "\"./upstream.py\""),
+    )
+    .unwrap();
+    let refused = approve(&[&other]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("lock it again"),
+        "{err}"
+    );
 }
 
 /// `switchboard lock --file FILE --name NAME -- ARGS...`, which must succeed.
