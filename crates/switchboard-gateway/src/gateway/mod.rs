@@ -945,7 +945,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     let caps = &info.result.capabilities;
     // The changes this re-list covers: those announced before it began.
     let covered = m.upstream().list_changes();
-    let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
+    let mut fetched: Vec<(&str, Vec<Value>)> = Vec::new();
     for &kind in kinds {
         let wanted = match kind {
             ListKind::Tools => caps.tools.is_some(),
@@ -972,22 +972,30 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             } else {
                 Vec::new()
             };
+            fetched.push((key, entries));
+        }
+    }
+    let first = m.snapshot.borrow().is_none();
+    {
+        // Judged and written under `unjudged`'s lock, as `rejudge` does: the
+        // judgement served is by the lock in force once both are done, even
+        // when a reload comes in the middle of this re-list.
+        let mut unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
+        for (key, entries) in fetched {
             // The drift guard's judgement: in block mode, what is not as
             // approved is withheld (and its calls refused by the core).
             let entries = match (&m.core.guard, key) {
                 (Some(_), "tools" | "prompts" | "resourceTemplates") => {
-                    let mut unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
                     *unjudged.list_mut(key) = entries.clone();
-                    drop(unjudged);
                     judged(m, key, entries)
                 }
                 _ => entries,
             };
             *snap.list_mut(key) = entries;
         }
+        m.snapshot.send_replace(Some(Arc::new(snap)));
     }
-    let first = m.snapshot.borrow().is_none();
-    m.snapshot.send_replace(Some(Arc::new(snap)));
     m.listed_changes.send_if_modified(|d| {
         let newer = covered > *d;
         *d = (*d).max(covered);
@@ -1010,14 +1018,16 @@ fn rejudge(shared: &Arc<Shared>, m: &Member) {
     if m.core.guard.is_none() {
         return;
     }
-    let Some(mut snap) = m.snapshot.borrow().as_deref().cloned() else {
-        return;
-    };
-    let unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    snap.tools = judged(m, "tools", unjudged.tools);
-    snap.prompts = judged(m, "prompts", unjudged.prompts);
-    snap.templates = judged(m, "resourceTemplates", unjudged.templates);
-    m.snapshot.send_replace(Some(Arc::new(snap)));
+    {
+        let unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(mut snap) = m.snapshot.borrow().as_deref().cloned() else {
+            return;
+        };
+        snap.tools = judged(m, "tools", unjudged.tools.clone());
+        snap.prompts = judged(m, "prompts", unjudged.prompts.clone());
+        snap.templates = judged(m, "resourceTemplates", unjudged.templates.clone());
+        m.snapshot.send_replace(Some(Arc::new(snap)));
+    }
     shared.remerge();
     debug!(upstream = %m.name, "judged again by the reloaded lock");
     for kind in ListKind::ALL {
