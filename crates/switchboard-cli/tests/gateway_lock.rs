@@ -73,6 +73,31 @@ fn lines_of(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Runs `cmd` (stdin closed) to its end, within [`LIMIT`]: killed, and the
+/// test failed, past it.
+fn output_within(cmd: &mut std::process::Command) -> Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(out) => out.expect("its output"),
+        Err(_) => {
+            // SAFETY: a plain system call on the process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not end within {LIMIT:?}");
+        }
+    }
+}
+
 /// `switchboard lock --config CONFIG --file LOCK [--check]`, run in `cwd`.
 fn lock_config(config: &Path, lock: &Path, check: bool, cwd: Option<&Path>) -> Output {
     let mut cmd = std::process::Command::new(gateway_util::BIN);
@@ -87,7 +112,7 @@ fn lock_config(config: &Path, lock: &Path, check: bool, cwd: Option<&Path>) -> O
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    cmd.output().unwrap()
+    output_within(&mut cmd)
 }
 
 /// Writes `config` to `dir/NAME` and locks every upstream of it into `lock`
@@ -522,12 +547,11 @@ async fn a_lock_made_in_one_directory_holds_in_another() {
         let mut cmd = std::process::Command::new(gateway_util::BIN);
         cmd.args(["lock", "approve", "--yes", "--file"])
             .arg(&lock_a)
-            .current_dir(&b)
-            .stdin(std::process::Stdio::null());
+            .current_dir(&b);
         if let Some(config) = extra.first() {
             cmd.arg("--config").arg(config);
         }
-        cmd.output().unwrap()
+        output_within(&mut cmd)
     };
     let by_identity = approve(&[]);
     assert!(!by_identity.status.success(), "python3 upstream.py from b");
@@ -564,14 +588,14 @@ async fn a_lock_made_in_one_directory_holds_in_another() {
 
 /// `switchboard lock --file FILE --name NAME -- ARGS...`, which must succeed.
 fn lock_upstream(file: &std::path::Path, name: &str, command: &[&str]) {
-    let out = std::process::Command::new(gateway_util::BIN)
-        .arg("lock")
-        .arg("--file")
-        .arg(file)
-        .args(["--name", name, "--"])
-        .args(command)
-        .output()
-        .unwrap();
+    let out = output_within(
+        std::process::Command::new(gateway_util::BIN)
+            .arg("lock")
+            .arg("--file")
+            .arg(file)
+            .args(["--name", name, "--"])
+            .args(command),
+    );
     assert!(
         out.status.success(),
         "lock {name}: {}",
@@ -593,18 +617,8 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
     // hang. Served now: also `sneaky`, which `lock --config --check` reports.
     let approved = dir.path().join("approved.toml");
     std::fs::write(&approved, fixture_upstream("fx", &["--name", "fx"], "")).unwrap();
-    let lock_config = |config: &std::path::Path, check: bool| {
-        let mut cmd = std::process::Command::new(gateway_util::BIN);
-        cmd.arg("lock")
-            .arg("--config")
-            .arg(config)
-            .arg("--file")
-            .arg(&lock);
-        if check {
-            cmd.arg("--check");
-        }
-        cmd.output().unwrap()
-    };
+    let lock_config =
+        |config: &std::path::Path, check: bool| lock_config(config, &lock, check, None);
     let made = lock_config(&approved, false);
     assert!(
         made.status.success(),
@@ -703,13 +717,13 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
     let config3 = [config2.clone(), example_upstream("other", &[])].concat();
     let file3 = dir2.path().join("three.toml");
     std::fs::write(&file3, config3).unwrap();
-    let out = std::process::Command::new(gateway_util::BIN)
-        .arg("gateway")
-        .arg("--config")
-        .arg(&file3)
-        .args(["--listen", "127.0.0.1:0", "--lock", lock2.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = output_within(
+        std::process::Command::new(gateway_util::BIN)
+            .arg("gateway")
+            .arg("--config")
+            .arg(&file3)
+            .args(["--listen", "127.0.0.1:0", "--lock", lock2.to_str().unwrap()]),
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
