@@ -379,9 +379,10 @@ async fn a_change_announced_mid_session_is_judged_at_the_next_call() {
 /// A lock reloaded by SIGHUP judges every kind at once, not at the next
 /// list: here the upstream never answers a `prompts/list` after its first (so
 /// no re-list can help), yet right after the reload a prompt whose approved
-/// definition the new lock changed is refused (by a session opened before
-/// and by a 2026-07-28 exchange) and never reaches the upstream, and a prompt
-/// the new lock approves is listed and served.
+/// definition the new lock changed, and one it no longer holds, are withheld
+/// and refused (for a session opened before and a 2026-07-28 exchange) and
+/// never reach the upstream, and a prompt the new lock approves is listed
+/// and served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reloaded_lock_judges_prompts_at_once() {
     let dir = TempDir::new("lock-prompts");
@@ -390,14 +391,17 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
     let lock = dir.path().join("switchboard.lock");
     let prompts = ["--prompt", "kept", "--prompt", "changed"];
     let base = [&["--name", "fx"][..], &prompts[..]].concat();
-    // Lock 1: kept and changed as the upstream offers them; `new` unknown.
+    // Lock 1: kept, changed and dropped as the upstream offers them; `new`
+    // unknown.
+    let one = [&base[..], &["--prompt", "dropped"][..]].concat();
     lock_written(
         dir.path(),
         "one.toml",
-        &fixture_upstream("fx", &base, ""),
+        &fixture_upstream("fx", &one, ""),
         &lock,
     );
-    // Lock 2: `new` approved, `changed` approved with another description.
+    // Lock 2: `new` approved, `changed` approved with another description,
+    // `dropped` not held.
     let lock2 = dir.path().join("two.lock");
     let two = [
         &base[..],
@@ -411,7 +415,7 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
         &lock2,
     );
     let serving = [
-        &base[..],
+        &one[..],
         &["--prompt", "new", "--prompts-list-once", "--calls", c][..],
     ]
     .concat();
@@ -421,7 +425,10 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
             .await;
     let session = connect(&gw, Leg::Streamable).await;
     listed(&session, "fx__echo").await;
-    assert_eq!(prompt_names(&session).await, ["fx__changed", "fx__kept"]);
+    assert_eq!(
+        prompt_names(&session).await,
+        ["fx__changed", "fx__dropped", "fx__kept"]
+    );
     assert!(get_prompt(&session, "fx__changed")
         .await
         .unwrap()
@@ -447,6 +454,9 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
             message.contains("changed since it was approved"),
             "{leg:?}: {message}"
         );
+        let (code, message) = get_prompt(client, "fx__dropped").await.unwrap_err();
+        assert_eq!(code, -32602, "{leg:?}: {message}");
+        assert!(message.contains("not approved"), "{leg:?}: {message}");
         let text = get_prompt(client, "fx__new").await.unwrap();
         assert!(text.contains("fx:new"), "{leg:?}: {text}");
         assert!(get_prompt(client, "fx__kept")
@@ -460,6 +470,7 @@ async fn a_reloaded_lock_judges_prompts_at_once() {
         );
     }
     let log = lines_of(&calls);
+    assert!(!log.iter().any(|l| l == "fx prompt:dropped"), "{log:?}");
     assert_eq!(
         log.iter().filter(|l| *l == "fx prompt:changed").count(),
         1,
