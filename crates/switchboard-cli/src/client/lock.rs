@@ -88,6 +88,13 @@ pub enum LockAction {
         /// The lock file.
         #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
         file: PathBuf,
+        /// Reach each upstream as this gateway configuration does (its
+        /// environment and directory too; its headers), by its name there,
+        /// instead of by the command line or URL the lock records: for
+        /// upstreams with relative paths or a `cwd`. Its command line or URL
+        /// must be the one the lock records.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -130,6 +137,26 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
 /// (or checked) under its name, one after the other; the worst outcome wins
 /// (drift over a match; an error stops).
 fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
+    let runtime = runtime()?;
+    let mut code = EXIT_OK;
+    for (name, target, common) in config_targets(file, &args.common)? {
+        let mut one = args.clone();
+        one.name = Some(name);
+        one.config = None;
+        one.common = common;
+        let discovery = runtime.block_on(discover_target(&target, &one.common))?;
+        code = code.max(decide(&one, &target, discovery)?);
+    }
+    Ok(code)
+}
+
+/// Each upstream of the gateway configuration `file`: its name, and how the
+/// gateway reaches it (its command line with its environment and directory,
+/// or its URL with its headers), the rest of `base` kept.
+fn config_targets(
+    file: &Path,
+    base: &CommonArgs,
+) -> Result<Vec<(String, Target, CommonArgs)>, Failure> {
     let config = crate::config::load(file).map_err(|problems| {
         let lines: Vec<String> = problems
             .iter()
@@ -137,12 +164,9 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
             .collect();
         Failure::new(lines.join("\n"))
     })?;
-    let runtime = runtime()?;
-    let mut code = EXIT_OK;
+    let mut out = Vec::new();
     for u in &config.upstreams {
-        let mut one = args.clone();
-        one.name = Some(u.name.clone());
-        one.config = None;
+        let mut common = base.clone();
         let target = match &u.target {
             crate::config::Target::Stdio {
                 command,
@@ -151,8 +175,8 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
                 cwd,
                 ..
             } => {
-                one.common.child_env = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                one.common.child_cwd = cwd.clone();
+                common.child_env = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                common.child_cwd = cwd.clone();
                 Target::Command(std::iter::once(command).chain(argv).cloned().collect())
             }
             crate::config::Target::Http { url, headers, .. } => {
@@ -160,15 +184,14 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
                     let value = crate::config::header_value(source).map_err(|e| {
                         Failure::new(format!("upstreams.{}.headers.{name}: {e}", u.name))
                     })?;
-                    one.common.header.push(format!("{name}: {value}"));
+                    common.header.push(format!("{name}: {value}"));
                 }
                 Target::Url(url.clone())
             }
         };
-        let discovery = runtime.block_on(discover_target(&target, &one.common))?;
-        code = code.max(decide(&one, &target, discovery)?);
+        out.push((u.name.clone(), target, common));
     }
-    Ok(code)
+    Ok(out)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -249,8 +272,9 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             which,
             yes,
             file,
+            config,
             common,
-        } => approve_all(file, which.as_deref(), *yes, common),
+        } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
         LockAction::Verify { key, file } => {
             check_signature(file, key).map_err(Failure::new)?;
             println!("{}: signed by {key}", file.display());
@@ -260,11 +284,13 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
 }
 
 /// `lock approve`: per upstream of the lock (or the one named), discover it
-/// by its identity, then show and ask about each difference.
+/// by its identity (or as the gateway configuration `config` reaches it),
+/// then show and ask about each difference.
 fn approve_all(
     file: &Path,
     which: Option<&str>,
     yes: bool,
+    config: Option<&Path>,
     common: &CommonArgs,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal;
@@ -294,6 +320,10 @@ fn approve_all(
             "approve asks at a terminal; in a script pass --yes to approve every difference",
         ));
     }
+    let configured = match config {
+        Some(c) => Some(config_targets(c, common)?),
+        None => None,
+    };
     let runtime = runtime()?;
     let names: Vec<String> = lock
         .upstreams
@@ -304,7 +334,31 @@ fn approve_all(
     let (mut approved, mut left) = (0usize, 0usize);
     for name in names {
         let locked = lock.upstreams.get_mut(&name).expect("listed above");
-        let discovery = runtime.block_on(discover_target(&target_of(&locked.identity), common))?;
+        let (target, reach) = match (&configured, config) {
+            (Some(all), Some(c)) => {
+                let Some((_, target, reach)) = all.iter().find(|(n, _, _)| *n == name) else {
+                    return Err(Failure::new(format!(
+                        "{}: no upstream {name:?} (locked in {})",
+                        c.display(),
+                        file.display()
+                    )));
+                };
+                // Approving definitions of another server than the locked one
+                // would keep an identity that no longer says what was approved.
+                if identity(target) != locked.identity {
+                    return Err(Failure::new(format!(
+                        "{name}: {} reaches {}, the lock records {}: lock it again (`switchboard lock --config {}`)",
+                        c.display(),
+                        show_identity(&identity(target)),
+                        show_identity(&locked.identity),
+                        c.display()
+                    )));
+                }
+                (target.clone(), reach.clone())
+            }
+            _ => (target_of(&locked.identity), common.clone()),
+        };
+        let discovery = runtime.block_on(discover_target(&target, &reach))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
         if let Some(e) = only_entry {
             let known = |u: &UpstreamLock| {

@@ -22,6 +22,19 @@ pub(crate) struct Snapshot {
     pub templates: Vec<Value>,
 }
 
+impl Snapshot {
+    /// The list under `key` (`tools`, `prompts`, `resources`, or else
+    /// `resourceTemplates`).
+    pub(crate) fn list_mut(&mut self, key: &str) -> &mut Vec<Value> {
+        match key {
+            "tools" => &mut self.tools,
+            "prompts" => &mut self.prompts,
+            "resources" => &mut self.resources,
+            _ => &mut self.templates,
+        }
+    }
+}
+
 /// The separator of a served name: `{prefix}__{name}`.
 pub(crate) const SEPARATOR: &str = "__";
 

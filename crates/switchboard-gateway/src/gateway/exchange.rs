@@ -91,7 +91,10 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
             let entry = entry
                 .filter(|e| route.members[e.member])
                 .filter(|_| !tool || route.allow.permits(&served))
-                .ok_or_else(|| Error::Refused(format!("unknown {what}: {served}")))?;
+                .ok_or_else(|| match withheld(layout, route, &served, tool) {
+                    Some(why) => Error::Refused(format!("{what} {served} is withheld: {why}")),
+                    None => Error::Refused(format!("unknown {what}: {served}")),
+                })?;
             let original = entry.original.clone();
             params.insert("name", to_raw(&original));
             (entry.member, Some(original))
@@ -152,13 +155,37 @@ pub(crate) async fn resolve_listed(
     route: &RouteView,
     r: &Request,
 ) -> Result<Target, Error> {
-    match resolve(layout, route, r) {
+    let first = match resolve(layout, route, r) {
         Err(_) if !layout.all_listed(route) => {
             layout.listed(route).await;
             resolve(layout, route, r)
         }
         other => other,
+    };
+    // A tool or prompt of an upstream with a drift guard is resolved on lists
+    // that saw every change its upstream announced (`Member::relisted`), so
+    // that one rewritten, added or removed mid-session is judged (withheld,
+    // refused) at the very next call, before any upstream sees it.
+    if !matches!(r.method.as_str(), t::TOOLS_CALL | t::PROMPTS_GET) {
+        return first;
     }
+    match &first {
+        Ok(target) if target.member.core.guard.is_some() => target.member.relisted().await,
+        Ok(_) => return first,
+        Err(_) => {
+            let mut waited = false;
+            for (i, m) in layout.members.iter().enumerate() {
+                if route.members[i] && m.core.guard.is_some() {
+                    m.relisted().await;
+                    waited = true;
+                }
+            }
+            if !waited {
+                return first;
+            }
+        }
+    }
+    resolve(layout, route, r)
 }
 
 /// `params.name` of a request, as the client sent it.
@@ -169,6 +196,40 @@ fn params_name(r: &Request) -> Option<String> {
 
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
+}
+
+/// Why a drift guard withholds the tool (`tool`) or prompt a client calls by
+/// its served name `served`: its upstream (one of `route`'s) listed it last
+/// and its guard refuses it (new, or not as approved). `None` when no
+/// upstream listed it, or its guard lets it be served (it is then unknown
+/// for another reason: the allowlist, a name claimed twice).
+fn withheld(layout: &Layout, route: &RouteView, served: &str, tool: bool) -> Option<String> {
+    let kind = if tool { Kind::Tool } else { Kind::Prompt };
+    layout
+        .members
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| route.members[*i])
+        .find_map(|(_, m)| {
+            let guard = m.core.guard.as_ref()?;
+            let name = match &m.prefix {
+                Some(p) => served
+                    .strip_prefix(p.as_str())?
+                    .strip_prefix(super::catalog::SEPARATOR)?,
+                None => served,
+            };
+            let unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+            let listed = if tool {
+                &unjudged.tools
+            } else {
+                &unjudged.prompts
+            };
+            listed
+                .iter()
+                .any(|e| e.get("name").and_then(Value::as_str) == Some(name))
+                .then(|| guard.check(crate::catalog::guard::Scope::Shared, kind, name))?
+                .err()
+        })
 }
 
 /// Serves one exchange: its one request, then the answer.
@@ -270,9 +331,6 @@ async fn handle(
     if let crate::upstream::Status::Down(why) = member.upstream().status() {
         let why = Error::Upstream(format!("the upstream server {}: {why}", member.name));
         return Some(why.answer(target.request.id));
-    }
-    if kind.used().is_some() {
-        member.relisted().await;
     }
     // The upstream's exchange checks Mcp-Name against the body: both now name
     // the upstream's own entry, when the client's header named the served one

@@ -72,7 +72,8 @@ pub struct GatewayUpstream {
     /// judged, entries not as approved withheld (block mode) and their calls
     /// refused, its `instructions` as approved. Kept across a reload of an
     /// unchanged upstream: reload it in place ([`crate::DriftGuard::reload`]), then
-    /// [`Gateway::relist`]. Default none.
+    /// [`Gateway::relist`] (which judges every kind of entry again at once,
+    /// then lists again). Default none.
     pub drift_guard: Option<Arc<crate::DriftGuard>>,
 }
 
@@ -173,6 +174,11 @@ pub(crate) struct Member {
     pub(crate) core: Arc<Core>,
     /// Its listed entries; `None` until first listed.
     pub(crate) snapshot: watch::Sender<Option<Arc<Snapshot>>>,
+    /// With a drift guard: its tools, prompts and templates as last listed,
+    /// before the guard's judgement (`snapshot` holds what is served), so
+    /// that a reloaded lock judges them again at once ([`rejudge`]) and a
+    /// call of a withheld entry is refused naming why.
+    pub(crate) unjudged: Mutex<Snapshot>,
     pub(crate) list_timeout: Duration,
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
@@ -220,6 +226,7 @@ impl Member {
             per_session: u.per_session,
             core,
             snapshot: watch::Sender::new(None),
+            unjudged: Mutex::new(Snapshot::default()),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             listed_changes: watch::Sender::new(0),
@@ -851,10 +858,15 @@ impl Gateway {
         ))
     }
 
-    /// Lists every upstream again (after its drift guard's lock was
-    /// reloaded: what is served is judged at each list).
+    /// After a drift guard's lock was reloaded: every upstream's last
+    /// tools, prompts and templates judged again at once (withheld or served
+    /// as the new lock says, before anything is asked of an upstream that
+    /// may be slow or down), then every upstream listed again.
     pub async fn relist(&self) {
         let layout = self.shared.layout();
+        for m in &layout.members {
+            rejudge(&self.shared, m);
+        }
         for m in &layout.members {
             relist(&self.shared, m, &ListKind::ALL).await;
         }
@@ -959,7 +971,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     let caps = &info.result.capabilities;
     // The changes this re-list covers: those announced before it began.
     let covered = m.upstream().list_changes();
-    let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
+    let mut fetched: Vec<(&str, Vec<Value>)> = Vec::new();
     for &kind in kinds {
         let wanted = match kind {
             ListKind::Tools => caps.tools.is_some(),
@@ -986,22 +998,30 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             } else {
                 Vec::new()
             };
-            // The drift guard's judgement: in block mode, what is not as
-            // approved is withheld (and its calls refused by the core).
-            let entries = match (&m.core.guard, key) {
-                (Some(_), "tools" | "prompts" | "resourceTemplates") => judged(m, key, entries),
-                _ => entries,
-            };
-            match key {
-                "tools" => snap.tools = entries,
-                "prompts" => snap.prompts = entries,
-                "resources" => snap.resources = entries,
-                _ => snap.templates = entries,
-            }
+            fetched.push((key, entries));
         }
     }
     let first = m.snapshot.borrow().is_none();
-    m.snapshot.send_replace(Some(Arc::new(snap)));
+    {
+        // Judged and written under `unjudged`'s lock, as `rejudge` does: the
+        // judgement served is by the lock in force once both are done, even
+        // when a reload comes in the middle of this re-list.
+        let mut unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
+        for (key, entries) in fetched {
+            // The drift guard's judgement: in block mode, what is not as
+            // approved is withheld (and its calls refused by the core).
+            let entries = match (&m.core.guard, key) {
+                (Some(_), "tools" | "prompts" | "resourceTemplates") => {
+                    *unjudged.list_mut(key) = entries.clone();
+                    judged(m, key, entries)
+                }
+                _ => entries,
+            };
+            *snap.list_mut(key) = entries;
+        }
+        m.snapshot.send_replace(Some(Arc::new(snap)));
+    }
     m.listed_changes.send_if_modified(|d| {
         let newer = covered > *d;
         *d = (*d).max(covered);
@@ -1010,6 +1030,33 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {
+        let _ = shared.notices.send(GatewayNotice::ListChanged {
+            kind,
+            member: m.name.clone(),
+        });
+    }
+}
+
+/// Judges `m`'s last listed tools, prompts and templates again (its drift
+/// guard's lock was reloaded), re-merges, and tells the sessions; nothing
+/// when it has no guard or was never listed.
+fn rejudge(shared: &Arc<Shared>, m: &Member) {
+    if m.core.guard.is_none() {
+        return;
+    }
+    {
+        let unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(mut snap) = m.snapshot.borrow().as_deref().cloned() else {
+            return;
+        };
+        snap.tools = judged(m, "tools", unjudged.tools.clone());
+        snap.prompts = judged(m, "prompts", unjudged.prompts.clone());
+        snap.templates = judged(m, "resourceTemplates", unjudged.templates.clone());
+        m.snapshot.send_replace(Some(Arc::new(snap)));
+    }
+    shared.remerge();
+    debug!(upstream = %m.name, "judged again by the reloaded lock");
+    for kind in ListKind::ALL {
         let _ = shared.notices.send(GatewayNotice::ListChanged {
             kind,
             member: m.name.clone(),

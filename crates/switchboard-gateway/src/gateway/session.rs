@@ -426,10 +426,7 @@ async fn route_and_forward(
     }
     // The upstream's drift guard (by its own name of the entry): what is not
     // as approved is refused before the upstream sees it, judged on a list
-    // that saw every change the upstream announced.
-    if route.used().is_some() {
-        target.member.relisted().await;
-    }
+    // that saw every change the upstream announced (`resolve_listed`).
     if let Err(why) = target.member.core.check_request(
         crate::catalog::guard::Scope::Shared,
         route,
