@@ -3,6 +3,7 @@
 //! (`pin`), and the drift guard that applies a lock to what upstreams list
 //! (`guard`). Must not know sessions or transports.
 
+pub(crate) mod changes;
 pub(crate) mod guard;
 pub mod pin;
 pub(crate) mod tools;

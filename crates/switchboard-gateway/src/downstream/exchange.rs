@@ -183,11 +183,16 @@ pub(crate) async fn handle(
             Err(e) => Error::Internal(e.to_string()).answer(r.id),
         });
     }
-    if let Err(why) = core.check_request(
-        crate::catalog::guard::Scope::Shared,
-        route,
-        r.params.as_deref(),
-    ) {
+    // With a drift guard, judged on a list that saw every change the child
+    // announced (module `catalog::changes`).
+    if let Err(why) = core
+        .check_judged_request(
+            crate::catalog::guard::Scope::Shared,
+            route,
+            r.params.as_deref(),
+        )
+        .await
+    {
         return Some(why.answer(r.id));
     }
     if info.modern {

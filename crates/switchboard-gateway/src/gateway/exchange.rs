@@ -271,9 +271,6 @@ async fn handle(
         let why = Error::Upstream(format!("the upstream server {}: {why}", member.name));
         return Some(why.answer(target.request.id));
     }
-    if kind.used().is_some() {
-        member.relisted().await;
-    }
     // The upstream's exchange checks Mcp-Name against the body: both now name
     // the upstream's own entry, when the client's header named the served one
     // (else it is left as sent, and refused there as a mismatch: -32020).

@@ -39,6 +39,8 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
 
+use crate::catalog::changes::Judged;
+pub(crate) use crate::classify::ListKind;
 use crate::upstream::{Status, Upstream};
 use crate::{gauge, Allowlist, BridgeConfig, ChildMode, Connector, Core};
 use catalog::{Merged, Snapshot};
@@ -176,10 +178,6 @@ pub(crate) struct Member {
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
     pub(crate) subscriptions: listen::Subscriptions,
-    /// The upstream's `list_changed` count ([`Upstream::list_changes`]) as of
-    /// the last re-list that finished: a call judged by the drift guard
-    /// waits until it catches up ([`Member::relisted`]).
-    listed_changes: watch::Sender<u64>,
     /// Its core's tasks, and the gateway's for it (listing, listening).
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -211,6 +209,8 @@ impl Member {
             u.name.clone(),
             draining.clone(),
             crate::upstream::Ask::Discover,
+            // Its prompts are listed and judged here (`relist`).
+            false,
         );
         Arc::new(Member {
             name: u.name.clone(),
@@ -221,7 +221,6 @@ impl Member {
             snapshot: watch::Sender::new(None),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
-            listed_changes: watch::Sender::new(0),
             tasks: Mutex::new(tasks),
         })
     }
@@ -237,24 +236,6 @@ impl Member {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         tasks.push(follow);
         tasks.push(listen);
-    }
-
-    /// With a drift guard: waits (up to its list timeout) until every list
-    /// change the upstream announced has been re-listed and judged, so that
-    /// a definition changed in the middle of a session is judged before the
-    /// next call uses it. At once without a guard.
-    pub(crate) async fn relisted(&self) {
-        if self.core.guard.is_none() {
-            return;
-        }
-        let announced = self.upstream().list_changes();
-        let mut done = self.listed_changes.subscribe();
-        if tokio::time::timeout(self.list_timeout, done.wait_for(|d| *d >= announced))
-            .await
-            .is_err()
-        {
-            warn!(upstream = %self.name, "a list change not re-listed in time: the call goes on the last judgement");
-        }
     }
 
     /// Drains its calls (up to `drain`), then ends it in the spec's order.
@@ -285,27 +266,6 @@ impl RouteView {
     /// Whether it serves the upstream named `name`.
     pub(crate) fn serves(&self, name: &str) -> bool {
         self.names.contains(name)
-    }
-}
-
-/// The kinds of list a change is announced for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-}
-
-impl ListKind {
-    /// All three.
-    pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
-
-    pub(crate) fn notification(self) -> &'static str {
-        match self {
-            ListKind::Tools => t::NOTIFICATION_TOOLS_LIST_CHANGED,
-            ListKind::Prompts => t::NOTIFICATION_PROMPTS_LIST_CHANGED,
-            ListKind::Resources => t::NOTIFICATION_RESOURCES_LIST_CHANGED,
-        }
     }
 }
 
@@ -932,7 +892,10 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     };
     let caps = &info.result.capabilities;
     // The changes this re-list covers: those announced before it began.
-    let covered = m.upstream().list_changes();
+    let covered: Vec<(ListKind, u64)> = kinds
+        .iter()
+        .map(|&k| (k, Judged::covering(m.upstream(), k)))
+        .collect();
     let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
     for &kind in kinds {
         let wanted = match kind {
@@ -976,11 +939,11 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     }
     let first = m.snapshot.borrow().is_none();
     m.snapshot.send_replace(Some(Arc::new(snap)));
-    m.listed_changes.send_if_modified(|d| {
-        let newer = covered > *d;
-        *d = (*d).max(covered);
-        newer
-    });
+    // The calls a drift guard held for these changes go on (a listing that
+    // failed left its entries, and their verdicts, as they were).
+    for (kind, covered) in covered {
+        m.core.judged.judged(kind, covered);
+    }
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {

@@ -427,14 +427,16 @@ async fn route_and_forward(
     // The upstream's drift guard (by its own name of the entry): what is not
     // as approved is refused before the upstream sees it, judged on a list
     // that saw every change the upstream announced.
-    if route.used().is_some() {
-        target.member.relisted().await;
-    }
-    if let Err(why) = target.member.core.check_request(
-        crate::catalog::guard::Scope::Shared,
-        route,
-        target.request.params.as_deref(),
-    ) {
+    if let Err(why) = target
+        .member
+        .core
+        .check_judged_request(
+            crate::catalog::guard::Scope::Shared,
+            route,
+            target.request.params.as_deref(),
+        )
+        .await
+    {
         return reply(&session, refuse(why)).await;
     }
     pump(session, target.member, target.request, cancel).await;
