@@ -2,14 +2,18 @@
 //! `x-mcp-header` annotations, for the `Mcp-Param-*` checks of 2026-07-28
 //! `tools/call` requests (MCP 2026-07-28 "Transports → Streamable HTTP →
 //! Request headers"; REVISIONS.md §5.4), and their names, for the allowlist's
-//! drift log.
+//! drift log; with a drift guard, the tools (and, for the bridge, the
+//! prompts) as listed, for the guard to judge.
 //!
 //! ```text
 //! ToolHeaders     tool name → (argument, header) pairs, from the child's tools/list
 //!                 (every page), as `mcp_headers::tool_header_params` reads an
 //!                 inputSchema; tagged with the child's start (restart count)
 //! follow          fetches it when the shared child is ready, again after each
-//!                 restart and on each notifications/tools/list_changed; logs drift
+//!                 restart and on each notifications/tools/list_changed; logs drift;
+//!                 with a guard, has it judged, and the prompts too (on each
+//!                 notifications/prompts/list_changed), then marks the changes
+//!                 each list covered judged (module `catalog::changes`)
 //! ToolHeaders::of_tool   what a tools/call is checked against (see below)
 //! ```
 //!

@@ -7,7 +7,10 @@
 //!                                     own params; answer with the child's result
 //!                        shared:      answer from the shared child's result (the
 //!                                     version negotiated against ours)
-//! client ──request──> allowlist (tools/call) ──> Upstream::call ──> pump task
+//! client ──request──> allowlist, lock (tools/call, prompts/get; with a lock, on
+//!          the shared child, held in its pump task until a change of its list
+//!          the child announced is judged: module `catalog::changes`)
+//!          ──> Upstream::call ──> pump task
 //!          (started in the task serving the POST when nothing is queued before
 //!          it and nothing has to wait: see `Direct`):
 //!          progress / logs      ──send_related(id)──> the call's SSE stream
