@@ -176,10 +176,13 @@ pub(crate) struct Core {
     /// re-listed and judged: what a call with a drift guard waits for
     /// ([`Core::check_judged_request`], module `catalog::changes`).
     pub(crate) judged: catalog::changes::Judged,
-    /// Whether its follower (module `catalog::tools`) lists the shared
-    /// child's prompts too for the drift guard: the bridge's does; a
-    /// gateway lists every list of its upstreams itself.
-    pub(crate) follows_prompts: bool,
+    /// Whether its follower (module `catalog::tools`) is what re-lists the
+    /// shared child for the drift guard: it lists the prompts too, and marks
+    /// the changes each list covered judged ([`Core::judged`]). The bridge's
+    /// is; a gateway's re-list does that for its upstreams, as the lists it
+    /// serves come from it (a call let go by another re-list could be
+    /// followed by a list not judged yet).
+    pub(crate) judges_changes: bool,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
@@ -663,14 +666,15 @@ pub(crate) fn bridge_init_params() -> Box<RawValue> {
 /// Starts one upstream as a shared child under `name`, and the core that
 /// serves it: the bridge's, or one upstream of a gateway's. Also returned: the
 /// tasks that keep its tool list (module `catalog::tools`; with a drift guard
-/// and `prompts`, its prompts judged too: [`Core::follows_prompts`]) and its
+/// and `judges`, its prompts judged too and the changes marked judged:
+/// [`Core::judges_changes`]) and its
 /// subscriptions across restarts ([`resubscribe`]).
 pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
     draining: Arc<AtomicBool>,
     first: Ask,
-    prompts: bool,
+    judges: bool,
 ) -> (Arc<Core>, Vec<JoinHandle<()>>) {
     let shared = Upstream::start(
         upstream_config(&config, name, bridge_init_params(), first, Restart::Always),
@@ -686,7 +690,7 @@ pub(crate) fn start_core(
         held: Mutex::new(HashMap::new()),
         tools: catalog::tools::ToolHeaders::default(),
         judged: catalog::changes::Judged::default(),
-        follows_prompts: prompts,
+        judges_changes: judges,
         subscriptions: tokio::sync::Mutex::new(HashMap::new()),
         child_logs_all: AtomicU64::new(0),
         listens: gauge::Gauge::default(),

@@ -11,9 +11,9 @@
 //!                 inputSchema; tagged with the child's start (restart count)
 //! follow          fetches it when the shared child is ready, again after each
 //!                 restart and on each notifications/tools/list_changed; logs drift;
-//!                 with a guard, has it judged, and the prompts too (on each
-//!                 notifications/prompts/list_changed), then marks the changes
-//!                 each list covered judged (module `catalog::changes`)
+//!                 with a guard, has it judged; for the bridge the prompts too
+//!                 (on each notifications/prompts/list_changed), and marks the
+//!                 changes each list covered judged (module `catalog::changes`)
 //! ToolHeaders::of_tool   what a tools/call is checked against (see below)
 //! ```
 //!
@@ -269,11 +269,11 @@ async fn page(
 /// (a lagging receiver fetches too: it may have missed one); with an allowlist,
 /// logs the allowed names the child does not report (drift) when they differ
 /// from the last ones logged (a child may say its list changed when it did not,
-/// many times over). With a drift guard each list is judged, and so are the
-/// child's prompts, listed at the same times and on each
-/// `notifications/prompts/list_changed` ([`Core::follows_prompts`]); each list
-/// judged lets the calls held for the changes it covers go on (module
-/// `catalog::changes`).
+/// many times over). With a drift guard each list is judged; when this is the
+/// core's re-list for the guard ([`Core::judges_changes`]: the bridge's), so
+/// are the child's prompts, listed at the same times and on each
+/// `notifications/prompts/list_changed`, and each list judged lets the calls
+/// held for the changes it covers go on (module `catalog::changes`).
 pub(crate) async fn follow(
     core: Weak<Core>,
     mut status: watch::Receiver<Status>,
@@ -321,8 +321,9 @@ pub(crate) async fn follow(
 
 /// One refresh of [`Core::tools`], with the drift log: written when the missing
 /// names differ from `logged`, the ones last written about (then updated).
-/// Judged by the drift guard (when there is one), the list lets the calls held
-/// for the tool list changes it covers go on; a fetch that failed covers none.
+/// For the core's re-list ([`Core::judges_changes`]), the list, judged by
+/// the drift guard (when there is one), lets the calls held for the tool list
+/// changes it covers go on; a fetch that failed covers none.
 async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     // The changes this list covers: those announced before it is asked for.
     let covered = Judged::covering(&core.shared, ListKind::Tools);
@@ -330,7 +331,7 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
         guard.observe(tools);
     }
-    if outcome.is_ok() {
+    if outcome.is_ok() && core.judges_changes {
         core.judged.judged(ListKind::Tools, covered);
     }
     match outcome {
@@ -368,14 +369,14 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
 }
 
 /// With a drift guard, for a core whose follower judges prompts
-/// ([`Core::follows_prompts`]): lists the shared child's prompts (every page)
+/// ([`Core::judges_changes`]): lists the shared child's prompts (every page)
 /// and has the guard judge them, so that a `prompts/get` is judged on a list
 /// that saw every change the child announced; then lets the calls held for
 /// those changes go on. A child without the `prompts` capability, or one that
 /// refuses `prompts/list`, has nothing to judge. Nothing at all without a
 /// guard.
 async fn judge_prompts(core: &Arc<Core>) {
-    let Some(guard) = core.guard.as_ref().filter(|_| core.follows_prompts) else {
+    let Some(guard) = core.guard.as_ref().filter(|_| core.judges_changes) else {
         return;
     };
     let covered = Judged::covering(&core.shared, ListKind::Prompts);

@@ -209,7 +209,7 @@ impl Member {
             u.name.clone(),
             draining.clone(),
             crate::upstream::Ask::Discover,
-            // Its prompts are listed and judged here (`relist`).
+            // Its lists are re-listed, judged and marked here (`relist`).
             false,
         );
         Arc::new(Member {
