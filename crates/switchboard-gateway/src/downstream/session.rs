@@ -1259,82 +1259,26 @@ async fn gather_input(
     result: &RawValue,
     original: &Request,
 ) -> Result<Box<RawValue>, String> {
-    let result: Map<String, Value> =
-        serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
-    let mut responses = Map::new();
-    if let Some(Value::Object(requests)) = result.get("inputRequests") {
-        // Only for capabilities the client declared (2026-07-28 "MRTR": the
-        // server puts input requests in only for what the request declared,
-        // and the bridge declared the client's own on its behalf). A child that
-        // asks for more fails the call before the client is asked anything.
-        let declared = declared_context(session);
-        for request in requests.values() {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-            let params = request
-                .get("params")
-                .and_then(|p| serde_json::value::to_raw_value(p).ok());
-            if let Err(e) = declared.check_input_request(method, params.as_deref()) {
-                return Err(format!(
-                    "the server asked for input this client cannot give: {e} (not declared in its initialize)"
-                ));
-            }
-        }
-        for (key, request) in requests {
-            let method = request
-                .get("method")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("input request {key:?} has no method"))?
-                .to_owned();
-            let params = request
-                .get("params")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new()));
-            let ours = Id::from(format!(
-                "sb-s{}",
-                session.next_server_request.fetch_add(1, Ordering::Relaxed)
-            ));
-            let (tx, rx) = oneshot::channel();
-            lock(&session.input_waiters).insert(ours.clone(), tx);
-            let ask =
-                Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
-            if session
-                .tx
-                .send_related(Message::Request(ask), Some(down_id.clone()))
-                .await
-                .is_err()
-            {
-                lock(&session.input_waiters).remove(&ours);
-                return Err("the client went away".to_owned());
-            }
-            let answer = tokio::time::timeout(session.core.request_timeout, rx).await;
-            lock(&session.input_waiters).remove(&ours);
-            match answer {
-                Ok(Ok(Message::Response(r))) => {
-                    let v: Value =
-                        serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
-                    responses.insert(key.clone(), v);
-                }
-                Ok(Ok(Message::Error(e))) => {
-                    return Err(format!(
-                        "the client refused {method}: {} ({})",
-                        e.error.message, e.error.code
-                    ))
-                }
-                Ok(_) => return Err(format!("no answer to {method}")),
-                Err(_) => return Err(format!("the client did not answer {method} in time")),
-            }
-        }
-    }
-    let mut params: Map<String, Value> = match original.params.as_deref() {
-        None => Map::new(),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+    // Only for capabilities the client declared (2026-07-28 "MRTR": the
+    // server puts input requests in only for what the request declared,
+    // and the bridge declared the client's own on its behalf). A child that
+    // asks for more fails the call before the client is asked anything.
+    let declared = declared_context(session);
+    let asker = super::input::Asker {
+        tx: &session.tx,
+        waiters: &session.input_waiters,
+        next_id: &session.next_server_request,
+        prefix: "sb-s",
+        timeout: session.core.request_timeout,
     };
-    params.insert("inputResponses".to_owned(), Value::Object(responses));
-    match result.get("requestState") {
-        Some(state) => params.insert("requestState".to_owned(), state.clone()),
-        None => params.remove("requestState"),
-    };
-    serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+    super::input::gather(asker, down_id, result, original, |method, params| {
+        declared.check_input_request(method, params).map_err(|e| {
+            format!(
+                "the server asked for input this client cannot give: {e} (not declared in its initialize)"
+            )
+        })
+    })
+    .await
 }
 
 /// What a 2026-07-28-only child was told about this legacy client (the
