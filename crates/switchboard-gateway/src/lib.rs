@@ -308,16 +308,19 @@ impl Core {
             return None;
         }
         let list = classify::ListKind::of(route.used()?)?;
-        self.judged.pending(&self.shared, list).then_some(list)
+        let announced = self.shared.list_changes(list);
+        self.judged.pending(list, announced).then_some(list)
     }
 
     /// Waits until every change of `list` the shared child announced has been
     /// re-listed and judged, at most [`BridgeConfig::ready_wait`] (logged
     /// when it gives up).
     pub(crate) async fn wait_judged(&self, list: classify::ListKind) {
-        self.judged
-            .wait(&self.shared, list, self.config.ready_wait)
-            .await;
+        let announced = self.shared.list_changes(list);
+        let wait = self.config.ready_wait;
+        if !self.judged.wait(list, announced, wait).await {
+            warn!(upstream = %self.shared.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
+        }
     }
 
     /// [`Core::check_request`], judged on a list that saw every change the

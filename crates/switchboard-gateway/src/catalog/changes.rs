@@ -3,28 +3,29 @@
 //! is judged before the next `tools/call` or `prompts/get` uses it.
 //!
 //! ```text
-//! upstream ──list_changed──> Upstream counts it (per list), then hands it on
-//! re-lister (the bridge's follower, the gateway's) reads the count, lists,
-//!            has the guard judge every entry, then marks that count judged
-//! a call of an entry (shared verdicts, with a guard): waits until the judged
-//!            count of its list reaches the count announced when it came,
-//!            at most the wait given (logged when it gives up), then is checked
+//! upstream ──list_changed──> Upstream::list_changes counts it (per list),
+//!            then hands it on
+//! re-lister (the bridge's follower, the gateway's relist) reads the count,
+//!            lists, has the guard judge every entry, then marks that count
+//!            judged (Judged::judged)
+//! a call of an entry (shared verdicts, with a guard: Core::unjudged) waits
+//!            until the judged count of its list reaches the count announced
+//!            when it came, at most the wait given (logged when it gives up),
+//!            then is checked
 //! ```
 //!
 //! One [`Judged`] per upstream (its [`Core`](crate::Core)), shared by the
 //! bridge and the gateway. Without a guard nothing waits: the check is one
 //! test of an `Option`.
 //!
-//! This module must not know how lists are fetched or served, nor sessions
-//! or transports.
+//! This module must not know how lists are fetched, judged or served, nor
+//! sessions, upstreams or transports: counts come in, and calls wait on them.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tracing::warn;
 
 use crate::classify::ListKind;
-use crate::upstream::Upstream;
 
 /// How many of an upstream's announced list changes of each list (by
 /// [`ListKind::index`]) a finished and judged re-list has covered.
@@ -38,14 +39,9 @@ impl Default for Judged {
 }
 
 impl Judged {
-    /// The changes of `list` a re-list of `up` that starts now covers: read
-    /// it before the first page is asked for.
-    pub(crate) fn covering(up: &Upstream, list: ListKind) -> u64 {
-        up.list_changes(list)
-    }
-
-    /// A re-list of `list` covering `covered` changes (from
-    /// [`Judged::covering`]) has been judged: the calls it holds go on.
+    /// A re-list of `list` has been judged; it covers `covered` changes (the
+    /// upstream's count of them read before its first page was asked for):
+    /// the calls it holds go on.
     pub(crate) fn judged(&self, list: ListKind, covered: u64) {
         self.0.send_if_modified(|d| {
             let slot = &mut d[list.index()];
@@ -55,23 +51,67 @@ impl Judged {
         });
     }
 
-    /// Whether a change of `list` announced by `up` has not been judged yet.
-    pub(crate) fn pending(&self, up: &Upstream, list: ListKind) -> bool {
-        self.0.borrow()[list.index()] < up.list_changes(list)
+    /// Whether fewer than `announced` changes of `list` have been judged.
+    pub(crate) fn pending(&self, list: ListKind, announced: u64) -> bool {
+        self.0.borrow()[list.index()] < announced
     }
 
-    /// Waits until every change of `list` that `up` announced so far has
-    /// been re-listed and judged, at most `wait`; when it gives up (the
-    /// re-list failed or is slower), says so in the log and returns: the call
-    /// is then judged on the last verdicts.
-    pub(crate) async fn wait(&self, up: &Upstream, list: ListKind, wait: Duration) {
-        let announced = up.list_changes(list);
+    /// Waits until `announced` changes of `list` have been judged, at most
+    /// `wait`; `false` when it gave up (the re-list failed or is slower).
+    pub(crate) async fn wait(&self, list: ListKind, announced: u64, wait: Duration) -> bool {
         let mut judged = self.0.subscribe();
-        if tokio::time::timeout(wait, judged.wait_for(|d| d[list.index()] >= announced))
+        let done = tokio::time::timeout(wait, judged.wait_for(|d| d[list.index()] >= announced))
             .await
-            .is_err()
-        {
-            warn!(upstream = %up.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
-        }
+            .is_ok();
+        done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call waits for the re-list that covers the changes announced when
+    /// it came, of its own list only; a re-list that covers fewer (begun
+    /// before the last change) does not let it go; the wait is bounded.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_for_the_relist_that_covers_its_change() {
+        let judged = std::sync::Arc::new(Judged::default());
+        assert!(!judged.pending(ListKind::Tools, 0));
+        assert!(judged.pending(ListKind::Tools, 2));
+        // Another list's re-list covers nothing of this one.
+        judged.judged(ListKind::Prompts, 5);
+        assert!(judged.pending(ListKind::Tools, 2));
+        assert!(!judged.pending(ListKind::Prompts, 5));
+
+        let waiting = {
+            let judged = judged.clone();
+            tokio::spawn(async move {
+                judged
+                    .wait(ListKind::Tools, 2, Duration::from_secs(10))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        judged.judged(ListKind::Tools, 1);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            !waiting.is_finished(),
+            "let go by a re-list that began too early"
+        );
+        judged.judged(ListKind::Tools, 2);
+        assert!(waiting.await.unwrap(), "let go once judged");
+        // A later, older re-list never takes the count back.
+        judged.judged(ListKind::Tools, 1);
+        assert!(!judged.pending(ListKind::Tools, 2));
+
+        // Never judged: given up after the wait.
+        let started = tokio::time::Instant::now();
+        assert!(
+            !judged
+                .wait(ListKind::Tools, 3, Duration::from_secs(10))
+                .await
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
     }
 }

@@ -55,7 +55,6 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
-use crate::catalog::changes::Judged;
 use crate::catalog::guard::Scope;
 use crate::catalog::pin::Kind;
 use crate::classify::{ListKind, Notice};
@@ -326,7 +325,7 @@ pub(crate) async fn follow(
 /// changes it covers go on; a fetch that failed covers none.
 async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     // The changes this list covers: those announced before it is asked for.
-    let covered = Judged::covering(&core.shared, ListKind::Tools);
+    let covered = core.shared.list_changes(ListKind::Tools);
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
     if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
         guard.observe(tools);
@@ -379,7 +378,7 @@ async fn judge_prompts(core: &Arc<Core>) {
     let Some(guard) = core.guard.as_ref().filter(|_| core.judges_changes) else {
         return;
     };
-    let covered = Judged::covering(&core.shared, ListKind::Prompts);
+    let covered = core.shared.list_changes(ListKind::Prompts);
     match list_prompts(&core.shared, core.request_timeout).await {
         Ok(Some(prompts)) => {
             let mut result = Map::new();

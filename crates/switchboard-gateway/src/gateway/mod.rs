@@ -39,7 +39,6 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::catalog::changes::Judged;
 pub(crate) use crate::classify::ListKind;
 use crate::upstream::{Status, Upstream};
 use crate::{gauge, Allowlist, BridgeConfig, ChildMode, Connector, Core};
@@ -894,7 +893,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     // The changes this re-list covers: those announced before it began.
     let covered: Vec<(ListKind, u64)> = kinds
         .iter()
-        .map(|&k| (k, Judged::covering(m.upstream(), k)))
+        .map(|&k| (k, m.upstream().list_changes(k)))
         .collect();
     let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
     for &kind in kinds {
