@@ -959,6 +959,7 @@ async fn judged(
     start: TryCall,
     cancel: &mut oneshot::Receiver<String>,
 ) -> Option<TryCall> {
+    // Always `Later`: a held call is not started ([`Begun::new`]).
     let TryCall::Later(r) = start else {
         return Some(start);
     };
