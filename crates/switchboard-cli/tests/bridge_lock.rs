@@ -446,3 +446,246 @@ async fn drifted_instructions_are_served_as_approved_in_block_mode() {
     .await
     .expect("bounded");
 }
+
+fn fixture_upstream() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/gateway_upstream.py")
+        .display()
+        .to_string()
+}
+
+/// A rug pull in the middle of a session (issue 23), against the shared
+/// child: the server rewrites an approved tool's description and announces
+/// it (`notifications/tools/list_changed`, sent before its answer to the call
+/// that made the change), and its `tools/list` is slow; the very next call of
+/// that tool, sent at once, waits for the bridge's re-list to be judged and
+/// is refused (block), naming the drift, without reaching the server: from a
+/// legacy session and from a 2026-07-28 exchange. (The exchange's call also
+/// waits for the tool list its `Mcp-Param-*` headers are checked against,
+/// which the same re-list holds: only the session's call shows the hold
+/// itself; the prompt's test below shows it for an exchange.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_changed_mid_session_is_refused_at_the_next_call() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("rug-pull");
+        let log = d.0.join("calls.log");
+        let fixture = fixture_upstream();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args([
+                "lock", "--name", "fx", "--", "python3", &fixture, "--name", "fx", "--grow",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lock = d.0.join("switchboard.lock");
+        // Each list takes a while: a call sent before the re-list ends would
+        // reach the server on the old judgement.
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &[
+                "python3",
+                &fixture,
+                "--name",
+                "fx",
+                "--grow",
+                "--slow-list",
+                "0.5",
+                "--calls",
+                log.to_str().unwrap(),
+            ],
+        )
+        .await;
+        let c = client();
+        let call = |name: &str, text: &str| json!({"name": name, "arguments": {"text": text}});
+
+        // A legacy session (Streamable HTTP) of the shared child.
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(1),
+                "tools/call",
+                call("echo", "before"),
+            )
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(2),
+                "tools/call",
+                call("grow", "rewrite:echo"),
+            )
+            .await;
+        assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(3),
+                "tools/call",
+                call("echo", "should not arrive"),
+            )
+            .await;
+        let why = error_message(r.response(&json!(3)));
+        assert!(
+            why.contains("\"echo\" changed since it was approved"),
+            "{why}"
+        );
+        let r = s
+            .request(&c, &bridge.url, json!(4), "tools/list", json!({}))
+            .await;
+        assert!(
+            !listed(&r, json!(4)).contains(&"echo".to_owned()),
+            "withheld"
+        );
+
+        // A 2026-07-28 exchange (`hang` would never be answered if it arrived).
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(5),
+            "tools/call",
+            call("grow", "rewrite:hang"),
+            json!({}),
+        )
+        .await;
+        assert!(r.response(&json!(5)).get("result").is_some(), "{}", r.body);
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(6),
+            "tools/call",
+            call("hang", "should not arrive"),
+            json!({}),
+        )
+        .await;
+        let why = error_message(r.response(&json!(6)));
+        assert!(
+            why.contains("\"hang\" changed since it was approved"),
+            "{why}"
+        );
+
+        let calls = calls(&log);
+        assert!(
+            !calls.iter().any(|l| l.contains("should not arrive")),
+            "a refused call reached the server: {calls:?}"
+        );
+        assert_eq!(calls.len(), 3, "{calls:?}");
+    })
+    .await
+    .expect("bounded");
+}
+
+/// The same rug pull on a prompt: the bridge lists and judges the shared
+/// child's prompts itself at each `notifications/prompts/list_changed`, and
+/// the next `prompts/get`, sent at once, waits for that judgement and is
+/// refused without reaching the server: from a 2026-07-28 exchange (which
+/// nothing else holds up) and from a legacy session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_changed_mid_session_is_refused_at_the_next_get() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("prompt-pull");
+        let log = d.0.join("calls.log");
+        let fixture = fixture_upstream();
+        let server = [
+            "--name", "fx", "--grow", "--prompt", "brief", "--prompt", "summary",
+        ];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "--name", "fx", "--", "python3", &fixture])
+            .args(server)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lock = d.0.join("switchboard.lock");
+        let mut cmd = vec!["python3", fixture.as_str()];
+        cmd.extend(server);
+        cmd.extend(["--slow-list", "0.5", "--calls", log.to_str().unwrap()]);
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &cmd,
+        )
+        .await;
+        let c = client();
+        let get = |name: &str| json!({"name": name, "arguments": {"text": "should not arrive"}});
+        let grow = |text: &str| json!({"name": "grow", "arguments": {"text": text}});
+
+        // A 2026-07-28 exchange.
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(1),
+            "prompts/get",
+            json!({"name": "brief", "arguments": {"text": "before"}}),
+            json!({}),
+        )
+        .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(2),
+            "tools/call",
+            grow("rewrite-prompt:brief"),
+            json!({}),
+        )
+        .await;
+        assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(3),
+            "prompts/get",
+            get("brief"),
+            json!({}),
+        )
+        .await;
+        let why = error_message(r.response(&json!(3)));
+        assert!(
+            why.contains("\"brief\" changed since it was approved"),
+            "{why}"
+        );
+
+        // A legacy session (Streamable HTTP) of the shared child.
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(4),
+                "tools/call",
+                grow("rewrite-prompt:summary"),
+            )
+            .await;
+        assert!(r.response(&json!(4)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(&c, &bridge.url, json!(5), "prompts/get", get("summary"))
+            .await;
+        let why = error_message(r.response(&json!(5)));
+        assert!(
+            why.contains("\"summary\" changed since it was approved"),
+            "{why}"
+        );
+
+        let calls = calls(&log);
+        assert!(
+            !calls.iter().any(|l| l.contains("should not arrive")),
+            "a refused get reached the server: {calls:?}"
+        );
+        assert_eq!(calls.len(), 3, "{calls:?}");
+    })
+    .await
+    .expect("bounded");
+}

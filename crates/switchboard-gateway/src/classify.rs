@@ -111,6 +111,51 @@ impl Notice {
     }
 }
 
+/// The lists an upstream announces changes of
+/// (`notifications/{tools,prompts,resources}/list_changed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    /// Resources and resource templates.
+    Resources,
+}
+
+impl ListKind {
+    /// All three.
+    pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+
+    /// The notification that announces a change of it.
+    pub(crate) fn notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => t::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Prompts => t::NOTIFICATION_PROMPTS_LIST_CHANGED,
+            ListKind::Resources => t::NOTIFICATION_RESOURCES_LIST_CHANGED,
+        }
+    }
+
+    /// The list that holds entries of `kind` (none holds the instructions).
+    pub(crate) fn of(kind: Kind) -> Option<ListKind> {
+        match kind {
+            Kind::Tool => Some(ListKind::Tools),
+            Kind::Prompt => Some(ListKind::Prompts),
+            Kind::ResourceTemplate => Some(ListKind::Resources),
+            Kind::Instructions => None,
+        }
+    }
+
+    /// The list a `list_changed` notice is about (the kind of
+    /// [`Notice::ListChanged`]: `None` for resources).
+    pub(crate) fn changed(kind: Option<Kind>) -> ListKind {
+        kind.and_then(ListKind::of).unwrap_or(ListKind::Resources)
+    }
+
+    /// Its place in a table of the three.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

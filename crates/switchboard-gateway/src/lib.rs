@@ -172,6 +172,17 @@ pub(crate) struct Core {
     /// The shared child's tools' `x-mcp-header` annotations, for the
     /// `Mcp-Param-*` checks of 2026-07-28 `tools/call` requests (module `catalog::tools`).
     pub(crate) tools: catalog::tools::ToolHeaders,
+    /// How many of the shared child's announced list changes have been
+    /// re-listed and judged: what a call with a drift guard waits for
+    /// ([`Core::check_judged_request`], module `catalog::changes`).
+    pub(crate) judged: catalog::changes::Judged,
+    /// Whether its follower (module `catalog::tools`) is what re-lists the
+    /// shared child for the drift guard: it lists the prompts too, and marks
+    /// the changes each list covered judged ([`Core::judged`]). The bridge's
+    /// is; a gateway's re-list does that for its upstreams, as the lists it
+    /// serves come from it (a call let go by another re-list could be
+    /// followed by a list not judged yet).
+    pub(crate) judges_changes: bool,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
@@ -277,6 +288,53 @@ impl Core {
             )),
         }
         .map_err(error::Error::Refused)
+    }
+
+    /// The list whose announced changes a request of `route` must wait for
+    /// before it is checked: with a drift guard, for a use of an entry judged
+    /// by the shared child's verdicts, when the shared child announced a
+    /// change of its list that no finished re-list has judged yet (module
+    /// `catalog::changes`). `None` (the request goes on at once) otherwise,
+    /// and always without a guard. A session's own child (`Scope::Own`) is
+    /// judged by that session's own lists: nothing to wait for here.
+    pub(crate) fn unjudged(
+        &self,
+        scope: catalog::guard::Scope<'_>,
+        route: classify::Route,
+    ) -> Option<classify::ListKind> {
+        self.guard.as_ref()?;
+        if !matches!(scope, catalog::guard::Scope::Shared) {
+            return None;
+        }
+        let list = classify::ListKind::of(route.used()?)?;
+        let announced = self.shared.list_changes(list);
+        self.judged.pending(list, announced).then_some(list)
+    }
+
+    /// Waits until every change of `list` the shared child announced has been
+    /// re-listed and judged, at most [`BridgeConfig::ready_wait`] (logged
+    /// when it gives up).
+    pub(crate) async fn wait_judged(&self, list: classify::ListKind) {
+        let announced = self.shared.list_changes(list);
+        let wait = self.config.ready_wait;
+        if !self.judged.wait(list, announced, wait).await {
+            warn!(upstream = %self.shared.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
+        }
+    }
+
+    /// [`Core::check_request`], judged on a list that saw every change the
+    /// shared child announced (with a guard, in `Scope::Shared`: see
+    /// [`Core::unjudged`]).
+    pub(crate) async fn check_judged_request(
+        &self,
+        scope: catalog::guard::Scope<'_>,
+        route: classify::Route,
+        params: Option<&RawValue>,
+    ) -> Result<(), error::Error> {
+        if let Some(list) = self.unjudged(scope, route) {
+            self.wait_judged(list).await;
+        }
+        self.check_request(scope, route, params)
     }
 
     /// The `instructions` clients are served for the upstream's own: with a
@@ -609,13 +667,16 @@ pub(crate) fn bridge_init_params() -> Box<RawValue> {
 
 /// Starts one upstream as a shared child under `name`, and the core that
 /// serves it: the bridge's, or one upstream of a gateway's. Also returned: the
-/// tasks that keep its tool list (module `catalog::tools`) and its
+/// tasks that keep its tool list (module `catalog::tools`; with a drift guard
+/// and `judges`, its prompts judged too and the changes marked judged:
+/// [`Core::judges_changes`]) and its
 /// subscriptions across restarts ([`resubscribe`]).
 pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
     draining: Arc<AtomicBool>,
     first: Ask,
+    judges: bool,
 ) -> (Arc<Core>, Vec<JoinHandle<()>>) {
     let shared = Upstream::start(
         upstream_config(&config, name, bridge_init_params(), first, Restart::Always),
@@ -630,6 +691,8 @@ pub(crate) fn start_core(
         shared,
         held: Mutex::new(HashMap::new()),
         tools: catalog::tools::ToolHeaders::default(),
+        judged: catalog::changes::Judged::default(),
+        judges_changes: judges,
         subscriptions: tokio::sync::Mutex::new(HashMap::new()),
         child_logs_all: AtomicU64::new(0),
         listens: gauge::Gauge::default(),
@@ -710,7 +773,7 @@ impl Bridge {
             ChildMode::PerSession => Ask::Discover,
             ChildMode::Shared => Ask::Initialize,
         };
-        let (core, tasks) = start_core(config, shared_name, draining.clone(), first);
+        let (core, tasks) = start_core(config, shared_name, draining.clone(), first, true);
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = core.shared.clone();
         let probe_draining = draining;

@@ -4,9 +4,12 @@
 //! new or whose definition changed is withheld from its list, and a
 //! `tools/call` or `prompts/get` of it is refused before it reaches the
 //! upstream; in `warn` mode it is served and logged. Each entry's latest
-//! verdict comes from every list the upstream answers: for tools, the bridge's
-//! own at each (re)connection and `notifications/tools/list_changed`, and every
-//! client's, so a definition changed mid-session is caught before the next use.
+//! verdict comes from every list the upstream answers: for the shared child's
+//! tools and prompts, the bridge's own at each (re)connection and
+//! `notifications/{tools,prompts}/list_changed`, and every client's, so a
+//! definition changed mid-session is caught before the next use (which waits
+//! for that judgement: module `catalog::changes`). A session's own child is
+//! judged by that session's lists only.
 //!
 //! This module must not know about transports, sessions or children.
 

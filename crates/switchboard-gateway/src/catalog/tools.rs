@@ -2,14 +2,18 @@
 //! `x-mcp-header` annotations, for the `Mcp-Param-*` checks of 2026-07-28
 //! `tools/call` requests (MCP 2026-07-28 "Transports → Streamable HTTP →
 //! Request headers"; REVISIONS.md §5.4), and their names, for the allowlist's
-//! drift log.
+//! drift log; with a drift guard, the tools (and, for the bridge, the
+//! prompts) as listed, for the guard to judge.
 //!
 //! ```text
 //! ToolHeaders     tool name → (argument, header) pairs, from the child's tools/list
 //!                 (every page), as `mcp_headers::tool_header_params` reads an
 //!                 inputSchema; tagged with the child's start (restart count)
 //! follow          fetches it when the shared child is ready, again after each
-//!                 restart and on each notifications/tools/list_changed; logs drift
+//!                 restart and on each notifications/tools/list_changed; logs drift;
+//!                 with a guard, has it judged; for the bridge the prompts too
+//!                 (on each notifications/prompts/list_changed), and marks the
+//!                 changes each list covered judged (module `catalog::changes`)
 //! ToolHeaders::of_tool   what a tools/call is checked against (see below)
 //! ```
 //!
@@ -51,8 +55,9 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
+use crate::catalog::guard::Scope;
 use crate::catalog::pin::Kind;
-use crate::classify::Notice;
+use crate::classify::{ListKind, Notice};
 use crate::upstream::{Status, Upstream};
 use crate::Core;
 
@@ -231,13 +236,15 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
     ))
 }
 
-/// One `tools/list` call: Ok(Ok(result)), Ok(Err(the child's error message)), or
-/// Err(the call failed: child gone, nothing within `wait`).
+/// One list call (`tools/list`, `prompts/list`): Ok(Ok(result)), Ok(Err(the
+/// child's error message)), or Err(the call failed: child gone, nothing within
+/// `wait`).
 async fn page(
     up: &Upstream,
     request: Request,
     wait: Duration,
 ) -> Result<Result<Map<String, Value>, String>, String> {
+    let method = request.method.clone();
     // The bridge's own call: it never owns or contests a child's request.
     let call = up
         .call(request, crate::upstream::BRIDGE_OWNER)
@@ -246,12 +253,12 @@ async fn page(
     match call.answer_within(wait).await {
         Ok(Ok(Message::Response(r))) => serde_json::from_str(r.result.get())
             .map(Ok)
-            .map_err(|e| format!("the upstream server's tools/list result is not an object: {e}")),
+            .map_err(|e| format!("the upstream server's {method} result is not an object: {e}")),
         Ok(Ok(Message::Error(e))) => Ok(Err(e.error.message)),
-        Ok(Ok(_)) => Err("an unexpected answer to tools/list".to_owned()),
+        Ok(Ok(_)) => Err(format!("an unexpected answer to {method}")),
         Ok(Err(why)) => Err(why.to_string()),
         Err(()) => Err(format!(
-            "the upstream server did not answer tools/list within {wait:?}"
+            "the upstream server did not answer {method} within {wait:?}"
         )),
     }
 }
@@ -261,7 +268,11 @@ async fn page(
 /// (a lagging receiver fetches too: it may have missed one); with an allowlist,
 /// logs the allowed names the child does not report (drift) when they differ
 /// from the last ones logged (a child may say its list changed when it did not,
-/// many times over).
+/// many times over). With a drift guard each list is judged; when this is the
+/// core's re-list for the guard ([`Core::judges_changes`]: the bridge's), so
+/// are the child's prompts, listed at the same times and on each
+/// `notifications/prompts/list_changed`, and each list judged lets the calls
+/// held for the changes it covers go on (module `catalog::changes`).
 pub(crate) async fn follow(
     core: Weak<Core>,
     mut status: watch::Receiver<Status>,
@@ -276,6 +287,7 @@ pub(crate) async fn follow(
         if ready && listed != Some(generation) {
             listed = Some(generation);
             refresh(&strong, &mut logged).await;
+            judge_prompts(&strong).await;
         }
         drop(strong);
         tokio::select! {
@@ -285,14 +297,22 @@ pub(crate) async fn follow(
                 }
             }
             n = changes.recv() => {
-                match n {
-                    Ok(n) if Notice::of(&n.method) == Notice::ListChanged(Some(Kind::Tool)) => {}
-                    Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                let lists: &[ListKind] = match n {
+                    Ok(n) => match Notice::of(&n.method) {
+                        Notice::ListChanged(Some(Kind::Tool)) => &[ListKind::Tools],
+                        Notice::ListChanged(Some(Kind::Prompt)) => &[ListKind::Prompts],
+                        _ => continue,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(_)) => &[ListKind::Tools, ListKind::Prompts],
                     Err(broadcast::error::RecvError::Closed) => return,
-                }
+                };
                 let Some(strong) = core.upgrade() else { return };
-                refresh(&strong, &mut logged).await;
+                for list in lists {
+                    match list {
+                        ListKind::Tools => refresh(&strong, &mut logged).await,
+                        _ => judge_prompts(&strong).await,
+                    }
+                }
             }
         }
     }
@@ -300,10 +320,18 @@ pub(crate) async fn follow(
 
 /// One refresh of [`Core::tools`], with the drift log: written when the missing
 /// names differ from `logged`, the ones last written about (then updated).
+/// For the core's re-list ([`Core::judges_changes`]), the list, judged by
+/// the drift guard (when there is one), lets the calls held for the tool list
+/// changes it covers go on; a fetch that failed covers none.
 async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
+    // The changes this list covers: those announced before it is asked for.
+    let covered = core.shared.list_changes(ListKind::Tools);
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
     if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
         guard.observe(tools);
+    }
+    if outcome.is_ok() && core.judges_changes {
+        core.judged.judged(ListKind::Tools, covered);
     }
     match outcome {
         Ok(Listed::Tools { names, .. }) if core.allow.is_restricted() => {
@@ -337,4 +365,81 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
             "could not list the upstream's tools (x-mcp-header annotations, drift check)"
         ),
     }
+}
+
+/// With a drift guard, for a core whose follower judges prompts
+/// ([`Core::judges_changes`]): lists the shared child's prompts (every page)
+/// and has the guard judge them, so that a `prompts/get` is judged on a list
+/// that saw every change the child announced; then lets the calls held for
+/// those changes go on. A child without the `prompts` capability, or one that
+/// refuses `prompts/list`, has nothing to judge. Nothing at all without a
+/// guard.
+async fn judge_prompts(core: &Arc<Core>) {
+    let Some(guard) = core.guard.as_ref().filter(|_| core.judges_changes) else {
+        return;
+    };
+    let covered = core.shared.list_changes(ListKind::Prompts);
+    match list_prompts(&core.shared, core.request_timeout).await {
+        Ok(Some(prompts)) => {
+            let mut result = Map::new();
+            result.insert("prompts".to_owned(), Value::Array(prompts));
+            if let Ok(raw) = serde_json::value::to_raw_value(&result) {
+                guard.filter_list_result(Scope::Shared, Kind::Prompt, raw);
+            }
+        }
+        Ok(None) => {}
+        Err(why) => {
+            warn!(
+                why,
+                "could not list the upstream's prompts for the drift guard"
+            );
+            return;
+        }
+    }
+    core.judged.judged(ListKind::Prompts, covered);
+}
+
+/// Every prompt of `up` (following `nextCursor`, at most [`MAX_PAGES`]
+/// pages), each page within `wait`; `None`: it has no `prompts` capability or
+/// refused `prompts/list`.
+async fn list_prompts(up: &Upstream, wait: Duration) -> Result<Option<Vec<Value>>, String> {
+    let info = up.ready(wait).await.map_err(|e| e.to_string())?;
+    if info.result.capabilities.prompts.is_none() {
+        return Ok(None);
+    }
+    let mut prompts = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        if info.modern {
+            params["_meta"] = json!({
+                meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
+                meta::CLIENT_CAPABILITIES: {},
+            });
+        }
+        let request = Request::new(
+            Id::from(0u64),
+            switchboard_protocol::types::PROMPTS_LIST,
+            &params,
+        )
+        .map_err(|e| e.to_string())?;
+        let page = match page(up, request, wait).await? {
+            Ok(page) => page,
+            Err(refused) => {
+                debug!(%refused, "the upstream server refused prompts/list: none judged");
+                return Ok(None);
+            }
+        };
+        if let Some(Value::Array(items)) = page.get("prompts") {
+            prompts.extend(items.iter().cloned());
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    Ok(Some(prompts))
 }

@@ -13,6 +13,9 @@
 //!                        tools/call Mcp-Param-* against the arguments the tool's
 //!                        inputSchema annotates with x-mcp-header (-32020; the
 //!                        schemas from the child's tools/list, module `catalog::tools`);
+//!                        then the allowlist and the lock (tools/call, prompts/get;
+//!                        with a lock, after a change of its list the child announced
+//!                        is judged: module `catalog::changes`);
 //!                        the 2026 _meta members removed, the rest (progressToken,
 //!                        traceparent, ...) kept; forwarded to the shared child
 //! child asks sampling / elicitation / roots while the call runs
@@ -183,11 +186,16 @@ pub(crate) async fn handle(
             Err(e) => Error::Internal(e.to_string()).answer(r.id),
         });
     }
-    if let Err(why) = core.check_request(
-        crate::catalog::guard::Scope::Shared,
-        route,
-        r.params.as_deref(),
-    ) {
+    // With a drift guard, judged on a list that saw every change the child
+    // announced (module `catalog::changes`).
+    if let Err(why) = core
+        .check_judged_request(
+            crate::catalog::guard::Scope::Shared,
+            route,
+            r.params.as_deref(),
+        )
+        .await
+    {
         return Some(why.answer(r.id));
     }
     if info.modern {

@@ -7,7 +7,10 @@
 //!                                     own params; answer with the child's result
 //!                        shared:      answer from the shared child's result (the
 //!                                     version negotiated against ours)
-//! client ──request──> allowlist (tools/call) ──> Upstream::call ──> pump task
+//! client ──request──> allowlist, lock (tools/call, prompts/get; with a lock, on
+//!          the shared child, held in its pump task until a change of its list
+//!          the child announced is judged: module `catalog::changes`)
+//!          ──> Upstream::call ──> pump task
 //!          (started in the task serving the POST when nothing is queued before
 //!          it and nothing has to wait: see `Direct`):
 //!          progress / logs      ──send_related(id)──> the call's SSE stream
@@ -54,7 +57,7 @@ use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
-use crate::classify::{Notice, Route};
+use crate::classify::{ListKind, Notice, Route};
 use crate::error::Error;
 use crate::gauge::Gauge;
 use crate::raw::RawObject;
@@ -460,7 +463,7 @@ async fn shared_subscription(session: Arc<Session>, upstream: Upstream, r: Reque
         .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
     let Some(uri) = uri else {
         // Malformed: the child says what is wrong.
-        forward(&session, upstream, r);
+        forward(&session, upstream, r, None);
         return;
     };
     let subscribe = Route::of(&r.method) == Route::Subscribe(true);
@@ -580,6 +583,7 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
 
 async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
     let route = Route::of(&r.method);
+    let mut held = None;
     match route {
         Route::Initialize => {
             let was_new = matches!(*lock(&session.state), State::New);
@@ -612,11 +616,20 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
         Route::Use(_) => {
-            if let Err(why) =
-                session
-                    .core
-                    .check_request(session.guard_scope(), route, r.params.as_deref())
-            {
+            // With a drift guard, a change of its list the shared child
+            // announced and no re-list judged yet: checked by its pump once
+            // judged (module `catalog::changes`), without holding up the
+            // session's task meanwhile.
+            held = session.core.unjudged(session.guard_scope(), route);
+            let checked = match held {
+                Some(_) => Ok(()),
+                None => {
+                    session
+                        .core
+                        .check_request(session.guard_scope(), route, r.params.as_deref())
+                }
+            };
+            if let Err(why) = checked {
                 let _ = session.tx.send(why.answer(r.id)).await;
                 return;
             }
@@ -712,15 +725,17 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
         tokio::spawn(shared_subscription(session.clone(), upstream, r));
         return;
     }
-    forward(session, upstream, r);
+    forward(session, upstream, r, held);
 }
 
 /// Forwards a request to the child: starts the call (on the spot when nothing
-/// has to wait) and spawns its pump task.
-fn forward(session: &Arc<Session>, upstream: Upstream, r: Request) {
+/// has to wait) and spawns its pump task. `held`: a use of an entry whose
+/// list changed and was not judged yet, to be checked by the pump once it is
+/// ([`Core::unjudged`](crate::Core::unjudged)).
+fn forward(session: &Arc<Session>, upstream: Upstream, r: Request, held: Option<ListKind>) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
-    let call = Begun::new(session, &upstream, r);
+    let call = Begun::new(session, &upstream, r, held);
     tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
 }
 
@@ -741,10 +756,18 @@ impl DirectSink for Direct {
         let plain = match route {
             Route::Initialize | Route::Ping => false,
             Route::Subscribe(_) | Route::SetLevel => session.core.mode != ChildMode::Shared,
-            Route::Use(_) => session
-                .core
-                .check_request(session.guard_scope(), route, r.params.as_deref())
-                .is_ok(),
+            // A use held for a list change not judged yet waits in the
+            // session's task's way ([`on_request`]).
+            Route::Use(_) => {
+                session
+                    .core
+                    .unjudged(session.guard_scope(), route)
+                    .is_none()
+                    && session
+                        .core
+                        .check_request(session.guard_scope(), route, r.params.as_deref())
+                        .is_ok()
+            }
             Route::Discover | Route::List(_) | Route::Listen | Route::Forward => true,
         };
         // Initializing or serving a legacy upstream; nothing else is plain.
@@ -758,7 +781,7 @@ impl DirectSink for Direct {
         };
         match upstream {
             Some(up) => {
-                forward(session, up, r);
+                forward(session, up, r, None);
                 Ok(())
             }
             None => Err(Message::Request(r)),
@@ -778,6 +801,9 @@ struct Begun {
     original: Option<Request>,
     /// Started already, or still to start.
     start: TryCall,
+    /// Held until the changes of this list the shared child announced are
+    /// judged, then checked ([`forward`]); not started until then.
+    held: Option<ListKind>,
     /// Counted while the call is answered (the bridge's drain, the
     /// session's end wait for it).
     answering: crate::Answering,
@@ -787,16 +813,20 @@ impl Begun {
     /// Starts the call on the spot when nothing has to wait, so that the request
     /// is queued to the child before the pump task is first polled (one task
     /// hand-off less between the client's POST and the child's stdin).
-    fn new(session: &Session, upstream: &Upstream, r: Request) -> Self {
+    fn new(session: &Session, upstream: &Upstream, r: Request, held: Option<ListKind>) -> Self {
         let down_id = r.id.clone();
         let list = Route::of(&r.method).listed();
         let original = lock(&session.state).meta().is_some().then(|| r.clone());
-        let start = upstream.try_call(r, session.owner);
+        let start = match held {
+            Some(_) => TryCall::Later(r),
+            None => upstream.try_call(r, session.owner),
+        };
         Begun {
             down_id,
             list,
             original,
             start,
+            held,
             answering: session.core.answering(&session.tx, Some(&session.pumps)),
         }
     }
@@ -917,6 +947,44 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     })
 }
 
+/// A call held by the drift guard ([`Begun::held`]): waits until the changes
+/// of list `held` the shared child announced are re-listed and judged
+/// (bounded: [`Core::wait_judged`](crate::Core::wait_judged)), then checks it
+/// on those verdicts; refused, it is answered here and never reaches the
+/// child. `None`: answered (refused) or cancelled meanwhile.
+async fn judged(
+    session: &Arc<Session>,
+    down_id: &Id,
+    held: ListKind,
+    start: TryCall,
+    cancel: &mut oneshot::Receiver<String>,
+) -> Option<TryCall> {
+    // Always `Later`: a held call is not started ([`Begun::new`]).
+    let TryCall::Later(r) = start else {
+        return Some(start);
+    };
+    tokio::select! {
+        biased;
+        reason = &mut *cancel => {
+            debug!(id = %down_id, reason = ?reason.ok(), "cancelled while held for a list change");
+            session.tx.forget(down_id);
+            return None;
+        }
+        () = session.core.wait_judged(held) => {}
+    }
+    let route = Route::of(&r.method);
+    match session
+        .core
+        .check_request(session.guard_scope(), route, r.params.as_deref())
+    {
+        Ok(()) => Some(TryCall::Later(r)),
+        Err(why) => {
+            fail(session, down_id.clone(), why).await;
+            None
+        }
+    }
+}
+
 /// Answers the client's request `down_id` with -32603 and `why`, and forgets it.
 async fn fail(session: &Arc<Session>, down_id: Id, why: Error) {
     lock(&session.calls).remove(&down_id);
@@ -936,8 +1004,17 @@ async fn pump(
         list,
         original,
         start,
+        held,
         answering: _answering,
     } = begun;
+    let start = match held {
+        // Rare (a guard, a change not judged yet): boxed, as below.
+        Some(held) => match Box::pin(judged(&session, &down_id, held, start, &mut cancel)).await {
+            Some(start) => start,
+            None => return,
+        },
+        None => start,
+    };
     let mut rounds = 0;
     let call = match start {
         TryCall::Started(call, None) => Ok(call),
@@ -1183,82 +1260,26 @@ async fn gather_input(
     result: &RawValue,
     original: &Request,
 ) -> Result<Box<RawValue>, String> {
-    let result: Map<String, Value> =
-        serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
-    let mut responses = Map::new();
-    if let Some(Value::Object(requests)) = result.get("inputRequests") {
-        // Only for capabilities the client declared (2026-07-28 "MRTR": the
-        // server puts input requests in only for what the request declared,
-        // and the bridge declared the client's own on its behalf). A child that
-        // asks for more fails the call before the client is asked anything.
-        let declared = declared_context(session);
-        for request in requests.values() {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-            let params = request
-                .get("params")
-                .and_then(|p| serde_json::value::to_raw_value(p).ok());
-            if let Err(e) = declared.check_input_request(method, params.as_deref()) {
-                return Err(format!(
-                    "the server asked for input this client cannot give: {e} (not declared in its initialize)"
-                ));
-            }
-        }
-        for (key, request) in requests {
-            let method = request
-                .get("method")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("input request {key:?} has no method"))?
-                .to_owned();
-            let params = request
-                .get("params")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new()));
-            let ours = Id::from(format!(
-                "sb-s{}",
-                session.next_server_request.fetch_add(1, Ordering::Relaxed)
-            ));
-            let (tx, rx) = oneshot::channel();
-            lock(&session.input_waiters).insert(ours.clone(), tx);
-            let ask =
-                Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
-            if session
-                .tx
-                .send_related(Message::Request(ask), Some(down_id.clone()))
-                .await
-                .is_err()
-            {
-                lock(&session.input_waiters).remove(&ours);
-                return Err("the client went away".to_owned());
-            }
-            let answer = tokio::time::timeout(session.core.request_timeout, rx).await;
-            lock(&session.input_waiters).remove(&ours);
-            match answer {
-                Ok(Ok(Message::Response(r))) => {
-                    let v: Value =
-                        serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
-                    responses.insert(key.clone(), v);
-                }
-                Ok(Ok(Message::Error(e))) => {
-                    return Err(format!(
-                        "the client refused {method}: {} ({})",
-                        e.error.message, e.error.code
-                    ))
-                }
-                Ok(_) => return Err(format!("no answer to {method}")),
-                Err(_) => return Err(format!("the client did not answer {method} in time")),
-            }
-        }
-    }
-    let mut params: Map<String, Value> = match original.params.as_deref() {
-        None => Map::new(),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+    // Only for capabilities the client declared (2026-07-28 "MRTR": the
+    // server puts input requests in only for what the request declared,
+    // and the bridge declared the client's own on its behalf). A child that
+    // asks for more fails the call before the client is asked anything.
+    let declared = declared_context(session);
+    let asker = super::input::Asker {
+        tx: &session.tx,
+        waiters: &session.input_waiters,
+        next_id: &session.next_server_request,
+        prefix: "sb-s",
+        timeout: session.core.request_timeout,
     };
-    params.insert("inputResponses".to_owned(), Value::Object(responses));
-    match result.get("requestState") {
-        Some(state) => params.insert("requestState".to_owned(), state.clone()),
-        None => params.remove("requestState"),
-    };
-    serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+    super::input::gather(asker, down_id, result, original, |method, params| {
+        declared.check_input_request(method, params).map_err(|e| {
+            format!(
+                "the server asked for input this client cannot give: {e} (not declared in its initialize)"
+            )
+        })
+    })
+    .await
 }
 
 /// What a 2026-07-28-only child was told about this legacy client (the

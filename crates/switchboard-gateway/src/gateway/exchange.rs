@@ -163,20 +163,20 @@ pub(crate) async fn resolve_listed(
         other => other,
     };
     // A tool or prompt of an upstream with a drift guard is resolved on lists
-    // that saw every change its upstream announced (`Member::relisted`), so
+    // that saw every change its upstream announced ([`Member::relisted`]), so
     // that one rewritten, added or removed mid-session is judged (withheld,
     // refused) at the very next call, before any upstream sees it.
     if !matches!(r.method.as_str(), t::TOOLS_CALL | t::PROMPTS_GET) {
         return first;
     }
     match &first {
-        Ok(target) if target.member.core.guard.is_some() => target.member.relisted().await,
+        Ok(target) if target.member.core.guard.is_some() => target.member.relisted(&r.method).await,
         Ok(_) => return first,
         Err(_) => {
             let mut waited = false;
             for (i, m) in layout.members.iter().enumerate() {
                 if route.members[i] && m.core.guard.is_some() {
-                    m.relisted().await;
+                    m.relisted(&r.method).await;
                     waited = true;
                 }
             }

@@ -39,6 +39,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
 
+pub(crate) use crate::classify::ListKind;
 use crate::upstream::{Status, Upstream};
 use crate::{gauge, Allowlist, BridgeConfig, ChildMode, Connector, Core};
 use catalog::{Merged, Snapshot};
@@ -183,10 +184,6 @@ pub(crate) struct Member {
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
     pub(crate) subscriptions: listen::Subscriptions,
-    /// The upstream's `list_changed` count ([`Upstream::list_changes`]) as of
-    /// the last re-list that finished: a call judged by the drift guard
-    /// waits until it catches up ([`Member::relisted`]).
-    listed_changes: watch::Sender<u64>,
     /// Its core's tasks, and the gateway's for it (listing, listening).
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -218,6 +215,8 @@ impl Member {
             u.name.clone(),
             draining.clone(),
             crate::upstream::Ask::Discover,
+            // Its lists are re-listed, judged and marked here (`relist`).
+            false,
         );
         Arc::new(Member {
             name: u.name.clone(),
@@ -229,7 +228,6 @@ impl Member {
             unjudged: Mutex::new(Snapshot::default()),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
-            listed_changes: watch::Sender::new(0),
             tasks: Mutex::new(tasks),
         })
     }
@@ -247,21 +245,18 @@ impl Member {
         tasks.push(listen);
     }
 
-    /// With a drift guard: waits (up to its list timeout) until every list
-    /// change the upstream announced has been re-listed and judged, so that
-    /// a definition changed in the middle of a session is judged before the
-    /// next call uses it. At once without a guard.
-    pub(crate) async fn relisted(&self) {
-        if self.core.guard.is_none() {
-            return;
-        }
-        let announced = self.upstream().list_changes();
-        let mut done = self.listed_changes.subscribe();
-        if tokio::time::timeout(self.list_timeout, done.wait_for(|d| *d >= announced))
-            .await
-            .is_err()
+    /// With a drift guard: waits until every change of the list `method`
+    /// uses (`tools/call`, `prompts/get`) that its upstream announced has been
+    /// re-listed and judged ([`Core::wait_judged`](crate::Core)), so that a
+    /// definition changed in the middle of a session is judged before the
+    /// next call uses it. At once without a guard, or for another method.
+    pub(crate) async fn relisted(&self, method: &str) {
+        let route = crate::classify::Route::of(method);
+        if let Some(list) = self
+            .core
+            .unjudged(crate::catalog::guard::Scope::Shared, route)
         {
-            warn!(upstream = %self.name, "a list change not re-listed in time: the call goes on the last judgement");
+            self.core.wait_judged(list).await;
         }
     }
 
@@ -293,27 +288,6 @@ impl RouteView {
     /// Whether it serves the upstream named `name`.
     pub(crate) fn serves(&self, name: &str) -> bool {
         self.names.contains(name)
-    }
-}
-
-/// The kinds of list a change is announced for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-}
-
-impl ListKind {
-    /// All three.
-    pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
-
-    pub(crate) fn notification(self) -> &'static str {
-        match self {
-            ListKind::Tools => t::NOTIFICATION_TOOLS_LIST_CHANGED,
-            ListKind::Prompts => t::NOTIFICATION_PROMPTS_LIST_CHANGED,
-            ListKind::Resources => t::NOTIFICATION_RESOURCES_LIST_CHANGED,
-        }
     }
 }
 
@@ -970,7 +944,10 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     };
     let caps = &info.result.capabilities;
     // The changes this re-list covers: those announced before it began.
-    let covered = m.upstream().list_changes();
+    let covered: Vec<(ListKind, u64)> = kinds
+        .iter()
+        .map(|&k| (k, m.upstream().list_changes(k)))
+        .collect();
     let mut fetched: Vec<(&str, Vec<Value>)> = Vec::new();
     for &kind in kinds {
         let wanted = match kind {
@@ -1022,11 +999,11 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         }
         m.snapshot.send_replace(Some(Arc::new(snap)));
     }
-    m.listed_changes.send_if_modified(|d| {
-        let newer = covered > *d;
-        *d = (*d).max(covered);
-        newer
-    });
+    // The calls a drift guard held for these changes go on (a listing that
+    // failed left its entries, and their verdicts, as they were).
+    for (kind, covered) in covered {
+        m.core.judged.judged(kind, covered);
+    }
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {

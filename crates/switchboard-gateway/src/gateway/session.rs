@@ -877,71 +877,23 @@ async fn gather_input(
     result: &serde_json::value::RawValue,
     original: &Request,
 ) -> Result<Box<serde_json::value::RawValue>, String> {
-    let result: Map<String, Value> =
-        serde_json::from_str(result.get()).map_err(|e| e.to_string())?;
-    let mut responses = Map::new();
-    if let Some(Value::Object(requests)) = result.get("inputRequests") {
-        for request in requests.values() {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-            if !declared(session, method) {
-                return Err(format!(
-                    "the server asked for {method}, which this client did not declare in its initialize"
-                ));
-            }
-        }
-        for (key, request) in requests {
-            let method = request
-                .get("method")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("input request {key:?} has no method"))?
-                .to_owned();
-            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-            let ours = Id::from(format!(
-                "sbg-s{}",
-                session.next_server_request.fetch_add(1, Ordering::Relaxed)
-            ));
-            let (tx, rx) = oneshot::channel();
-            lock(&session.input_waiters).insert(ours.clone(), tx);
-            let ask =
-                Request::new(ours.clone(), method.clone(), &params).map_err(|e| e.to_string())?;
-            if session
-                .tx
-                .send_related(Message::Request(ask), Some(down_id.clone()))
-                .await
-                .is_err()
-            {
-                lock(&session.input_waiters).remove(&ours);
-                return Err("the client went away".to_owned());
-            }
-            let answer = tokio::time::timeout(session.gw.request_timeout, rx).await;
-            lock(&session.input_waiters).remove(&ours);
-            match answer {
-                Ok(Ok(Message::Response(r))) => {
-                    let v: Value =
-                        serde_json::from_str(r.result.get()).map_err(|e| e.to_string())?;
-                    responses.insert(key.clone(), v);
-                }
-                Ok(Ok(Message::Error(e))) => {
-                    return Err(format!(
-                        "the client refused {method}: {} ({})",
-                        e.error.message, e.error.code
-                    ))
-                }
-                Ok(_) => return Err(format!("no answer to {method}")),
-                Err(_) => return Err(format!("the client did not answer {method} in time")),
-            }
-        }
-    }
-    let mut params: Map<String, Value> = match original.params.as_deref() {
-        None => Map::new(),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+    let asker = crate::downstream::input::Asker {
+        tx: &session.tx,
+        waiters: &session.input_waiters,
+        next_id: &session.next_server_request,
+        prefix: "sbg-s",
+        timeout: session.gw.request_timeout,
     };
-    params.insert("inputResponses".to_owned(), Value::Object(responses));
-    match result.get("requestState") {
-        Some(state) => params.insert("requestState".to_owned(), state.clone()),
-        None => params.remove("requestState"),
-    };
-    serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())
+    crate::downstream::input::gather(asker, down_id, result, original, |method, _| {
+        if declared(session, method) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the server asked for {method}, which this client did not declare in its initialize"
+            ))
+        }
+    })
+    .await
 }
 
 /// The upstream's `notifications/cancelled` of a request it sent this

@@ -57,7 +57,7 @@ mod router;
 pub use connector::Connector;
 use connector::{Connection, Link};
 
-use crate::classify::{Notice, Route};
+use crate::classify::{ListKind, Notice, Route};
 use crate::error::Error;
 use crate::gauge::{Counted, Gauge};
 use crate::raw::RawObject;
@@ -401,9 +401,9 @@ struct Inner {
     /// HTTP ([`Upstream::set_tool_headers`]), and the client they go to
     /// while connected.
     tool_headers: Mutex<(ToolHeaderMap, Option<HttpClientHandle>)>,
-    /// How many `list_changed` notifications the upstream has sent
-    /// ([`Upstream::list_changes`]).
-    list_changes: watch::Sender<u64>,
+    /// How many `list_changed` notifications of each list the upstream has
+    /// sent ([`Upstream::list_changes`]), by [`ListKind::index`].
+    list_changes: [AtomicU64; 3],
     status: watch::Sender<Status>,
     table: Mutex<Table>,
     broadcast: broadcast::Sender<Notification>,
@@ -470,7 +470,7 @@ impl Upstream {
             was_ready: std::sync::atomic::AtomicBool::new(false),
             in_flight: Gauge::default(),
             tool_headers: Mutex::new(Default::default()),
-            list_changes: watch::Sender::new(0),
+            list_changes: Default::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
         let span = tracing::info_span!("upstream", name = %inner.name);
@@ -780,10 +780,16 @@ impl Upstream {
         }
     }
 
-    /// How many `notifications/*/list_changed` the upstream has sent so far
-    /// (counted as each arrives, before it is handed on).
-    pub(crate) fn list_changes(&self) -> u64 {
-        *self.inner.list_changes.borrow()
+    /// Its name, for logs.
+    pub(crate) fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How many `list_changed` notifications of `list` the upstream has sent
+    /// so far (counted as each arrives, before it is handed on; across
+    /// restarts).
+    pub(crate) fn list_changes(&self, list: ListKind) -> u64 {
+        self.inner.list_changes[list.index()].load(Ordering::SeqCst)
     }
 
     /// The upstream's tools' `x-mcp-header` pairs (tool name → its
@@ -1174,10 +1180,11 @@ fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
 }
 
 fn notify(inner: &Arc<Inner>, mut n: Notification) {
-    if matches!(Notice::of(&n.method), Notice::ListChanged(_)) {
+    if let Notice::ListChanged(kind) = Notice::of(&n.method) {
         // Counted before anyone hears of it: a caller that must not use a
-        // stale list (the drift guard) waits for a re-list that saw it.
-        inner.list_changes.send_modify(|n| *n += 1);
+        // stale list (the drift guard) waits for a re-list that saw it
+        // (module `catalog::changes`).
+        inner.list_changes[ListKind::changed(kind).index()].fetch_add(1, Ordering::SeqCst);
     }
     let now = Instant::now();
     let table = lock(&inner.table);

@@ -1,0 +1,117 @@
+//! The hold of the drift guard (issue 23, a "rug pull"): a definition changed
+//! in the middle of a session and announced by `notifications/*/list_changed`
+//! is judged before the next `tools/call` or `prompts/get` uses it.
+//!
+//! ```text
+//! upstream ──list_changed──> Upstream::list_changes counts it (per list),
+//!            then hands it on
+//! re-lister (the bridge's follower, the gateway's relist) reads the count,
+//!            lists, has the guard judge every entry, then marks that count
+//!            judged (Judged::judged)
+//! a call of an entry (shared verdicts, with a guard: Core::unjudged) waits
+//!            until the judged count of its list reaches the count announced
+//!            when it came, at most the wait given (logged when it gives up),
+//!            then is checked
+//! ```
+//!
+//! One [`Judged`] per upstream (its [`Core`](crate::Core)), shared by the
+//! bridge and the gateway. Without a guard nothing waits: the check is one
+//! test of an `Option`.
+//!
+//! This module must not know how lists are fetched, judged or served, nor
+//! sessions, upstreams or transports: counts come in, and calls wait on them.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::classify::ListKind;
+
+/// How many of an upstream's announced list changes of each list (by
+/// [`ListKind::index`]) a finished and judged re-list has covered.
+#[derive(Debug)]
+pub(crate) struct Judged(watch::Sender<[u64; 3]>);
+
+impl Default for Judged {
+    fn default() -> Self {
+        Judged(watch::Sender::new([0; 3]))
+    }
+}
+
+impl Judged {
+    /// A re-list of `list` has been judged; it covers `covered` changes (the
+    /// upstream's count of them read before its first page was asked for):
+    /// the calls it holds go on.
+    pub(crate) fn judged(&self, list: ListKind, covered: u64) {
+        self.0.send_if_modified(|d| {
+            let slot = &mut d[list.index()];
+            let newer = covered > *slot;
+            *slot = (*slot).max(covered);
+            newer
+        });
+    }
+
+    /// Whether fewer than `announced` changes of `list` have been judged.
+    pub(crate) fn pending(&self, list: ListKind, announced: u64) -> bool {
+        self.0.borrow()[list.index()] < announced
+    }
+
+    /// Waits until `announced` changes of `list` have been judged, at most
+    /// `wait`; `false` when it gave up (the re-list failed or is slower).
+    pub(crate) async fn wait(&self, list: ListKind, announced: u64, wait: Duration) -> bool {
+        let mut judged = self.0.subscribe();
+        let done = tokio::time::timeout(wait, judged.wait_for(|d| d[list.index()] >= announced))
+            .await
+            .is_ok();
+        done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call waits for the re-list that covers the changes announced when
+    /// it came, of its own list only; a re-list that covers fewer (begun
+    /// before the last change) does not let it go; the wait is bounded.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_for_the_relist_that_covers_its_change() {
+        let judged = std::sync::Arc::new(Judged::default());
+        assert!(!judged.pending(ListKind::Tools, 0));
+        assert!(judged.pending(ListKind::Tools, 2));
+        // Another list's re-list covers nothing of this one.
+        judged.judged(ListKind::Prompts, 5);
+        assert!(judged.pending(ListKind::Tools, 2));
+        assert!(!judged.pending(ListKind::Prompts, 5));
+
+        let waiting = {
+            let judged = judged.clone();
+            tokio::spawn(async move {
+                judged
+                    .wait(ListKind::Tools, 2, Duration::from_secs(10))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        judged.judged(ListKind::Tools, 1);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            !waiting.is_finished(),
+            "let go by a re-list that began too early"
+        );
+        judged.judged(ListKind::Tools, 2);
+        assert!(waiting.await.unwrap(), "let go once judged");
+        // A later, older re-list never takes the count back.
+        judged.judged(ListKind::Tools, 1);
+        assert!(!judged.pending(ListKind::Tools, 2));
+
+        // Never judged: given up after the wait.
+        let started = tokio::time::Instant::now();
+        assert!(
+            !judged
+                .wait(ListKind::Tools, 3, Duration::from_secs(10))
+                .await
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+    }
+}
