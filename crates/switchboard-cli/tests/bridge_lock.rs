@@ -689,3 +689,111 @@ async fn a_prompt_changed_mid_session_is_refused_at_the_next_get() {
     .await
     .expect("bounded");
 }
+
+/// A reloaded lock judges what the shared child last listed at once, prompts
+/// included, with no new list: a prompt served under the old lock is refused
+/// right after SIGHUP by a lock that approved another definition of it,
+/// though the server never answers `prompts/list` again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_lock_refuses_a_prompt_at_once_without_a_new_list() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("prompt-reload");
+        let log = d.0.join("calls.log");
+        let fixture = fixture_upstream();
+        let lock_of = |file: &str, extra: &[&str]| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .current_dir(&d.0)
+                .args(["lock", "--name", "fx", "--file", file, "--"])
+                .args(["python3", &fixture, "--name", "fx", "--prompt", "brief"])
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            d.0.join(file)
+        };
+        // The drifted definition approved, then the original one.
+        let drifted = lock_of("drifted.lock", &["--drift", "prompt:brief"]);
+        let original = lock_of("original.lock", &[]);
+        let live = d.0.join("live.lock");
+        std::fs::copy(&drifted, &live).unwrap();
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", live.to_str().unwrap()],
+            &[
+                "python3",
+                &fixture,
+                "--name",
+                "fx",
+                "--prompt",
+                "brief",
+                "--drift",
+                "prompt:brief",
+                "--prompts-list-once",
+                "--calls",
+                log.to_str().unwrap(),
+            ],
+        )
+        .await;
+        let c = client();
+        let get = |text: &str| json!({"name": "brief", "arguments": {"text": text}});
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(1),
+            "prompts/get",
+            get("served"),
+            json!({}),
+        )
+        .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+
+        std::fs::copy(&original, &live).unwrap();
+        bridge.signal(libc::SIGHUP);
+        // Probed until the reload is in force (each probe may still reach
+        // the server before it); then refused, and the next get never
+        // reaches it.
+        let mut refused = None;
+        for id in 2..60 {
+            let r = modern(
+                &c,
+                &bridge.url,
+                json!(id),
+                "prompts/get",
+                get("probe"),
+                json!({}),
+            )
+            .await;
+            let message = r.response(&json!(id)).clone();
+            if message.get("error").is_some() {
+                refused = Some(error_message(&message));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let why = refused.expect("refused after the reload");
+        assert!(
+            why.contains("\"brief\" changed since it was approved"),
+            "{why}"
+        );
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(70),
+            "prompts/get",
+            get("should not arrive"),
+            json!({}),
+        )
+        .await;
+        error_message(r.response(&json!(70)));
+        let calls = calls(&log);
+        assert!(
+            !calls.iter().any(|l| l.contains("should not arrive")),
+            "a refused get reached the server: {calls:?}"
+        );
+    })
+    .await
+    .expect("bounded");
+}

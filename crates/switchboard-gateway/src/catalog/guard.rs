@@ -34,24 +34,41 @@ pub enum GuardMode {
     Warn,
 }
 
-/// An entry's latest verdict.
+/// What an entry was last listed as: judged against the lock in force at
+/// each use, so a reloaded lock judges it at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    Approved,
-    /// Listed with another definition (its hash), or listed twice.
-    Changed(String),
+enum Listed {
+    /// The SHA-256 of its definition (`pin::definition`).
+    As(String),
+    /// More than once in one list: never as approved.
+    Twice,
 }
 
-/// The latest verdicts of one upstream server's entries: the guard keeps one
-/// for the shared child; a session with a child of its own keeps its own,
-/// dropped with it, since each child may list something else.
-/// Each verdict carries the generation of the lock it was judged by: one of
-/// an earlier lock (before a reload) counts as none.
+impl Listed {
+    /// Whether it is the definition approved as `sha256`.
+    fn is(&self, sha256: &str) -> bool {
+        matches!(self, Listed::As(h) if h == sha256)
+    }
+
+    /// Its hash, for messages.
+    fn hash(&self) -> &str {
+        match self {
+            Listed::As(h) => h,
+            Listed::Twice => "(listed more than once)",
+        }
+    }
+}
+
+/// What one upstream server's entries were last listed as: the guard keeps
+/// one table for the shared child; a session with a child of its own keeps
+/// its own, dropped with it, since each child may list something else. Each
+/// entry carries the generation of the lock it was last logged under, so a
+/// reload logs its drift once more.
 #[derive(Debug, Default)]
 pub struct Verdicts(Mutex<VerdictTable>);
 
-/// Verdicts by kind, then name (looked up by `&str` on every call).
-type VerdictTable = HashMap<Kind, HashMap<String, (u64, Verdict)>>;
+/// By kind, then name (looked up by `&str` on every call).
+type VerdictTable = HashMap<Kind, HashMap<String, (u64, Listed)>>;
 
 impl Verdicts {
     fn lock(&self) -> std::sync::MutexGuard<'_, VerdictTable> {
@@ -105,13 +122,14 @@ impl DriftGuard {
         self.lock.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Puts `lock` in force (a changed lock file, on SIGHUP): every verdict of
-    /// the old lock is dropped, and the shared child's last tool list is judged
-    /// again at once; a session's own child is judged again at its next list.
+    /// Puts `lock` in force (a changed lock file, on SIGHUP). What every
+    /// entry was last listed as is judged by it from now on, every kind and
+    /// every session's own child included ([`DriftGuard::check`] compares
+    /// with the lock in force); the shared child's last tool list is judged
+    /// again at once for the log and for the tools it no longer lists.
     pub fn reload(&self, lock: UpstreamLock) {
         *self.lock.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(lock);
         self.generation.fetch_add(1, Ordering::SeqCst);
-        self.shared.lock().clear();
         let tools = self
             .last_tools
             .lock()
@@ -142,45 +160,35 @@ impl DriftGuard {
     }
 
     /// Judges one listed entry (`twice`: its name is listed more than once,
-    /// which is never as approved), records and logs the verdict; `true` when
-    /// it is to be served.
+    /// which is never as approved): records what it was listed as, logs a
+    /// drift (once per definition and lock); `true` when it is to be served.
     fn judge(&self, scope: Scope<'_>, kind: Kind, name: &str, listed: &Value, twice: bool) -> bool {
         let what = kind.noun();
         let lock = self.current();
         let generation = self.generation.load(Ordering::SeqCst);
+        let now = if twice {
+            Listed::Twice
+        } else {
+            Listed::As(crate::catalog::pin::sha256_hex(&definition(kind, listed)))
+        };
+        // Recorded whether or not the lock holds it: a reload may approve it.
+        let before = self
+            .verdicts(scope)
+            .lock()
+            .entry(kind)
+            .or_default()
+            .insert(name.to_owned(), (generation, now.clone()));
         let Some(approved) = Self::approved(&lock, kind).get(name) else {
             warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
             return self.mode == GuardMode::Warn;
         };
-        let verdict = if twice {
-            Verdict::Changed("(listed more than once)".to_owned())
-        } else {
-            let hash = crate::catalog::pin::sha256_hex(&definition(kind, listed));
-            if hash == approved.sha256 {
-                Verdict::Approved
-            } else {
-                Verdict::Changed(hash)
-            }
-        };
-        let table = self.verdicts(scope);
-        let mut locked = table.lock();
-        let table = locked.entry(kind).or_default();
-        // Two copies of a name in one list: the worse verdict stands.
-        if twice && matches!(table.get(name), Some((g, Verdict::Changed(_))) if *g == generation) {
-            return self.mode == GuardMode::Warn;
+        if now.is(&approved.sha256) {
+            return true;
         }
-        let before = table
-            .insert(name.to_owned(), (generation, verdict.clone()))
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, v)| v);
-        drop(locked);
-        if let Verdict::Changed(hash) = &verdict {
-            if before.as_ref() != Some(&verdict) {
-                warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %hash, mode = ?self.mode, "drift: a definition is not the approved one");
-            }
-            return self.mode == GuardMode::Warn;
+        if before.as_ref() != Some(&(generation, now.clone())) {
+            warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %now.hash(), mode = ?self.mode, "drift: a definition is not the approved one");
         }
-        true
+        self.mode == GuardMode::Warn
     }
 
     /// Takes in a whole list (every page) the bridge fetched itself: each tool
@@ -334,32 +342,29 @@ impl DriftGuard {
             return Ok(());
         }
         let what = kind.noun();
-        let approved = Self::approved(&self.lock.read().unwrap_or_else(|p| p.into_inner()), kind)
-            .contains_key(name);
-        if !approved {
+        // Judged by the lock in force now, whatever lock was in force when
+        // the entry was listed.
+        let lock = self.lock.read().unwrap_or_else(|p| p.into_inner());
+        let Some(approved) = Self::approved(&lock, kind).get(name) else {
             return Err(format!(
                 "{what} {name:?} is not approved ({}): a new {what} is served once approved (`switchboard lock approve`)",
                 self.source
             ));
-        }
-        let generation = self.generation.load(Ordering::SeqCst);
-        let verdict = self
-            .verdicts(scope)
-            .lock()
-            .get(&kind)
-            .and_then(|names| names.get(name))
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, v)| v.clone());
-        match (verdict, scope) {
-            (Some(Verdict::Changed(hash)), _) => Err(format!(
-                "{what} {name:?} changed since it was approved ({}): its definition now hashes to {hash}; refused until approved (`switchboard lock approve`)",
-                self.source
+        };
+        let verdicts = self.verdicts(scope).lock();
+        let listed = verdicts.get(&kind).and_then(|names| names.get(name));
+        match (listed.map(|(_, l)| l), scope) {
+            (Some(l), _) if l.is(&approved.sha256) => Ok(()),
+            (Some(l), _) => Err(format!(
+                "{what} {name:?} changed since it was approved ({}): its definition now hashes to {}; refused until approved (`switchboard lock approve`)",
+                self.source,
+                l.hash()
             )),
             (None, Scope::Own(_)) => Err(format!(
                 "{what} {name:?}: this session's server has not listed its {what}s yet, so it is not checked against the lock ({}); list them first",
                 self.source
             )),
-            _ => Ok(()),
+            (None, Scope::Shared) => Ok(()),
         }
     }
 }
@@ -624,8 +629,12 @@ mod tests {
         assert_eq!(tools[2]["name"], "new");
     }
 
+    /// A reload judges what every entry was last listed as by the new lock at
+    /// once, with no new list: the shared child's and a session's own, tools
+    /// and prompts alike, in both directions (newly approved, no longer
+    /// approved).
     #[test]
-    fn a_reloaded_lock_judges_again_and_forgets_old_verdicts() {
+    fn a_reloaded_lock_judges_what_was_listed_at_once() {
         let g = guard(GuardMode::Block);
         let pulled = tool("Removes a file, and then some.");
         g.observe(std::slice::from_ref(&pulled));
@@ -636,30 +645,55 @@ mod tests {
             Kind::Tool,
             list(std::slice::from_ref(&pulled)),
         );
-        // The operator approves the new definition: the shared child's last list
-        // is judged again at once; a session's own child at its next list.
-        let (approved, _) = UpstreamLock::pin(
-            Identity::Url {
-                url: "http://h/mcp".into(),
-            },
-            &Discovery {
-                tools: vec![pulled.clone()],
-                ..Discovery::default()
-            },
-        );
-        g.reload(approved);
+        let prompt = json!({"name": "brief", "description": "Summarize."});
+        let prompts =
+            |p: &Value| serde_json::value::to_raw_value(&json!({ "prompts": [p] })).unwrap();
+        // Not in the lock yet: withheld, and what it was listed as is kept.
+        let out = g.filter_list_result(Scope::Shared, Kind::Prompt, prompts(&prompt));
+        assert!(!out.get().contains("brief"), "{}", out.get());
+        assert!(g.check(Scope::Shared, Kind::Prompt, "brief").is_err());
+        let pin = |tools: Vec<Value>, prompts: Vec<Value>| {
+            UpstreamLock::pin(
+                Identity::Url {
+                    url: "http://h/mcp".into(),
+                },
+                &Discovery {
+                    tools,
+                    prompts,
+                    ..Discovery::default()
+                },
+            )
+            .0
+        };
+        // The operator approves the new definitions: judged at once, for
+        // the shared child and for the session's own.
+        g.reload(pin(vec![pulled.clone()], vec![prompt.clone()]));
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
-        assert!(g
-            .check(Scope::Own(&own), Kind::Tool, "rm")
-            .unwrap_err()
-            .contains("not listed"));
-        g.filter_list_result(Scope::Own(&own), Kind::Tool, list(&[pulled]));
         assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Prompt, "brief"), Ok(()));
         // ls is no longer in the lock.
         assert!(g
             .check(Scope::Shared, Kind::Tool, "ls")
             .unwrap_err()
             .contains("not approved"));
+        // Back to a lock that approved other definitions: refused at once,
+        // though nothing was listed since.
+        let other = json!({"name": "brief", "description": "Summarize briefly."});
+        g.reload(pin(vec![tool("Removes a file.")], vec![other]));
+        assert!(g
+            .check(Scope::Shared, Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("changed since it was approved"));
+        assert!(g.check(Scope::Own(&own), Kind::Tool, "rm").is_err());
+        assert!(g
+            .check(Scope::Shared, Kind::Prompt, "brief")
+            .unwrap_err()
+            .contains("changed since it was approved"));
+        // A session whose own child never listed is still refused.
+        assert!(g
+            .check(Scope::Own(&Verdicts::default()), Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("not listed"));
     }
 
     #[test]
