@@ -797,3 +797,63 @@ async fn a_reloaded_lock_refuses_a_prompt_at_once_without_a_new_list() {
     .await
     .expect("bounded");
 }
+
+/// An approved tool the server no longer lists (the bridge's own list at
+/// start saw it missing) is refused in block mode, in both eras, and its
+/// call never reaches the server, which would still answer it.
+#[tokio::test]
+async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("gone");
+        let (defs, lock) = lock_approved(&d.0);
+        let mut removed = approved();
+        removed["tools"].as_array_mut().unwrap().remove(1);
+        std::fs::write(&defs, removed.to_string()).unwrap();
+        let log = d.0.join("calls.log");
+        let bridge = BridgeProc::start_with_env(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &[("SCRIPTED_CALLS", log.to_str().unwrap())],
+        )
+        .await;
+        let c = client();
+        let call = json!({"name": "read_file", "arguments": {}});
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        // Refused once the bridge's own list at start has been judged.
+        let mut why = String::new();
+        for id in 1..50 {
+            let r = s
+                .request(&c, &bridge.url, json!(id), "tools/call", call.clone())
+                .await;
+            let m = r.response(&json!(id)).clone();
+            if m.get("error").is_some() {
+                why = error_message(&m);
+                break;
+            }
+            std::fs::remove_file(&log).ok();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(why.contains("no longer lists it"), "{why}");
+        let r = modern(
+            &c,
+            &bridge.url,
+            json!(60),
+            "tools/call",
+            call.clone(),
+            json!({}),
+        )
+        .await;
+        assert!(error_message(r.response(&json!(60))).contains("no longer lists it"));
+        let r = s
+            .request(&c, &bridge.url, json!(61), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(61)), ["delete_file"]);
+        let r = s
+            .request(&c, &bridge.url, json!(62), "tools/call", call)
+            .await;
+        error_message(r.response(&json!(62)));
+        assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+    })
+    .await
+    .expect("bounded");
+}

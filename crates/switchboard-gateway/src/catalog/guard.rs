@@ -42,6 +42,10 @@ enum Listed {
     As(String),
     /// More than once in one list: never as approved.
     Twice,
+    /// Approved, but missing from the last whole list the bridge fetched
+    /// itself ([`DriftGuard::observe`]): refused, as the server no longer
+    /// offers it.
+    Gone,
 }
 
 impl Listed {
@@ -55,6 +59,7 @@ impl Listed {
         match self {
             Listed::As(h) => h,
             Listed::Twice => "(listed more than once)",
+            Listed::Gone => "(no longer listed)",
         }
     }
 }
@@ -136,7 +141,7 @@ impl DriftGuard {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if !tools.is_empty() {
-            self.observe(&tools);
+            self.observe(Kind::Tool, &tools);
         }
     }
 
@@ -191,27 +196,43 @@ impl DriftGuard {
         self.mode == GuardMode::Warn
     }
 
-    /// Takes in a whole list (every page) the bridge fetched itself: each tool
-    /// judged, approved tools the upstream no longer lists logged.
-    pub fn observe(&self, tools: &[Value]) {
-        *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = tools.to_vec();
-        let counts = name_counts(Kind::Tool, tools.iter());
+    /// Takes in a whole list of `kind` (every page) the bridge fetched itself
+    /// from the shared child: each entry judged; approved entries it no longer
+    /// lists are logged and recorded as gone (their calls refused in block
+    /// mode, until listed again).
+    pub fn observe(&self, kind: Kind, entries: &[Value]) {
+        if kind == Kind::Tool {
+            *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = entries.to_vec();
+        }
+        let counts = name_counts(kind, entries.iter());
         let mut listed = BTreeSet::new();
-        for tool in tools {
-            if let Some(name) = tool.get("name").and_then(Value::as_str) {
+        for entry in entries {
+            if let Some(name) = entry.get(kind.key()).and_then(Value::as_str) {
                 listed.insert(name);
-                self.judge(Scope::Shared, Kind::Tool, name, tool, counts[name] > 1);
+                self.judge(Scope::Shared, kind, name, entry, counts[name] > 1);
             }
         }
         let lock = self.current();
-        let gone: Vec<&str> = lock
-            .tools
+        let generation = self.generation.load(Ordering::SeqCst);
+        let gone: Vec<&str> = Self::approved(&lock, kind)
             .keys()
             .map(String::as_str)
             .filter(|n| !listed.contains(n))
             .collect();
-        if !gone.is_empty() {
-            warn!(?gone, lock = %self.source, "drift: approved tools the upstream no longer lists");
+        if gone.is_empty() {
+            return;
+        }
+        let mut logged = true;
+        {
+            let mut table = self.shared.lock();
+            let table = table.entry(kind).or_default();
+            for name in &gone {
+                let before = table.insert((*name).to_owned(), (generation, Listed::Gone));
+                logged &= before == Some((generation, Listed::Gone));
+            }
+        }
+        if !logged {
+            warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
         }
     }
 
@@ -355,6 +376,10 @@ impl DriftGuard {
         let listed = verdicts.get(&kind).and_then(|names| names.get(name));
         match (listed.map(|(_, l)| l), scope) {
             (Some(l), _) if l.is(&approved.sha256) => Ok(()),
+            (Some(Listed::Gone), _) => Err(format!(
+                "{what} {name:?} is approved, but its server no longer lists it ({}): refused until it does",
+                self.source
+            )),
             (Some(l), _) => Err(format!(
                 "{what} {name:?} changed since it was approved ({}): its definition now hashes to {}; refused until approved (`switchboard lock approve`)",
                 self.source,
@@ -490,10 +515,10 @@ mod tests {
             .unwrap_err()
             .contains("changed since it was approved"));
         // Back as approved: served and callable again.
-        g.observe(&[tool("Removes a file.")]);
+        g.observe(Kind::Tool, &[tool("Removes a file.")]);
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         // The bridge's own list catches it too.
-        g.observe(&[pulled]);
+        g.observe(Kind::Tool, &[pulled]);
         assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
     }
 
@@ -629,6 +654,23 @@ mod tests {
         assert_eq!(tools[2]["name"], "new");
     }
 
+    /// An approved entry missing from the bridge's own whole list is refused
+    /// (block) until a list holds it again; warn mode serves it.
+    #[test]
+    fn an_approved_entry_no_longer_listed_is_refused_until_listed_again() {
+        let g = guard(GuardMode::Block);
+        g.observe(Kind::Tool, &[tool("Removes a file.")]);
+        let why = g.check(Scope::Shared, Kind::Tool, "ls").unwrap_err();
+        assert!(why.contains("no longer lists it"), "{why}");
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
+        g.filter_list_result(Scope::Shared, Kind::Tool, list(&[ls]));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+        let w = guard(GuardMode::Warn);
+        w.observe(Kind::Tool, &[]);
+        assert_eq!(w.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+    }
+
     /// A reload judges what every entry was last listed as by the new lock at
     /// once, with no new list: the shared child's and a session's own, tools
     /// and prompts alike, in both directions (newly approved, no longer
@@ -637,7 +679,7 @@ mod tests {
     fn a_reloaded_lock_judges_what_was_listed_at_once() {
         let g = guard(GuardMode::Block);
         let pulled = tool("Removes a file, and then some.");
-        g.observe(std::slice::from_ref(&pulled));
+        g.observe(Kind::Tool, std::slice::from_ref(&pulled));
         assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
         let own = Verdicts::default();
         g.filter_list_result(

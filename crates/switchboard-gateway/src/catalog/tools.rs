@@ -55,7 +55,6 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
-use crate::catalog::guard::Scope;
 use crate::catalog::pin::Kind;
 use crate::classify::{ListKind, Notice};
 use crate::upstream::{Status, Upstream};
@@ -328,7 +327,7 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     let covered = core.shared.list_changes(ListKind::Tools);
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
     if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
-        guard.observe(tools);
+        guard.observe(Kind::Tool, tools);
     }
     if outcome.is_ok() && core.judges_changes {
         core.judged.judged(ListKind::Tools, covered);
@@ -380,13 +379,7 @@ async fn judge_prompts(core: &Arc<Core>) {
     };
     let covered = core.shared.list_changes(ListKind::Prompts);
     match list_prompts(&core.shared, core.request_timeout).await {
-        Ok(Some(prompts)) => {
-            let mut result = Map::new();
-            result.insert("prompts".to_owned(), Value::Array(prompts));
-            if let Ok(raw) = serde_json::value::to_raw_value(&result) {
-                guard.filter_list_result(Scope::Shared, Kind::Prompt, raw);
-            }
-        }
+        Ok(Some(prompts)) => guard.observe(Kind::Prompt, &prompts),
         Ok(None) => {}
         Err(why) => {
             warn!(
