@@ -525,7 +525,16 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
-            None => None,
+            // Without --lock, SIGHUP (the terminal went away) stops the
+            // bridge as SIGTERM does, drained, its children ended; left
+            // ignored when inherited so (`nohup`).
+            None => {
+                if let Err(e) = signals.also(Stop::Hangup, Inherited::Kept) {
+                    eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                    return ExitCode::from(2);
+                }
+                None
+            }
         };
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,

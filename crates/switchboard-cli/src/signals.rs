@@ -100,6 +100,19 @@ impl Signals {
         Ok(Signals { watched })
     }
 
+    /// Watches `stop` too (with `inherited` for it alone), if it is not yet.
+    /// Errors: as [`Signals::watch`].
+    pub fn also(&mut self, stop: Stop, inherited: Inherited) -> io::Result<()> {
+        if self.watched.iter().any(|(s, _)| *s == stop) {
+            return Ok(());
+        }
+        let mut more = Signals::watch(&[stop], inherited)?;
+        self.watched.append(&mut more.watched);
+        let rank = |s: &Stop| Stop::ALL.iter().position(|a| a == s);
+        self.watched.sort_by_key(|(s, _)| rank(s));
+        Ok(())
+    }
+
     /// The next signal; never resolves when none is watched. Cancel safe: a signal
     /// that arrives while no one waits is kept for the next call (signals of one
     /// kind that arrive before the runtime wakes count as one, as the kernel

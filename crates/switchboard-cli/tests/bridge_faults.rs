@@ -1055,3 +1055,29 @@ async fn a_childs_answer_over_the_line_limit_is_a_32603() {
     .await;
     assert_eq!(first_text(&reply.response(&json!(4))["result"]), "small");
 }
+
+/// Without `--lock`, SIGHUP (the terminal went away) stops the bridge as
+/// SIGTERM does: the call in flight completes and the bridge exits 0, its
+/// child ended; before, the default action killed it at once and left the
+/// child running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_without_a_lock_drains_like_sigterm() {
+    let mut bridge = BridgeProc::start(&["--child", "shared"], &[]).await;
+    let c = client();
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":2,"steps":2}}});
+    let call = spawn_post(&c, &bridge.url, &s, body);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    bridge.signal(libc::SIGHUP);
+    let (reply, _) = call.await.unwrap();
+    assert!(
+        reply.response(&json!(1))["result"]["content"].is_array(),
+        "the call in flight completed: {}",
+        reply.body
+    );
+    let status = tokio::time::timeout(WAIT, bridge.child.wait())
+        .await
+        .expect("the bridge exits")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
