@@ -768,6 +768,18 @@ async fn unreachable_keys_are_503_not_a_bad_token() {
         assert_eq!(r.status(), 503);
         assert!(r.headers().get("www-authenticate").is_none());
     }
+    // A token that can never be valid is refused without the keys: 401.
+    let issuer = format!("http://127.0.0.1:{port}");
+    let none = format!(
+        "{}.{}.",
+        b64url(br#"{"alg":"none"}"#),
+        b64url(&serde_json::to_vec(&claims(&issuer, "alice")).unwrap())
+    );
+    for bad in [sign("k1", ED1, &claims("https://evil", "alice")), none] {
+        let r = post(&server.url(), Some(&bad), None, initialize()).await;
+        assert_eq!(r.status(), 401);
+        assert!(challenge(&r).contains("invalid_token"), "{}", challenge(&r));
+    }
 }
 
 #[tokio::test]

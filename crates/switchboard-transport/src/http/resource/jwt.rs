@@ -221,6 +221,37 @@ pub fn header_kid(token: &str) -> Option<String> {
     raw_header(token).ok().and_then(|(_, kid)| kid)
 }
 
+/// `alg_name` when it is one of `expect.algorithms` and not HMAC
+/// ([`TokenError::Algorithm`] otherwise: `none`, `HS256`, ...).
+fn allowed(alg_name: &str, expect: &Expectations<'_>) -> Result<Algorithm, TokenError> {
+    alg_name
+        .parse::<Algorithm>()
+        .ok()
+        .filter(|a| {
+            expect.algorithms.contains(a) && a.family() != jsonwebtoken::AlgorithmFamily::Hmac
+        })
+        .ok_or_else(|| TokenError::Algorithm(alg_name.to_owned()))
+}
+
+/// What can be refused of a JWT before any key is fetched, read without
+/// trusting it: an unreadable header or payload ([`TokenError::Malformed`]),
+/// an `alg` not allowed, and the claims [`validate`] checks (`iss`, `aud`,
+/// `exp`, `nbf`, a subject), with the same errors. `Ok` proves nothing:
+/// [`validate`] checks everything again once the signature verifies. It
+/// spares the key set a fetch for a token that can never be valid, and the
+/// caller a 503 for one when the issuer is unreachable.
+pub fn precheck(token: &str, expect: &Expectations<'_>, now: u64) -> Result<(), TokenError> {
+    let (alg_name, _) = raw_header(token)?;
+    allowed(&alg_name, expect)?;
+    let payload = token.split('.').nth(1).unwrap_or("");
+    let claims: Claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| TokenError::Malformed("the payload is not a JSON object".into()))?;
+    check_claims(claims, expect, now).map(|_| ())
+}
+
 /// Checks a JWT access token (JWS compact form) at Unix time `now` (seconds).
 ///
 /// In order: the header's `alg` is one of `expect.algorithms` and not HMAC
@@ -244,13 +275,7 @@ pub fn validate(
     now: u64,
 ) -> Result<Principal, TokenError> {
     let (alg_name, kid) = raw_header(token)?;
-    let alg = alg_name
-        .parse::<Algorithm>()
-        .ok()
-        .filter(|a| {
-            expect.algorithms.contains(a) && a.family() != jsonwebtoken::AlgorithmFamily::Hmac
-        })
-        .ok_or_else(|| TokenError::Algorithm(alg_name.clone()))?;
+    let alg = allowed(&alg_name, expect)?;
     let key = match keys.lookup(kid.as_deref(), alg) {
         Lookup::Found(key) => key,
         Lookup::UnknownKid => return Err(TokenError::UnknownKey(kid)),
@@ -624,6 +649,74 @@ pub(crate) mod tests {
         );
         let p = validate(&sign_ed(Some("k1"), ED1, &azp), &keys, &expect(), NOW).unwrap();
         assert_eq!(p.client_id.as_deref(), Some("web"));
+    }
+
+    /// What is refused before any key is fetched: the same errors as after
+    /// the signature, on the unverified token; a token that could be valid
+    /// passes (its signature is not looked at).
+    #[test]
+    fn precheck_refuses_what_can_never_be_valid() {
+        let ed = json!({"alg": "EdDSA", "kid": "k1"});
+        let cases: Vec<(String, Result<(), TokenError>)> = vec![
+            (raw_token(ed.clone(), &claims(), "bad-signature"), Ok(())),
+            (
+                raw_token(json!({"alg": "none"}), &claims(), ""),
+                Err(TokenError::Algorithm("none".into())),
+            ),
+            (
+                raw_token(
+                    ed.clone(),
+                    &with(claims(), "iss", json!("https://evil")),
+                    "x",
+                ),
+                Err(TokenError::Issuer {
+                    found: Some("https://evil".into()),
+                }),
+            ),
+            (
+                raw_token(
+                    ed.clone(),
+                    &with(claims(), "aud", json!("https://other")),
+                    "x",
+                ),
+                Err(TokenError::Audience),
+            ),
+            (
+                raw_token(ed.clone(), &with(claims(), "exp", json!(NOW - 3600)), "x"),
+                Err(TokenError::Expired),
+            ),
+            (
+                "abc.def.ghi".to_owned(),
+                Err(TokenError::Malformed(
+                    "the header is not a JSON object".into(),
+                )),
+            ),
+            (
+                format!(
+                    "{}.!!.x",
+                    raw_token(ed, &claims(), "x").split('.').next().unwrap()
+                ),
+                Err(TokenError::Malformed(
+                    "the payload is not a JSON object".into(),
+                )),
+            ),
+        ];
+        for (i, (token, want)) in cases.into_iter().enumerate() {
+            assert_eq!(precheck(&token, &expect(), NOW), want, "case {i}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text, or three base64url parts of any JSON-ish bytes: never a
+        /// panic, and never `Ok` for `alg: none`.
+        #[test]
+        fn precheck_never_panics(text in ".{0,200}", a in proptest::collection::vec(proptest::num::u8::ANY, 0..80), b in proptest::collection::vec(proptest::num::u8::ANY, 0..120)) {
+            let _ = precheck(&text, &expect(), NOW);
+            let e = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+            let _ = precheck(&format!("{}.{}.x", e(&a), e(&b)), &expect(), NOW);
+            let none = format!("{}.{}.", e(br#"{"alg":"none"}"#), e(&b));
+            proptest::prop_assert!(precheck(&none, &expect(), NOW).is_err());
+        }
     }
 
     #[test]

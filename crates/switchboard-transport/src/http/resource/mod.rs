@@ -544,6 +544,8 @@ impl ResourceServer {
     pub async fn check_token(&self, token: &str) -> Result<Principal, Refusal> {
         let expect = self.expectations();
         if bearer::looks_like_jwt(token) {
+            // A token that can never be valid is refused without the keys.
+            jwt::precheck(token, &expect, unix_now())?;
             let kid = jwt::header_kid(token);
             let keys = self.jwks.keys(kid.as_deref(), Instant::now()).await?;
             return Ok(jwt::validate(token, &keys, &expect, unix_now())?);
