@@ -74,6 +74,9 @@ fn attach_guards(
     for u in &config.upstreams {
         match crate::bridge::read_lock_entry(file, Some(&u.name), args.lock_key.as_deref()) {
             Ok(entry) => entries.push(entry),
+            // A problem of the file (its signature, its syntax) is the same
+            // for every upstream: said once.
+            Err(e) if problems.iter().any(|p: &String| p.ends_with(&e)) => {}
             Err(e) => problems.push(format!("--lock: upstream {}: {e}", u.name)),
         }
     }
@@ -86,10 +89,11 @@ fn attach_guards(
                 g.reload(entry);
                 g.clone()
             }
+            // Named in every drift line and refusal: which lock, which upstream.
             None => std::sync::Arc::new(switchboard_gateway::DriftGuard::new(
                 entry,
                 mode,
-                file.display().to_string(),
+                format!("{}, upstream {}", file.display(), u.name),
             )),
         };
         guards.insert(u.name.clone(), guard.clone());

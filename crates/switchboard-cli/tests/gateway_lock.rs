@@ -138,11 +138,11 @@ async fn listed(client: &Client, tool: &str) -> Vec<String> {
 }
 
 /// The gateway's log lines that tell of drift (the guard's `drift: ...`)
-/// and name `what`.
+/// and name `what`, and the upstream `fx` (which lock, which upstream).
 fn drift_lines(gw: &GatewayProc, what: &str) -> Vec<String> {
     gw.log()
         .lines()
-        .filter(|l| l.contains("drift: ") && l.contains(what))
+        .filter(|l| l.contains("drift: ") && l.contains(what) && l.contains("upstream fx"))
         .map(str::to_owned)
         .collect()
 }
