@@ -188,11 +188,6 @@ pub(crate) async fn resolve_listed(
     resolve(layout, route, r)
 }
 
-/// `params.name` of a request, as the client sent it.
-fn params_name(r: &Request) -> Option<String> {
-    let params = RawObject::parse(r.params.as_deref()?.get()).ok()?;
-    serde_json::from_str(params.get("name")?.get()).ok()
-}
 
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
@@ -336,7 +331,7 @@ async fn handle(
     // the upstream's own entry, when the client's header named the served one
     // (else it is left as sent, and refused there as a mismatch: -32020).
     let mut headers = headers.clone();
-    let served = params_name(&r);
+    let served = crate::policy::params_name(r.params.as_deref());
     let matches = headers
         .get("mcp-name")
         .and_then(|h| h.to_str().ok())
