@@ -430,3 +430,73 @@ fn approve_takes_chosen_differences_into_the_lock() {
     assert_eq!(code, 2);
     assert!(err.contains("no upstream \"nobody\" in the lock"), "{err}");
 }
+
+/// Runs `switchboard ARGS` in `dir` with stdout on `/dev/full` (every write
+/// fails) or, with `closed`, on a pipe whose reading end is already closed.
+fn switchboard_no_stdout(dir: &Path, args: &[&str], closed: bool) -> (i32, String) {
+    use std::process::Stdio;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    cmd.current_dir(dir).args(args).stderr(Stdio::piped());
+    if closed {
+        cmd.stdout(Stdio::piped());
+    } else {
+        cmd.stdout(std::fs::File::create("/dev/full").unwrap());
+    }
+    let mut child = cmd.spawn().expect("run switchboard");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
+    let dir = Dir::new("closed-stdout");
+    let file = dir.0.join("defs.json");
+    std::fs::write(&file, defs().to_string()).unwrap();
+    let server = server();
+    let with_server = |first: &[&str]| {
+        let mut all: Vec<&str> = first.to_vec();
+        all.extend(["--", "python3", &server, file.to_str().unwrap()]);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |args: &[String], closed: bool| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = switchboard_no_stdout(&dir.0, &args, closed);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        code
+    };
+    let own = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    for closed in [false, true] {
+        for f in [
+            "switchboard.lock",
+            "switchboard.lock.sig",
+            "k.key",
+            "k.pub",
+        ] {
+            let _ = std::fs::remove_file(dir.0.join(f));
+        }
+        assert_eq!(run(&own(&["keygen", "--out", "k"]), closed), 0);
+        assert!(dir.0.join("k.key").exists() && dir.0.join("k.pub").exists());
+        assert_eq!(run(&with_server(&["lock", "--name", "files"]), closed), 0);
+        assert!(dir.0.join("switchboard.lock").exists());
+        assert_eq!(run(&with_server(&["lock", "--check"]), closed), 0);
+        assert_eq!(run(&own(&["lock", "--check"]), closed), 0);
+        assert_eq!(run(&own(&["lock", "sign", "--key", "k.key"]), closed), 0);
+        assert!(dir.0.join("switchboard.lock.sig").exists());
+        assert_eq!(run(&own(&["lock", "verify", "--key", "k.pub"]), closed), 0);
+        // Approve still writes what it approved.
+        let mut changed = defs();
+        changed["tools"][1]["description"] = json!("Reads any file.");
+        std::fs::write(&file, changed.to_string()).unwrap();
+        let before = std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap();
+        assert_eq!(run(&own(&["lock", "approve", "--yes"]), closed), 0);
+        assert_ne!(
+            std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
+            before
+        );
+        std::fs::write(&file, defs().to_string()).unwrap();
+    }
+}

@@ -20,6 +20,27 @@ use super::{
     Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
 };
 
+/// Writes to stdout; a closed stdout (`| head`, `>/dev/full`) is not an
+/// error: what is left to print is dropped, and the command goes on (the files
+/// it writes are written) and exits as it would have.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// `print!` that does not panic on a closed stdout: [`out`].
+macro_rules! say {
+    ($($a:tt)*) => { out(&format!($($a)*)) };
+}
+
+/// `println!` that does not panic on a closed stdout: [`out`].
+macro_rules! sayln {
+    ($($a:tt)*) => { out(&format!("{}\n", format_args!($($a)*))) };
+}
+
 /// Exit status of `--check` when discovery differs from the lock (and of
 /// `--strict` when a definition is suspicious).
 pub const EXIT_DRIFT: u8 = EXIT_TOOL_ERROR;
@@ -240,12 +261,12 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
         let suspicious = report_suspicious(name, &found, Some(&lock));
         let drift = compare(locked, &found);
         if drift.is_empty() {
-            println!("{name}: matches {}", args.file.display());
+            sayln!("{name}: matches {}", args.file.display());
             if args.strict && suspicious > 0 {
                 code = EXIT_DRIFT;
             }
         } else {
-            print!("{}", render_drift(name, locked, &found, &drift));
+            say!("{}", render_drift(name, locked, &found, &drift));
             code = EXIT_DRIFT;
         }
     }
@@ -262,10 +283,10 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             let secret = String::from_utf8_lossy(&read(key)?).into_owned();
             let sig = pin::sign(&read(file)?, &secret)
                 .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
-            let out = signature_path(file);
-            std::fs::write(&out, format!("{sig}\n"))
-                .map_err(|e| Failure::new(format!("{}: {e}", out.display())))?;
-            println!("signed {} ({})", file.display(), out.display());
+            let sig_path = signature_path(file);
+            std::fs::write(&sig_path, format!("{sig}\n"))
+                .map_err(|e| Failure::new(format!("{}: {e}", sig_path.display())))?;
+            sayln!("signed {} ({})", file.display(), sig_path.display());
             Ok(EXIT_OK)
         }
         LockAction::Approve {
@@ -277,7 +298,7 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
         } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
         LockAction::Verify { key, file } => {
             check_signature(file, key).map_err(Failure::new)?;
-            println!("{}: signed by {key}", file.display());
+            sayln!("{}: signed by {key}", file.display());
             Ok(EXIT_OK)
         }
     }
@@ -377,12 +398,12 @@ fn approve_all(
             .filter(|d| only_entry.is_none_or(|e| e == d.name))
             .collect();
         if drift.is_empty() {
-            println!("{name}: matches {}", file.display());
+            sayln!("{name}: matches {}", file.display());
             continue;
         }
-        println!("{name}: {} difference(s)", drift.len());
+        sayln!("{name}: {} difference(s)", drift.len());
         for d in &drift {
-            print!("{}", visible(&render_one(d)));
+            say!("{}", visible(&render_one(d)));
             if yes || ask("approve this change?")? {
                 pin::approve(locked, &found, d);
                 approved += 1;
@@ -393,7 +414,7 @@ fn approve_all(
     }
     if approved > 0 {
         write_lock(file, &lock)?;
-        println!("{approved} change(s) approved into {}", file.display());
+        sayln!("{approved} change(s) approved into {}", file.display());
         if signature_path(file).exists() {
             eprintln!(
                 "switchboard: {} no longer matches its signature: sign it again (`switchboard lock sign`)",
@@ -477,7 +498,7 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
             writeln!(f, "{secret}").map_err(|e| fail(&secret_path, e))?;
         }
         std::fs::write(&public_path, format!("{public}\n")).map_err(|e| fail(&public_path, e))?;
-        println!("{public}");
+        sayln!("{public}");
         eprintln!(
             "switchboard: wrote {} (secret: keep it out of the repository) and {}",
             secret_path.display(),
@@ -566,21 +587,21 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         // An entry listed twice (or nameless) is not as approved, whichever
         // copy the lock's table kept: the bridge serves neither.
         if !malformed.is_empty() {
-            println!("{name}: drifted (the server's lists are malformed)");
+            sayln!("{name}: drifted (the server's lists are malformed)");
             for m in &malformed {
-                println!("  ! {}", visible(&m.message));
+                sayln!("  ! {}", visible(&m.message));
             }
             return Ok(EXIT_DRIFT);
         }
         if drift.is_empty() && !identity_changed {
-            println!("{name}: matches {}", args.file.display());
+            sayln!("{name}: matches {}", args.file.display());
             return Ok(if args.strict && suspicious > 0 {
                 EXIT_DRIFT
             } else {
                 EXIT_OK
             });
         }
-        print!("{}", render_drift(&name, locked, &found, &drift));
+        say!("{}", render_drift(&name, locked, &found, &drift));
         return Ok(EXIT_DRIFT);
     }
     if let Some(m) = malformed.first() {
@@ -604,7 +625,7 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     if let Some(old) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) {
         let drift = compare(old, &found);
         if !drift.is_empty() || old.identity != found.identity {
-            print!(
+            say!(
                 "{}",
                 render_drift(&name, old, &found, &drift).replacen("drifted", "replaced", 1)
             );
@@ -632,7 +653,7 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     }
     lock.upstreams.insert(name.clone(), found);
     write_lock(&args.file, &lock)?;
-    println!("{name}: {counts} locked in {}", args.file.display());
+    sayln!("{name}: {counts} locked in {}", args.file.display());
     Ok(EXIT_OK)
 }
 
