@@ -500,3 +500,49 @@ fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
         std::fs::write(&file, defs().to_string()).unwrap();
     }
 }
+
+#[test]
+fn sign_and_verify_refuse_a_lock_every_command_refuses() {
+    let dir = Dir::new("sign-forged");
+    assert_eq!(switchboard_in(&dir.0, &["keygen"]).0, 0);
+    assert_eq!(lock(&dir.0, &defs(), &["--name", "files"]).0, 0);
+    let path = dir.0.join("switchboard.lock");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let sign = || switchboard_in(&dir.0, &["lock", "sign", "--key", "switchboard.key"]);
+    let verify = || switchboard_in(&dir.0, &["lock", "verify", "--key", "switchboard.pub"]);
+    let sig = dir.0.join("switchboard.lock.sig");
+    // A hash edited by hand: not signed.
+    let mut forged: Value = serde_json::from_str(&good).unwrap();
+    forged["upstreams"]["files"]["tools"]["read_file"]["sha256"] = json!("ab".repeat(32));
+    std::fs::write(&path, forged.to_string()).unwrap();
+    let (code, out, err) = sign();
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("switchboard.lock: files: tool \"read_file\": sha256 is not its definition's hash"),
+        "{err}"
+    );
+    assert!(!sig.exists());
+    // Not JSON at all: not signed.
+    std::fs::write(&path, "hello\n").unwrap();
+    let (code, _, err) = sign();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("switchboard.lock: not a lock file"), "{err}");
+    assert!(!sig.exists());
+    // Signed (by the key's holder, bypassing `lock sign`) yet forged: the
+    // signature holds, the lock is refused all the same.
+    for text in [forged.to_string(), "hello\n".to_owned()] {
+        std::fs::write(&path, &text).unwrap();
+        let secret = std::fs::read_to_string(dir.0.join("switchboard.key")).unwrap();
+        let s = switchboard_gateway::pin::sign(text.as_bytes(), secret.trim()).unwrap();
+        std::fs::write(&sig, format!("{s}\n")).unwrap();
+        let (code, out, err) = verify();
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("switchboard: switchboard.lock: "), "{err}");
+    }
+    // A good lock signs and verifies.
+    std::fs::write(&path, &good).unwrap();
+    assert_eq!(sign().0, 0);
+    assert_eq!(verify().0, 0);
+}

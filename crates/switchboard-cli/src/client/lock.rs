@@ -280,6 +280,10 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
     };
     match action {
         LockAction::Sign { key, file } => {
+            // A signature vouches for the lock: one that every command would
+            // refuse (not JSON, a hash that is not its definition's) is not
+            // signed.
+            existing_lock(file)?;
             let secret = String::from_utf8_lossy(&read(key)?).into_owned();
             let sig = pin::sign(&read(file)?, &secret)
                 .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
@@ -298,6 +302,8 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
         } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
         LockAction::Verify { key, file } => {
             check_signature(file, key).map_err(Failure::new)?;
+            // A well-signed lock is still refused as every command refuses it.
+            existing_lock(file)?;
             sayln!("{}: signed by {key}", file.display());
             Ok(EXIT_OK)
         }
@@ -847,6 +853,16 @@ fn default_name(target: &Target) -> String {
     } else {
         name
     }
+}
+
+/// The lock at `path`, checked as [`read_lock`] does; no file is an error.
+fn existing_lock(path: &Path) -> Result<Lock, Failure> {
+    read_lock(path)?.ok_or_else(|| {
+        Failure::new(format!(
+            "{}: no lock (run `switchboard lock` first)",
+            path.display()
+        ))
+    })
 }
 
 /// The lock at `path`, `None` when there is no file.
