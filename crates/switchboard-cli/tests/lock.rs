@@ -546,3 +546,76 @@ fn sign_and_verify_refuse_a_lock_every_command_refuses() {
     assert_eq!(sign().0, 0);
     assert_eq!(verify().0, 0);
 }
+
+#[test]
+fn key_errors_name_the_key_and_never_print_key_material() {
+    let dir = Dir::new("key-errors");
+    assert_eq!(switchboard_in(&dir.0, &["keygen"]).0, 0);
+    assert_eq!(lock(&dir.0, &defs(), &["--name", "files"]).0, 0);
+    assert_eq!(
+        switchboard_in(&dir.0, &["lock", "sign", "--key", "switchboard.key"]).0,
+        0
+    );
+    let secret = std::fs::read_to_string(dir.0.join("switchboard.key")).unwrap();
+    let secret = secret.trim();
+    let bare = secret.strip_prefix("ed25519-secret:").unwrap();
+    let said = |args: &[&str]| {
+        let (code, out, err) = switchboard_in(&dir.0, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(!err.contains(bare), "{args:?}: key material printed: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        err
+    };
+    let secret_given = "this is a secret key; give the public key (FILE.pub or ed25519:…)";
+    let verify = |key: &str| said(&["lock", "verify", "--key", key]);
+    assert_eq!(
+        verify(secret),
+        format!("switchboard: the --key value: {secret_given}\n")
+    );
+    assert_eq!(
+        verify("switchboard.key"),
+        format!("switchboard: switchboard.key: {secret_given}\n")
+    );
+    assert_eq!(
+        verify("ed25519:abc"),
+        "switchboard: the --key value: a public key is ed25519:BASE64 (32 bytes)\n"
+    );
+    std::fs::write(dir.0.join("bad.pub"), "hello\n").unwrap();
+    assert_eq!(
+        verify("bad.pub"),
+        "switchboard: bad.pub: a public key is ed25519:BASE64 (32 bytes)\n"
+    );
+    // A key pasted without its prefix is no file: not named.
+    let err = verify(bare);
+    assert!(err.starts_with("switchboard: the --key value: "), "{err}");
+    // A path is named.
+    assert!(
+        verify("nosuch.pub").starts_with("switchboard: nosuch.pub: No such file"),
+        "verify nosuch.pub"
+    );
+    // The bridge's --lock-key, the same.
+    let bridge = |key: &str| {
+        said(&[
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--lock",
+            "switchboard.lock",
+            "--lock-key",
+            key,
+            "--",
+            "true",
+        ])
+    };
+    assert_eq!(
+        bridge(secret),
+        format!("switchboard: the --lock-key value: {secret_given}\n")
+    );
+    assert_eq!(
+        bridge("ed25519:abc"),
+        "switchboard: the --lock-key value: a public key is ed25519:BASE64 (32 bytes)\n"
+    );
+    // Signing with the secret key's text instead of its file.
+    let err = said(&["lock", "sign", "--key", secret]);
+    assert!(err.contains("the --key value"), "{err}");
+}

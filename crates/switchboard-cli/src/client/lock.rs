@@ -284,7 +284,24 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             // refuse (not JSON, a hash that is not its definition's) is not
             // signed.
             existing_lock(file)?;
-            let secret = String::from_utf8_lossy(&read(key)?).into_owned();
+            // The secret key itself given instead of its file: never echoed.
+            let arg = key.to_string_lossy();
+            if arg.trim().starts_with("ed25519-secret:") {
+                return Err(Failure::new(
+                    "the --key value: this is the secret key itself; give its file (from `switchboard keygen`)",
+                ));
+            }
+            let secret = match std::fs::read(key) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if looks_like_path(&arg) => {
+                    return Err(Failure::new(format!("{}: {e}", key.display())))
+                }
+                Err(e) => {
+                    return Err(Failure::new(format!(
+                        "the --key value: {e} (not shown: it is not a file name and may be key material)"
+                    )))
+                }
+            };
             let sig = pin::sign(&read(file)?, &secret)
                 .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
             let sig_path = signature_path(file);
@@ -301,7 +318,7 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             common,
         } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
         LockAction::Verify { key, file } => {
-            check_signature(file, key).map_err(Failure::new)?;
+            check_signature(file, key, "--key").map_err(Failure::new)?;
             // A well-signed lock is still refused as every command refuses it.
             existing_lock(file)?;
             sayln!("{}: signed by {key}", file.display());
@@ -454,13 +471,11 @@ pub fn signature_path(lock: &Path) -> PathBuf {
 }
 
 /// Checks the lock at `file` against its `FILE.sig` and the public key `key`
-/// (a file, or the key text itself). Errors: one line naming the file and why.
-pub fn check_signature(file: &Path, key: &str) -> Result<(), String> {
-    let public = if key.starts_with("ed25519:") {
-        key.to_owned()
-    } else {
-        std::fs::read_to_string(key).map_err(|e| format!("{key}: {e}"))?
-    };
+/// (a file, or the key text itself), given as `flag` (`--key`, `--lock-key`).
+/// Errors: one line naming what is wrong (the key's file or "the FLAG value",
+/// the lock, or its signature) and why; key material is never printed.
+pub fn check_signature(file: &Path, key: &str, flag: &str) -> Result<(), String> {
+    let public = public_key(key, flag)?;
     let lock = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let sig_path = signature_path(file);
     let sig = match std::fs::read_to_string(&sig_path) {
@@ -468,7 +483,57 @@ pub fn check_signature(file: &Path, key: &str) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", sig_path.display())),
     };
-    pin::verify(&lock, sig.as_deref(), &public).map_err(|e| format!("{}: {e}", file.display()))
+    pin::verify(&lock, sig.as_deref(), &public).map_err(|e| match e {
+        // The key was checked above: what is malformed is the signature.
+        pin::SignatureError::Malformed(_) => format!("{}: {e}", sig_path.display()),
+        _ => format!("{}: {e}", file.display()),
+    })
+}
+
+/// What to say of a secret key given where the public key belongs.
+const SECRET_GIVEN: &str = "this is a secret key; give the public key (FILE.pub or ed25519:…)";
+
+/// The public key text of the argument `key` of `flag`: the key itself
+/// (`ed25519:…`) or a file holding it. Errors name the file, or "the FLAG
+/// value", never the key's text; a secret key is told as such.
+fn public_key(key: &str, flag: &str) -> Result<String, String> {
+    let value = format!("the {flag} value");
+    let given = key.trim();
+    if given.starts_with("ed25519-secret:") {
+        return Err(format!("{value}: {SECRET_GIVEN}"));
+    }
+    let (text, whose) = if given.starts_with("ed25519:") {
+        (given.to_owned(), value)
+    } else {
+        match std::fs::read_to_string(key) {
+            Ok(text) => (text, key.to_owned()),
+            Err(e) if looks_like_path(key) => return Err(format!("{key}: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "{value}: {e} (not shown: it is not a file name and may be key material)"
+                ))
+            }
+        }
+    };
+    if text.trim().starts_with("ed25519-secret:") {
+        return Err(format!("{whose}: {SECRET_GIVEN}"));
+    }
+    pin::check_public(&text).map_err(|e| format!("{whose}: {e}"))?;
+    Ok(text)
+}
+
+/// Whether a key argument that is no readable file may be named in an error:
+/// a file name (no spaces, controls or `:`, and not a long run of base64,
+/// which a pasted key is).
+fn looks_like_path(arg: &str) -> bool {
+    let base64ish = arg.len() >= 32
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    !arg.is_empty()
+        && arg.len() <= 4096
+        && !base64ish
+        && !arg.chars().any(|c| c.is_whitespace() || c.is_control() || c == ':')
 }
 
 /// `switchboard keygen`.
