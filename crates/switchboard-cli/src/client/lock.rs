@@ -149,7 +149,7 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
             &[],
         )?;
         let discovery = runtime()?.block_on(discover_target(&target, &args.common))?;
-        decide(&args, &target, discovery)
+        decide(&args, &target, discovery, &[])
     })();
     super::finish(outcome)
 }
@@ -159,14 +159,27 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
 /// (drift over a match; an error stops).
 fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
     let runtime = runtime()?;
-    let mut code = EXIT_OK;
+    let mut all = Vec::new();
     for (name, target, common) in config_targets(file, &args.common)? {
+        let discovery = runtime.block_on(discover_target(&target, &common))?;
+        all.push((name, target, common, discovery));
+    }
+    // Every upstream's tools as listed now, so that a description naming
+    // another upstream's tool is found on the first run, in any order.
+    let run: Vec<(String, Vec<String>)> = all
+        .iter()
+        .map(|(name, target, _, discovery)| {
+            let (found, _) = UpstreamLock::pin(identity(target), discovery);
+            (name.clone(), found.tools.keys().cloned().collect())
+        })
+        .collect();
+    let mut code = EXIT_OK;
+    for (name, target, common, discovery) in all {
         let mut one = args.clone();
         one.name = Some(name);
         one.config = None;
         one.common = common;
-        let discovery = runtime.block_on(discover_target(&target, &one.common))?;
-        code = code.max(decide(&one, &target, discovery)?);
+        code = code.max(decide(&one, &target, discovery, &run)?);
     }
     Ok(code)
 }
@@ -258,7 +271,7 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
         let discovery =
             runtime.block_on(discover_target(&target_of(&locked.identity), &args.common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
-        let suspicious = report_suspicious(name, &found, Some(&lock));
+        let suspicious = report_suspicious(name, &found, Some(&lock), &[]);
         let drift = compare(locked, &found);
         if drift.is_empty() {
             sayln!("{name}: matches {}", args.file.display());
@@ -620,8 +633,14 @@ async fn discover(client: &Client) -> Result<Discovery, Failure> {
     Ok(d)
 }
 
-/// Writes or checks the lock; prints what a reviewer reads.
-fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, Failure> {
+/// Writes or checks the lock; prints what a reviewer reads. `run`: the tool
+/// names of each upstream locked in this run (`--config`), besides the lock's.
+fn decide(
+    args: &LockArgs,
+    target: &Target,
+    discovery: Discovery,
+    run: &[(String, Vec<String>)],
+) -> Result<u8, Failure> {
     let existing = read_lock(&args.file)?;
     let name = match (&args.name, &existing) {
         (Some(n), _) => n.clone(),
@@ -645,7 +664,7 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     for m in &malformed {
         eprintln!("switchboard: {name}: the server listed {}", m.message);
     }
-    let suspicious = report_suspicious(&name, &found, existing.as_ref());
+    let suspicious = report_suspicious(&name, &found, existing.as_ref(), run);
     if args.check {
         let Some(locked) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) else {
             return Err(Failure::new(format!(
@@ -729,19 +748,32 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
 }
 
 /// Prints each suspicious finding on stderr; returns how many definitions had
-/// one. Names of the lock's other upstreams' tools are what a description must
-/// not name.
-fn report_suspicious(name: &str, found: &UpstreamLock, lock: Option<&Lock>) -> usize {
+/// one. Names of the other upstreams' tools, in the lock and in this run
+/// (`run`: each upstream's tool names as listed now), are what a description
+/// must not name.
+fn report_suspicious(
+    name: &str,
+    found: &UpstreamLock,
+    lock: Option<&Lock>,
+    run: &[(String, Vec<String>)],
+) -> usize {
     // Another upstream's tools, by their own and their served names.
+    let locked = lock
+        .iter()
+        .flat_map(|l| l.upstreams.iter())
+        .map(|(n, u)| (n, u.tools.keys().collect::<Vec<_>>()));
+    let now = run.iter().map(|(n, tools)| (n, tools.iter().collect()));
     let mut others: Vec<String> = Vec::new();
-    for (n, u) in lock.iter().flat_map(|l| l.upstreams.iter()) {
+    for (n, tools) in locked.chain(now) {
         if n != name {
-            for t in u.tools.keys() {
+            for t in tools {
                 others.push(t.clone());
                 others.push(format!("{n}__{t}"));
             }
         }
     }
+    others.sort();
+    others.dedup();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
     let mut entries: Vec<(Kind, &str, &Value)> = Vec::new();
     if let Some(i) = &found.instructions {
