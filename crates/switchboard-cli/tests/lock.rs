@@ -384,8 +384,12 @@ fn approve_takes_chosen_differences_into_the_lock() {
     assert!(err.contains("pass --yes"), "{err}");
     // One entry only: the other difference is left (exit 1 from a check).
     let (code, out, err) = approve(&["files__read_file", "--yes"]);
-    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("  ~ tool read_file: changed"), "{out}");
+    assert!(
+        out.contains("files: 1 difference(s) left unapproved"),
+        "{out}"
+    );
     assert!(
         out.contains("1 change(s) approved into switchboard.lock"),
         "{out}"

@@ -98,7 +98,9 @@ pub enum LockAction {
     /// Show each difference between the lock and what its upstreams offer now
     /// (each reached by its identity in the lock) and ask whether to approve
     /// it; approved ones are written into the lock. Exit 0 when nothing is left
-    /// unapproved, 1 when something is.
+    /// unapproved, 1 when something is (a difference refused, or one of
+    /// another entry than `UPSTREAM__NAME`'s), said as `N difference(s) left
+    /// unapproved`.
     Approve {
         /// Only this upstream (`UPSTREAM`), or one entry of it
         /// (`UPSTREAM__NAME`).
@@ -433,19 +435,26 @@ fn approve_all(
             .into_iter()
             .filter(|d| only_entry.is_none_or(|e| e == d.name))
             .collect();
-        if drift.is_empty() {
-            sayln!("{name}: matches {}", file.display());
-            continue;
+        if !drift.is_empty() {
+            sayln!("{name}: {} difference(s)", drift.len());
         }
-        sayln!("{name}: {} difference(s)", drift.len());
         for d in &drift {
             say!("{}", visible(&render_one(d)));
             if yes || ask("approve this change?")? {
                 pin::approve(locked, &found, d);
                 approved += 1;
-            } else {
-                left += 1;
             }
+        }
+        // What is still not as approved: refused, or another entry than the
+        // one named.
+        let remaining = compare(locked, &found).len();
+        if remaining == 0 {
+            if drift.is_empty() {
+                sayln!("{name}: matches {}", file.display());
+            }
+        } else {
+            sayln!("{name}: {remaining} difference(s) left unapproved");
+            left += remaining;
         }
     }
     if approved > 0 {
