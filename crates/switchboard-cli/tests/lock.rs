@@ -183,8 +183,20 @@ fn lock_then_check_matches_then_each_change_is_shown_and_exits_1() {
     );
     let (code, _, _) = lock(&dir.0, &pulled, &["--check"]);
     assert_eq!(code, 0);
-    let (code, _, _) = lock(&dir.0, &pulled, &["--check", "--strict"]);
+    let (code, out, err) = lock(&dir.0, &pulled, &["--check", "--strict"]);
     assert_eq!(code, 1);
+    assert_eq!(out, "files: matches switchboard.lock\n");
+    assert!(
+        err.contains("switchboard: files: 1 suspicious definition(s) (--strict)\n"),
+        "{err}"
+    );
+    // The same without a server (each reached by the lock's identity).
+    let (code, _, err) = switchboard_in(&dir.0, &["lock", "--check", "--strict"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("switchboard: files: 1 suspicious definition(s) (--strict)\n"),
+        "{err}"
+    );
 }
 
 #[test]

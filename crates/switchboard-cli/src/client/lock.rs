@@ -274,6 +274,7 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
             runtime.block_on(discover_target(&target_of(&locked.identity), &args.common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
         let suspicious = report_suspicious(name, &found, Some(&lock), &[]);
+        strict_summary(args, name, suspicious);
         let drift = compare(locked, &found);
         if drift.is_empty() {
             sayln!("{name}: matches {}", args.file.display());
@@ -675,6 +676,7 @@ fn decide(
     }
     let suspicious = report_suspicious(&name, &found, existing.as_ref(), run);
     if args.check {
+        strict_summary(args, &name, suspicious);
         let Some(locked) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) else {
             return Err(Failure::new(format!(
                 "{}: no upstream {name:?} in the lock (run `switchboard lock` first)",
@@ -754,6 +756,14 @@ fn decide(
     write_lock(&args.file, &lock)?;
     sayln!("{name}: {counts} locked in {}", args.file.display());
     Ok(EXIT_OK)
+}
+
+/// With `--strict`, a check's reason to fail besides drift, on stderr as the
+/// write mode says it: `NAME: N suspicious definition(s) (--strict)`.
+fn strict_summary(args: &LockArgs, name: &str, suspicious: usize) {
+    if args.strict && suspicious > 0 {
+        eprintln!("switchboard: {name}: {suspicious} suspicious definition(s) (--strict)");
+    }
 }
 
 /// Prints each suspicious finding on stderr; returns how many definitions had
