@@ -148,14 +148,15 @@ fn lock_then_check_matches_then_each_change_is_shown_and_exits_1() {
     let evil =
         json!({"name": "read_file", "description": "EVIL", "inputSchema": {"type": "object"}});
     twice["tools"].as_array_mut().unwrap().insert(0, evil);
-    let (code, out, _) = lock(&dir.0, &twice, &["--check"]);
+    let (code, out, err) = lock(&dir.0, &twice, &["--check"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("tool \"read_file\" is listed twice"), "{out}");
+    assert!(!err.contains("listed twice"), "said once, on stdout: {err}");
     let (code, _, err) = lock(&dir.0, &twice, &[]);
     assert_eq!(code, 2);
-    assert!(
-        err.contains("is listed twice: switchboard.lock not written"),
-        "{err}"
+    assert_eq!(
+        err,
+        "switchboard: files: the server's lists are malformed (tool \"read_file\" is listed twice): switchboard.lock not written\n"
     );
     assert_eq!(
         std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),

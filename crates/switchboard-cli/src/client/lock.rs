@@ -671,9 +671,6 @@ fn decide(
         )));
     }
     let (mut found, malformed) = UpstreamLock::pin(identity(target), &discovery);
-    for m in &malformed {
-        eprintln!("switchboard: {name}: the server listed {}", m.message);
-    }
     let suspicious = report_suspicious(&name, &found, existing.as_ref(), run);
     if args.check {
         strict_summary(args, &name, suspicious);
@@ -705,10 +702,11 @@ fn decide(
         say!("{}", render_drift(&name, locked, &found, &drift));
         return Ok(EXIT_DRIFT);
     }
-    if let Some(m) = malformed.first() {
+    if !malformed.is_empty() {
+        let what: Vec<&str> = malformed.iter().map(|m| m.message.as_str()).collect();
         return Err(Failure::new(format!(
-            "{name}: the server listed {}: {} not written",
-            m.message,
+            "{name}: the server's lists are malformed ({}): {} not written",
+            what.join("; "),
             args.file.display()
         )));
     }
