@@ -395,7 +395,15 @@ fn approve_takes_chosen_differences_into_the_lock() {
     let (code, _, err) = approve(&[]);
     assert_eq!(code, 2);
     assert!(err.contains("pass --yes"), "{err}");
-    // One entry only: the other difference is left (exit 1 from a check).
+    // Another server than the recorded one: refused, nothing written.
+    let (code, _, err) = approve(&["--yes", "--", "python3", "other.py"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not `-- CMD`"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("switchboard.lock")).unwrap(),
+        before
+    );
+    // One entry only: the other difference is left (exit 1, and from a check).
     let (code, out, err) = approve(&["files__read_file", "--yes"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("  ~ tool read_file: changed"), "{out}");

@@ -354,6 +354,13 @@ fn approve_all(
     common: &CommonArgs,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal;
+    // Approving what another server offers would keep an identity in the
+    // lock that no longer says what was approved.
+    if !common.command.is_empty() {
+        return Err(Failure::new(
+            "approve reaches each upstream by the identity the lock records (or as `--config FILE` does), not `-- CMD`: to lock another server, run `switchboard lock -- CMD`",
+        ));
+    }
     let mut lock = read_lock(file)?.ok_or_else(|| {
         Failure::new(format!(
             "{}: no lock (run `switchboard lock` first)",
