@@ -674,3 +674,24 @@ fn strict_config_finds_another_upstreams_tool_on_the_first_run() {
     );
     assert!(!dir.0.join("switchboard.lock").exists());
 }
+
+#[test]
+fn lock_commands_take_no_json_flag() {
+    let dir = Dir::new("no-json");
+    for args in [
+        &["lock", "--json", "--check"][..],
+        &["lock", "approve", "--json", "--yes"],
+        &["lock", "--json", "--", "true"],
+    ] {
+        let (code, out, err) = switchboard_in(&dir.0, args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(err.contains("unexpected argument '--json'"), "{args:?}: {err}");
+    }
+    let (code, help, _) = switchboard_in(&dir.0, &["lock", "--help"]);
+    assert_eq!(code, 0);
+    assert!(!help.contains("--json"), "{help}");
+    // Where it works, it stays.
+    let (code, help, _) = switchboard_in(&dir.0, &["tools", "list", "--help"]);
+    assert_eq!(code, 0);
+    assert!(help.contains("--json"), "{help}");
+}

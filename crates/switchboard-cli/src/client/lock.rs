@@ -16,7 +16,7 @@ use switchboard_gateway::pin::{
 use crate::signals::{Inherited, Stop};
 
 use super::{
-    client_options, connect, list_pages, render, resolve_target, with_skipped, CommonArgs, Failure,
+    client_options, connect, list_pages, render, resolve_target, with_skipped, ConnectArgs, Failure,
     Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
 };
 
@@ -79,7 +79,7 @@ pub struct LockArgs {
     #[arg(long)]
     pub strict: bool,
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: ConnectArgs,
 }
 
 /// `switchboard lock sign|verify`.
@@ -119,7 +119,7 @@ pub enum LockAction {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         #[command(flatten)]
-        common: CommonArgs,
+        common: ConnectArgs,
     },
     /// Check the lock's signature (FILE.sig) against a public key: exit 0, or
     /// 2 with the reason (unsigned, changed, another key).
@@ -191,8 +191,8 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
 /// or its URL with its headers), the rest of `base` kept.
 fn config_targets(
     file: &Path,
-    base: &CommonArgs,
-) -> Result<Vec<(String, Target, CommonArgs)>, Failure> {
+    base: &ConnectArgs,
+) -> Result<Vec<(String, Target, ConnectArgs)>, Failure> {
     let config = crate::config::load(file).map_err(|problems| {
         let lines: Vec<String> = problems
             .iter()
@@ -351,7 +351,7 @@ fn approve_all(
     which: Option<&str>,
     yes: bool,
     config: Option<&Path>,
-    common: &CommonArgs,
+    common: &ConnectArgs,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal;
     // Approving what another server offers would keep an identity in the
@@ -611,7 +611,7 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
 }
 
 /// Connects to `target`, lists everything, disconnects.
-async fn discover_target(target: &Target, common: &CommonArgs) -> Result<Discovery, Failure> {
+async fn discover_target(target: &Target, common: &ConnectArgs) -> Result<Discovery, Failure> {
     let ui = Ui::new(true);
     let mut signals = Signals::watch(&Stop::ALL, Inherited::Kept)
         .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))?;
