@@ -495,12 +495,7 @@ fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
     };
     let own = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     for closed in [false, true] {
-        for f in [
-            "switchboard.lock",
-            "switchboard.lock.sig",
-            "k.key",
-            "k.pub",
-        ] {
+        for f in ["switchboard.lock", "switchboard.lock.sig", "k.key", "k.pub"] {
             let _ = std::fs::remove_file(dir.0.join(f));
         }
         assert_eq!(run(&own(&["keygen", "--out", "k"]), closed), 0);
@@ -544,7 +539,9 @@ fn sign_and_verify_refuse_a_lock_every_command_refuses() {
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("switchboard.lock: files: tool \"read_file\": sha256 is not its definition's hash"),
+        err.contains(
+            "switchboard.lock: files: tool \"read_file\": sha256 is not its definition's hash"
+        ),
         "{err}"
     );
     assert!(!sig.exists());
@@ -665,7 +662,14 @@ fn strict_config_finds_another_upstreams_tool_on_the_first_run() {
     std::fs::write(dir.0.join("gateway.toml"), config).unwrap();
     let (code, out, err) = switchboard_in(
         &dir.0,
-        &["lock", "--config", "gateway.toml", "--strict", "--timeout", "30"],
+        &[
+            "lock",
+            "--config",
+            "gateway.toml",
+            "--strict",
+            "--timeout",
+            "30",
+        ],
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(
@@ -685,7 +689,10 @@ fn lock_commands_take_no_json_flag() {
     ] {
         let (code, out, err) = switchboard_in(&dir.0, args);
         assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
-        assert!(err.contains("unexpected argument '--json'"), "{args:?}: {err}");
+        assert!(
+            err.contains("unexpected argument '--json'"),
+            "{args:?}: {err}"
+        );
     }
     let (code, help, _) = switchboard_in(&dir.0, &["lock", "--help"]);
     assert_eq!(code, 0);

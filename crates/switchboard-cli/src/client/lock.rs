@@ -16,8 +16,8 @@ use switchboard_gateway::pin::{
 use crate::signals::{Inherited, Stop};
 
 use super::{
-    client_options, connect, list_pages, render, resolve_target, with_skipped, ConnectArgs, Failure,
-    Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
+    client_options, connect, list_pages, render, resolve_target, with_skipped, ConnectArgs,
+    Failure, Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
 };
 
 /// Writes to stdout; a closed stdout (`| head`, `>/dev/full`) is not an
@@ -563,7 +563,9 @@ fn looks_like_path(arg: &str) -> bool {
     !arg.is_empty()
         && arg.len() <= 4096
         && !base64ish
-        && !arg.chars().any(|c| c.is_whitespace() || c.is_control() || c == ':')
+        && !arg
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == ':')
 }
 
 /// `switchboard keygen`.
