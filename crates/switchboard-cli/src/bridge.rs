@@ -738,7 +738,7 @@ pub(crate) fn read_lock_entry(
     key: Option<&str>,
 ) -> Result<UpstreamLock, String> {
     if let Some(key) = key {
-        crate::client::lock::check_signature(file, key)?;
+        crate::client::lock::check_signature(file, key, "--lock-key")?;
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let lock: Lock = serde_json::from_str(&text)

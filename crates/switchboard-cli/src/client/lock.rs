@@ -16,9 +16,30 @@ use switchboard_gateway::pin::{
 use crate::signals::{Inherited, Stop};
 
 use super::{
-    client_options, connect, list_pages, render, resolve_target, with_skipped, CommonArgs, Failure,
-    Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
+    client_options, connect, list_pages, render, resolve_target, with_skipped, ConnectArgs,
+    Failure, Signals, Target, Ui, EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR,
 };
+
+/// Writes to stdout; a closed stdout (`| head`, `>/dev/full`) is not an
+/// error: what is left to print is dropped, and the command goes on (the files
+/// it writes are written) and exits as it would have.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// `print!` that does not panic on a closed stdout: [`out`].
+macro_rules! say {
+    ($($a:tt)*) => { out(&format!($($a)*)) };
+}
+
+/// `println!` that does not panic on a closed stdout: [`out`].
+macro_rules! sayln {
+    ($($a:tt)*) => { out(&format!("{}\n", format_args!($($a)*))) };
+}
 
 /// Exit status of `--check` when discovery differs from the lock (and of
 /// `--strict` when a definition is suspicious).
@@ -58,7 +79,7 @@ pub struct LockArgs {
     #[arg(long)]
     pub strict: bool,
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: ConnectArgs,
 }
 
 /// `switchboard lock sign|verify`.
@@ -77,7 +98,9 @@ pub enum LockAction {
     /// Show each difference between the lock and what its upstreams offer now
     /// (each reached by its identity in the lock) and ask whether to approve
     /// it; approved ones are written into the lock. Exit 0 when nothing is left
-    /// unapproved, 1 when something is.
+    /// unapproved, 1 when something is (a difference refused, or one of
+    /// another entry than `UPSTREAM__NAME`'s), said as `N difference(s) left
+    /// unapproved`.
     Approve {
         /// Only this upstream (`UPSTREAM`), or one entry of it
         /// (`UPSTREAM__NAME`).
@@ -96,7 +119,7 @@ pub enum LockAction {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         #[command(flatten)]
-        common: CommonArgs,
+        common: ConnectArgs,
     },
     /// Check the lock's signature (FILE.sig) against a public key: exit 0, or
     /// 2 with the reason (unsigned, changed, another key).
@@ -128,7 +151,7 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
             &[],
         )?;
         let discovery = runtime()?.block_on(discover_target(&target, &args.common))?;
-        decide(&args, &target, discovery)
+        decide(&args, &target, discovery, &[])
     })();
     super::finish(outcome)
 }
@@ -138,14 +161,27 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
 /// (drift over a match; an error stops).
 fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
     let runtime = runtime()?;
-    let mut code = EXIT_OK;
+    let mut all = Vec::new();
     for (name, target, common) in config_targets(file, &args.common)? {
+        let discovery = runtime.block_on(discover_target(&target, &common))?;
+        all.push((name, target, common, discovery));
+    }
+    // Every upstream's tools as listed now, so that a description naming
+    // another upstream's tool is found on the first run, in any order.
+    let run: Vec<(String, Vec<String>)> = all
+        .iter()
+        .map(|(name, target, _, discovery)| {
+            let (found, _) = UpstreamLock::pin(identity(target), discovery);
+            (name.clone(), found.tools.keys().cloned().collect())
+        })
+        .collect();
+    let mut code = EXIT_OK;
+    for (name, target, common, discovery) in all {
         let mut one = args.clone();
         one.name = Some(name);
         one.config = None;
         one.common = common;
-        let discovery = runtime.block_on(discover_target(&target, &one.common))?;
-        code = code.max(decide(&one, &target, discovery)?);
+        code = code.max(decide(&one, &target, discovery, &run)?);
     }
     Ok(code)
 }
@@ -155,8 +191,8 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
 /// or its URL with its headers), the rest of `base` kept.
 fn config_targets(
     file: &Path,
-    base: &CommonArgs,
-) -> Result<Vec<(String, Target, CommonArgs)>, Failure> {
+    base: &ConnectArgs,
+) -> Result<Vec<(String, Target, ConnectArgs)>, Failure> {
     let config = crate::config::load(file).map_err(|problems| {
         let lines: Vec<String> = problems
             .iter()
@@ -237,15 +273,16 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
         let discovery =
             runtime.block_on(discover_target(&target_of(&locked.identity), &args.common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
-        let suspicious = report_suspicious(name, &found, Some(&lock));
+        let suspicious = report_suspicious(name, &found, Some(&lock), &[]);
+        strict_summary(args, name, suspicious);
         let drift = compare(locked, &found);
         if drift.is_empty() {
-            println!("{name}: matches {}", args.file.display());
+            sayln!("{name}: matches {}", args.file.display());
             if args.strict && suspicious > 0 {
                 code = EXIT_DRIFT;
             }
         } else {
-            print!("{}", render_drift(name, locked, &found, &drift));
+            say!("{}", render_drift(name, locked, &found, &drift));
             code = EXIT_DRIFT;
         }
     }
@@ -259,13 +296,34 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
     };
     match action {
         LockAction::Sign { key, file } => {
-            let secret = String::from_utf8_lossy(&read(key)?).into_owned();
+            // A signature vouches for the lock: one that every command would
+            // refuse (not JSON, a hash that is not its definition's) is not
+            // signed.
+            existing_lock(file)?;
+            // The secret key itself given instead of its file: never echoed.
+            let arg = key.to_string_lossy();
+            if arg.trim().starts_with("ed25519-secret:") {
+                return Err(Failure::new(
+                    "the --key value: this is the secret key itself; give its file (from `switchboard keygen`)",
+                ));
+            }
+            let secret = match std::fs::read(key) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if looks_like_path(&arg) => {
+                    return Err(Failure::new(format!("{}: {e}", key.display())))
+                }
+                Err(e) => {
+                    return Err(Failure::new(format!(
+                        "the --key value: {e} (not shown: it is not a file name and may be key material)"
+                    )))
+                }
+            };
             let sig = pin::sign(&read(file)?, &secret)
                 .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
-            let out = signature_path(file);
-            std::fs::write(&out, format!("{sig}\n"))
-                .map_err(|e| Failure::new(format!("{}: {e}", out.display())))?;
-            println!("signed {} ({})", file.display(), out.display());
+            let sig_path = signature_path(file);
+            std::fs::write(&sig_path, format!("{sig}\n"))
+                .map_err(|e| Failure::new(format!("{}: {e}", sig_path.display())))?;
+            sayln!("signed {} ({})", file.display(), sig_path.display());
             Ok(EXIT_OK)
         }
         LockAction::Approve {
@@ -276,8 +334,10 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             common,
         } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
         LockAction::Verify { key, file } => {
-            check_signature(file, key).map_err(Failure::new)?;
-            println!("{}: signed by {key}", file.display());
+            check_signature(file, key, "--key").map_err(Failure::new)?;
+            // A well-signed lock is still refused as every command refuses it.
+            existing_lock(file)?;
+            sayln!("{}: signed by {key}", file.display());
             Ok(EXIT_OK)
         }
     }
@@ -291,9 +351,16 @@ fn approve_all(
     which: Option<&str>,
     yes: bool,
     config: Option<&Path>,
-    common: &CommonArgs,
+    common: &ConnectArgs,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal;
+    // Approving what another server offers would keep an identity in the
+    // lock that no longer says what was approved.
+    if !common.command.is_empty() {
+        return Err(Failure::new(
+            "approve reaches each upstream by the identity the lock records (or as `--config FILE` does), not `-- CMD`: to lock another server, run `switchboard lock -- CMD`",
+        ));
+    }
     let mut lock = read_lock(file)?.ok_or_else(|| {
         Failure::new(format!(
             "{}: no lock (run `switchboard lock` first)",
@@ -376,24 +443,31 @@ fn approve_all(
             .into_iter()
             .filter(|d| only_entry.is_none_or(|e| e == d.name))
             .collect();
-        if drift.is_empty() {
-            println!("{name}: matches {}", file.display());
-            continue;
+        if !drift.is_empty() {
+            sayln!("{name}: {} difference(s)", drift.len());
         }
-        println!("{name}: {} difference(s)", drift.len());
         for d in &drift {
-            print!("{}", visible(&render_one(d)));
+            say!("{}", visible(&render_one(d)));
             if yes || ask("approve this change?")? {
                 pin::approve(locked, &found, d);
                 approved += 1;
-            } else {
-                left += 1;
             }
+        }
+        // What is still not as approved: refused, or another entry than the
+        // one named.
+        let remaining = compare(locked, &found).len();
+        if remaining == 0 {
+            if drift.is_empty() {
+                sayln!("{name}: matches {}", file.display());
+            }
+        } else {
+            sayln!("{name}: {remaining} difference(s) left unapproved");
+            left += remaining;
         }
     }
     if approved > 0 {
         write_lock(file, &lock)?;
-        println!("{approved} change(s) approved into {}", file.display());
+        sayln!("{approved} change(s) approved into {}", file.display());
         if signature_path(file).exists() {
             eprintln!(
                 "switchboard: {} no longer matches its signature: sign it again (`switchboard lock sign`)",
@@ -427,13 +501,11 @@ pub fn signature_path(lock: &Path) -> PathBuf {
 }
 
 /// Checks the lock at `file` against its `FILE.sig` and the public key `key`
-/// (a file, or the key text itself). Errors: one line naming the file and why.
-pub fn check_signature(file: &Path, key: &str) -> Result<(), String> {
-    let public = if key.starts_with("ed25519:") {
-        key.to_owned()
-    } else {
-        std::fs::read_to_string(key).map_err(|e| format!("{key}: {e}"))?
-    };
+/// (a file, or the key text itself), given as `flag` (`--key`, `--lock-key`).
+/// Errors: one line naming what is wrong (the key's file or "the FLAG value",
+/// the lock, or its signature) and why; key material is never printed.
+pub fn check_signature(file: &Path, key: &str, flag: &str) -> Result<(), String> {
+    let public = public_key(key, flag)?;
     let lock = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let sig_path = signature_path(file);
     let sig = match std::fs::read_to_string(&sig_path) {
@@ -441,7 +513,59 @@ pub fn check_signature(file: &Path, key: &str) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", sig_path.display())),
     };
-    pin::verify(&lock, sig.as_deref(), &public).map_err(|e| format!("{}: {e}", file.display()))
+    pin::verify(&lock, sig.as_deref(), &public).map_err(|e| match e {
+        // The key was checked above: what is malformed is the signature.
+        pin::SignatureError::Malformed(_) => format!("{}: {e}", sig_path.display()),
+        _ => format!("{}: {e}", file.display()),
+    })
+}
+
+/// What to say of a secret key given where the public key belongs.
+const SECRET_GIVEN: &str = "this is a secret key; give the public key (FILE.pub or ed25519:…)";
+
+/// The public key text of the argument `key` of `flag`: the key itself
+/// (`ed25519:…`) or a file holding it. Errors name the file, or "the FLAG
+/// value", never the key's text; a secret key is told as such.
+fn public_key(key: &str, flag: &str) -> Result<String, String> {
+    let value = format!("the {flag} value");
+    let given = key.trim();
+    if given.starts_with("ed25519-secret:") {
+        return Err(format!("{value}: {SECRET_GIVEN}"));
+    }
+    let (text, whose) = if given.starts_with("ed25519:") {
+        (given.to_owned(), value)
+    } else {
+        match std::fs::read_to_string(key) {
+            Ok(text) => (text, key.to_owned()),
+            Err(e) if looks_like_path(key) => return Err(format!("{key}: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "{value}: {e} (not shown: it is not a file name and may be key material)"
+                ))
+            }
+        }
+    };
+    if text.trim().starts_with("ed25519-secret:") {
+        return Err(format!("{whose}: {SECRET_GIVEN}"));
+    }
+    pin::check_public(&text).map_err(|e| format!("{whose}: {e}"))?;
+    Ok(text)
+}
+
+/// Whether a key argument that is no readable file may be named in an error:
+/// a file name (no spaces, controls or `:`, and not a long run of base64,
+/// which a pasted key is).
+fn looks_like_path(arg: &str) -> bool {
+    let base64ish = arg.len() >= 32
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    !arg.is_empty()
+        && arg.len() <= 4096
+        && !base64ish
+        && !arg
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == ':')
 }
 
 /// `switchboard keygen`.
@@ -477,7 +601,7 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
             writeln!(f, "{secret}").map_err(|e| fail(&secret_path, e))?;
         }
         std::fs::write(&public_path, format!("{public}\n")).map_err(|e| fail(&public_path, e))?;
-        println!("{public}");
+        sayln!("{public}");
         eprintln!(
             "switchboard: wrote {} (secret: keep it out of the repository) and {}",
             secret_path.display(),
@@ -489,7 +613,7 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
 }
 
 /// Connects to `target`, lists everything, disconnects.
-async fn discover_target(target: &Target, common: &CommonArgs) -> Result<Discovery, Failure> {
+async fn discover_target(target: &Target, common: &ConnectArgs) -> Result<Discovery, Failure> {
     let ui = Ui::new(true);
     let mut signals = Signals::watch(&Stop::ALL, Inherited::Kept)
         .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))?;
@@ -528,8 +652,14 @@ async fn discover(client: &Client) -> Result<Discovery, Failure> {
     Ok(d)
 }
 
-/// Writes or checks the lock; prints what a reviewer reads.
-fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, Failure> {
+/// Writes or checks the lock; prints what a reviewer reads. `run`: the tool
+/// names of each upstream locked in this run (`--config`), besides the lock's.
+fn decide(
+    args: &LockArgs,
+    target: &Target,
+    discovery: Discovery,
+    run: &[(String, Vec<String>)],
+) -> Result<u8, Failure> {
     let existing = read_lock(&args.file)?;
     let name = match (&args.name, &existing) {
         (Some(n), _) => n.clone(),
@@ -550,11 +680,9 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         )));
     }
     let (mut found, malformed) = UpstreamLock::pin(identity(target), &discovery);
-    for m in &malformed {
-        eprintln!("switchboard: {name}: the server listed {}", m.message);
-    }
-    let suspicious = report_suspicious(&name, &found, existing.as_ref());
+    let suspicious = report_suspicious(&name, &found, existing.as_ref(), run);
     if args.check {
+        strict_summary(args, &name, suspicious);
         let Some(locked) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) else {
             return Err(Failure::new(format!(
                 "{}: no upstream {name:?} in the lock (run `switchboard lock` first)",
@@ -566,27 +694,28 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
         // An entry listed twice (or nameless) is not as approved, whichever
         // copy the lock's table kept: the bridge serves neither.
         if !malformed.is_empty() {
-            println!("{name}: drifted (the server's lists are malformed)");
+            sayln!("{name}: drifted (the server's lists are malformed)");
             for m in &malformed {
-                println!("  ! {}", visible(&m.message));
+                sayln!("  ! {}", visible(&m.message));
             }
             return Ok(EXIT_DRIFT);
         }
         if drift.is_empty() && !identity_changed {
-            println!("{name}: matches {}", args.file.display());
+            sayln!("{name}: matches {}", args.file.display());
             return Ok(if args.strict && suspicious > 0 {
                 EXIT_DRIFT
             } else {
                 EXIT_OK
             });
         }
-        print!("{}", render_drift(&name, locked, &found, &drift));
+        say!("{}", render_drift(&name, locked, &found, &drift));
         return Ok(EXIT_DRIFT);
     }
-    if let Some(m) = malformed.first() {
+    if !malformed.is_empty() {
+        let what: Vec<&str> = malformed.iter().map(|m| m.message.as_str()).collect();
         return Err(Failure::new(format!(
-            "{name}: the server listed {}: {} not written",
-            m.message,
+            "{name}: the server's lists are malformed ({}): {} not written",
+            what.join("; "),
             args.file.display()
         )));
     }
@@ -604,7 +733,7 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     if let Some(old) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) {
         let drift = compare(old, &found);
         if !drift.is_empty() || old.identity != found.identity {
-            print!(
+            say!(
                 "{}",
                 render_drift(&name, old, &found, &drift).replacen("drifted", "replaced", 1)
             );
@@ -632,24 +761,45 @@ fn decide(args: &LockArgs, target: &Target, discovery: Discovery) -> Result<u8, 
     }
     lock.upstreams.insert(name.clone(), found);
     write_lock(&args.file, &lock)?;
-    println!("{name}: {counts} locked in {}", args.file.display());
+    sayln!("{name}: {counts} locked in {}", args.file.display());
     Ok(EXIT_OK)
 }
 
+/// With `--strict`, a check's reason to fail besides drift, on stderr as the
+/// write mode says it: `NAME: N suspicious definition(s) (--strict)`.
+fn strict_summary(args: &LockArgs, name: &str, suspicious: usize) {
+    if args.strict && suspicious > 0 {
+        eprintln!("switchboard: {name}: {suspicious} suspicious definition(s) (--strict)");
+    }
+}
+
 /// Prints each suspicious finding on stderr; returns how many definitions had
-/// one. Names of the lock's other upstreams' tools are what a description must
-/// not name.
-fn report_suspicious(name: &str, found: &UpstreamLock, lock: Option<&Lock>) -> usize {
+/// one. Names of the other upstreams' tools, in the lock and in this run
+/// (`run`: each upstream's tool names as listed now), are what a description
+/// must not name.
+fn report_suspicious(
+    name: &str,
+    found: &UpstreamLock,
+    lock: Option<&Lock>,
+    run: &[(String, Vec<String>)],
+) -> usize {
     // Another upstream's tools, by their own and their served names.
+    let locked = lock
+        .iter()
+        .flat_map(|l| l.upstreams.iter())
+        .map(|(n, u)| (n, u.tools.keys().collect::<Vec<_>>()));
+    let now = run.iter().map(|(n, tools)| (n, tools.iter().collect()));
     let mut others: Vec<String> = Vec::new();
-    for (n, u) in lock.iter().flat_map(|l| l.upstreams.iter()) {
+    for (n, tools) in locked.chain(now) {
         if n != name {
-            for t in u.tools.keys() {
+            for t in tools {
                 others.push(t.clone());
                 others.push(format!("{n}__{t}"));
             }
         }
     }
+    others.sort();
+    others.dedup();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
     let mut entries: Vec<(Kind, &str, &Value)> = Vec::new();
     if let Some(i) = &found.instructions {
@@ -826,6 +976,16 @@ fn default_name(target: &Target) -> String {
     } else {
         name
     }
+}
+
+/// The lock at `path`, checked as [`read_lock`] does; no file is an error.
+fn existing_lock(path: &Path) -> Result<Lock, Failure> {
+    read_lock(path)?.ok_or_else(|| {
+        Failure::new(format!(
+            "{}: no lock (run `switchboard lock` first)",
+            path.display()
+        ))
+    })
 }
 
 /// The lock at `path`, `None` when there is no file.

@@ -86,12 +86,35 @@ pub const EXIT_FAILURE: u8 = 2;
 /// before the next step of the shutdown.
 const CHILD_GRACE: Duration = Duration::from_secs(2);
 
-/// Options every client command takes.
+/// Options every client command that prints a server's results takes:
+/// `--json`, and how to reach the server ([`ConnectArgs`], which it derefs
+/// to).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
     /// Print the result JSON exactly as received instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl std::ops::Deref for CommonArgs {
+    type Target = ConnectArgs;
+    fn deref(&self) -> &ConnectArgs {
+        &self.connect
+    }
+}
+
+impl std::ops::DerefMut for CommonArgs {
+    fn deref_mut(&mut self) -> &mut ConnectArgs {
+        &mut self.connect
+    }
+}
+
+/// How a client command reaches the server: every client command takes
+/// these (the `lock` commands without `--json`, which they do not print).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectArgs {
     /// How long to wait for each answer, in seconds (fractions allowed); a progress
     /// notification restarts the wait (up to ten minutes in all, or the timeout if
     /// longer).
@@ -567,7 +590,7 @@ async fn shut_down(child: ChildProcess, signals: &mut Signals, ending: Ending) {
     }
 }
 
-fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
+fn client_options(common: &ConnectArgs, ui: &Arc<Ui>) -> ClientOptions {
     let mut options = ClientOptions::new(Implementation::new(
         "switchboard-cli",
         env!("CARGO_PKG_VERSION"),
@@ -597,7 +620,7 @@ fn client_options(common: &CommonArgs, ui: &Arc<Ui>) -> ClientOptions {
 async fn connect_target(
     url: &str,
     options: ClientOptions,
-    common: &CommonArgs,
+    common: &ConnectArgs,
 ) -> Result<Client, Failure> {
     let mut config = HttpClientConfig::new(url);
     config.connect_timeout = common.timeout;
@@ -626,7 +649,7 @@ async fn connect_target(
 async fn connect(
     target: &Target,
     options: ClientOptions,
-    common: &CommonArgs,
+    common: &ConnectArgs,
     signals: &mut Signals,
 ) -> Result<Connection, Failure> {
     match target {

@@ -16,5 +16,5 @@ pub use lock::{
     approve, compare, definition, Change, Discovery, Drift, Identity, Kind, Lock, Malformed,
     Pinned, UpstreamLock, LOCK_VERSION,
 };
-pub use sign::{generate, public_of, sign, verify, SignatureError};
+pub use sign::{check_public, generate, public_of, sign, verify, SignatureError};
 pub use suspicious::{findings, invisible, Finding, Rule, MAX_DESCRIPTION_CHARS};

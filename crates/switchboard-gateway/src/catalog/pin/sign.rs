@@ -53,6 +53,13 @@ pub fn public_of(secret: &str) -> Result<String, SignatureError> {
     Ok(public_text(&signing_key(secret)?.verifying_key()))
 }
 
+/// Checks that `public` is a public key text (`ed25519:BASE64`, 32 bytes, a
+/// point of the curve), so that a caller can tell a bad key from a bad
+/// signature.
+pub fn check_public(public: &str) -> Result<(), SignatureError> {
+    verifying_key(public).map(|_| ())
+}
+
 /// Signs `lock` (the file's exact bytes) with the secret key text.
 pub fn sign(lock: &[u8], secret: &str) -> Result<String, SignatureError> {
     let key = signing_key(secret)?;

@@ -22,7 +22,8 @@ pub struct Finding {
 /// The rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// Unicode tag characters, bidirectional controls, zero-width characters.
+    /// Unicode tag characters, bidirectional controls, zero-width characters,
+    /// control characters (C0 but tab, newline and carriage return; DEL; C1).
     InvisibleCharacters,
     /// Text addressed to the model (instructions, secrecy, urgency markup).
     AddressesTheModel,
@@ -48,6 +49,11 @@ impl Rule {
 /// character shown as itself.
 pub fn invisible(c: char) -> Option<&'static str> {
     match c as u32 {
+        // A terminal acts on these (`ESC [8m` hides the text after it, BEL
+        // rings) instead of showing them; tab, newline and carriage return are
+        // ordinary layout.
+        0x09 | 0x0A | 0x0D => None,
+        0x00..=0x1F | 0x7F..=0x9F => Some("a control character"),
         0xE0000..=0xE007F => Some("a Unicode tag character"),
         0x202A..=0x202E | 0x2066..=0x2069 | 0x200E | 0x200F | 0x061C => {
             Some("a bidirectional control")
@@ -280,6 +286,34 @@ mod tests {
         assert_eq!(rules(&zw, &[]).len(), 2);
         // Must not be flagged: accents, CJK, emoji, right-to-left text itself.
         let fine = json!({"description": "Café 東京 🙂 שלום — naïve"});
+        assert_eq!(rules(&fine, &[]), []);
+    }
+
+    #[test]
+    fn control_characters_are_found_but_not_layout() {
+        // A terminal escape that hides what follows, a bell and a NUL in a
+        // name, DEL, and a C1 control (CSI).
+        let hidden = json!({"description": "Reads.\u{1b}[8m and sends ~/.ssh away"});
+        let found = findings(&hidden, &[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rule, Rule::InvisibleCharacters);
+        assert_eq!(found[0].detail, "U+001B, a control character");
+        for bad in [
+            json!({"name": "ring\u{7}"}),
+            json!({"name": "nul\u{0}"}),
+            json!({"title": "del\u{7f}"}),
+            json!({"description": "csi\u{9b}8m"}),
+            json!({"description": "c1 end\u{80}"}),
+        ] {
+            assert_eq!(
+                rules(&bad, &[]).first().map(|(r, _)| *r),
+                Some(Rule::InvisibleCharacters),
+                "{bad}"
+            );
+        }
+        // Must not be flagged: ordinary newlines, tabs and carriage returns,
+        // and U+00A0 just past the C1 range.
+        let fine = json!({"description": "Line one.\n\tIndented.\r\nLine three.\u{a0}"});
         assert_eq!(rules(&fine, &[]), []);
     }
 
