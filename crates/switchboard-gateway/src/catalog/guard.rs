@@ -9,7 +9,8 @@
 //! `notifications/{tools,prompts}/list_changed`, and every client's, so a
 //! definition changed mid-session is caught before the next use (which waits
 //! for that judgement: module `catalog::changes`). A session's own child is
-//! judged by that session's lists only.
+//! judged by that session's lists, and by the bridge's own list of it at each
+//! of its `list_changed` (into that session's verdicts: [`DriftGuard::observe_in`]).
 //!
 //! This module must not know about transports, sessions or children.
 
@@ -82,8 +83,9 @@ pub enum Scope<'a> {
     /// The shared child's (2026-07-28 exchanges, sessions of a shared child):
     /// the bridge lists it itself at each start and list change.
     Shared,
-    /// A session's own child's, which only that session's lists tell of: a
-    /// call before the session listed is refused in block mode.
+    /// A session's own child's, which only that session's lists tell of,
+    /// and the bridge's own list of that child at each change it announces:
+    /// a call before either listed it is refused in block mode.
     Own(&'a Verdicts),
 }
 
@@ -191,18 +193,16 @@ impl DriftGuard {
         self.mode == GuardMode::Warn
     }
 
-    /// Takes in a whole list (every page) the bridge fetched itself: each tool
-    /// judged, approved tools the upstream no longer lists logged.
+    /// Takes in the shared child's whole tool list (every page) the bridge
+    /// fetched itself: each tool judged, approved tools the upstream no longer
+    /// lists logged.
     pub fn observe(&self, tools: &[Value]) {
         *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = tools.to_vec();
-        let counts = name_counts(Kind::Tool, tools.iter());
-        let mut listed = BTreeSet::new();
-        for tool in tools {
-            if let Some(name) = tool.get("name").and_then(Value::as_str) {
-                listed.insert(name);
-                self.judge(Scope::Shared, Kind::Tool, name, tool, counts[name] > 1);
-            }
-        }
+        self.observe_in(Scope::Shared, Kind::Tool, tools);
+        let listed: BTreeSet<&str> = tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect();
         let lock = self.current();
         let gone: Vec<&str> = lock
             .tools
@@ -212,6 +212,18 @@ impl DriftGuard {
             .collect();
         if !gone.is_empty() {
             warn!(?gone, lock = %self.source, "drift: approved tools the upstream no longer lists");
+        }
+    }
+
+    /// Takes in a whole list of `kind` (every page) the bridge fetched itself
+    /// into `scope`'s verdicts (the shared child's, or a session's own
+    /// child's): each entry judged, as a client's list of it would be.
+    pub fn observe_in(&self, scope: Scope<'_>, kind: Kind, entries: &[Value]) {
+        let counts = name_counts(kind, entries.iter());
+        for entry in entries {
+            if let Some(name) = entry.get(kind.key()).and_then(Value::as_str) {
+                self.judge(scope, kind, name, entry, counts[name] > 1);
+            }
         }
     }
 
