@@ -588,6 +588,49 @@ mod tests {
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
     }
 
+    /// The bridge's own list of a session's child (at a change it announced)
+    /// judges that session's verdicts only, as the session's own list would:
+    /// a rewritten tool is refused there, nowhere else; a name listed twice
+    /// is never approved; other kinds are judged by their own key.
+    #[test]
+    fn the_bridges_own_list_of_a_sessions_child_judges_that_session_only() {
+        let g = guard(GuardMode::Block);
+        let (own, other) = (Verdicts::default(), Verdicts::default());
+        g.filter_list_result(
+            Scope::Own(&own),
+            Kind::Tool,
+            list(&[tool("Removes a file.")]),
+        );
+        g.filter_list_result(
+            Scope::Own(&other),
+            Kind::Tool,
+            list(&[tool("Removes a file.")]),
+        );
+        assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        g.observe_in(Scope::Own(&own), Kind::Tool, &[tool("EVIL")]);
+        assert!(g
+            .check(Scope::Own(&own), Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("changed since it was approved"));
+        assert_eq!(g.check(Scope::Own(&other), Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        g.observe_in(
+            Scope::Own(&other),
+            Kind::Tool,
+            &[tool("Removes a file."), tool("Removes a file.")],
+        );
+        assert!(g.check(Scope::Own(&other), Kind::Tool, "rm").is_err());
+        // Back as approved.
+        g.observe_in(Scope::Own(&own), Kind::Tool, &[tool("Removes a file.")]);
+        assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        // A prompt the lock does not hold: judged, and refused as new.
+        g.observe_in(Scope::Own(&own), Kind::Prompt, &[json!({"name": "p"})]);
+        assert!(g
+            .check(Scope::Own(&own), Kind::Prompt, "p")
+            .unwrap_err()
+            .contains("not approved"));
+    }
+
     #[test]
     fn a_list_that_is_not_an_array_serves_nothing_in_block_mode() {
         let g = guard(GuardMode::Block);
