@@ -176,7 +176,9 @@ pub(crate) struct Core {
     pub(crate) tools: catalog::tools::ToolHeaders,
     /// How many of the shared child's announced list changes have been
     /// re-listed and judged: what a call with a drift guard waits for
-    /// ([`Core::check_judged_request`], module `catalog::changes`).
+    /// ([`Core::check_judged_request`], module `catalog::changes`). A
+    /// session's own child's are counted by its session (module
+    /// `downstream::session`).
     pub(crate) judged: catalog::changes::Judged,
     /// Whether its follower (module `catalog::tools`) is what re-lists the
     /// shared child for the drift guard: it lists the prompts too, and marks
