@@ -690,6 +690,146 @@ async fn a_prompt_changed_mid_session_is_refused_at_the_next_get() {
     .expect("bounded");
 }
 
+/// The same rug pulls against a session's own child (`--child per-session`):
+/// after the session listed (judged approved), its child rewrites a tool's
+/// description (then a prompt's) and announces it; the bridge re-lists that
+/// child itself (its `tools/list` is slow) and judges the session's own
+/// verdicts, and the very next call (get), sent at once, waits for that
+/// judgement and is refused without reaching the child. A session that never
+/// listed, and whose child announced nothing, is refused as before: nothing
+/// judged its child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("own-rug-pull");
+        let log = d.0.join("calls.log");
+        let fixture = fixture_upstream();
+        let server = ["--name", "fx", "--grow", "--prompt", "brief"];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "--name", "fx", "--", "python3", &fixture])
+            .args(server)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lock = d.0.join("switchboard.lock");
+        let mut cmd = vec!["python3", fixture.as_str()];
+        cmd.extend(server);
+        cmd.extend(["--slow-list", "0.5", "--calls", log.to_str().unwrap()]);
+        let bridge = BridgeProc::start(
+            &["--child", "per-session", "--lock", lock.to_str().unwrap()],
+            &cmd,
+        )
+        .await;
+        let c = client();
+        let call = |name: &str, text: &str| json!({"name": name, "arguments": {"text": text}});
+
+        // A legacy session (Streamable HTTP) with a child of its own.
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        assert!(
+            listed(&r, json!(1)).contains(&"echo".to_owned()),
+            "{}",
+            r.body
+        );
+        let r = s
+            .request(&c, &bridge.url, json!(2), "prompts/list", json!({}))
+            .await;
+        assert_eq!(
+            r.response(&json!(2))["result"]["prompts"][0]["name"],
+            "brief",
+            "{}",
+            r.body
+        );
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(3),
+                "tools/call",
+                call("grow", "rewrite:echo"),
+            )
+            .await;
+        assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(4),
+                "tools/call",
+                call("echo", "should not arrive"),
+            )
+            .await;
+        let why = error_message(r.response(&json!(4)));
+        assert!(
+            why.contains("\"echo\" changed since it was approved"),
+            "{why}"
+        );
+        let r = s
+            .request(&c, &bridge.url, json!(5), "tools/list", json!({}))
+            .await;
+        assert!(
+            !listed(&r, json!(5)).contains(&"echo".to_owned()),
+            "withheld"
+        );
+
+        // A prompt, the same way.
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(6),
+                "tools/call",
+                call("grow", "rewrite-prompt:brief"),
+            )
+            .await;
+        assert!(r.response(&json!(6)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(7),
+                "prompts/get",
+                call("brief", "should not arrive"),
+            )
+            .await;
+        let why = error_message(r.response(&json!(7)));
+        assert!(
+            why.contains("\"brief\" changed since it was approved"),
+            "{why}"
+        );
+
+        // A session that never listed: its child was never judged.
+        let fresh = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = fresh
+            .request(
+                &c,
+                &bridge.url,
+                json!(8),
+                "tools/call",
+                call("echo", "should not arrive"),
+            )
+            .await;
+        let why = error_message(r.response(&json!(8)));
+        assert!(why.contains("has not listed its tools yet"), "{why}");
+
+        let calls = calls(&log);
+        assert!(
+            !calls.iter().any(|l| l.contains("should not arrive")),
+            "a refused use reached the child: {calls:?}"
+        );
+        assert_eq!(calls.len(), 2, "{calls:?}");
+    })
+    .await
+    .expect("bounded");
+}
+
 /// A reloaded lock judges what the shared child last listed at once, prompts
 /// included, with no new list: a prompt served under the old lock is refused
 /// right after SIGHUP by a lock that approved another definition of it,

@@ -113,8 +113,10 @@ pub struct BridgeConfig {
     pub transport: TransportConfig,
     /// How long a child has to answer `initialize`. Default 30 s.
     pub init_timeout: Duration,
-    /// How long a request waits for a (re)starting child before failing. Default
-    /// 10 s.
+    /// How long a request waits for a (re)starting child before failing; with
+    /// a drift guard, also the longest a `tools/call` or `prompts/get` is held
+    /// for a list change its child announced to be re-listed and judged.
+    /// Default 10 s.
     pub ready_wait: Duration,
     /// The first restart delay after the shared child dies, doubled on each
     /// failure up to [`backoff_max`](Self::backoff_max). Default 200 ms. (A
@@ -174,7 +176,9 @@ pub(crate) struct Core {
     pub(crate) tools: catalog::tools::ToolHeaders,
     /// How many of the shared child's announced list changes have been
     /// re-listed and judged: what a call with a drift guard waits for
-    /// ([`Core::check_judged_request`], module `catalog::changes`).
+    /// ([`Core::check_judged_request`], module `catalog::changes`). A
+    /// session's own child's are counted by its session (module
+    /// `downstream::session`).
     pub(crate) judged: catalog::changes::Judged,
     /// Whether its follower (module `catalog::tools`) is what re-lists the
     /// shared child for the drift guard: it lists the prompts too, and marks
@@ -204,6 +208,18 @@ pub(crate) struct Core {
     owners: AtomicU64,
     /// The sessions' own children, for the drain and the shutdown.
     live: Mutex<Live<Upstream>>,
+}
+
+/// Whose announced list changes a use of an entry waits for, and how many
+/// of them re-lists have judged (module `catalog::changes`): the shared
+/// child's ([`Core::shared_judging`]) or a session's own child's (module
+/// `downstream::session`, which keeps its own counts).
+#[derive(Clone, Copy)]
+pub(crate) struct Judging<'a> {
+    /// The upstream whose changes are counted ([`Upstream::list_changes`]).
+    pub(crate) upstream: &'a Upstream,
+    /// What its re-lists have judged.
+    pub(crate) judged: &'a catalog::changes::Judged,
 }
 
 /// The smallest [`Live`] list that is pruned: 64 entries.
@@ -290,51 +306,55 @@ impl Core {
         .map_err(error::Error::Refused)
     }
 
+    /// The shared child's [`Judging`]: its announced list changes, and its
+    /// follower's (or a gateway's re-list's) judgement of them.
+    pub(crate) fn shared_judging(&self) -> Judging<'_> {
+        Judging {
+            upstream: &self.shared,
+            judged: &self.judged,
+        }
+    }
+
     /// The list whose announced changes a request of `route` must wait for
-    /// before it is checked: with a drift guard, for a use of an entry judged
-    /// by the shared child's verdicts, when the shared child announced a
-    /// change of its list that no finished re-list has judged yet (module
-    /// `catalog::changes`). `None` (the request goes on at once) otherwise,
-    /// and always without a guard. A session's own child (`Scope::Own`) is
-    /// judged by that session's own lists: nothing to wait for here.
+    /// before it is checked: with a drift guard, for a use of an entry
+    /// (`tools/call`, `prompts/get`), when the upstream of `judging`
+    /// announced a change of its list that no finished re-list has judged
+    /// yet (module `catalog::changes`). `None` (the request goes on at once)
+    /// otherwise, and always without a guard.
     pub(crate) fn unjudged(
         &self,
-        scope: catalog::guard::Scope<'_>,
+        judging: Judging<'_>,
         route: classify::Route,
     ) -> Option<classify::ListKind> {
         self.guard.as_ref()?;
-        if !matches!(scope, catalog::guard::Scope::Shared) {
-            return None;
-        }
         let list = classify::ListKind::of(route.used()?)?;
-        let announced = self.shared.list_changes(list);
-        self.judged.pending(list, announced).then_some(list)
+        let announced = judging.upstream.list_changes(list);
+        judging.judged.pending(list, announced).then_some(list)
     }
 
-    /// Waits until every change of `list` the shared child announced has been
-    /// re-listed and judged, at most [`BridgeConfig::ready_wait`] (logged
-    /// when it gives up).
-    pub(crate) async fn wait_judged(&self, list: classify::ListKind) {
-        let announced = self.shared.list_changes(list);
+    /// Waits until every change of `list` the upstream of `judging`
+    /// announced has been re-listed and judged, at most
+    /// [`BridgeConfig::ready_wait`] (logged when it gives up).
+    pub(crate) async fn wait_judged(&self, judging: Judging<'_>, list: classify::ListKind) {
+        let announced = judging.upstream.list_changes(list);
         let wait = self.config.ready_wait;
-        if !self.judged.wait(list, announced, wait).await {
-            warn!(upstream = %self.shared.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
+        if !judging.judged.wait(list, announced, wait).await {
+            warn!(upstream = %judging.upstream.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
         }
     }
 
-    /// [`Core::check_request`], judged on a list that saw every change the
-    /// shared child announced (with a guard, in `Scope::Shared`: see
-    /// [`Core::unjudged`]).
+    /// [`Core::check_request`] of a request to the shared child
+    /// (`Scope::Shared`), judged on a list that saw every change it
+    /// announced (with a guard: see [`Core::unjudged`]).
     pub(crate) async fn check_judged_request(
         &self,
-        scope: catalog::guard::Scope<'_>,
         route: classify::Route,
         params: Option<&RawValue>,
     ) -> Result<(), error::Error> {
-        if let Some(list) = self.unjudged(scope, route) {
-            self.wait_judged(list).await;
+        if let Some(list) = self.unjudged(self.shared_judging(), route) {
+            self.wait_judged(self.shared_judging(), list).await;
         }
-        self.check_request(scope, route, params)
+        self.check_request(catalog::guard::Scope::Shared, route, params)
     }
 
     /// The `instructions` clients are served for the upstream's own: with a

@@ -5,18 +5,22 @@
 //! ```text
 //! upstream ──list_changed──> Upstream::list_changes counts it (per list),
 //!            then hands it on
-//! re-lister (the bridge's follower, the gateway's relist) reads the count,
-//!            lists, has the guard judge every entry, then marks that count
-//!            judged (Judged::judged)
-//! a call of an entry (shared verdicts, with a guard: Core::unjudged) waits
-//!            until the judged count of its list reaches the count announced
-//!            when it came, at most the wait given (logged when it gives up),
-//!            then is checked
+//! re-lister (the bridge's follower, the gateway's relist, a session's
+//!            follow_own for its own child) reads the count, lists, has the
+//!            guard judge every entry, then marks that count judged
+//!            (Judged::judged)
+//! a call of an entry (with a guard: Core::unjudged) waits until the judged
+//!            count of its list reaches the count announced when it came, at
+//!            most the wait given (logged when it gives up), then is checked
 //! ```
 //!
-//! One [`Judged`] per upstream (its [`Core`](crate::Core)), shared by the
-//! bridge and the gateway. Without a guard nothing waits: the check is one
-//! test of an `Option`.
+//! One [`Judged`] per set of verdicts: the shared child's (its
+//! [`Core`](crate::Core), shared by the bridge and the gateway), and, with a
+//! guard, each session's with a child of its own (module
+//! `downstream::session`, dropped with the session); a
+//! [`Judging`](crate::Judging) pairs it with the upstream whose changes it
+//! counts. Without a guard nothing is re-listed and nothing waits: the check
+//! is one test of an `Option`.
 //!
 //! This module must not know how lists are fetched, judged or served, nor
 //! sessions, upstreams or transports: counts come in, and calls wait on them.

@@ -9,7 +9,8 @@
 //! `notifications/{tools,prompts}/list_changed`, and every client's, so a
 //! definition changed mid-session is caught before the next use (which waits
 //! for that judgement: module `catalog::changes`). A session's own child is
-//! judged by that session's lists only.
+//! judged by that session's lists, and by the bridge's own list of it at each
+//! of its `list_changed` (into that session's verdicts: [`DriftGuard::observe_in`]).
 //!
 //! This module must not know about transports, sessions or children.
 
@@ -87,8 +88,9 @@ pub enum Scope<'a> {
     /// The shared child's (2026-07-28 exchanges, sessions of a shared child):
     /// the bridge lists it itself at each start and list change.
     Shared,
-    /// A session's own child's, which only that session's lists tell of: a
-    /// call before the session listed is refused in block mode.
+    /// A session's own child's, which only that session's lists tell of,
+    /// and the bridge's own list of that child at each change it announces:
+    /// a call before either listed it is refused in block mode.
     Own(&'a Verdicts),
 }
 
@@ -196,20 +198,28 @@ impl DriftGuard {
         self.mode == GuardMode::Warn
     }
 
-    /// Takes in a whole list of `kind` (every page) the bridge fetched itself
-    /// from the shared child: each entry judged; approved entries it no longer
-    /// lists are logged and recorded as gone (their calls refused in block
-    /// mode, until listed again).
+    /// Takes in the shared child's whole list of `kind` (every page) the
+    /// bridge fetched itself ([`DriftGuard::observe_in`]); its tools are kept
+    /// to be judged again (logged) at a reload.
     pub fn observe(&self, kind: Kind, entries: &[Value]) {
         if kind == Kind::Tool {
             *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = entries.to_vec();
         }
+        self.observe_in(Scope::Shared, kind, entries);
+    }
+
+    /// Takes in a whole list of `kind` (every page) the bridge fetched itself
+    /// into `scope`'s verdicts (the shared child's, or a session's own
+    /// child's): each entry judged, as a client's list of it would be;
+    /// approved entries it lacks are logged and recorded as gone (their calls
+    /// refused in block mode, until listed again).
+    pub fn observe_in(&self, scope: Scope<'_>, kind: Kind, entries: &[Value]) {
         let counts = name_counts(kind, entries.iter());
         let mut listed = BTreeSet::new();
         for entry in entries {
             if let Some(name) = entry.get(kind.key()).and_then(Value::as_str) {
                 listed.insert(name);
-                self.judge(Scope::Shared, kind, name, entry, counts[name] > 1);
+                self.judge(scope, kind, name, entry, counts[name] > 1);
             }
         }
         let lock = self.current();
@@ -224,7 +234,7 @@ impl DriftGuard {
         }
         let mut logged = true;
         {
-            let mut table = self.shared.lock();
+            let mut table = self.verdicts(scope).lock();
             let table = table.entry(kind).or_default();
             for name in &gone {
                 let before = table.insert((*name).to_owned(), (generation, Listed::Gone));
@@ -599,6 +609,49 @@ mod tests {
         assert_eq!(g.check(Scope::Own(&good), Kind::Tool, "rm"), Ok(()));
         // The shared child's verdicts are apart from both.
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+    }
+
+    /// The bridge's own list of a session's child (at a change it announced)
+    /// judges that session's verdicts only, as the session's own list would:
+    /// a rewritten tool is refused there, nowhere else; a name listed twice
+    /// is never approved; other kinds are judged by their own key.
+    #[test]
+    fn the_bridges_own_list_of_a_sessions_child_judges_that_session_only() {
+        let g = guard(GuardMode::Block);
+        let (own, other) = (Verdicts::default(), Verdicts::default());
+        g.filter_list_result(
+            Scope::Own(&own),
+            Kind::Tool,
+            list(&[tool("Removes a file.")]),
+        );
+        g.filter_list_result(
+            Scope::Own(&other),
+            Kind::Tool,
+            list(&[tool("Removes a file.")]),
+        );
+        assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        g.observe_in(Scope::Own(&own), Kind::Tool, &[tool("EVIL")]);
+        assert!(g
+            .check(Scope::Own(&own), Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("changed since it was approved"));
+        assert_eq!(g.check(Scope::Own(&other), Kind::Tool, "rm"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        g.observe_in(
+            Scope::Own(&other),
+            Kind::Tool,
+            &[tool("Removes a file."), tool("Removes a file.")],
+        );
+        assert!(g.check(Scope::Own(&other), Kind::Tool, "rm").is_err());
+        // Back as approved.
+        g.observe_in(Scope::Own(&own), Kind::Tool, &[tool("Removes a file.")]);
+        assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
+        // A prompt the lock does not hold: judged, and refused as new.
+        g.observe_in(Scope::Own(&own), Kind::Prompt, &[json!({"name": "p"})]);
+        assert!(g
+            .check(Scope::Own(&own), Kind::Prompt, "p")
+            .unwrap_err()
+            .contains("not approved"));
     }
 
     #[test]

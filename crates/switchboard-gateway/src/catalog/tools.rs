@@ -14,6 +14,9 @@
 //!                 with a guard, has it judged; for the bridge the prompts too
 //!                 (on each notifications/prompts/list_changed), and marks the
 //!                 changes each list covered judged (module `catalog::changes`)
+//! rejudge         the guard's re-list of one list (tools or prompts) of any
+//!                 upstream into any verdicts: the follower's prompts, and a
+//!                 session's own child's lists (module `downstream::session`)
 //! ToolHeaders::of_tool   what a tools/call is checked against (see below)
 //! ```
 //!
@@ -55,6 +58,8 @@ use switchboard_transport::http::mcp_headers::tool_header_params;
 use tokio::sync::{broadcast, watch};
 use tracing::{debug, info, warn};
 
+use crate::catalog::changes::Judged;
+use crate::catalog::guard::{DriftGuard, Scope};
 use crate::catalog::pin::Kind;
 use crate::classify::{ListKind, Notice};
 use crate::upstream::{Status, Upstream};
@@ -370,37 +375,80 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
 /// ([`Core::judges_changes`]): lists the shared child's prompts (every page)
 /// and has the guard judge them, so that a `prompts/get` is judged on a list
 /// that saw every change the child announced; then lets the calls held for
-/// those changes go on. A child without the `prompts` capability, or one that
-/// refuses `prompts/list`, has nothing to judge. Nothing at all without a
-/// guard.
+/// those changes go on ([`rejudge`]). Nothing at all without a guard.
 async fn judge_prompts(core: &Arc<Core>) {
     let Some(guard) = core.guard.as_ref().filter(|_| core.judges_changes) else {
         return;
     };
-    let covered = core.shared.list_changes(ListKind::Prompts);
-    match list_prompts(&core.shared, core.request_timeout).await {
-        Ok(Some(prompts)) => guard.observe(Kind::Prompt, &prompts),
-        Ok(None) => {}
-        Err(why) => {
-            warn!(
-                why,
-                "could not list the upstream's prompts for the drift guard"
-            );
-            return;
-        }
+    let (up, wait) = (&core.shared, core.request_timeout);
+    let judged = &core.judged;
+    if let Err(why) = rejudge(guard, Scope::Shared, up, ListKind::Prompts, judged, wait).await {
+        warn!(
+            why,
+            "could not list the upstream's prompts for the drift guard"
+        );
     }
-    core.judged.judged(ListKind::Prompts, covered);
 }
 
-/// Every prompt of `up` (following `nextCursor`, at most [`MAX_PAGES`]
-/// pages), each page within `wait`; `None`: it has no `prompts` capability or
-/// refused `prompts/list`.
-async fn list_prompts(up: &Upstream, wait: Duration) -> Result<Option<Vec<Value>>, String> {
+/// The drift guard's re-list of `list` (tools or prompts) on `up`: lists
+/// every entry (every page, each within `wait`, as a call of the bridge's
+/// own) and has `guard` judge them into `scope`'s verdicts, then marks the
+/// changes of `list` the upstream announced before the first page was asked
+/// for judged in `judged`, letting the calls held for them go on (module
+/// `catalog::changes`). An upstream without the list's capability, or one
+/// that refuses the list, has nothing to judge (its changes are judged all
+/// the same). A list that failed (the upstream gone, too slow) covers none:
+/// why, for the log.
+pub(crate) async fn rejudge(
+    guard: &DriftGuard,
+    scope: Scope<'_>,
+    up: &Upstream,
+    list: ListKind,
+    judged: &Judged,
+    wait: Duration,
+) -> Result<(), String> {
+    let kind = match list {
+        ListKind::Tools => Kind::Tool,
+        ListKind::Prompts => Kind::Prompt,
+        ListKind::Resources => Kind::ResourceTemplate,
+    };
+    // The changes this list covers: those announced before it is asked for.
+    let covered = up.list_changes(list);
+    if let Some(entries) = list_entries(up, kind, wait).await? {
+        guard.observe_in(scope, kind, &entries);
+    }
+    judged.judged(list, covered);
+    Ok(())
+}
+
+/// Every tool or prompt (`kind`) of `up` (following `nextCursor`, at most
+/// [`MAX_PAGES`] pages), each page within `wait`; `None`: it has no such
+/// capability or refused the list. (Resource templates are not re-listed:
+/// nothing that uses one is held.)
+async fn list_entries(
+    up: &Upstream,
+    kind: Kind,
+    wait: Duration,
+) -> Result<Option<Vec<Value>>, String> {
     let info = up.ready(wait).await.map_err(|e| e.to_string())?;
-    if info.result.capabilities.prompts.is_none() {
+    let caps = &info.result.capabilities;
+    let (method, member, capable) = match kind {
+        Kind::Prompt => (
+            switchboard_protocol::types::PROMPTS_LIST,
+            "prompts",
+            caps.prompts.is_some(),
+        ),
+        Kind::Tool => (
+            switchboard_protocol::types::TOOLS_LIST,
+            "tools",
+            caps.tools.is_some(),
+        ),
+        _ => return Ok(None),
+    };
+    if !capable {
         return Ok(None);
     }
-    let mut prompts = Vec::new();
+    let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let mut params = match &cursor {
@@ -413,26 +461,21 @@ async fn list_prompts(up: &Upstream, wait: Duration) -> Result<Option<Vec<Value>
                 meta::CLIENT_CAPABILITIES: {},
             });
         }
-        let request = Request::new(
-            Id::from(0u64),
-            switchboard_protocol::types::PROMPTS_LIST,
-            &params,
-        )
-        .map_err(|e| e.to_string())?;
+        let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
         let page = match page(up, request, wait).await? {
             Ok(page) => page,
             Err(refused) => {
-                debug!(%refused, "the upstream server refused prompts/list: none judged");
+                debug!(%refused, method, "the upstream server refused a list: none judged");
                 return Ok(None);
             }
         };
-        if let Some(Value::Array(items)) = page.get("prompts") {
-            prompts.extend(items.iter().cloned());
+        if let Some(Value::Array(items)) = page.get(member) {
+            entries.extend(items.iter().cloned());
         }
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.to_owned()),
             None => break,
         }
     }
-    Ok(Some(prompts))
+    Ok(Some(entries))
 }

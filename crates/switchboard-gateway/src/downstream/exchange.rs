@@ -188,14 +188,7 @@ pub(crate) async fn handle(
     }
     // With a drift guard, judged on a list that saw every change the child
     // announced (module `catalog::changes`).
-    if let Err(why) = core
-        .check_judged_request(
-            crate::catalog::guard::Scope::Shared,
-            route,
-            r.params.as_deref(),
-        )
-        .await
-    {
+    if let Err(why) = core.check_judged_request(route, r.params.as_deref()).await {
         return Some(why.answer(r.id));
     }
     if info.modern {

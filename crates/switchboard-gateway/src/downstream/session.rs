@@ -7,9 +7,11 @@
 //!                                     own params; answer with the child's result
 //!                        shared:      answer from the shared child's result (the
 //!                                     version negotiated against ours)
-//! client ──request──> allowlist, lock (tools/call, prompts/get; with a lock, on
-//!          the shared child, held in its pump task until a change of its list
-//!          the child announced is judged: module `catalog::changes`)
+//! client ──request──> allowlist, lock (tools/call, prompts/get; with a lock,
+//!          held in its pump task until a change of its list the child announced
+//!          is judged: module `catalog::changes`; a shared child's by the
+//!          bridge's follower, a session's own child's by its re-lister
+//!          `follow_own`, into the session's own verdicts)
 //!          ──> Upstream::call ──> pump task
 //!          (started in the task serving the POST when nothing is queued before
 //!          it and nothing has to wait: see `Direct`):
@@ -57,12 +59,13 @@ use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
+use crate::catalog::changes::Judged;
 use crate::classify::{ListKind, Notice, Route};
 use crate::error::Error;
 use crate::gauge::Gauge;
 use crate::raw::RawObject;
 use crate::upstream::{empty_object, CallEvent, Status, Step, TryCall, Upstream};
-use crate::{ChildMode, Core};
+use crate::{ChildMode, Core, Judging};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -103,6 +106,11 @@ struct Session {
     /// The drift guard's verdicts on this session's own child's lists (a
     /// per-session child; unused with a shared one).
     verdicts: crate::catalog::guard::Verdicts,
+    /// With a drift guard and a child of its own: how many of its child's
+    /// announced list changes the session's re-lister ([`follow_own`]) has
+    /// judged into [`Session::verdicts`], what its uses of an entry wait for.
+    /// `None` otherwise (a shared child's are the core's).
+    judged: Option<Judged>,
 }
 
 /// Where a session is in its life.
@@ -163,6 +171,28 @@ impl Session {
         matches!(*lock(&self.state), State::Failed(_))
     }
 
+    /// With a drift guard, whose announced list changes this session's uses
+    /// of an entry on `upstream` (the session's) wait for, and what judged
+    /// them: the shared child's (the bridge's follower), or its own child's
+    /// (its re-lister, [`follow_own`]). `None` without a guard.
+    fn judging<'a>(&'a self, upstream: &'a Upstream) -> Option<Judging<'a>> {
+        self.core.guard.as_ref()?;
+        let judged = match self.core.mode {
+            ChildMode::Shared => &self.core.judged,
+            ChildMode::PerSession => self.judged.as_ref()?,
+        };
+        Some(Judging { upstream, judged })
+    }
+
+    /// The list whose announced changes a request of `route` must wait for
+    /// before it is checked ([`Core::unjudged`]); at once `None` without a
+    /// guard.
+    fn unjudged(&self, route: Route) -> Option<ListKind> {
+        self.core.guard.as_ref()?;
+        let upstream = self.upstream()?;
+        self.core.unjudged(self.judging(&upstream)?, route)
+    }
+
     /// Whose verdicts this session's lists and calls are judged by: its own
     /// child's, or the shared child's.
     fn guard_scope(&self) -> crate::catalog::guard::Scope<'_> {
@@ -190,6 +220,8 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let owner = core.next_owner();
     // A per-session child's requests made while no call is in flight.
     let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<CallEvent>(16);
+    let core_guarded = core.guard.is_some();
+    let per_session = core.mode == ChildMode::PerSession;
     let session = Arc::new(Session {
         core,
         tx,
@@ -204,6 +236,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
         verdicts: crate::catalog::guard::Verdicts::default(),
+        judged: (core_guarded && per_session).then(Judged::default),
     });
     let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -616,11 +649,11 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
         Route::Use(_) => {
-            // With a drift guard, a change of its list the shared child
-            // announced and no re-list judged yet: checked by its pump once
-            // judged (module `catalog::changes`), without holding up the
-            // session's task meanwhile.
-            held = session.core.unjudged(session.guard_scope(), route);
+            // With a drift guard, a change of its list the session's child
+            // (shared or its own) announced and no re-list judged yet:
+            // checked by its pump once judged (module `catalog::changes`),
+            // without holding up the session's task meanwhile.
+            held = session.unjudged(route);
             let checked = match held {
                 Some(_) => Ok(()),
                 None => {
@@ -731,7 +764,7 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
 /// Forwards a request to the child: starts the call (on the spot when nothing
 /// has to wait) and spawns its pump task. `held`: a use of an entry whose
 /// list changed and was not judged yet, to be checked by the pump once it is
-/// ([`Core::unjudged`](crate::Core::unjudged)).
+/// ([`Session::unjudged`]).
 fn forward(session: &Arc<Session>, upstream: Upstream, r: Request, held: Option<ListKind>) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
@@ -759,10 +792,7 @@ impl DirectSink for Direct {
             // A use held for a list change not judged yet waits in the
             // session's task's way ([`on_request`]).
             Route::Use(_) => {
-                session
-                    .core
-                    .unjudged(session.guard_scope(), route)
-                    .is_none()
+                session.unjudged(route).is_none()
                     && session
                         .core
                         .check_request(session.guard_scope(), route, r.params.as_deref())
@@ -801,8 +831,9 @@ struct Begun {
     original: Option<Request>,
     /// Started already, or still to start.
     start: TryCall,
-    /// Held until the changes of this list the shared child announced are
-    /// judged, then checked ([`forward`]); not started until then.
+    /// Held until the changes of this list the session's child (shared or
+    /// its own) announced are judged, then checked ([`forward`]); not
+    /// started until then.
     held: Option<ListKind>,
     /// Counted while the call is answered (the bridge's drain, the
     /// session's end wait for it).
@@ -867,6 +898,15 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             };
             let orphans = lock(&session.orphan_tx).take();
             let up = core.start_session_child(raw, orphans);
+            if session.judged.is_some() {
+                // Subscribed before the child can announce anything.
+                tokio::spawn(follow_own(
+                    Arc::downgrade(session),
+                    up.clone(),
+                    up.watch_status(),
+                    up.subscribe(),
+                ));
+            }
             *lock(&session.state) = State::Initializing(up.clone());
             up
         }
@@ -948,12 +988,14 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
 }
 
 /// A call held by the drift guard ([`Begun::held`]): waits until the changes
-/// of list `held` the shared child announced are re-listed and judged
-/// (bounded: [`Core::wait_judged`](crate::Core::wait_judged)), then checks it
-/// on those verdicts; refused, it is answered here and never reaches the
-/// child. `None`: answered (refused) or cancelled meanwhile.
+/// of list `held` its `upstream` (the shared child, or the session's own)
+/// announced are re-listed and judged (bounded:
+/// [`Core::wait_judged`](crate::Core::wait_judged)), then checks it on those
+/// verdicts; refused, it is answered here and never reaches the child.
+/// `None`: answered (refused) or cancelled meanwhile.
 async fn judged(
     session: &Arc<Session>,
+    upstream: &Upstream,
     down_id: &Id,
     held: ListKind,
     start: TryCall,
@@ -970,7 +1012,12 @@ async fn judged(
             session.tx.forget(down_id);
             return None;
         }
-        () = session.core.wait_judged(held) => {}
+        () = async {
+            // Always a judging: a call is held only with a guard.
+            if let Some(judging) = session.judging(upstream) {
+                session.core.wait_judged(judging, held).await;
+            }
+        } => {}
     }
     let route = Route::of(&r.method);
     match session
@@ -981,6 +1028,68 @@ async fn judged(
         Err(why) => {
             fail(session, down_id.clone(), why).await;
             None
+        }
+    }
+}
+
+/// With a drift guard, the re-lister of a session's own child (the shared
+/// child's is the bridge's follower, module `catalog::tools`): whenever the
+/// child has announced changes of its tools or prompts that are not judged
+/// yet (`notifications/{tools,prompts}/list_changed`, counted by
+/// [`Upstream::list_changes`]), lists them (every page, as calls of the
+/// bridge's own: it never owns a request of the child's) and has the guard
+/// judge them into the session's own verdicts, which lets the session's
+/// calls held for those changes go on ([`Session::judging`]). The client
+/// still gets each notification, and lists when it likes. It does not list
+/// at the start: a session whose child announced nothing is judged by its
+/// own lists alone (a use before any is refused, as its child may not be the
+/// approved server). Ends with the child (stopped with its session, or
+/// dead) or the session.
+async fn follow_own(
+    session: std::sync::Weak<Session>,
+    up: Upstream,
+    mut status: watch::Receiver<Status>,
+    mut changes: broadcast::Receiver<Notification>,
+) {
+    loop {
+        {
+            let Some(session) = session.upgrade() else {
+                return;
+            };
+            let (Some(guard), Some(judged)) = (session.core.guard.as_ref(), &session.judged) else {
+                return;
+            };
+            for list in [ListKind::Tools, ListKind::Prompts] {
+                if !judged.pending(list, up.list_changes(list)) {
+                    continue;
+                }
+                let scope = crate::catalog::guard::Scope::Own(&session.verdicts);
+                let wait = session.core.request_timeout;
+                let relisted =
+                    crate::catalog::tools::rejudge(guard, scope, &up, list, judged, wait).await;
+                if let Err(why) = relisted {
+                    warn!(
+                        why,
+                        ?list,
+                        "could not re-list the session's own child for the drift guard"
+                    );
+                }
+            }
+        }
+        // Whatever woke it, the counts say what is left to judge (a lagging
+        // receiver included).
+        tokio::select! {
+            changed = status.changed() => {
+                let over = matches!(&*status.borrow(), Status::Stopped | Status::Down(_));
+                if changed.is_err() || over {
+                    return;
+                }
+            }
+            n = changes.recv() => {
+                if matches!(n, Err(broadcast::error::RecvError::Closed)) {
+                    return;
+                }
+            }
         }
     }
 }
@@ -1009,7 +1118,16 @@ async fn pump(
     } = begun;
     let start = match held {
         // Rare (a guard, a change not judged yet): boxed, as below.
-        Some(held) => match Box::pin(judged(&session, &down_id, held, start, &mut cancel)).await {
+        Some(held) => match Box::pin(judged(
+            &session,
+            &upstream,
+            &down_id,
+            held,
+            start,
+            &mut cancel,
+        ))
+        .await
+        {
             Some(start) => start,
             None => return,
         },

@@ -188,7 +188,6 @@ pub(crate) async fn resolve_listed(
     resolve(layout, route, r)
 }
 
-
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
 }

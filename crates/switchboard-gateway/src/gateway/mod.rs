@@ -252,11 +252,9 @@ impl Member {
     /// next call uses it. At once without a guard, or for another method.
     pub(crate) async fn relisted(&self, method: &str) {
         let route = crate::classify::Route::of(method);
-        if let Some(list) = self
-            .core
-            .unjudged(crate::catalog::guard::Scope::Shared, route)
-        {
-            self.core.wait_judged(list).await;
+        let judging = self.core.shared_judging();
+        if let Some(list) = self.core.unjudged(judging, route) {
+            self.core.wait_judged(judging, list).await;
         }
     }
 
