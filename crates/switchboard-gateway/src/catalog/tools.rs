@@ -169,16 +169,7 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let mut params = match &cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        if info.modern {
-            params["_meta"] = json!({
-                meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-                meta::CLIENT_CAPABILITIES: {},
-            });
-        }
+        let params = list_params(cursor.as_deref(), info.modern);
         let request = Request::new(
             Id::from(0u64),
             switchboard_protocol::types::TOOLS_LIST,
@@ -451,16 +442,7 @@ async fn list_entries(
     let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let mut params = match &cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        if info.modern {
-            params["_meta"] = json!({
-                meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-                meta::CLIENT_CAPABILITIES: {},
-            });
-        }
+        let params = list_params(cursor.as_deref(), info.modern);
         let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
         let page = match page(up, request, wait).await? {
             Ok(page) => page,
@@ -478,4 +460,20 @@ async fn list_entries(
         }
     }
     Ok(Some(entries))
+}
+
+/// The params of one list page: its `cursor`, and for a 2026-07-28 upstream
+/// the `_meta` every request of that revision carries.
+fn list_params(cursor: Option<&str>, modern: bool) -> Value {
+    let mut params = match cursor {
+        Some(c) => json!({ "cursor": c }),
+        None => json!({}),
+    };
+    if modern {
+        params["_meta"] = json!({
+            meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
+            meta::CLIENT_CAPABILITIES: {},
+        });
+    }
+    params
 }
