@@ -54,6 +54,13 @@ fn pulled() -> Value {
     d
 }
 
+/// The approved definitions without `read_file`.
+fn without_read_file() -> Value {
+    let mut d = approved();
+    d["tools"].as_array_mut().unwrap().remove(1);
+    d
+}
+
 /// Writes the definitions, locks them, and returns (defs file, lock file).
 fn lock_approved(d: &Path) -> (PathBuf, PathBuf) {
     lock_definitions(d, &approved())
@@ -946,9 +953,7 @@ async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
     tokio::time::timeout(BOUND, async {
         let d = dir("gone");
         let (defs, lock) = lock_approved(&d.0);
-        let mut removed = approved();
-        removed["tools"].as_array_mut().unwrap().remove(1);
-        std::fs::write(&defs, removed.to_string()).unwrap();
+        std::fs::write(&defs, without_read_file().to_string()).unwrap();
         let log = d.0.join("calls.log");
         let bridge = BridgeProc::start_with_env(
             &["--child", "shared", "--lock", lock.to_str().unwrap()],
@@ -993,6 +998,202 @@ async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
             .await;
         error_message(r.response(&json!(62)));
         assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+    })
+    .await
+    .expect("bounded");
+}
+
+/// An approved tool the server stops listing after start-up, with no
+/// `list_changed`: a client's whole `tools/list` (first page, no
+/// `nextCursor`) omits it, and from then on its call is refused, naming why,
+/// without reaching the server: from that session, from another, and from a
+/// 2026-07-28 exchange (one verdict per shared child). Listed again, it is
+/// callable again. A session with its own child is told the same once it
+/// listed ("no longer lists it", not "has not listed its tools yet").
+#[tokio::test]
+async fn a_tool_that_disappears_silently_is_refused_once_a_client_lists() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("silent-gone");
+        let (defs, lock) = lock_approved(&d.0);
+        let log = d.0.join("calls.log");
+        let env = [("SCRIPTED_CALLS", log.to_str().unwrap())];
+        let command = ["python3", &server(), defs.to_str().unwrap()];
+        let shared = BridgeProc::start_with_env(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &command,
+            &env,
+        )
+        .await;
+        let own = BridgeProc::start_with_env(
+            &["--child", "per-session", "--lock", lock.to_str().unwrap()],
+            &command,
+            &env,
+        )
+        .await;
+        let c = client();
+        let call = json!({"name": "read_file", "arguments": {}});
+        let s = open_session(&c, &shared.url, "2025-11-25", json!({})).await;
+        let other = open_session(&c, &shared.url, "2025-06-18", json!({})).await;
+        let r = s
+            .request(&c, &shared.url, json!(1), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(1)), ["delete_file", "read_file"]);
+        let r = s
+            .request(&c, &shared.url, json!(2), "tools/call", call.clone())
+            .await;
+        assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+        assert_eq!(calls(&log), ["read_file"]);
+        std::fs::remove_file(&log).unwrap();
+
+        // The server drops read_file and says nothing.
+        std::fs::write(&defs, without_read_file().to_string()).unwrap();
+        let r = s
+            .request(&c, &shared.url, json!(3), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(3)), ["delete_file"]);
+        let r = s
+            .request(&c, &shared.url, json!(4), "tools/call", call.clone())
+            .await;
+        let why = error_message(r.response(&json!(4)));
+        assert!(why.contains("no longer lists it"), "{why}");
+        let r = other
+            .request(&c, &shared.url, json!(5), "tools/call", call.clone())
+            .await;
+        assert!(error_message(r.response(&json!(5))).contains("no longer lists it"));
+        let r = modern(
+            &c,
+            &shared.url,
+            json!(6),
+            "tools/call",
+            call.clone(),
+            json!({}),
+        )
+        .await;
+        assert!(error_message(r.response(&json!(6))).contains("no longer lists it"));
+        assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+
+        // A session's own child, which never listed read_file.
+        let mine = open_session(&c, &own.url, "2025-11-25", json!({})).await;
+        let r = mine
+            .request(&c, &own.url, json!(7), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(7)), ["delete_file"]);
+        let r = mine
+            .request(&c, &own.url, json!(8), "tools/call", call.clone())
+            .await;
+        let why = error_message(r.response(&json!(8)));
+        assert!(why.contains("no longer lists it"), "{why}");
+        assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+
+        // Back as approved: a 2026-07-28 list says so, and it is called.
+        std::fs::write(&defs, approved().to_string()).unwrap();
+        let r = modern(
+            &c,
+            &shared.url,
+            json!(9),
+            "tools/list",
+            json!({}),
+            json!({}),
+        )
+        .await;
+        assert_eq!(listed(&r, json!(9)), ["delete_file", "read_file"]);
+        let r = s
+            .request(&c, &shared.url, json!(10), "tools/call", call)
+            .await;
+        assert!(r.response(&json!(10)).get("result").is_some(), "{}", r.body);
+        assert_eq!(calls(&log), ["read_file"]);
+    })
+    .await
+    .expect("bounded");
+}
+
+/// SIGHUP judges what was listed last, not the bridge's own list from
+/// start-up: a tool missing at start, listed again by a client since, stays
+/// callable after a reload (here one that approves a new tool), with no
+/// list in between.
+#[tokio::test]
+async fn sighup_keeps_a_tool_listed_again_since_start_up() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("reload-gone");
+        let (defs, lock) = lock_approved(&d.0);
+        std::fs::write(&defs, without_read_file().to_string()).unwrap();
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = |id: i64| {
+            s.request(
+                &c,
+                &bridge.url,
+                json!(id),
+                "tools/call",
+                json!({"name": "read_file", "arguments": {}}),
+            )
+        };
+        // Refused once the bridge's list at start has been judged.
+        let mut refused = false;
+        for id in 1..50 {
+            if call(id).await.response(&json!(id)).get("error").is_some() {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(refused, "never judged gone");
+        // Back, with a new tool; a client lists it.
+        let mut more = approved();
+        more["tools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "exec", "inputSchema": {"type": "object"}}));
+        std::fs::write(&defs, more.to_string()).unwrap();
+        let list = |id: i64| s.request(&c, &bridge.url, json!(id), "tools/list", json!({}));
+        assert_eq!(
+            listed(&list(50).await, json!(50)),
+            ["delete_file", "read_file"]
+        );
+        let r = call(51).await;
+        assert!(r.response(&json!(51)).get("result").is_some(), "{}", r.body);
+        // The operator approves exec; SIGHUP.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "approve", "--yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bridge.signal(libc::SIGHUP);
+        // Taken once exec, listed at 50, may be called (no list since).
+        let mut taken = false;
+        for id in 52..100 {
+            let r = s
+                .request(
+                    &c,
+                    &bridge.url,
+                    json!(id),
+                    "tools/call",
+                    json!({"name": "exec", "arguments": {}}),
+                )
+                .await;
+            if r.response(&json!(id)).get("result").is_some() {
+                taken = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(taken, "the approval was never taken");
+        let r = call(100).await;
+        assert!(
+            r.response(&json!(100)).get("result").is_some(),
+            "{}",
+            r.body
+        );
     })
     .await
     .expect("bounded");

@@ -162,6 +162,44 @@ impl BridgeConfig {
     }
 }
 
+/// A client's list request (`tools/list`, `prompts/list`,
+/// `resources/templates/list`), kept until its answer is judged
+/// ([`Core::filter_list`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListRequest {
+    /// What the list holds.
+    pub(crate) kind: pin::Kind,
+    /// It asked for a `cursor`.
+    later_page: bool,
+    /// The upstream's count of announced changes of the list
+    /// ([`Upstream::list_changes`]) before the request was sent.
+    changes: u64,
+}
+
+impl ListRequest {
+    /// `None` for a request that lists nothing filtered. Made before the
+    /// request is sent to `upstream`.
+    pub(crate) fn of(method: &str, params: Option<&RawValue>, upstream: &Upstream) -> Option<Self> {
+        let kind = classify::Route::of(method).listed()?;
+        let later_page = params
+            .and_then(|p| raw::RawObject::parse(p.get()).ok())
+            .and_then(|o| o.get("cursor").map(|c| c.get() != "null"))
+            .unwrap_or(false);
+        let changes = classify::ListKind::of(kind).map_or(0, |l| upstream.list_changes(l));
+        Some(ListRequest {
+            kind,
+            later_page,
+            changes,
+        })
+    }
+
+    /// How it was asked, for the drift guard, now that `upstream` answered.
+    pub(crate) fn asked(&self, upstream: &Upstream) -> catalog::guard::Asked {
+        let now = classify::ListKind::of(self.kind).map_or(0, |l| upstream.list_changes(l));
+        catalog::guard::Asked::of(self.later_page, self.changes, now)
+    }
+}
+
 /// What the bridge's tasks share.
 pub(crate) struct Core {
     pub(crate) mode: ChildMode,
@@ -389,23 +427,26 @@ impl Core {
         serde_json::value::to_raw_value(&value).map_err(|e| error::Error::Internal(e.to_string()))
     }
 
-    /// A list result as clients see it (`kind`: what the list holds): for
-    /// tools the allowlist's intersection, then for each kind the drift guard's
-    /// judgement.
+    /// A list result as clients see it (`kind`: what the list holds, asked
+    /// as `asked`): for each kind the drift guard's judgement, then for tools
+    /// the allowlist's intersection. The guard sees the list as the upstream
+    /// answered it, so that a tool left out by the allowlist is not taken
+    /// for one the server no longer lists.
     pub(crate) fn filter_list(
         &self,
         scope: catalog::guard::Scope<'_>,
         kind: pin::Kind,
         result: Box<RawValue>,
+        asked: catalog::guard::Asked,
     ) -> Box<RawValue> {
-        let result = if kind == pin::Kind::Tool {
+        let result = match &self.guard {
+            Some(guard) => guard.filter_list_result(scope, kind, result, asked),
+            None => result,
+        };
+        if kind == pin::Kind::Tool {
             self.allow.filter_list_result(result)
         } else {
             result
-        };
-        match &self.guard {
-            Some(guard) => guard.filter_list_result(scope, kind, result),
-            None => result,
         }
     }
 

@@ -11,10 +11,13 @@
 //! for that judgement: module `catalog::changes`). A session's own child is
 //! judged by that session's lists, and by the bridge's own list of it at each
 //! of its `list_changed` (into that session's verdicts: [`DriftGuard::observe_in`]).
+//! A whole list (the bridge's own, or a client's first page without
+//! `nextCursor`) also tells which approved entries the server no longer
+//! offers: those are refused until listed again.
 //!
 //! This module must not know about transports, sessions or children.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -43,8 +46,8 @@ enum Listed {
     As(String),
     /// More than once in one list: never as approved.
     Twice,
-    /// Approved, but missing from the last whole list the bridge fetched
-    /// itself ([`DriftGuard::observe`]): refused, as the server no longer
+    /// Approved, but missing from the last whole list (the bridge's own, or
+    /// a client's: [`Asked::FirstPage`]): refused, as the server no longer
     /// offers it.
     Gone,
 }
@@ -94,6 +97,37 @@ pub enum Scope<'a> {
     Own(&'a Verdicts),
 }
 
+/// How a client asked for the list answer the guard judges, for what the
+/// answer can tell beyond its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// Its first page (no `cursor`): an answer without `nextCursor` is the
+    /// whole list, and the approved entries it lacks are gone.
+    FirstPage,
+    /// A later page: it says nothing of the entries it lacks.
+    LaterPage,
+    /// Asked before a change of its list that the upstream announced since:
+    /// judged for what it serves, but not recorded, as the re-list of that
+    /// change tells what is listed now (recorded after it, an answer from
+    /// before the change would bring the old definition back).
+    BeforeAChange,
+}
+
+impl Asked {
+    /// `later_page`: the request asked for a `cursor`; `changes_asked`,
+    /// `changes_answered`: the upstream's count of announced changes of the
+    /// list when the request was sent and when its answer came.
+    pub fn of(later_page: bool, changes_asked: u64, changes_answered: u64) -> Asked {
+        if changes_answered != changes_asked {
+            Asked::BeforeAChange
+        } else if later_page {
+            Asked::LaterPage
+        } else {
+            Asked::FirstPage
+        }
+    }
+}
+
 /// The guard of one upstream's tools.
 #[derive(Debug)]
 pub struct DriftGuard {
@@ -106,8 +140,6 @@ pub struct DriftGuard {
     source: String,
     /// The shared child's verdicts.
     shared: Verdicts,
-    /// The shared child's last whole tool list, judged again on a reload.
-    last_tools: Mutex<Vec<Value>>,
 }
 
 impl DriftGuard {
@@ -120,7 +152,6 @@ impl DriftGuard {
             mode,
             source: source.into(),
             shared: Verdicts::default(),
-            last_tools: Mutex::new(Vec::new()),
         }
     }
 
@@ -132,18 +163,40 @@ impl DriftGuard {
     /// Puts `lock` in force (a changed lock file, on SIGHUP). What every
     /// entry was last listed as is judged by it from now on, every kind and
     /// every session's own child included ([`DriftGuard::check`] compares
-    /// with the lock in force); the shared child's last tool list is judged
-    /// again at once for the log and for the tools it no longer lists.
+    /// with the lock in force). For the shared child, at once: what is not as
+    /// the new lock approves is logged, and a newly approved entry that no
+    /// list has held is gone (once its kind was listed whole).
     pub fn reload(&self, lock: UpstreamLock) {
-        *self.lock.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(lock);
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        let tools = self
-            .last_tools
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if !tools.is_empty() {
-            self.observe(Kind::Tool, &tools);
+        let lock = Arc::new(lock);
+        *self.lock.write().unwrap_or_else(|p| p.into_inner()) = lock.clone();
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut table = self.shared.lock();
+        for (kind, names) in table.iter_mut() {
+            let approved = Self::approved(&lock, *kind);
+            for name in approved.keys() {
+                if !names.contains_key(name) {
+                    names.insert(name.clone(), (generation, Listed::Gone));
+                }
+            }
+            let mut gone = Vec::new();
+            for (name, (logged, listed)) in names.iter_mut() {
+                *logged = generation;
+                match approved.get(name) {
+                    Some(a) if listed.is(&a.sha256) => {}
+                    Some(_) if *listed == Listed::Gone => gone.push(name.as_str()),
+                    Some(a) => {
+                        warn!(kind = kind.noun(), name = %name, lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = ?self.mode, "drift: a definition is not the approved one")
+                    }
+                    None if *listed == Listed::Gone => {}
+                    None => {
+                        warn!(kind = kind.noun(), name = %name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock")
+                    }
+                }
+            }
+            if !gone.is_empty() {
+                gone.sort_unstable();
+                warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
+            }
         }
     }
 
@@ -167,9 +220,18 @@ impl DriftGuard {
     }
 
     /// Judges one listed entry (`twice`: its name is listed more than once,
-    /// which is never as approved): records what it was listed as, logs a
-    /// drift (once per definition and lock); `true` when it is to be served.
-    fn judge(&self, scope: Scope<'_>, kind: Kind, name: &str, listed: &Value, twice: bool) -> bool {
+    /// which is never as approved); with `record`, records what it was listed
+    /// as and logs a drift (once per definition and lock); `true` when it is
+    /// to be served.
+    fn judge(
+        &self,
+        scope: Scope<'_>,
+        kind: Kind,
+        name: &str,
+        listed: &Value,
+        twice: bool,
+        record: bool,
+    ) -> bool {
         let what = kind.noun();
         let lock = self.current();
         let generation = self.generation.load(Ordering::SeqCst);
@@ -179,32 +241,31 @@ impl DriftGuard {
             Listed::As(crate::catalog::pin::sha256_hex(&definition(kind, listed)))
         };
         // Recorded whether or not the lock holds it: a reload may approve it.
-        let before = self
-            .verdicts(scope)
-            .lock()
-            .entry(kind)
-            .or_default()
-            .insert(name.to_owned(), (generation, now.clone()));
+        let before = record.then(|| {
+            self.verdicts(scope)
+                .lock()
+                .entry(kind)
+                .or_default()
+                .insert(name.to_owned(), (generation, now.clone()))
+        });
         let Some(approved) = Self::approved(&lock, kind).get(name) else {
-            warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
+            if record {
+                warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
+            }
             return self.mode == GuardMode::Warn;
         };
         if now.is(&approved.sha256) {
             return true;
         }
-        if before.as_ref() != Some(&(generation, now.clone())) {
+        if before.is_some_and(|b| b.as_ref() != Some(&(generation, now.clone()))) {
             warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %now.hash(), mode = ?self.mode, "drift: a definition is not the approved one");
         }
         self.mode == GuardMode::Warn
     }
 
     /// Takes in the shared child's whole list of `kind` (every page) the
-    /// bridge fetched itself ([`DriftGuard::observe_in`]); its tools are kept
-    /// to be judged again (logged) at a reload.
+    /// bridge fetched itself ([`DriftGuard::observe_in`]).
     pub fn observe(&self, kind: Kind, entries: &[Value]) {
-        if kind == Kind::Tool {
-            *self.last_tools.lock().unwrap_or_else(|p| p.into_inner()) = entries.to_vec();
-        }
         self.observe_in(Scope::Shared, kind, entries);
     }
 
@@ -215,25 +276,28 @@ impl DriftGuard {
     /// refused in block mode, until listed again).
     pub fn observe_in(&self, scope: Scope<'_>, kind: Kind, entries: &[Value]) {
         let counts = name_counts(kind, entries.iter());
-        let mut listed = BTreeSet::new();
         for entry in entries {
             if let Some(name) = entry.get(kind.key()).and_then(Value::as_str) {
-                listed.insert(name);
-                self.judge(scope, kind, name, entry, counts[name] > 1);
+                self.judge(scope, kind, name, entry, counts[name] > 1, true);
             }
         }
+        self.mark_gone(scope, kind, &counts);
+    }
+
+    /// After a whole list of `kind` naming `listed`: the approved entries it
+    /// lacks are recorded as gone and logged (once per lock).
+    fn mark_gone(&self, scope: Scope<'_>, kind: Kind, listed: &HashMap<&str, usize>) {
         let lock = self.current();
         let generation = self.generation.load(Ordering::SeqCst);
         let gone: Vec<&str> = Self::approved(&lock, kind)
             .keys()
             .map(String::as_str)
-            .filter(|n| !listed.contains(n))
+            .filter(|n| !listed.contains_key(n))
             .collect();
-        if gone.is_empty() {
-            return;
-        }
         let mut logged = true;
         {
+            // The kind's table exists once it was listed whole: a reload
+            // marks what it newly approves and no list held as gone.
             let mut table = self.verdicts(scope).lock();
             let table = table.entry(kind).or_default();
             for name in &gone {
@@ -241,31 +305,37 @@ impl DriftGuard {
                 logged &= before == Some((generation, Listed::Gone));
             }
         }
-        if !logged {
+        if !logged && !gone.is_empty() {
             warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
         }
     }
 
     /// A list result of `kind` (`tools/list`, `prompts/list`,
-    /// `resources/templates/list`) with every entry judged; in block mode the
-    /// ones not as approved are removed (the rest of the result kept as
-    /// written).
+    /// `resources/templates/list`), asked as `asked`, with every entry
+    /// judged; in block mode the ones not as approved are removed (the rest
+    /// of the result kept as written). A whole list also marks the approved
+    /// entries it lacks as gone.
     pub fn filter_list_result(
         &self,
         scope: Scope<'_>,
         kind: Kind,
         result: Box<RawValue>,
+        asked: Asked,
     ) -> Box<RawValue> {
         let member = match kind {
             Kind::Prompt => "prompts",
             Kind::ResourceTemplate => "resourceTemplates",
             _ => "tools",
         };
-        let listed: Vec<Value> = RawObject::parse(result.get())
+        let (listed, whole): (Vec<Value>, bool) = RawObject::parse(result.get())
             .ok()
-            .and_then(|obj| serde_json::from_str(obj.get(member)?.get()).ok())
+            .and_then(|obj| {
+                let whole = asked == Asked::FirstPage && obj.get("nextCursor").is_none();
+                Some((serde_json::from_str(obj.get(member)?.get()).ok()?, whole))
+            })
             .unwrap_or_default();
         let counts = name_counts(kind, listed.iter());
+        let record = asked != Asked::BeforeAChange;
         let mut judged = listed.iter();
         let kept = crate::raw::edit_items(&result, member, |item| {
             let Some(value) = judged.next() else {
@@ -278,7 +348,7 @@ impl DriftGuard {
                     Item::Drop
                 };
             };
-            if !self.judge(scope, kind, name, value, counts[name] > 1) {
+            if !self.judge(scope, kind, name, value, counts[name] > 1, record) {
                 return Item::Drop;
             }
             if kind != Kind::Tool {
@@ -286,6 +356,9 @@ impl DriftGuard {
             }
             self.with_served_annotations(name, item)
         });
+        if whole && kept.is_some() {
+            self.mark_gone(scope, kind, &counts);
+        }
         match kept {
             Some(kept) => kept,
             // Not a list this guard can judge (no array under `member`): in
@@ -508,6 +581,7 @@ mod tests {
                 tool("Removes a file."),
                 json!({"name": "exec", "inputSchema": {"type": "object"}}),
             ]),
+            Asked::FirstPage,
         );
         assert_eq!(names(&out), ["rm"]);
         assert!(out.get().contains("\"nextCursor\":\"c\""));
@@ -518,6 +592,7 @@ mod tests {
             Scope::Shared,
             Kind::Tool,
             list(std::slice::from_ref(&pulled)),
+            Asked::FirstPage,
         );
         assert_eq!(names(&out), Vec::<String>::new());
         assert!(g
@@ -552,7 +627,7 @@ mod tests {
         ]}))
         .unwrap();
         let out: Value = serde_json::from_str(
-            g.filter_list_result(Scope::Shared, Kind::Prompt, prompts)
+            g.filter_list_result(Scope::Shared, Kind::Prompt, prompts, Asked::FirstPage)
                 .get(),
         )
         .unwrap();
@@ -571,8 +646,13 @@ mod tests {
         ]}))
         .unwrap();
         let out: Value = serde_json::from_str(
-            g.filter_list_result(Scope::Shared, Kind::ResourceTemplate, templates)
-                .get(),
+            g.filter_list_result(
+                Scope::Shared,
+                Kind::ResourceTemplate,
+                templates,
+                Asked::FirstPage,
+            )
+            .get(),
         )
         .unwrap();
         assert_eq!(out["resourceTemplates"].as_array().unwrap().len(), 1);
@@ -586,7 +666,8 @@ mod tests {
             if bad_first {
                 copies.reverse();
             }
-            let out = g.filter_list_result(Scope::Shared, Kind::Tool, list(&copies));
+            let out =
+                g.filter_list_result(Scope::Shared, Kind::Tool, list(&copies), Asked::FirstPage);
             assert_eq!(names(&out), Vec::<String>::new());
             assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
         }
@@ -599,11 +680,17 @@ mod tests {
         // Not listed yet: refused, for the server may not be the approved one.
         let err = g.check(Scope::Own(&evil), Kind::Tool, "rm").unwrap_err();
         assert!(err.contains("has not listed its tools yet"), "{err}");
-        g.filter_list_result(Scope::Own(&evil), Kind::Tool, list(&[tool("EVIL")]));
+        g.filter_list_result(
+            Scope::Own(&evil),
+            Kind::Tool,
+            list(&[tool("EVIL")]),
+            Asked::FirstPage,
+        );
         g.filter_list_result(
             Scope::Own(&good),
             Kind::Tool,
             list(&[tool("Removes a file.")]),
+            Asked::FirstPage,
         );
         assert!(g.check(Scope::Own(&evil), Kind::Tool, "rm").is_err());
         assert_eq!(g.check(Scope::Own(&good), Kind::Tool, "rm"), Ok(()));
@@ -623,11 +710,13 @@ mod tests {
             Scope::Own(&own),
             Kind::Tool,
             list(&[tool("Removes a file.")]),
+            Asked::FirstPage,
         );
         g.filter_list_result(
             Scope::Own(&other),
             Kind::Tool,
             list(&[tool("Removes a file.")]),
+            Asked::FirstPage,
         );
         assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
         g.observe_in(Scope::Own(&own), Kind::Tool, &[tool("EVIL")]);
@@ -661,9 +750,11 @@ mod tests {
             &json!({"tools": {"rm": {"name": "rm", "description": "EVIL"}}, "nextCursor": "c"}),
         )
         .unwrap();
-        let out: Value =
-            serde_json::from_str(g.filter_list_result(Scope::Shared, Kind::Tool, odd).get())
-                .unwrap();
+        let out: Value = serde_json::from_str(
+            g.filter_list_result(Scope::Shared, Kind::Tool, odd, Asked::FirstPage)
+                .get(),
+        )
+        .unwrap();
         assert_eq!(out, json!({"tools": [], "nextCursor": "c"}));
     }
 
@@ -688,7 +779,7 @@ mod tests {
                     claimed,
                     json!({"name": "ls", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
                     json!({"name": "new", "annotations": {"readOnlyHint": true}}),
-                ]),
+                ]), Asked::FirstPage,
             )
             .get(),
         )
@@ -717,7 +808,7 @@ mod tests {
         assert!(why.contains("no longer lists it"), "{why}");
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
-        g.filter_list_result(Scope::Shared, Kind::Tool, list(&[ls]));
+        g.filter_list_result(Scope::Shared, Kind::Tool, list(&[ls]), Asked::FirstPage);
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
         let w = guard(GuardMode::Warn);
         w.observe(Kind::Tool, &[]);
@@ -739,12 +830,18 @@ mod tests {
             Scope::Own(&own),
             Kind::Tool,
             list(std::slice::from_ref(&pulled)),
+            Asked::FirstPage,
         );
         let prompt = json!({"name": "brief", "description": "Summarize."});
         let prompts =
             |p: &Value| serde_json::value::to_raw_value(&json!({ "prompts": [p] })).unwrap();
         // Not in the lock yet: withheld, and what it was listed as is kept.
-        let out = g.filter_list_result(Scope::Shared, Kind::Prompt, prompts(&prompt));
+        let out = g.filter_list_result(
+            Scope::Shared,
+            Kind::Prompt,
+            prompts(&prompt),
+            Asked::FirstPage,
+        );
         assert!(!out.get().contains("brief"), "{}", out.get());
         assert!(g.check(Scope::Shared, Kind::Prompt, "brief").is_err());
         let pin = |tools: Vec<Value>, prompts: Vec<Value>| {
@@ -791,6 +888,97 @@ mod tests {
             .contains("not listed"));
     }
 
+    /// A client's whole list (first page, no `nextCursor`) tells which
+    /// approved entries the server no longer lists, in its own scope; a page,
+    /// or a list asked before a change announced since, does not.
+    #[test]
+    fn a_clients_whole_list_marks_the_approved_entries_it_lacks_as_gone() {
+        let whole =
+            |tools: &[Value]| serde_json::value::to_raw_value(&json!({ "tools": tools })).unwrap();
+        let gone = |r: Result<(), String>| r.is_err_and(|e| e.contains("no longer lists it"));
+        let g = guard(GuardMode::Block);
+        let rm = [tool("Removes a file.")];
+        g.filter_list_result(Scope::Shared, Kind::Tool, list(&rm), Asked::FirstPage);
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole(&rm), Asked::LaterPage);
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole(&rm), Asked::BeforeAChange);
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole(&rm), Asked::FirstPage);
+        assert!(gone(g.check(Scope::Shared, Kind::Tool, "ls")));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        // A session's own child: gone, not "not listed yet", and only there.
+        let own = Verdicts::default();
+        g.filter_list_result(Scope::Own(&own), Kind::Tool, whole(&rm), Asked::FirstPage);
+        assert!(gone(g.check(Scope::Own(&own), Kind::Tool, "ls")));
+        // Listed again: callable again.
+        let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
+        let both = [tool("Removes a file."), ls];
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole(&both), Asked::FirstPage);
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+        // An answer from before a change is served as judged, never recorded:
+        // the re-list of that change said what is listed now.
+        let pulled = [tool("EVIL"), both[1].clone()];
+        g.observe(Kind::Tool, &pulled);
+        let out = g.filter_list_result(
+            Scope::Shared,
+            Kind::Tool,
+            whole(&both),
+            Asked::BeforeAChange,
+        );
+        assert_eq!(names(&out), ["rm", "ls"]);
+        assert!(g
+            .check(Scope::Shared, Kind::Tool, "rm")
+            .unwrap_err()
+            .contains("changed since it was approved"));
+        let out = g.filter_list_result(
+            Scope::Shared,
+            Kind::Tool,
+            whole(&pulled),
+            Asked::BeforeAChange,
+        );
+        assert_eq!(names(&out), ["ls"]);
+    }
+
+    #[test]
+    fn how_a_list_was_asked() {
+        for (later_page, asked, answered, expected) in [
+            (false, 3, 3, Asked::FirstPage),
+            (true, 3, 3, Asked::LaterPage),
+            (false, 3, 4, Asked::BeforeAChange),
+            (true, 0, 1, Asked::BeforeAChange),
+        ] {
+            assert_eq!(Asked::of(later_page, asked, answered), expected);
+        }
+    }
+
+    /// A reload judges the latest lists, not the bridge's own older one: a
+    /// tool listed again since is not taken back; a tool the new lock
+    /// approves that no list held is gone.
+    #[test]
+    fn a_reload_keeps_what_was_listed_last() {
+        let g = guard(GuardMode::Block);
+        g.observe(Kind::Tool, &[tool("Removes a file.")]);
+        assert!(g.check(Scope::Shared, Kind::Tool, "ls").is_err());
+        let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
+        let whole =
+            serde_json::value::to_raw_value(&json!({"tools": [tool("Removes a file."), ls]}))
+                .unwrap();
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole, Asked::FirstPage);
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+        let mut lock = (*g.current()).clone();
+        g.reload(lock.clone());
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        let mut new = lock.tools["ls"].clone();
+        new.definition["name"] = json!("new");
+        lock.tools.insert("new".into(), new);
+        g.reload(lock);
+        assert!(g
+            .check(Scope::Shared, Kind::Tool, "new")
+            .unwrap_err()
+            .contains("no longer lists it"));
+        assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
+    }
+
     #[test]
     fn warn_serves_everything() {
         let g = guard(GuardMode::Warn);
@@ -798,6 +986,7 @@ mod tests {
             Scope::Shared,
             Kind::Tool,
             list(&[tool("Removes a file, and more."), json!({"name": "exec"})]),
+            Asked::FirstPage,
         );
         assert_eq!(names(&out), ["rm", "exec"]);
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));

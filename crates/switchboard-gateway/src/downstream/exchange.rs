@@ -87,6 +87,8 @@ pub(crate) struct Held {
     pending: HashMap<String, Request>,
     method: String,
     name: Option<String>,
+    /// A list the allowlist and the drift guard filter.
+    list: Option<crate::ListRequest>,
     /// The request's params without `_meta`, `inputResponses` and
     /// `requestState`: what a retry must repeat (empty for a 2026-07-28 child,
     /// whose own `requestState` binds its retries).
@@ -202,6 +204,7 @@ pub(crate) async fn handle(
         });
         let method = r.method.clone();
         let id = r.id.clone();
+        let list = crate::ListRequest::of(&method, r.params.as_deref(), &upstream);
         let call = match upstream.call(r, core.next_owner()).await {
             Ok(c) => c,
             Err(why) => return Some(why.answer(id)),
@@ -212,6 +215,7 @@ pub(crate) async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            list,
             params: Map::new(),
             context,
         };
@@ -282,6 +286,7 @@ pub(crate) async fn handle(
         return Some(Error::InvalidParams("params must be an object".into()).answer(r.id));
     };
     let method = r.method.clone();
+    let list = crate::ListRequest::of(&method, r.params.as_deref(), &upstream);
     let forwarded = Request {
         id: r.id.clone(),
         method: r.method,
@@ -307,6 +312,7 @@ pub(crate) async fn handle(
             pending: HashMap::new(),
             method,
             name,
+            list,
             params,
             context,
         },
@@ -567,8 +573,8 @@ async fn run(
                 }
             }
             Step::Done(message) => {
-                let message = match Route::of(&held.method).listed() {
-                    Some(kind) => filter_list(core, kind, message),
+                let message = match held.list {
+                    Some(l) => filter_list(core, l.kind, l.asked(&held.upstream), message),
                     None => message,
                 };
                 let message = match message {
@@ -655,11 +661,16 @@ fn with_subscription_id(raw: Box<RawValue>, id: &Id) -> Box<RawValue> {
 
 /// A list answer as clients see it: narrowed to the allowlist (tools) and
 /// judged by the drift guard.
-fn filter_list(core: &Core, kind: crate::catalog::pin::Kind, message: Message) -> Message {
+fn filter_list(
+    core: &Core,
+    kind: crate::catalog::pin::Kind,
+    asked: crate::catalog::guard::Asked,
+    message: Message,
+) -> Message {
     match message {
         Message::Response(r) => Message::Response(Response {
             id: r.id,
-            result: core.filter_list(crate::catalog::guard::Scope::Shared, kind, r.result),
+            result: core.filter_list(crate::catalog::guard::Scope::Shared, kind, r.result, asked),
         }),
         other => other,
     }

@@ -823,9 +823,8 @@ impl DirectSink for Direct {
 struct Begun {
     /// The client's id of the request.
     down_id: Id,
-    /// What a list's result holds, for the lists the allowlist and the drift
-    /// guard filter.
-    list: Option<crate::catalog::pin::Kind>,
+    /// A list the allowlist and the drift guard filter.
+    list: Option<crate::ListRequest>,
     /// The request, kept for an `input_required` retry, which only a
     /// 2026-07-28-only child sends; other calls skip the copy.
     original: Option<Request>,
@@ -846,7 +845,7 @@ impl Begun {
     /// hand-off less between the client's POST and the child's stdin).
     fn new(session: &Session, upstream: &Upstream, r: Request, held: Option<ListKind>) -> Self {
         let down_id = r.id.clone();
-        let list = Route::of(&r.method).listed();
+        let list = crate::ListRequest::of(&r.method, r.params.as_deref(), upstream);
         let original = lock(&session.state).meta().is_some().then(|| r.clone());
         let start = match held {
             Some(_) => TryCall::Later(r),
@@ -1266,11 +1265,12 @@ async fn pump(
                 let out = match message {
                     Message::Response(resp) => {
                         let result = match list {
-                            Some(kind) => {
-                                session
-                                    .core
-                                    .filter_list(session.guard_scope(), kind, resp.result)
-                            }
+                            Some(l) => session.core.filter_list(
+                                session.guard_scope(),
+                                l.kind,
+                                resp.result,
+                                l.asked(&upstream),
+                            ),
                             None => resp.result,
                         };
                         // Only a 2026-07-28-only child keeps the original.

@@ -1051,9 +1051,13 @@ fn judged(m: &Member, key: &str, entries: Vec<Value>) -> Vec<Value> {
     let Ok(raw) = serde_json::value::to_raw_value(&result) else {
         return Vec::new();
     };
-    let kept = m
-        .core
-        .filter_list(crate::catalog::guard::Scope::Shared, kind, raw);
+    // Every page, so a whole list: approved entries it lacks are gone.
+    let kept = m.core.filter_list(
+        crate::catalog::guard::Scope::Shared,
+        kind,
+        raw,
+        crate::catalog::guard::Asked::FirstPage,
+    );
     serde_json::from_str::<Map<String, Value>>(kept.get())
         .ok()
         .and_then(|mut r| match r.remove(key) {
