@@ -35,6 +35,36 @@
 //! This binary must not hold protocol logic of its own: it calls the
 //! `switchboard`, `switchboard-transport` and `switchboard-protocol` crates.
 
+// The print macros of std panic on a failed write; these replace them in
+// every module below: with a full or closed stdout or stderr (`| head`,
+// `>/dev/full`, `2>/dev/full`) the text is lost, not the command. Where the
+// output is the command's work, it writes through [`to_stdout`] instead.
+macro_rules! eprintln {
+    ($($a:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($a)*);
+    }};
+}
+macro_rules! eprint {
+    ($($a:tt)*) => {{
+        use std::io::Write as _;
+        let mut err = std::io::stderr();
+        let _ = write!(err, $($a)*).and_then(|()| err.flush());
+    }};
+}
+macro_rules! println {
+    ($($a:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($a)*);
+    }};
+}
+macro_rules! print {
+    ($($a:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($a)*);
+    }};
+}
+
 mod auth;
 mod auth_args;
 mod bridge;
@@ -215,13 +245,28 @@ fn main() -> ExitCode {
         }
         Command::Completions { shell } => {
             // Generated into memory (clap_complete panics on a failed write),
-            // then written; a closed stdout (`| head`) is not an error.
+            // then written.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "switchboard", &mut script);
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&script).and_then(|()| out.flush());
-            ExitCode::SUCCESS
+            match to_stdout(&script) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("switchboard: the completion script was not written: stdout: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
+    }
+}
+
+/// Writes `bytes` to stdout and flushes it. A reader that went away (`|
+/// head`: EPIPE) is not an error, as what it did not read it did not want;
+/// any other failure (`>/dev/full`: ENOSPC) is.
+pub(crate) fn to_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -151,14 +151,16 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
             &[],
         )?;
         let discovery = runtime()?.block_on(discover_target(&target, &args.common))?;
-        decide(&args, &target, discovery, &[])
+        let mut lock = read_lock(&args.file)?;
+        let decided = decide(&args, &target, discovery, &[], &mut lock)?;
+        conclude(&args, lock, vec![decided])
     })();
     super::finish(outcome)
 }
 
 /// `lock --config FILE`: each upstream of the gateway configuration locked
 /// (or checked) under its name, one after the other; the worst outcome wins
-/// (drift over a match; an error stops).
+/// (drift over a match; an error stops, and nothing is written).
 fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
     let runtime = runtime()?;
     let mut all = Vec::new();
@@ -175,15 +177,51 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
             (name.clone(), found.tools.keys().cloned().collect())
         })
         .collect();
-    let mut code = EXIT_OK;
+    let mut lock = read_lock(&args.file)?;
+    let mut decided = Vec::new();
     for (name, target, common, discovery) in all {
         let mut one = args.clone();
         one.name = Some(name);
         one.config = None;
         one.common = common;
-        code = code.max(decide(&one, &target, discovery, &run)?);
+        decided.push(decide(&one, &target, discovery, &run, &mut lock)?);
     }
-    Ok(code)
+    conclude(args, lock, decided)
+}
+
+/// What [`decide`] made of one upstream.
+enum Decided {
+    /// Checked (`--check`): the exit status.
+    Checked(u8),
+    /// Locked into the lock in memory: the line that says so once written.
+    Locked(String),
+}
+
+/// Writes `lock` when an upstream was locked into it (once, whatever their
+/// number, so that an error before leaves the file as it was), says what was
+/// locked, and gives the worst exit status.
+fn conclude(args: &LockArgs, lock: Option<Lock>, decided: Vec<Decided>) -> Result<u8, Failure> {
+    let locked: Vec<&str> = decided
+        .iter()
+        .filter_map(|d| match d {
+            Decided::Locked(line) => Some(line.as_str()),
+            Decided::Checked(_) => None,
+        })
+        .collect();
+    if let (false, Some(lock)) = (locked.is_empty(), &lock) {
+        write_lock(&args.file, lock)?;
+        for line in locked {
+            sayln!("{line}");
+        }
+    }
+    Ok(decided
+        .iter()
+        .map(|d| match d {
+            Decided::Checked(code) => *code,
+            Decided::Locked(_) => EXIT_OK,
+        })
+        .max()
+        .unwrap_or(EXIT_OK))
 }
 
 /// Each upstream of the gateway configuration `file`: its name, and how the
@@ -601,7 +639,12 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
             writeln!(f, "{secret}").map_err(|e| fail(&secret_path, e))?;
         }
         std::fs::write(&public_path, format!("{public}\n")).map_err(|e| fail(&public_path, e))?;
-        sayln!("{public}");
+        if let Err(e) = crate::to_stdout(format!("{public}\n").as_bytes()) {
+            eprintln!(
+                "switchboard: the public key was not printed (stdout: {e}); it is in {}",
+                public_path.display()
+            );
+        }
         eprintln!(
             "switchboard: wrote {} (secret: keep it out of the repository) and {}",
             secret_path.display(),
@@ -652,16 +695,19 @@ async fn discover(client: &Client) -> Result<Discovery, Failure> {
     Ok(d)
 }
 
-/// Writes or checks the lock; prints what a reviewer reads. `run`: the tool
-/// names of each upstream locked in this run (`--config`), besides the lock's.
+/// Checks `lock` (the lock file's, `None` without one), or locks the
+/// upstream into it (in memory: [`conclude`] writes it); prints what a
+/// reviewer reads. `run`: the tool names of each upstream locked in this run
+/// (`--config`), besides the lock's.
 fn decide(
     args: &LockArgs,
     target: &Target,
     discovery: Discovery,
     run: &[(String, Vec<String>)],
-) -> Result<u8, Failure> {
-    let existing = read_lock(&args.file)?;
-    let name = match (&args.name, &existing) {
+    lock: &mut Option<Lock>,
+) -> Result<Decided, Failure> {
+    let existing = lock.as_ref();
+    let name = match (&args.name, existing) {
         (Some(n), _) => n.clone(),
         (None, Some(lock)) if lock.upstreams.len() == 1 => {
             lock.upstreams.keys().next().cloned().unwrap_or_default()
@@ -680,10 +726,10 @@ fn decide(
         )));
     }
     let (mut found, malformed) = UpstreamLock::pin(identity(target), &discovery);
-    let suspicious = report_suspicious(&name, &found, existing.as_ref(), run);
+    let suspicious = report_suspicious(&name, &found, existing, run);
     if args.check {
         strict_summary(args, &name, suspicious);
-        let Some(locked) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) else {
+        let Some(locked) = existing.and_then(|l| l.upstreams.get(&name)) else {
             return Err(Failure::new(format!(
                 "{}: no upstream {name:?} in the lock (run `switchboard lock` first)",
                 args.file.display()
@@ -698,18 +744,18 @@ fn decide(
             for m in &malformed {
                 sayln!("  ! {}", visible(&m.message));
             }
-            return Ok(EXIT_DRIFT);
+            return Ok(Decided::Checked(EXIT_DRIFT));
         }
         if drift.is_empty() && !identity_changed {
             sayln!("{name}: matches {}", args.file.display());
-            return Ok(if args.strict && suspicious > 0 {
+            return Ok(Decided::Checked(if args.strict && suspicious > 0 {
                 EXIT_DRIFT
             } else {
                 EXIT_OK
-            });
+            }));
         }
         say!("{}", render_drift(&name, locked, &found, &drift));
-        return Ok(EXIT_DRIFT);
+        return Ok(Decided::Checked(EXIT_DRIFT));
     }
     if !malformed.is_empty() {
         let what: Vec<&str> = malformed.iter().map(|m| m.message.as_str()).collect();
@@ -730,7 +776,7 @@ fn decide(
     }
     // Locking again over an entry that differs replaces an approval: say what
     // changes, and that a signature no longer holds.
-    if let Some(old) = existing.as_ref().and_then(|l| l.upstreams.get(&name)) {
+    if let Some(old) = existing.and_then(|l| l.upstreams.get(&name)) {
         let drift = compare(old, &found);
         if !drift.is_empty() || old.identity != found.identity {
             say!(
@@ -745,7 +791,7 @@ fn decide(
             }
         }
     }
-    let mut lock = existing.unwrap_or(Lock {
+    let lock = lock.get_or_insert_with(|| Lock {
         version: LOCK_VERSION,
         upstreams: Default::default(),
     });
@@ -760,9 +806,10 @@ fn decide(
         found.keep_operator(old);
     }
     lock.upstreams.insert(name.clone(), found);
-    write_lock(&args.file, &lock)?;
-    sayln!("{name}: {counts} locked in {}", args.file.display());
-    Ok(EXIT_OK)
+    Ok(Decided::Locked(format!(
+        "{name}: {counts} locked in {}",
+        args.file.display()
+    )))
 }
 
 /// With `--strict`, a check's reason to fail besides drift, on stderr as the
