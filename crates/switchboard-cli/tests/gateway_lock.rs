@@ -295,6 +295,21 @@ async fn an_upstream_changed_since_its_lock_is_judged_for_every_kind_of_client()
         for leg in 0..LEGS.len() {
             for c in &CHANGES {
                 drift_logged(&gw, &victim(c, leg)).await;
+                // In warn mode each use is logged too, not only its list.
+                if warn && c.kind != Some("remove") {
+                    let v = victim(c, leg);
+                    let gw = &gw;
+                    eventually(LIMIT, &format!("a use of {v} logged"), || {
+                        let v = v.clone();
+                        async move {
+                            drift_lines(gw, &v)
+                                .iter()
+                                .any(|l| l.contains("served in warn mode"))
+                                .then_some(())
+                        }
+                    })
+                    .await;
+                }
             }
         }
     }

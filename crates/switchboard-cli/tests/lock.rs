@@ -347,7 +347,18 @@ fn keygen_sign_and_verify_refuse_unsigned_changed_and_foreign_locks() {
     let (code, out, err) = switchboard_in(&dir.0, &["lock", "sign", "--key", "switchboard.key"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "signed switchboard.lock (switchboard.lock.sig)\n");
+    assert_eq!(err, "");
     assert_eq!(verify("switchboard.pub").0, 0);
+    // A secret key others may read: said, and signed all the same.
+    let key = dir.0.join("switchboard.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, _, err) = switchboard_in(&dir.0, &["lock", "sign", "--key", "switchboard.key"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("switchboard.key is a secret key others may read (mode 644)"),
+        "{err}"
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     // The key given as text works the same.
     let public = std::fs::read_to_string(dir.0.join("switchboard.pub")).unwrap();
     assert_eq!(verify(public.trim()).0, 0);
@@ -689,6 +700,18 @@ fn key_errors_name_the_key_and_never_print_key_material() {
     // Signing with the secret key's text instead of its file.
     let err = said(&["lock", "sign", "--key", secret]);
     assert!(err.contains("the --key value"), "{err}");
+    // Signing with the public key, its text or its file: told so.
+    let public = std::fs::read_to_string(dir.0.join("switchboard.pub")).unwrap();
+    let err = said(&["lock", "sign", "--key", public.trim()]);
+    assert!(
+        err.starts_with("switchboard: the --key value: this is a public key"),
+        "{err}"
+    );
+    let err = said(&["lock", "sign", "--key", "switchboard.pub"]);
+    assert!(
+        err.starts_with("switchboard: switchboard.pub: this is a public key"),
+        "{err}"
+    );
 }
 
 #[test]

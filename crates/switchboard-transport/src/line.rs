@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use foldhash::HashMap;
 
-use switchboard_protocol::codec::{encode_line, LineDecoder, LineError};
+use switchboard_protocol::codec::{encode_line, LineDecoder, LineError, PEEK_BYTES};
 use switchboard_protocol::jsonrpc::{
-    decode_frame, DecodeError, ErrorObject, ErrorResponse, Frame, Id, Message,
+    decode_frame, peek, peek_tail, DecodeError, ErrorObject, ErrorResponse, Frame, Id, Message,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
@@ -50,9 +50,10 @@ pub enum Role {
     /// non-UTF-8; -32700 for a line over the limit, with the request's id when the
     /// line's ends show it (`null` otherwise); -32600 with the request's id when it
     /// could be read (`null` otherwise). A broken notification (a `method` and no
-    /// `id`) gets no answer (`LineError::wants_response`), nor does an answer over
-    /// the limit whose id is seen: its request fails instead ([`Inbound::Failed`]),
-    /// in both roles. The stream goes on with the next line. Each bad line is also
+    /// `id`) gets no answer (`LineError::wants_response`), nor does an answer
+    /// that cannot be read (over the limit, nested too deep, an invalid
+    /// envelope) whose id is seen: its request fails instead
+    /// ([`Inbound::Failed`]), in both roles. The stream goes on with the next line. Each bad line is also
     /// logged (warn).
     Server,
     /// We are the client, reading what a server wrote (e.g. a child's stdout). A
@@ -747,22 +748,36 @@ impl ReaderTask {
     }
 
     async fn bad_line(&mut self, e: LineError, text: Option<&str>) -> Result<(), Gone> {
-        // The answer to one of our requests, too long to read: that request fails
-        // now, rather than wait for its timeout.
-        if let LineError::LineTooLong { peeked, .. } = &e {
-            if let Some(id) = peeked.answer_to() {
-                warn!(%id, error = %e, "an answer too long to read; its request fails");
-                let error = ErrorObject::new(
-                    crate::handle::TRANSPORT_ERROR,
-                    format!("the answer could not be read: {e} (the transport's line limit)"),
-                );
-                let id = id.clone();
-                return self
-                    .events
-                    .deliver(Inbound::Failed { id, error })
-                    .await
-                    .map_err(|_| Gone);
+        // The answer to one of our requests, too long to read or not a valid
+        // message (nested past the decoder's depth, an invalid envelope): that
+        // request fails now, rather than wait for its timeout.
+        let answer_to = match (&e, text) {
+            (LineError::LineTooLong { peeked, .. }, _) => peeked.answer_to().cloned(),
+            (LineError::Decode(_), Some(text)) => {
+                let b = text.as_bytes();
+                let mut peeked = peek(&b[..b.len().min(PEEK_BYTES)]);
+                if peeked.id.is_none() {
+                    peeked.id = peek_tail(&b[b.len().saturating_sub(PEEK_BYTES)..]);
+                }
+                peeked.answer_to().cloned()
             }
+            _ => None,
+        };
+        if let Some(id) = answer_to {
+            warn!(%id, error = %e, "an answer that cannot be read; its request fails");
+            let why = match &e {
+                LineError::LineTooLong { .. } => format!("{e} (the transport's line limit)"),
+                _ => e.to_string(),
+            };
+            let error = ErrorObject::new(
+                crate::handle::TRANSPORT_ERROR,
+                format!("the answer could not be read: {why}"),
+            );
+            return self
+                .events
+                .deliver(Inbound::Failed { id, error })
+                .await
+                .map_err(|_| Gone);
         }
         let server_request_too_long = matches!(
             &e,
@@ -1216,6 +1231,43 @@ mod tests {
                 .await
                 .expect("flush returns when the output is closed")
         );
+    }
+
+    /// An answer that is not a valid message but shows its id (nested past
+    /// the decoder's depth, id first or last; both `result` and `error`)
+    /// fails its request at once instead of leaving it to its timeout; a
+    /// line that shows no answer's id is skipped as before.
+    #[tokio::test]
+    async fn an_unreadable_answer_fails_its_request() {
+        let (t, _peer_out, mut peer_in) = client_over_duplex();
+        let (_tx, mut rx) = t.split();
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let lines = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"deep\",\"result\":{{\"x\":{deep}}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"result\":{{\"x\":{deep}}},\"id\":8}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{}},\"error\":{{\"code\":1,\"message\":\"m\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"result\":{{\"x\":{deep}}}}}\n"
+        );
+        peer_in.write_all(lines.as_bytes()).await.unwrap();
+        peer_in.write_all(&encode_line(&ping(2))).await.unwrap();
+        for want in [Id::from("deep".to_owned()), Id::from(8), Id::from(9)] {
+            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+                Ok(Some(Inbound::Failed { id, error })) => {
+                    assert_eq!(id, want);
+                    assert_eq!(error.code, crate::TRANSPORT_ERROR);
+                    assert!(
+                        error.message.starts_with("the answer could not be read: "),
+                        "{}",
+                        error.message
+                    );
+                }
+                other => panic!("expected the failure of {want:?}, got {other:?}"),
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Inbound::Message(m))) => assert_eq!(m, ping(2)),
+            other => panic!("expected the ping, got {other:?}"),
+        }
     }
 
     #[tokio::test]

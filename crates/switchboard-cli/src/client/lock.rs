@@ -345,6 +345,9 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
                     "the --key value: this is the secret key itself; give its file (from `switchboard keygen`)",
                 ));
             }
+            if arg.trim().starts_with("ed25519:") {
+                return Err(Failure::new(format!("the --key value: {PUBLIC_GIVEN}")));
+            }
             let secret = match std::fs::read(key) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) if looks_like_path(&arg) => {
@@ -356,6 +359,10 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
                     )))
                 }
             };
+            if secret.trim().starts_with("ed25519:") {
+                return Err(Failure::new(format!("{}: {PUBLIC_GIVEN}", key.display())));
+            }
+            warn_if_others_can_read(key);
             let sig = pin::sign(&read(file)?, &secret)
                 .map_err(|e| Failure::new(format!("{}: {e}", key.display())))?;
             let sig_path = signature_path(file);
@@ -556,6 +563,26 @@ pub fn check_signature(file: &Path, key: &str, flag: &str) -> Result<(), String>
         pin::SignatureError::Malformed(_) => format!("{}: {e}", sig_path.display()),
         _ => format!("{}: {e}", file.display()),
     })
+}
+
+/// What to say of a public key given where the secret key belongs.
+const PUBLIC_GIVEN: &str = "this is a public key, which verifies; a lock is signed with the secret key's file (FILE.key from `switchboard keygen`)";
+
+/// Says so on stderr when the secret key `path` may be read by others than
+/// its owner (`keygen` writes it 0600); signing goes on, as a key mounted
+/// from a secret store may well be shared read-only on purpose.
+fn warn_if_others_can_read(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            eprintln!(
+                "switchboard: warning: {} is a secret key others may read (mode {mode:o}): `chmod 600 {}`",
+                path.display(),
+                path.display()
+            );
+        }
+    }
 }
 
 /// What to say of a secret key given where the public key belongs.
@@ -805,6 +832,11 @@ fn decide(
     if let Some(old) = lock.upstreams.get(&name) {
         found.keep_operator(old);
     }
+    if let Some(what) = credential_in(target) {
+        eprintln!(
+            "switchboard: warning: {name}: the URL carries {what}, which the lock records as written (and a signature vouches for, and replicas share): give it in a header instead (`--header`, or the configuration's `headers`)"
+        );
+    }
     lock.upstreams.insert(name.clone(), found);
     Ok(Decided::Locked(format!(
         "{name}: {counts} locked in {}",
@@ -977,6 +1009,34 @@ fn identity(target: &Target) -> Identity {
     }
 }
 
+/// What in a URL target looks like a credential (userinfo, or a query
+/// parameter named like one), which a lock would record as written.
+fn credential_in(target: &Target) -> Option<String> {
+    const SECRET_WORDS: &[&str] = &[
+        "token",
+        "key",
+        "secret",
+        "pass",
+        "pwd",
+        "auth",
+        "sig",
+        "credential",
+        "session",
+        "code",
+    ];
+    let Target::Url(url) = target else {
+        return None;
+    };
+    let url = url::Url::parse(url).ok()?;
+    if url.password().is_some() || !url.username().is_empty() {
+        return Some("credentials before its host (user:password@)".to_owned());
+    }
+    url.query_pairs()
+        .map(|(k, _)| k.to_ascii_lowercase())
+        .find(|k| SECRET_WORDS.iter().any(|w| k.contains(w)))
+        .map(|k| format!("the query parameter {k:?}"))
+}
+
 /// A name for an upstream nobody named: the URL's host, or the program (or,
 /// for a launcher such as `npx` or `uvx`, the package it runs), in letters,
 /// digits, `-` and `_`.
@@ -1067,6 +1127,28 @@ fn write_lock(path: &Path, lock: &Lock) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_url_are_found() {
+        let found = |u: &str| credential_in(&Target::Url(u.to_owned()));
+        assert!(found("https://u:p@h/mcp")
+            .unwrap()
+            .contains("user:password@"));
+        assert!(found("https://tok@h/mcp").is_some());
+        for q in [
+            "api_key=1",
+            "access_token=x",
+            "X-Amz-Signature=s",
+            "sessionid=1",
+            "Password=2",
+        ] {
+            assert!(found(&format!("https://h/mcp?a=1&{q}")).is_some(), "{q}");
+        }
+        // Must not be flagged: no query, ordinary parameters, a command.
+        assert_eq!(found("https://h/mcp"), None);
+        assert_eq!(found("http://127.0.0.1:8080/mcp?region=eu&limit=5"), None);
+        assert_eq!(credential_in(&Target::Command(vec!["npx".into()])), None);
+    }
 
     #[test]
     fn default_names() {

@@ -441,10 +441,21 @@ impl DriftGuard {
     /// `name`: in block mode refused (the message for a -32602 answer) when
     /// the entry is not in the lock, or its latest listed definition is not the
     /// approved one.
+    /// In warn mode it is served, and a use that block mode would refuse
+    /// is logged.
     pub fn check(&self, scope: Scope<'_>, kind: Kind, name: &str) -> Result<(), String> {
-        if self.mode == GuardMode::Warn {
-            return Ok(());
+        let verdict = self.verdict(scope, kind, name);
+        match (self.mode, verdict) {
+            (GuardMode::Warn, Err(why)) => {
+                warn!(kind = kind.noun(), name, lock = %self.source, "drift: served in warn mode, refused in block mode: {why}");
+                Ok(())
+            }
+            (_, verdict) => verdict,
         }
+    }
+
+    /// [`DriftGuard::check`] in block mode.
+    fn verdict(&self, scope: Scope<'_>, kind: Kind, name: &str) -> Result<(), String> {
         let what = kind.noun();
         // Judged by the lock in force now, whatever lock was in force when
         // the entry was listed.
