@@ -741,11 +741,7 @@ pub(crate) fn read_lock_entry(
         crate::client::lock::check_signature(file, key, "--lock-key")?;
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let lock: Lock = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a lock file: {e}", file.display()))?;
-    if let Some(problem) = lock.problems().first() {
-        return Err(format!("{}: {problem}", file.display()));
-    }
+    let lock = Lock::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     if lock.upstreams.is_empty() {
         return Err(format!("{}: locks no upstream", file.display()));
     }

@@ -277,7 +277,9 @@ async fn per_session_children_are_judged_by_their_own_lists() {
             )
         };
         let r = call(1).await;
-        assert!(error_message(r.response(&json!(1))).contains("has not listed its tools yet"));
+        assert!(
+            error_message(r.response(&json!(1))).contains("has not listed it to this session yet")
+        );
         let r = s
             .request(&c, &bridge.url, json!(2), "tools/list", json!({}))
             .await;
@@ -824,7 +826,10 @@ async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() 
             )
             .await;
         let why = error_message(r.response(&json!(8)));
-        assert!(why.contains("has not listed its tools yet"), "{why}");
+        assert!(
+            why.contains("has not listed it to this session yet"),
+            "{why}"
+        );
 
         let calls = calls(&log);
         assert!(
@@ -1009,7 +1014,8 @@ async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
 /// without reaching the server: from that session, from another, and from a
 /// 2026-07-28 exchange (one verdict per shared child). Listed again, it is
 /// callable again. A session with its own child is told the same once it
-/// listed ("no longer lists it", not "has not listed its tools yet").
+/// listed ("no longer lists it", not "has not listed it to this session
+/// yet").
 #[tokio::test]
 async fn a_tool_that_disappears_silently_is_refused_once_a_client_lists() {
     tokio::time::timeout(BOUND, async {
@@ -1197,4 +1203,70 @@ async fn sighup_keeps_a_tool_listed_again_since_start_up() {
     })
     .await
     .expect("bounded");
+}
+
+/// A server that pages its tools and, after start-up and without a
+/// `list_changed`, lists an approved tool twice, the second copy rewritten
+/// (on another page): a client that walks every page gets the rewritten
+/// copy refused; another client that reads only the page with the approved
+/// copy neither sees it nor reaches the server with its call.
+#[tokio::test]
+async fn a_tool_listed_again_rewritten_on_another_page_stays_refused() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("pages");
+        let mut paged = approved();
+        paged["pageSize"] = json!(1);
+        let (defs, lock) = lock_definitions(&d.0, &paged);
+        let log = d.0.join("calls.log");
+        let bridge = BridgeProc::start_with_env(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &[("SCRIPTED_CALLS", log.to_str().unwrap())],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let other = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let page = |s, id, cursor| tools_page(&c, &bridge.url, s, id, cursor);
+        assert_eq!(
+            listed(&page(&s, 1, Some("1")).await, json!(1)),
+            ["read_file"]
+        );
+        // [delete_file, read_file, read_file asking for secrets].
+        let mut twice = paged.clone();
+        let rewritten = pulled()["tools"][1].clone();
+        twice["tools"].as_array_mut().unwrap().push(rewritten);
+        std::fs::write(&defs, twice.to_string()).unwrap();
+        // s walks every page: the rewritten copy on the last.
+        for (id, cursor) in [(2, None), (3, Some("1")), (4, Some("2"))] {
+            page(&s, id, cursor).await;
+        }
+        // other reads the page with the approved copy only.
+        let r = page(&other, 5, Some("1")).await;
+        assert_eq!(listed(&r, json!(5)), Vec::<String>::new());
+        let call = json!({"name": "read_file", "arguments": {}});
+        let r = other
+            .request(&c, &bridge.url, json!(6), "tools/call", call)
+            .await;
+        let why = error_message(r.response(&json!(6)));
+        assert!(why.contains("changed since it was approved"), "{why}");
+        assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+    })
+    .await
+    .expect("bounded");
+}
+
+/// `tools/list` in session `s`, from `cursor` (the first page without).
+async fn tools_page(
+    c: &reqwest::Client,
+    url: &str,
+    s: &bridge_util::Session,
+    id: i64,
+    cursor: Option<&str>,
+) -> Reply {
+    let params = match cursor {
+        Some(c) => json!({ "cursor": c }),
+        None => json!({}),
+    };
+    s.request(c, url, json!(id), "tools/list", params).await
 }

@@ -1028,13 +1028,21 @@ fn credential_in(target: &Target) -> Option<String> {
         return None;
     };
     let url = url::Url::parse(url).ok()?;
+    let mut found = Vec::new();
     if url.password().is_some() || !url.username().is_empty() {
-        return Some("credentials before its host (user:password@)".to_owned());
+        found.push("credentials before its host (user:password@)".to_owned());
     }
-    url.query_pairs()
-        .map(|(k, _)| k.to_ascii_lowercase())
-        .find(|k| SECRET_WORDS.iter().any(|w| k.contains(w)))
-        .map(|k| format!("the query parameter {k:?}"))
+    let mut names: Vec<String> = url
+        .query_pairs()
+        .map(|(k, _)| k.into_owned())
+        .filter(|k| {
+            let k = k.to_ascii_lowercase();
+            SECRET_WORDS.iter().any(|w| k.contains(w))
+        })
+        .collect();
+    names.dedup();
+    found.extend(names.iter().map(|k| format!("the query parameter {k:?}")));
+    (!found.is_empty()).then(|| found.join(" and "))
 }
 
 /// A name for an upstream nobody named: the URL's host, or the program (or,
@@ -1102,12 +1110,9 @@ fn read_lock(path: &Path) -> Result<Option<Lock>, Failure> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Failure::new(format!("{}: {e}", path.display()))),
     };
-    let lock: Lock = serde_json::from_str(&text)
-        .map_err(|e| Failure::new(format!("{}: not a lock file: {e}", path.display())))?;
-    if let Some(problem) = lock.problems().first() {
-        return Err(Failure::new(format!("{}: {problem}", path.display())));
-    }
-    Ok(Some(lock))
+    Lock::parse(&text)
+        .map(Some)
+        .map_err(|e| Failure::new(format!("{}: {e}", path.display())))
 }
 
 /// Writes the lock (pretty JSON, members in order, a final newline) through a
@@ -1135,6 +1140,10 @@ mod tests {
             .unwrap()
             .contains("user:password@"));
         assert!(found("https://tok@h/mcp").is_some());
+        assert_eq!(
+            found("https://u:p@h/mcp?token=1&Sig=2").unwrap(),
+            "credentials before its host (user:password@) and the query parameter \"token\" and the query parameter \"Sig\""
+        );
         for q in [
             "api_key=1",
             "access_token=x",

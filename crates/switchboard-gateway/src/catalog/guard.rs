@@ -128,6 +128,20 @@ impl Asked {
     }
 }
 
+/// What judging a listed entry does to the verdict recorded for its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    /// Replaces it: a whole list.
+    Replace,
+    /// Replaces it, unless that would clear a refusal: one page of a list
+    /// cannot tell that another page lists the same name again, differently,
+    /// so only a whole list (the bridge's own, at each start and
+    /// `list_changed`) lets a refused entry be served again.
+    Worsen,
+    /// Leaves it: a list asked before a change announced since.
+    Keep,
+}
+
 /// The guard of one upstream's tools.
 #[derive(Debug)]
 pub struct DriftGuard {
@@ -220,9 +234,10 @@ impl DriftGuard {
     }
 
     /// Judges one listed entry (`twice`: its name is listed more than once,
-    /// which is never as approved); with `record`, records what it was listed
-    /// as and logs a drift (once per definition and lock); `true` when it is
-    /// to be served.
+    /// which is never as approved), records what it was listed as as `record`
+    /// says, and logs a drift (once per definition and lock); `true` when it
+    /// is to be served: its recorded verdict is the approved definition (or
+    /// warn mode).
     fn judge(
         &self,
         scope: Scope<'_>,
@@ -230,10 +245,12 @@ impl DriftGuard {
         name: &str,
         listed: &Value,
         twice: bool,
-        record: bool,
+        record: Record,
     ) -> bool {
         let what = kind.noun();
         let lock = self.current();
+        let approved = Self::approved(&lock, kind).get(name);
+        let approves = |l: &Listed| approved.is_some_and(|a| l.is(&a.sha256));
         let generation = self.generation.load(Ordering::SeqCst);
         let now = if twice {
             Listed::Twice
@@ -241,20 +258,31 @@ impl DriftGuard {
             Listed::As(crate::catalog::pin::sha256_hex(&definition(kind, listed)))
         };
         // Recorded whether or not the lock holds it: a reload may approve it.
-        let before = record.then(|| {
-            self.verdicts(scope)
-                .lock()
-                .entry(kind)
-                .or_default()
-                .insert(name.to_owned(), (generation, now.clone()))
-        });
-        let Some(approved) = Self::approved(&lock, kind).get(name) else {
-            if record {
+        let (before, verdict) = match record {
+            Record::Keep => (None, now.clone()),
+            Record::Replace | Record::Worsen => {
+                let mut table = self.verdicts(scope).lock();
+                let names = table.entry(kind).or_default();
+                match names.get(name) {
+                    Some((_, prev))
+                        if record == Record::Worsen && approves(&now) && !approves(prev) =>
+                    {
+                        (None, prev.clone())
+                    }
+                    _ => (
+                        Some(names.insert(name.to_owned(), (generation, now.clone()))),
+                        now.clone(),
+                    ),
+                }
+            }
+        };
+        let Some(approved) = approved else {
+            if before.is_some() {
                 warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
             }
             return self.mode == GuardMode::Warn;
         };
-        if now.is(&approved.sha256) {
+        if verdict.is(&approved.sha256) {
             return true;
         }
         if before.is_some_and(|b| b.as_ref() != Some(&(generation, now.clone()))) {
@@ -278,7 +306,7 @@ impl DriftGuard {
         let counts = name_counts(kind, entries.iter());
         for entry in entries {
             if let Some(name) = entry.get(kind.key()).and_then(Value::as_str) {
-                self.judge(scope, kind, name, entry, counts[name] > 1, true);
+                self.judge(scope, kind, name, entry, counts[name] > 1, Record::Replace);
             }
         }
         self.mark_gone(scope, kind, &counts);
@@ -335,7 +363,11 @@ impl DriftGuard {
             })
             .unwrap_or_default();
         let counts = name_counts(kind, listed.iter());
-        let record = asked != Asked::BeforeAChange;
+        let record = match asked {
+            Asked::BeforeAChange => Record::Keep,
+            _ if whole => Record::Replace,
+            _ => Record::Worsen,
+        };
         let mut judged = listed.iter();
         let kept = crate::raw::edit_items(&result, member, |item| {
             let Some(value) = judged.next() else {
@@ -480,7 +512,7 @@ impl DriftGuard {
                 l.hash()
             )),
             (None, Scope::Own(_)) => Err(format!(
-                "{what} {name:?}: this session's server has not listed its {what}s yet, so it is not checked against the lock ({}); list them first",
+                "{what} {name:?}: this session's server has not listed it to this session yet, so it is not checked against the lock ({}); list its {what}s first (every page)",
                 self.source
             )),
             (None, Scope::Shared) => Ok(()),
@@ -690,7 +722,10 @@ mod tests {
         let (good, evil) = (Verdicts::default(), Verdicts::default());
         // Not listed yet: refused, for the server may not be the approved one.
         let err = g.check(Scope::Own(&evil), Kind::Tool, "rm").unwrap_err();
-        assert!(err.contains("has not listed its tools yet"), "{err}");
+        assert!(
+            err.contains("has not listed it to this session yet"),
+            "{err}"
+        );
         g.filter_list_result(
             Scope::Own(&evil),
             Kind::Tool,
@@ -810,7 +845,8 @@ mod tests {
     }
 
     /// An approved entry missing from the bridge's own whole list is refused
-    /// (block) until a list holds it again; warn mode serves it.
+    /// (block) until a whole list holds it again (a page is not enough, and
+    /// serves it not); warn mode serves it.
     #[test]
     fn an_approved_entry_no_longer_listed_is_refused_until_listed_again() {
         let g = guard(GuardMode::Block);
@@ -819,7 +855,12 @@ mod tests {
         assert!(why.contains("no longer lists it"), "{why}");
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
-        g.filter_list_result(Scope::Shared, Kind::Tool, list(&[ls]), Asked::FirstPage);
+        let page = list(std::slice::from_ref(&ls));
+        let out = g.filter_list_result(Scope::Shared, Kind::Tool, page, Asked::LaterPage);
+        assert_eq!(names(&out), Vec::<String>::new());
+        assert!(g.check(Scope::Shared, Kind::Tool, "ls").is_err());
+        let whole = serde_json::value::to_raw_value(&json!({ "tools": [ls] })).unwrap();
+        g.filter_list_result(Scope::Shared, Kind::Tool, whole, Asked::FirstPage);
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "ls"), Ok(()));
         let w = guard(GuardMode::Warn);
         w.observe(Kind::Tool, &[]);
@@ -947,6 +988,45 @@ mod tests {
             Asked::BeforeAChange,
         );
         assert_eq!(names(&out), ["ls"]);
+    }
+
+    /// A name on two pages, once as approved and once not (listed twice,
+    /// across pages): whichever page comes first, the name ends refused and
+    /// withheld from both pages, until a whole list says otherwise.
+    #[test]
+    fn a_page_never_clears_a_refusal_another_page_made() {
+        for evil_first in [true, false] {
+            let g = guard(GuardMode::Block);
+            let (good, evil) = (list(&[tool("Removes a file.")]), list(&[tool("EVIL")]));
+            let pages = if evil_first {
+                [evil, good]
+            } else {
+                [good, evil]
+            };
+            for (i, page) in pages.into_iter().enumerate() {
+                let asked = if i == 0 {
+                    Asked::FirstPage
+                } else {
+                    Asked::LaterPage
+                };
+                g.filter_list_result(Scope::Shared, Kind::Tool, page, asked);
+            }
+            assert!(
+                g.check(Scope::Shared, Kind::Tool, "rm").is_err(),
+                "{evil_first}"
+            );
+            // Another client's first page, with the good copy: withheld.
+            let out = g.filter_list_result(
+                Scope::Shared,
+                Kind::Tool,
+                list(&[tool("Removes a file.")]),
+                Asked::FirstPage,
+            );
+            assert_eq!(names(&out), Vec::<String>::new(), "{evil_first}");
+            assert!(g.check(Scope::Shared, Kind::Tool, "rm").is_err());
+            g.observe(Kind::Tool, &[tool("Removes a file.")]);
+            assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
+        }
     }
 
     #[test]

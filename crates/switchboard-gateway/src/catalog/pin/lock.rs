@@ -13,6 +13,65 @@ use super::canonical::sha256_hex;
 /// The lock file format's version.
 pub const LOCK_VERSION: u32 = 1;
 
+/// Any JSON value whose objects name each member once ([`Lock::parse`]).
+struct UniqueNames;
+
+impl<'de> Deserialize<'de> for UniqueNames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueNames)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueNames {
+    type Value = UniqueNames;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<UniqueNames>()?.is_some() {}
+        Ok(self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if !seen.insert(name.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "the member {name:?} twice in one object"
+                )));
+            }
+            map.next_value::<UniqueNames>()?;
+        }
+        Ok(self)
+    }
+}
+
 /// A lock file (`switchboard.lock`): JSON, members sorted, so that the `git
 /// diff` of two locks reads as a review.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +84,20 @@ pub struct Lock {
 }
 
 impl Lock {
+    /// A lock from its file's `text`, refused (one line, without the file's
+    /// name) when it is not JSON, has a member name twice in one object
+    /// anywhere (a reviewer reads one value while the parser keeps the other:
+    /// RFC 8785 hashes I-JSON, RFC 7493 §2.3), is not a lock, or has
+    /// [`Lock::problems`].
+    pub fn parse(text: &str) -> Result<Lock, String> {
+        serde_json::from_str::<UniqueNames>(text).map_err(|e| format!("not a lock file: {e}"))?;
+        let lock: Lock = serde_json::from_str(text).map_err(|e| format!("not a lock file: {e}"))?;
+        match lock.problems().into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(lock),
+        }
+    }
+
     /// What is wrong with a lock as read: an entry whose `sha256` is not the
     /// hash of its `definition` (a hand edit would otherwise approve whatever
     /// the hash names, while the review shows the harmless text), or whose
@@ -499,6 +572,38 @@ mod tests {
             prompts: vec![json!({"name": "p", "arguments": [{"name": "a"}]})],
             resource_templates: vec![json!({"uriTemplate": "x://{id}", "name": "x"})],
         }
+    }
+
+    /// A member named twice anywhere is refused: a reviewer of a hand edit
+    /// would read the first value, the hash covers the last. A sound lock
+    /// reads back.
+    #[test]
+    fn a_lock_with_a_member_named_twice_is_refused() {
+        let (up, _) = UpstreamLock::pin(identity(), &discovery(vec![echo("d2")]));
+        let lock = Lock {
+            version: LOCK_VERSION,
+            upstreams: [("s".to_owned(), up)].into(),
+        };
+        let text = serde_json::to_string_pretty(&lock).unwrap();
+        assert_eq!(Lock::parse(&text), Ok(lock));
+        let twice = text.replacen(
+            "\"description\": \"d2\"",
+            "\"description\": \"harmless\", \"description\": \"d2\"",
+            1,
+        );
+        assert_ne!(twice, text);
+        let err = Lock::parse(&twice).unwrap_err();
+        assert!(
+            err.contains("the member \"description\" twice in one object"),
+            "{err}"
+        );
+        // Escaped spellings of one name are one name.
+        let escaped = text.replacen("\"version\": 1", "\"version\": 1, \"vers\\u0069on\": 1", 1);
+        assert!(Lock::parse(&escaped)
+            .unwrap_err()
+            .contains("\"version\" twice"));
+        assert!(Lock::parse("[1, {\"a\": 1, \"a\": 2}]").is_err());
+        assert!(Lock::parse("{").unwrap_err().starts_with("not a lock file"));
     }
 
     fn echo(description: &str) -> Value {
