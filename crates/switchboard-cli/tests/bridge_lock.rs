@@ -479,19 +479,7 @@ async fn a_definition_changed_mid_session_is_refused_at_the_next_call() {
         let d = dir("rug-pull");
         let log = d.0.join("calls.log");
         let fixture = fixture_upstream();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args([
-                "lock", "--name", "fx", "--", "python3", &fixture, "--name", "fx", "--grow",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lock = d.0.join("switchboard.lock");
+        let lock = lock_fixture(&d.0, &["--name", "fx", "--grow"]);
         // Each list takes a while: a call sent before the re-list ends would
         // reach the server on the old judgement.
         let bridge = BridgeProc::start(
@@ -514,35 +502,7 @@ async fn a_definition_changed_mid_session_is_refused_at_the_next_call() {
 
         // A legacy session (Streamable HTTP) of the shared child.
         let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-        let r = s
-            .request(
-                &c,
-                &bridge.url,
-                json!(1),
-                "tools/call",
-                call("echo", "before"),
-            )
-            .await;
-        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
-        let r = s
-            .request(
-                &c,
-                &bridge.url,
-                json!(2),
-                "tools/call",
-                call("grow", "rewrite:echo"),
-            )
-            .await;
-        assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
-        let r = s
-            .request(
-                &c,
-                &bridge.url,
-                json!(3),
-                "tools/call",
-                call("echo", "should not arrive"),
-            )
-            .await;
+        let r = pull_the_rug(&c, &bridge.url, &s).await;
         let why = error_message(r.response(&json!(3)));
         assert!(
             why.contains("\"echo\" changed since it was approved"),
@@ -607,18 +567,7 @@ async fn a_prompt_changed_mid_session_is_refused_at_the_next_get() {
         let server = [
             "--name", "fx", "--grow", "--prompt", "brief", "--prompt", "summary",
         ];
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args(["lock", "--name", "fx", "--", "python3", &fixture])
-            .args(server)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lock = d.0.join("switchboard.lock");
+        let lock = lock_fixture(&d.0, &server);
         let mut cmd = vec!["python3", fixture.as_str()];
         cmd.extend(server);
         cmd.extend(["--slow-list", "0.5", "--calls", log.to_str().unwrap()]);
@@ -714,18 +663,7 @@ async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() 
         let log = d.0.join("calls.log");
         let fixture = fixture_upstream();
         let server = ["--name", "fx", "--grow", "--prompt", "brief"];
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args(["lock", "--name", "fx", "--", "python3", &fixture])
-            .args(server)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lock = d.0.join("switchboard.lock");
+        let lock = lock_fixture(&d.0, &server);
         let mut cmd = vec!["python3", fixture.as_str()];
         cmd.extend(server);
         cmd.extend(["--slow-list", "0.5", "--calls", log.to_str().unwrap()]);
@@ -1269,4 +1207,98 @@ async fn tools_page(
         None => json!({}),
     };
     s.request(c, url, json!(id), "tools/list", params).await
+}
+
+/// In session `s` of a bridge of the fixture upstream (`--grow`): `echo`
+/// called (request 1), then `grow` rewriting its description (2, which the
+/// server announces before its answer); the answer to the next call of
+/// `echo` (3, its text "should not arrive"), sent at once.
+async fn pull_the_rug(c: &reqwest::Client, url: &str, s: &bridge_util::Session) -> Reply {
+    let call = |name: &str, text: &str| json!({"name": name, "arguments": {"text": text}});
+    for (id, name, text) in [(1, "echo", "before"), (2, "grow", "rewrite:echo")] {
+        let r = s
+            .request(c, url, json!(id), "tools/call", call(name, text))
+            .await;
+        assert!(r.response(&json!(id)).get("result").is_some(), "{}", r.body);
+    }
+    s.request(
+        c,
+        url,
+        json!(3),
+        "tools/call",
+        call("echo", "should not arrive"),
+    )
+    .await
+}
+
+/// Locks the fixture upstream run with `args` as `fx` in `d`; returns the
+/// lock file.
+fn lock_fixture(d: &Path, args: &[&str]) -> PathBuf {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(d)
+        .args(["lock", "--name", "fx", "--", "python3", &fixture_upstream()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d.join("switchboard.lock")
+}
+
+/// A rug pull announced by `list_changed` whose re-list fails (the server
+/// leaves it unanswered past `--request-timeout`): the bridge lists again
+/// (after 1 s, then longer), and the next call of the rewritten tool is
+/// refused as changed; a server that never answers again gets that call
+/// refused once its wait (10 s) is over, not sent on the old judgement.
+/// Neither call reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_relist_fails_is_retried_and_never_served_unjudged() {
+    tokio::time::timeout(BOUND, async {
+        for (stalls, refusal) in [
+            ("1", "changed since it was approved"),
+            ("1000", "could not be listed and judged"),
+        ] {
+            let d = dir(&format!("relist-fails-{stalls}"));
+            let lock = lock_fixture(&d.0, &["--name", "fx", "--grow"]);
+            let log = d.0.join("calls.log");
+            let fixture = fixture_upstream();
+            let bridge = BridgeProc::start(
+                &[
+                    "--child",
+                    "shared",
+                    "--request-timeout",
+                    "1s",
+                    "--lock",
+                    lock.to_str().unwrap(),
+                ],
+                &[
+                    "python3",
+                    &fixture,
+                    "--name",
+                    "fx",
+                    "--grow",
+                    "--stall-lists",
+                    stalls,
+                    "--calls",
+                    log.to_str().unwrap(),
+                ],
+            )
+            .await;
+            let c = client();
+            let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+            let r = pull_the_rug(&c, &bridge.url, &s).await;
+            let why = error_message(r.response(&json!(3)));
+            assert!(why.contains(refusal), "{stalls}: {why}");
+            let log = calls(&log);
+            assert!(
+                !log.iter().any(|l| l.contains("should not arrive")),
+                "{stalls}: {log:?}"
+            );
+        }
+    })
+    .await
+    .expect("bounded");
 }

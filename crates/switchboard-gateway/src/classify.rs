@@ -125,6 +125,15 @@ impl ListKind {
     /// All three.
     pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
 
+    /// Its name in messages: `tools`, `prompts`, `resources`.
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+        }
+    }
+
     /// The notification that announces a change of it.
     pub(crate) fn notification(self) -> &'static str {
         match self {

@@ -260,6 +260,18 @@ pub(crate) struct Judging<'a> {
     pub(crate) judged: &'a catalog::changes::Judged,
 }
 
+impl Judging<'_> {
+    /// The lists of `among` with announced changes not judged yet (a re-list
+    /// failed or is under way).
+    pub(crate) fn unjudged_lists(&self, among: &[classify::ListKind]) -> Vec<classify::ListKind> {
+        among
+            .iter()
+            .copied()
+            .filter(|&l| self.judged.pending(l, self.upstream.list_changes(l)))
+            .collect()
+    }
+}
+
 /// The smallest [`Live`] list that is pruned: 64 entries.
 const LIVE_PRUNE_MIN: usize = 64;
 
@@ -372,12 +384,23 @@ impl Core {
 
     /// Waits until every change of `list` the upstream of `judging`
     /// announced has been re-listed and judged, at most
-    /// [`BridgeConfig::ready_wait`] (logged when it gives up).
-    pub(crate) async fn wait_judged(&self, judging: Judging<'_>, list: classify::ListKind) {
+    /// [`BridgeConfig::ready_wait`]. Errors: not judged by then, in block
+    /// mode ([`DriftGuard::unjudged_change`]).
+    pub(crate) async fn wait_judged(
+        &self,
+        judging: Judging<'_>,
+        list: classify::ListKind,
+    ) -> Result<(), error::Error> {
         let announced = judging.upstream.list_changes(list);
         let wait = self.config.ready_wait;
-        if !judging.judged.wait(list, announced, wait).await {
-            warn!(upstream = %judging.upstream.name(), ?list, ?wait, "a list change not re-listed in time: the call goes on the last judgement");
+        if judging.judged.wait(list, announced, wait).await {
+            return Ok(());
+        }
+        match &self.guard {
+            Some(guard) => guard
+                .unjudged_change(list.plural(), judging.upstream.name(), wait)
+                .map_err(error::Error::Refused),
+            None => Ok(()),
         }
     }
 
@@ -390,7 +413,7 @@ impl Core {
         params: Option<&RawValue>,
     ) -> Result<(), error::Error> {
         if let Some(list) = self.unjudged(self.shared_judging(), route) {
-            self.wait_judged(self.shared_judging(), list).await;
+            self.wait_judged(self.shared_judging(), list).await?;
         }
         self.check_request(catalog::guard::Scope::Shared, route, params)
     }

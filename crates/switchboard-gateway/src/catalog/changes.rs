@@ -11,7 +11,9 @@
 //!            (Judged::judged)
 //! a call of an entry (with a guard: Core::unjudged) waits until the judged
 //!            count of its list reaches the count announced when it came, at
-//!            most the wait given (logged when it gives up), then is checked
+//!            most the wait given, then is checked (not judged by then:
+//!            refused in block mode, DriftGuard::unjudged_change)
+//! a re-list that failed covers nothing; its re-lister tries again (Retry)
 //! ```
 //!
 //! One [`Judged`] per set of verdicts: the shared child's (its
@@ -30,6 +32,35 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::classify::ListKind;
+
+/// When a re-list that failed (the upstream slow, refusing, or gone for a
+/// while) is tried again, while the changes it was for are not judged (the
+/// calls held for them are refused in block mode until one is): after 1 s,
+/// then twice as long each time up to 30 s; from 1 s again once nothing is
+/// left to judge.
+#[derive(Debug)]
+pub(crate) struct Retry(Duration);
+
+impl Retry {
+    const FIRST: Duration = Duration::from_secs(1);
+    const MOST: Duration = Duration::from_secs(30);
+
+    pub(crate) fn new() -> Self {
+        Retry(Self::FIRST)
+    }
+
+    /// The wait before the next try when something is `pending` (the one
+    /// after will be longer); `None`, and from the start again, otherwise.
+    pub(crate) fn next(&mut self, pending: bool) -> Option<Duration> {
+        if !pending {
+            self.0 = Self::FIRST;
+            return None;
+        }
+        let wait = self.0;
+        self.0 = (self.0 * 2).min(Self::MOST);
+        Some(wait)
+    }
+}
 
 /// How many of an upstream's announced list changes of each list (by
 /// [`ListKind::index`]) a finished and judged re-list has covered.
@@ -74,6 +105,15 @@ impl Judged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_relist_is_retried_ever_later_then_from_the_start() {
+        let mut r = Retry::new();
+        let waits: Vec<u64> = (0..7).map(|_| r.next(true).unwrap().as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(r.next(false), None);
+        assert_eq!(r.next(true), Some(Duration::from_secs(1)));
+    }
 
     /// A call waits for the re-list that covers the changes announced when
     /// it came, of its own list only; a re-list that covers fewer (begun

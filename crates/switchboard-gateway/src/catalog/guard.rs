@@ -486,6 +486,32 @@ impl DriftGuard {
         }
     }
 
+    /// A use of `list` (`tools`, `prompts`) whose change `upstream`
+    /// announced was not re-listed and judged within `wait` (its re-list
+    /// failed or is slow): in block mode refused (the message for a -32602
+    /// answer), as the entry may be the changed one; in warn mode logged, and
+    /// judged as last listed.
+    pub fn unjudged_change(
+        &self,
+        list: &str,
+        upstream: &str,
+        wait: std::time::Duration,
+    ) -> Result<(), String> {
+        match self.mode {
+            GuardMode::Warn => {
+                warn!(upstream, list, ?wait, lock = %self.source, "drift: a list change not re-listed in time: served as last listed (warn mode)");
+                Ok(())
+            }
+            GuardMode::Block => {
+                warn!(upstream, list, ?wait, lock = %self.source, "drift: a list change not re-listed in time: refused");
+                Err(format!(
+                    "upstream {upstream} announced a change of its {list} that could not be listed and judged within {wait:?} ({}): refused until it is",
+                    self.source
+                ))
+            }
+        }
+    }
+
     /// [`DriftGuard::check`] in block mode.
     fn verdict(&self, scope: Scope<'_>, kind: Kind, name: &str) -> Result<(), String> {
         let what = kind.noun();

@@ -275,6 +275,7 @@ pub(crate) async fn follow(
 ) {
     let mut listed: Option<u64> = None;
     let mut logged: Option<Vec<String>> = None;
+    let mut retry = crate::catalog::changes::Retry::new();
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         let Some(strong) = core.upgrade() else { return };
@@ -284,11 +285,29 @@ pub(crate) async fn follow(
             refresh(&strong, &mut logged).await;
             judge_prompts(&strong).await;
         }
+        // A re-list for the guard that failed is tried again while its
+        // changes are not judged.
+        let unjudged = match (&strong.guard, strong.judges_changes) {
+            (Some(_), true) if ready => strong
+                .shared_judging()
+                .unjudged_lists(&[ListKind::Tools, ListKind::Prompts]),
+            _ => Vec::new(),
+        };
+        let wait = retry.next(!unjudged.is_empty());
         drop(strong);
         tokio::select! {
             changed = status.changed() => {
                 if changed.is_err() {
                     return;
+                }
+            }
+            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {
+                let Some(strong) = core.upgrade() else { return };
+                for list in unjudged {
+                    match list {
+                        ListKind::Tools => refresh(&strong, &mut logged).await,
+                        _ => judge_prompts(&strong).await,
+                    }
                 }
             }
             n = changes.recv() => {
@@ -322,8 +341,12 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     // The changes this list covers: those announced before it is asked for.
     let covered = core.shared.list_changes(ListKind::Tools);
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
-    if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
-        guard.observe(Kind::Tool, tools);
+    match (&core.guard, &outcome) {
+        (Some(guard), Ok(Listed::Tools { tools, .. })) => guard.observe(Kind::Tool, tools),
+        // Refused after the server said its tools changed: nothing approved
+        // can be checked, so all of it is gone (until a list holds it).
+        (Some(guard), Ok(Listed::Refused(_))) => guard.observe(Kind::Tool, &[]),
+        _ => {}
     }
     if outcome.is_ok() && core.judges_changes {
         core.judged.judged(ListKind::Tools, covered);
@@ -387,9 +410,9 @@ async fn judge_prompts(core: &Arc<Core>) {
 /// changes of `list` the upstream announced before the first page was asked
 /// for judged in `judged`, letting the calls held for them go on (module
 /// `catalog::changes`). An upstream without the list's capability, or one
-/// that refuses the list, has nothing to judge (its changes are judged all
-/// the same). A list that failed (the upstream gone, too slow) covers none:
-/// why, for the log.
+/// that refuses the list, lists nothing: every approved entry is gone. A
+/// list that failed (the upstream gone, too slow) covers none, to be tried
+/// again: why, for the log.
 pub(crate) async fn rejudge(
     guard: &DriftGuard,
     scope: Scope<'_>,
@@ -405,9 +428,10 @@ pub(crate) async fn rejudge(
     };
     // The changes this list covers: those announced before it is asked for.
     let covered = up.list_changes(list);
-    if let Some(entries) = list_entries(up, kind, wait).await? {
-        guard.observe_in(scope, kind, &entries);
-    }
+    // Not offered (no capability, or the list refused): nothing approved
+    // can be checked, so all of it is gone.
+    let entries = list_entries(up, kind, wait).await?.unwrap_or_default();
+    guard.observe_in(scope, kind, &entries);
     judged.judged(list, covered);
     Ok(())
 }

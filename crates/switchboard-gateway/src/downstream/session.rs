@@ -1004,19 +1004,24 @@ async fn judged(
     let TryCall::Later(r) = start else {
         return Some(start);
     };
-    tokio::select! {
+    let waited = tokio::select! {
         biased;
         reason = &mut *cancel => {
             debug!(id = %down_id, reason = ?reason.ok(), "cancelled while held for a list change");
             session.tx.forget(down_id);
             return None;
         }
-        () = async {
+        waited = async {
             // Always a judging: a call is held only with a guard.
-            if let Some(judging) = session.judging(upstream) {
-                session.core.wait_judged(judging, held).await;
+            match session.judging(upstream) {
+                Some(judging) => session.core.wait_judged(judging, held).await,
+                None => Ok(()),
             }
-        } => {}
+        } => waited,
+    };
+    if let Err(why) = waited {
+        fail(session, down_id.clone(), why).await;
+        return None;
     }
     let route = Route::of(&r.method);
     match session
@@ -1050,6 +1055,7 @@ async fn follow_own(
     mut status: watch::Receiver<Status>,
     mut changes: broadcast::Receiver<Notification>,
 ) {
+    let mut retry = crate::catalog::changes::Retry::new();
     loop {
         {
             let Some(session) = session.upgrade() else {
@@ -1076,8 +1082,21 @@ async fn follow_own(
             }
         }
         // Whatever woke it, the counts say what is left to judge (a lagging
-        // receiver included).
+        // receiver included); a re-list that failed is tried again.
+        let unjudged = session.upgrade().is_some_and(|s| {
+            s.judged.as_ref().is_some_and(|judged| {
+                let judging = crate::Judging {
+                    upstream: &up,
+                    judged,
+                };
+                !judging
+                    .unjudged_lists(&[ListKind::Tools, ListKind::Prompts])
+                    .is_empty()
+            })
+        });
+        let wait = retry.next(unjudged);
         tokio::select! {
+            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {}
             changed = status.changed() => {
                 let over = matches!(&*status.borrow(), Status::Stopped | Status::Down(_));
                 if changed.is_err() || over {

@@ -170,13 +170,18 @@ pub(crate) async fn resolve_listed(
         return first;
     }
     match &first {
-        Ok(target) if target.member.core.guard.is_some() => target.member.relisted(&r.method).await,
+        // Its upstream's change not judged in time: refused (block mode).
+        Ok(target) if target.member.core.guard.is_some() => {
+            target.member.relisted(&r.method).await?
+        }
         Ok(_) => return first,
         Err(_) => {
+            // An unknown name stays unknown, whatever a re-list that failed
+            // would have said: it reaches no upstream.
             let mut waited = false;
             for (i, m) in layout.members.iter().enumerate() {
                 if route.members[i] && m.core.guard.is_some() {
-                    m.relisted(&r.method).await;
+                    let _ = m.relisted(&r.method).await;
                     waited = true;
                 }
             }

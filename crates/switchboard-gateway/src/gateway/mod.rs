@@ -250,11 +250,13 @@ impl Member {
     /// re-listed and judged ([`Core::wait_judged`](crate::Core)), so that a
     /// definition changed in the middle of a session is judged before the
     /// next call uses it. At once without a guard, or for another method.
-    pub(crate) async fn relisted(&self, method: &str) {
+    /// Errors: not judged in time, in block mode.
+    pub(crate) async fn relisted(&self, method: &str) -> Result<(), crate::error::Error> {
         let route = crate::classify::Route::of(method);
         let judging = self.core.shared_judging();
-        if let Some(list) = self.core.unjudged(judging, route) {
-            self.core.wait_judged(judging, list).await;
+        match self.core.unjudged(judging, route) {
+            Some(list) => self.core.wait_judged(judging, list).await,
+            None => Ok(()),
         }
     }
 
@@ -909,6 +911,7 @@ async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
         (m.upstream().watch_status(), m.upstream().subscribe())
     };
     let mut handled: Option<u64> = None;
+    let mut retry = crate::catalog::changes::Retry::new();
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         {
@@ -921,8 +924,21 @@ async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
                 relist(&s, &m, &ListKind::ALL).await;
             }
         }
+        // A re-list for the guard that failed is tried again while its
+        // changes are not judged.
+        let unjudged = match member.upgrade() {
+            Some(m) if ready && m.core.guard.is_some() => {
+                m.core.shared_judging().unjudged_lists(&ListKind::ALL)
+            }
+            _ => Vec::new(),
+        };
+        let wait = retry.next(!unjudged.is_empty());
         tokio::select! {
             changed = status.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {
+                let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
+                relist(&s, &m, &unjudged).await;
+            }
             note = notes.recv() => {
                 let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
                 match note {
@@ -947,6 +963,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         .map(|&k| (k, m.upstream().list_changes(k)))
         .collect();
     let mut fetched: Vec<(&str, Vec<Value>)> = Vec::new();
+    let mut failed: Vec<ListKind> = Vec::new();
     for &kind in kinds {
         let wanted = match kind {
             ListKind::Tools => caps.tools.is_some(),
@@ -967,6 +984,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
                     Ok(e) => e,
                     Err(why) => {
                         warn!(upstream = %m.name, method, %why, "listing failed: its entries are left as they were");
+                        failed.push(kind);
                         continue;
                     }
                 }
@@ -997,10 +1015,13 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         }
         m.snapshot.send_replace(Some(Arc::new(snap)));
     }
-    // The calls a drift guard held for these changes go on (a listing that
-    // failed left its entries, and their verdicts, as they were).
+    // The calls a drift guard held for these changes go on; not those of a
+    // listing that failed (its entries left as they were): they wait for a
+    // retry (`follow`), refused in block mode when none comes in time.
     for (kind, covered) in covered {
-        m.core.judged.judged(kind, covered);
+        if !failed.contains(&kind) {
+            m.core.judged.judged(kind, covered);
+        }
     }
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
