@@ -250,11 +250,13 @@ async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// With a child per session, each session's child is judged by that session's
-/// own lists: a call before the session listed is refused (its child may not
-/// be the approved server), one after an approved list goes through.
+/// With a child per session, each session's child is judged by the bridge's
+/// own list of it at its start, which its first use waits for: an approved
+/// tool is called before the session listed anything; once the server
+/// rewrites it (no `list_changed`), the next session's child is refused it
+/// from its first call, its list withholds it, and nothing reaches it.
 #[tokio::test]
-async fn per_session_children_are_judged_by_their_own_lists() {
+async fn per_session_children_are_judged_from_their_start() {
     tokio::time::timeout(BOUND, async {
         let d = dir("per-session");
         let (defs, lock) = lock_approved(&d.0);
@@ -277,15 +279,25 @@ async fn per_session_children_are_judged_by_their_own_lists() {
             )
         };
         let r = call(1).await;
-        assert!(
-            error_message(r.response(&json!(1))).contains("has not listed it to this session yet")
-        );
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+        assert_eq!(calls(&log), ["read_file"]);
+        std::fs::write(&defs, pulled().to_string()).unwrap();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
         let r = s
-            .request(&c, &bridge.url, json!(2), "tools/list", json!({}))
+            .request(
+                &c,
+                &bridge.url,
+                json!(2),
+                "tools/call",
+                json!({"name": "read_file", "arguments": {}}),
+            )
             .await;
-        assert_eq!(listed(&r, json!(2)), ["delete_file", "read_file"]);
-        let r = call(3).await;
-        assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+        let why = error_message(r.response(&json!(2)));
+        assert!(why.contains("changed since it was approved"), "{why}");
+        let r = s
+            .request(&c, &bridge.url, json!(3), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(3)), ["delete_file"]);
         assert_eq!(calls(&log), ["read_file"]);
     })
     .await
@@ -654,8 +666,7 @@ async fn a_prompt_changed_mid_session_is_refused_at_the_next_get() {
 /// child itself (its `tools/list` is slow) and judges the session's own
 /// verdicts, and the very next call (get), sent at once, waits for that
 /// judgement and is refused without reaching the child. A session that never
-/// listed, and whose child announced nothing, is refused as before: nothing
-/// judged its child.
+/// listed is served: the bridge listed its child at its start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() {
     tokio::time::timeout(BOUND, async {
@@ -752,7 +763,8 @@ async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() 
             "{why}"
         );
 
-        // A session that never listed: its child was never judged.
+        // A session that never listed: its (approved) child was listed by
+        // the bridge at its start, and is served.
         let fresh = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
         let r = fresh
             .request(
@@ -760,21 +772,17 @@ async fn a_session_s_own_child_changed_mid_session_is_refused_at_the_next_use() 
                 &bridge.url,
                 json!(8),
                 "tools/call",
-                call("echo", "should not arrive"),
+                call("echo", "fresh"),
             )
             .await;
-        let why = error_message(r.response(&json!(8)));
-        assert!(
-            why.contains("has not listed it to this session yet"),
-            "{why}"
-        );
+        assert!(r.response(&json!(8)).get("result").is_some(), "{}", r.body);
 
         let calls = calls(&log);
         assert!(
             !calls.iter().any(|l| l.contains("should not arrive")),
             "a refused use reached the child: {calls:?}"
         );
-        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls.len(), 3, "{calls:?}");
     })
     .await
     .expect("bounded");
@@ -1146,49 +1154,56 @@ async fn sighup_keeps_a_tool_listed_again_since_start_up() {
 /// A server that pages its tools and, after start-up and without a
 /// `list_changed`, lists an approved tool twice, the second copy rewritten
 /// (on another page): a client that walks every page gets the rewritten
-/// copy refused; another client that reads only the page with the approved
-/// copy neither sees it nor reaches the server with its call.
+/// copy refused; another session that reads only the page with the approved
+/// copy can neither call it nor see it, and nothing reaches the server. With
+/// a shared child, by the first session's walk; with a child per session, by
+/// the bridge's own list of the new session's child at its start.
 #[tokio::test]
 async fn a_tool_listed_again_rewritten_on_another_page_stays_refused() {
     tokio::time::timeout(BOUND, async {
-        let d = dir("pages");
-        let mut paged = approved();
-        paged["pageSize"] = json!(1);
-        let (defs, lock) = lock_definitions(&d.0, &paged);
-        let log = d.0.join("calls.log");
-        let bridge = BridgeProc::start_with_env(
-            &["--child", "shared", "--lock", lock.to_str().unwrap()],
-            &["python3", &server(), defs.to_str().unwrap()],
-            &[("SCRIPTED_CALLS", log.to_str().unwrap())],
-        )
-        .await;
-        let c = client();
-        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-        let other = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-        let page = |s, id, cursor| tools_page(&c, &bridge.url, s, id, cursor);
-        assert_eq!(
-            listed(&page(&s, 1, Some("1")).await, json!(1)),
-            ["read_file"]
-        );
-        // [delete_file, read_file, read_file asking for secrets].
-        let mut twice = paged.clone();
-        let rewritten = pulled()["tools"][1].clone();
-        twice["tools"].as_array_mut().unwrap().push(rewritten);
-        std::fs::write(&defs, twice.to_string()).unwrap();
-        // s walks every page: the rewritten copy on the last.
-        for (id, cursor) in [(2, None), (3, Some("1")), (4, Some("2"))] {
-            page(&s, id, cursor).await;
-        }
-        // other reads the page with the approved copy only.
-        let r = page(&other, 5, Some("1")).await;
-        assert_eq!(listed(&r, json!(5)), Vec::<String>::new());
-        let call = json!({"name": "read_file", "arguments": {}});
-        let r = other
-            .request(&c, &bridge.url, json!(6), "tools/call", call)
+        for mode in ["shared", "per-session"] {
+            let d = dir(&format!("pages-{mode}"));
+            let mut paged = approved();
+            paged["pageSize"] = json!(1);
+            let (defs, lock) = lock_definitions(&d.0, &paged);
+            let log = d.0.join("calls.log");
+            let bridge = BridgeProc::start_with_env(
+                &["--child", mode, "--lock", lock.to_str().unwrap()],
+                &["python3", &server(), defs.to_str().unwrap()],
+                &[("SCRIPTED_CALLS", log.to_str().unwrap())],
+            )
             .await;
-        let why = error_message(r.response(&json!(6)));
-        assert!(why.contains("changed since it was approved"), "{why}");
-        assert!(calls(&log).is_empty(), "{:?}", calls(&log));
+            let c = client();
+            let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+            let page = |s, id, cursor| tools_page(&c, &bridge.url, s, id, cursor);
+            assert_eq!(
+                listed(&page(&s, 1, Some("1")).await, json!(1)),
+                ["read_file"]
+            );
+            // [delete_file, read_file, read_file asking for secrets].
+            let mut twice = paged.clone();
+            let rewritten = pulled()["tools"][1].clone();
+            twice["tools"].as_array_mut().unwrap().push(rewritten);
+            std::fs::write(&defs, twice.to_string()).unwrap();
+            // s walks every page: the rewritten copy on the last.
+            for (id, cursor) in [(2, None), (3, Some("1")), (4, Some("2"))] {
+                page(&s, id, cursor).await;
+            }
+            // other calls it, then reads the page with the approved copy.
+            let other = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+            let call = json!({"name": "read_file", "arguments": {}});
+            let r = other
+                .request(&c, &bridge.url, json!(5), "tools/call", call)
+                .await;
+            let why = error_message(r.response(&json!(5)));
+            assert!(
+                why.contains("changed since it was approved"),
+                "{mode}: {why}"
+            );
+            let r = page(&other, 6, Some("1")).await;
+            assert_eq!(listed(&r, json!(6)), Vec::<String>::new(), "{mode}");
+            assert!(calls(&log).is_empty(), "{mode}: {:?}", calls(&log));
+        }
     })
     .await
     .expect("bounded");

@@ -63,39 +63,49 @@ impl Retry {
 }
 
 /// How many of an upstream's announced list changes of each list (by
-/// [`ListKind::index`]) a finished and judged re-list has covered.
+/// [`ListKind::index`]) a finished and judged re-list has covered, plus one:
+/// 0 is "never listed", which even no change announced waits for.
 #[derive(Debug)]
 pub(crate) struct Judged(watch::Sender<[u64; 3]>);
 
 impl Default for Judged {
+    /// Nothing announced counts as judged: the shared child's calls before
+    /// its first list go on (it is listed at once, and judged by each list).
     fn default() -> Self {
-        Judged(watch::Sender::new([0; 3]))
+        Judged(watch::Sender::new([1; 3]))
     }
 }
 
 impl Judged {
+    /// Pending until a first re-list is judged, changes announced or not: a
+    /// session's own child, whose uses wait for the bridge's whole list of it
+    /// (a page a client reads cannot see a name listed again on another).
+    pub(crate) fn before_first_list() -> Self {
+        Judged(watch::Sender::new([0; 3]))
+    }
+
     /// A re-list of `list` has been judged; it covers `covered` changes (the
     /// upstream's count of them read before its first page was asked for):
     /// the calls it holds go on.
     pub(crate) fn judged(&self, list: ListKind, covered: u64) {
         self.0.send_if_modified(|d| {
             let slot = &mut d[list.index()];
-            let newer = covered > *slot;
-            *slot = (*slot).max(covered);
+            let newer = covered + 1 > *slot;
+            *slot = (*slot).max(covered + 1);
             newer
         });
     }
 
     /// Whether fewer than `announced` changes of `list` have been judged.
     pub(crate) fn pending(&self, list: ListKind, announced: u64) -> bool {
-        self.0.borrow()[list.index()] < announced
+        self.0.borrow()[list.index()] <= announced
     }
 
     /// Waits until `announced` changes of `list` have been judged, at most
     /// `wait`; `false` when it gave up (the re-list failed or is slower).
     pub(crate) async fn wait(&self, list: ListKind, announced: u64, wait: Duration) -> bool {
         let mut judged = self.0.subscribe();
-        let done = tokio::time::timeout(wait, judged.wait_for(|d| d[list.index()] >= announced))
+        let done = tokio::time::timeout(wait, judged.wait_for(|d| d[list.index()] > announced))
             .await
             .is_ok();
         done
@@ -148,6 +158,13 @@ mod tests {
         // A later, older re-list never takes the count back.
         judged.judged(ListKind::Tools, 1);
         assert!(!judged.pending(ListKind::Tools, 2));
+
+        // A session's own child: pending before its first list.
+        let own = Judged::before_first_list();
+        assert!(own.pending(ListKind::Tools, 0));
+        own.judged(ListKind::Tools, 0);
+        assert!(!own.pending(ListKind::Tools, 0));
+        assert!(own.pending(ListKind::Prompts, 0));
 
         // Never judged: given up after the wait.
         let started = tokio::time::Instant::now();

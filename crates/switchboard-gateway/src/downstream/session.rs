@@ -236,7 +236,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
         verdicts: crate::catalog::guard::Verdicts::default(),
-        judged: (core_guarded && per_session).then(Judged::default),
+        judged: (core_guarded && per_session).then(Judged::before_first_list),
     });
     let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -1044,11 +1044,11 @@ async fn judged(
 /// bridge's own: it never owns a request of the child's) and has the guard
 /// judge them into the session's own verdicts, which lets the session's
 /// calls held for those changes go on ([`Session::judging`]). The client
-/// still gets each notification, and lists when it likes. It does not list
-/// at the start: a session whose child announced nothing is judged by its
-/// own lists alone (a use before any is refused, as its child may not be the
-/// approved server). Ends with the child (stopped with its session, or
-/// dead) or the session.
+/// still gets each notification, and lists when it likes. It also lists at
+/// the start, which the session's first uses wait for
+/// ([`Judged::before_first_list`]): a client that reads one page cannot tell
+/// that another lists the same name again. Ends with the child (stopped with
+/// its session, or dead) or the session.
 async fn follow_own(
     session: std::sync::Weak<Session>,
     up: Upstream,
