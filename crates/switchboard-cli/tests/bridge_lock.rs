@@ -1264,8 +1264,8 @@ fn lock_fixture(d: &Path, args: &[&str]) -> PathBuf {
 }
 
 /// A rug pull announced by `list_changed` whose re-list fails (the server
-/// leaves it unanswered past `--request-timeout`): the bridge lists again
-/// (after 1 s, then longer), and the next call of the rewritten tool is
+/// leaves it unanswered past `--request-timeout`, or refuses it): the bridge
+/// lists again (after 1 s, then longer), and the next call of the rewritten tool is
 /// refused as changed; a server that never answers again gets that call
 /// refused once its wait (10 s) is over, not sent on the old judgement.
 /// Neither call reaches the server.
@@ -1273,10 +1273,11 @@ fn lock_fixture(d: &Path, args: &[&str]) -> PathBuf {
 async fn a_change_whose_relist_fails_is_retried_and_never_served_unjudged() {
     tokio::time::timeout(BOUND, async {
         for (stalls, refusal) in [
-            ("1", "changed since it was approved"),
-            ("1000", "could not be listed and judged"),
+            (["--stall-lists", "1"], "changed since it was approved"),
+            (["--refuse-lists", "2"], "changed since it was approved"),
+            (["--stall-lists", "1000"], "could not be listed and judged"),
         ] {
-            let d = dir(&format!("relist-fails-{stalls}"));
+            let d = dir(&format!("relist-fails{}-{}", stalls[0], stalls[1]));
             let lock = lock_fixture(&d.0, &["--name", "fx", "--grow"]);
             let log = d.0.join("calls.log");
             let fixture = fixture_upstream();
@@ -1295,8 +1296,8 @@ async fn a_change_whose_relist_fails_is_retried_and_never_served_unjudged() {
                     "--name",
                     "fx",
                     "--grow",
-                    "--stall-lists",
-                    stalls,
+                    stalls[0],
+                    stalls[1],
                     "--calls",
                     log.to_str().unwrap(),
                 ],
@@ -1306,11 +1307,11 @@ async fn a_change_whose_relist_fails_is_retried_and_never_served_unjudged() {
             let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
             let r = pull_the_rug(&c, &bridge.url, &s).await;
             let why = error_message(r.response(&json!(3)));
-            assert!(why.contains(refusal), "{stalls}: {why}");
+            assert!(why.contains(refusal), "{stalls:?}: {why}");
             let log = calls(&log);
             assert!(
                 !log.iter().any(|l| l.contains("should not arrive")),
-                "{stalls}: {log:?}"
+                "{stalls:?}: {log:?}"
             );
         }
     })

@@ -757,3 +757,42 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
         "{err}"
     );
 }
+
+/// An upstream with a child per session (`child = "per-session"`): each
+/// session's own child is judged by its own lists (listed whole at its
+/// start), not the shared child's. When a session's child rewrites `echo`
+/// and announces it, that session's next call of `fx__echo` is refused
+/// naming the drift and never reaches a child; another session, whose child
+/// is as approved, still calls it. Over a Streamable HTTP session and legacy
+/// HTTP+SSE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_own_child_is_judged_by_its_own_lists() {
+    let dir = TempDir::new("per-session");
+    let calls = dir.path().join("calls.log");
+    let lock = dir.path().join("switchboard.lock");
+    let args = ["--name", "fx", "--grow", "--calls", calls.to_str().unwrap()];
+    let config = fixture_upstream("fx", &args, "child = \"per-session\"");
+    lock_written(dir.path(), "approved.toml", &config, &lock);
+    let gw = GatewayProc::start_with_args(dir.path(), &config, &["--lock", lock.to_str().unwrap()])
+        .await;
+    for leg in [Leg::Streamable, Leg::LegacySse] {
+        let client = connect(&gw, leg).await;
+        let bystander = connect(&gw, leg).await;
+        let text = call_text(&client, "fx__echo", json!({"text": "before"})).await;
+        assert!(text.contains("fx:echo:before"), "{leg:?}: {text}");
+        call_text(&client, "fx__grow", json!({"text": "rewrite:echo"})).await;
+        let (code, message) = call_refused(&client, "fx__echo").await;
+        assert_eq!(code, -32602, "{leg:?}: {message}");
+        assert!(
+            message.contains("changed since it was approved"),
+            "{leg:?}: {message}"
+        );
+        let text = call_text(&bystander, "fx__echo", json!({"text": "bystander"})).await;
+        assert!(text.contains("fx:echo:bystander"), "{leg:?}: {text}");
+    }
+    let log = lines_of(&calls);
+    assert!(
+        !log.iter().any(|l| l.contains("should not arrive")),
+        "a refused call reached a child: {log:?}"
+    );
+}

@@ -341,14 +341,12 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     // The changes this list covers: those announced before it is asked for.
     let covered = core.shared.list_changes(ListKind::Tools);
     let outcome = core.tools.refresh(&core.shared, core.request_timeout).await;
-    match (&core.guard, &outcome) {
-        (Some(guard), Ok(Listed::Tools { tools, .. })) => guard.observe(Kind::Tool, tools),
-        // Refused after the server said its tools changed: nothing approved
-        // can be checked, so all of it is gone (until a list holds it).
-        (Some(guard), Ok(Listed::Refused(_))) => guard.observe(Kind::Tool, &[]),
-        _ => {}
+    if let (Some(guard), Ok(Listed::Tools { tools, .. })) = (&core.guard, &outcome) {
+        guard.observe(Kind::Tool, tools);
     }
-    if outcome.is_ok() && core.judges_changes {
+    // A list refused covers nothing, like one that failed: the calls held
+    // for its changes wait for a retry (`follow`).
+    if matches!(outcome, Ok(Listed::Tools { .. })) && core.judges_changes {
         core.judged.judged(ListKind::Tools, covered);
     }
     match outcome {
@@ -404,15 +402,102 @@ async fn judge_prompts(core: &Arc<Core>) {
     }
 }
 
+/// A session's own child's judgement (a child per session, with a drift
+/// guard): the verdicts on that child's lists, and how many of its announced
+/// list changes its re-lister ([`follow_own`]) has judged, what the
+/// session's uses of an entry wait for. Dropped with the session (the
+/// bridge's, or the gateway's, one per upstream).
+#[derive(Debug)]
+pub(crate) struct OwnJudgement {
+    pub(crate) verdicts: crate::catalog::guard::Verdicts,
+    pub(crate) judged: Judged,
+}
+
+impl Default for OwnJudgement {
+    /// Not judged until the re-lister's first list ([`Judged::before_first_list`]).
+    fn default() -> Self {
+        OwnJudgement {
+            verdicts: Default::default(),
+            judged: Judged::before_first_list(),
+        }
+    }
+}
+
+impl OwnJudgement {
+    /// Its judging of changes `up` (its child) announces.
+    pub(crate) fn judging<'a>(&'a self, up: &'a Upstream) -> crate::Judging<'a> {
+        crate::Judging {
+            upstream: up,
+            judged: &self.judged,
+        }
+    }
+}
+
+/// With a drift guard, the re-lister of a session's own child (the shared
+/// child's is [`follow`]): lists it whole at its start, and whenever the
+/// child has announced changes of its tools or prompts that are not judged
+/// yet (`notifications/{tools,prompts}/list_changed`, counted by
+/// [`Upstream::list_changes`]), as calls of the bridge's own (it never owns
+/// a request of the child's), and has `guard` judge them into `own`'s
+/// verdicts, which lets the session's uses held for them go on. The first
+/// list is what a session's first uses wait for: a client that reads one
+/// page cannot tell that another lists the same name again. A re-list that
+/// failed is tried again (`Retry`). `wait`: for each page. Ends with the
+/// child (stopped with its session, or dead) or `own` (the session).
+pub(crate) async fn follow_own(
+    own: Weak<OwnJudgement>,
+    guard: Arc<DriftGuard>,
+    wait: Duration,
+    up: Upstream,
+    mut status: watch::Receiver<Status>,
+    mut changes: broadcast::Receiver<switchboard_protocol::jsonrpc::Notification>,
+) {
+    let lists = [ListKind::Tools, ListKind::Prompts];
+    let mut retry = crate::catalog::changes::Retry::new();
+    loop {
+        let unjudged = {
+            let Some(own) = own.upgrade() else { return };
+            for list in own.judging(&up).unjudged_lists(&lists) {
+                let scope = Scope::Own(&own.verdicts);
+                if let Err(why) = rejudge(&guard, scope, &up, list, &own.judged, wait).await {
+                    warn!(
+                        why,
+                        ?list,
+                        "could not list the session's own child for the drift guard"
+                    );
+                }
+            }
+            // Whatever woke it, the counts say what is left to judge (a
+            // lagging receiver included).
+            !own.judging(&up).unjudged_lists(&lists).is_empty()
+        };
+        let pause = retry.next(unjudged);
+        tokio::select! {
+            () = tokio::time::sleep(pause.unwrap_or_default()), if pause.is_some() => {}
+            changed = status.changed() => {
+                let over = matches!(&*status.borrow(), Status::Stopped | Status::Down(_));
+                if changed.is_err() || over {
+                    return;
+                }
+            }
+            n = changes.recv() => {
+                if matches!(n, Err(broadcast::error::RecvError::Closed)) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// The drift guard's re-list of `list` (tools or prompts) on `up`: lists
 /// every entry (every page, each within `wait`, as a call of the bridge's
 /// own) and has `guard` judge them into `scope`'s verdicts, then marks the
 /// changes of `list` the upstream announced before the first page was asked
 /// for judged in `judged`, letting the calls held for them go on (module
-/// `catalog::changes`). An upstream without the list's capability, or one
-/// that refuses the list, lists nothing: every approved entry is gone. A
-/// list that failed (the upstream gone, too slow) covers none, to be tried
-/// again: why, for the log.
+/// `catalog::changes`). An upstream without the list's capability lists
+/// nothing: every approved entry is gone. A list that failed (the upstream
+/// gone, too slow, or refusing it) covers none, to be tried again: why, for
+/// the log.
 pub(crate) async fn rejudge(
     guard: &DriftGuard,
     scope: Scope<'_>,
@@ -428,8 +513,7 @@ pub(crate) async fn rejudge(
     };
     // The changes this list covers: those announced before it is asked for.
     let covered = up.list_changes(list);
-    // Not offered (no capability, or the list refused): nothing approved
-    // can be checked, so all of it is gone.
+    // Not offered (no such capability): every approved entry is gone.
     let entries = list_entries(up, kind, wait).await?.unwrap_or_default();
     guard.observe_in(scope, kind, &entries);
     judged.judged(list, covered);
@@ -438,8 +522,8 @@ pub(crate) async fn rejudge(
 
 /// Every tool or prompt (`kind`) of `up` (following `nextCursor`, at most
 /// [`MAX_PAGES`] pages), each page within `wait`; `None`: it has no such
-/// capability or refused the list. (Resource templates are not re-listed:
-/// nothing that uses one is held.)
+/// capability. Errors: a page not answered in time, or refused. (Resource
+/// templates are not re-listed: nothing that uses one is held.)
 async fn list_entries(
     up: &Upstream,
     kind: Kind,
@@ -470,10 +554,7 @@ async fn list_entries(
         let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
         let page = match page(up, request, wait).await? {
             Ok(page) => page,
-            Err(refused) => {
-                debug!(%refused, method, "the upstream server refused a list: none judged");
-                return Ok(None);
-            }
+            Err(refused) => return Err(format!("the upstream server refused {method}: {refused}")),
         };
         if let Some(Value::Array(items)) = page.get(member) {
             entries.extend(items.iter().cloned());

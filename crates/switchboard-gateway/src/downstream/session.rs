@@ -59,7 +59,7 @@ use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::{debug, info, warn};
 
-use crate::catalog::changes::Judged;
+use crate::catalog::tools::{follow_own, OwnJudgement};
 use crate::classify::{ListKind, Notice, Route};
 use crate::error::Error;
 use crate::gauge::Gauge;
@@ -103,14 +103,10 @@ struct Session {
     /// applied here ([`Core::shared_child_logs_everything`]); `None`: every log
     /// message the child sends.
     log_level: Mutex<Option<LoggingLevel>>,
-    /// The drift guard's verdicts on this session's own child's lists (a
-    /// per-session child; unused with a shared one).
-    verdicts: crate::catalog::guard::Verdicts,
-    /// With a drift guard and a child of its own: how many of its child's
-    /// announced list changes the session's re-lister ([`follow_own`]) has
-    /// judged into [`Session::verdicts`], what its uses of an entry wait for.
-    /// `None` otherwise (a shared child's are the core's).
-    judged: Option<Judged>,
+    /// With a drift guard and a child of its own: the judgement of that
+    /// child's lists, by its re-lister ([`follow_own`]). `None` otherwise (a
+    /// shared child's are the core's).
+    own: Option<Arc<OwnJudgement>>,
 }
 
 /// Where a session is in its life.
@@ -179,7 +175,7 @@ impl Session {
         self.core.guard.as_ref()?;
         let judged = match self.core.mode {
             ChildMode::Shared => &self.core.judged,
-            ChildMode::PerSession => self.judged.as_ref()?,
+            ChildMode::PerSession => &self.own.as_ref()?.judged,
         };
         Some(Judging { upstream, judged })
     }
@@ -196,9 +192,9 @@ impl Session {
     /// Whose verdicts this session's lists and calls are judged by: its own
     /// child's, or the shared child's.
     fn guard_scope(&self) -> crate::catalog::guard::Scope<'_> {
-        match self.core.mode {
-            ChildMode::PerSession => crate::catalog::guard::Scope::Own(&self.verdicts),
-            ChildMode::Shared => crate::catalog::guard::Scope::Shared,
+        match &self.own {
+            Some(own) => crate::catalog::guard::Scope::Own(&own.verdicts),
+            None => crate::catalog::guard::Scope::Shared,
         }
     }
 }
@@ -235,8 +231,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
-        verdicts: crate::catalog::guard::Verdicts::default(),
-        judged: (core_guarded && per_session).then(Judged::before_first_list),
+        own: (core_guarded && per_session).then(|| Arc::new(OwnJudgement::default())),
     });
     let mut feeds = Feeds::default();
     rx.set_direct(Arc::new(Direct(session.clone())));
@@ -897,10 +892,12 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             };
             let orphans = lock(&session.orphan_tx).take();
             let up = core.start_session_child(raw, orphans);
-            if session.judged.is_some() {
+            if let (Some(own), Some(guard)) = (&session.own, &core.guard) {
                 // Subscribed before the child can announce anything.
                 tokio::spawn(follow_own(
-                    Arc::downgrade(session),
+                    Arc::downgrade(own),
+                    guard.clone(),
+                    core.request_timeout,
                     up.clone(),
                     up.watch_status(),
                     up.subscribe(),
@@ -1032,82 +1029,6 @@ async fn judged(
         Err(why) => {
             fail(session, down_id.clone(), why).await;
             None
-        }
-    }
-}
-
-/// With a drift guard, the re-lister of a session's own child (the shared
-/// child's is the bridge's follower, module `catalog::tools`): whenever the
-/// child has announced changes of its tools or prompts that are not judged
-/// yet (`notifications/{tools,prompts}/list_changed`, counted by
-/// [`Upstream::list_changes`]), lists them (every page, as calls of the
-/// bridge's own: it never owns a request of the child's) and has the guard
-/// judge them into the session's own verdicts, which lets the session's
-/// calls held for those changes go on ([`Session::judging`]). The client
-/// still gets each notification, and lists when it likes. It also lists at
-/// the start, which the session's first uses wait for
-/// ([`Judged::before_first_list`]): a client that reads one page cannot tell
-/// that another lists the same name again. Ends with the child (stopped with
-/// its session, or dead) or the session.
-async fn follow_own(
-    session: std::sync::Weak<Session>,
-    up: Upstream,
-    mut status: watch::Receiver<Status>,
-    mut changes: broadcast::Receiver<Notification>,
-) {
-    let mut retry = crate::catalog::changes::Retry::new();
-    loop {
-        {
-            let Some(session) = session.upgrade() else {
-                return;
-            };
-            let (Some(guard), Some(judged)) = (session.core.guard.as_ref(), &session.judged) else {
-                return;
-            };
-            for list in [ListKind::Tools, ListKind::Prompts] {
-                if !judged.pending(list, up.list_changes(list)) {
-                    continue;
-                }
-                let scope = crate::catalog::guard::Scope::Own(&session.verdicts);
-                let wait = session.core.request_timeout;
-                let relisted =
-                    crate::catalog::tools::rejudge(guard, scope, &up, list, judged, wait).await;
-                if let Err(why) = relisted {
-                    warn!(
-                        why,
-                        ?list,
-                        "could not re-list the session's own child for the drift guard"
-                    );
-                }
-            }
-        }
-        // Whatever woke it, the counts say what is left to judge (a lagging
-        // receiver included); a re-list that failed is tried again.
-        let unjudged = session.upgrade().is_some_and(|s| {
-            s.judged.as_ref().is_some_and(|judged| {
-                let judging = crate::Judging {
-                    upstream: &up,
-                    judged,
-                };
-                !judging
-                    .unjudged_lists(&[ListKind::Tools, ListKind::Prompts])
-                    .is_empty()
-            })
-        });
-        let wait = retry.next(unjudged);
-        tokio::select! {
-            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {}
-            changed = status.changed() => {
-                let over = matches!(&*status.borrow(), Status::Stopped | Status::Down(_));
-                if changed.is_err() || over {
-                    return;
-                }
-            }
-            n = changes.recv() => {
-                if matches!(n, Err(broadcast::error::RecvError::Closed)) {
-                    return;
-                }
-            }
         }
     }
 }

@@ -101,6 +101,9 @@ struct Session {
     /// Its own children, by upstream name (upstreams with a child per
     /// session).
     own: Mutex<HashMap<String, crate::upstream::Upstream>>,
+    /// With a drift guard, the judgement of each of its own children's
+    /// lists, by upstream name (the child's own, not the shared child's).
+    own_judged: Mutex<HashMap<String, Arc<crate::catalog::tools::OwnJudgement>>>,
 }
 
 /// Serves one session until it ends.
@@ -124,6 +127,7 @@ pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Rec
         input_waiters: Mutex::new(HashMap::new()),
         init_params: Mutex::new(None),
         own: Mutex::new(HashMap::new()),
+        own_judged: Mutex::new(HashMap::new()),
     });
     loop {
         tokio::select! {
@@ -184,6 +188,20 @@ impl Session {
             .unwrap_or_else(crate::bridge_init_params);
         let up = m.core.start_session_child(params, None);
         own.insert(m.name.clone(), up.clone());
+        if let Some(guard) = &m.core.guard {
+            // Judged by its own lists (listed whole at its start), as a
+            // bridge's session's own child is.
+            let judged = Arc::new(crate::catalog::tools::OwnJudgement::default());
+            tokio::spawn(crate::catalog::tools::follow_own(
+                Arc::downgrade(&judged),
+                guard.clone(),
+                m.core.request_timeout,
+                up.clone(),
+                up.watch_status(),
+                up.subscribe(),
+            ));
+            lock(&self.own_judged).insert(m.name.clone(), judged);
+        }
         // Its resource updates are this session's alone (no one else's
         // child): relayed for the URIs subscribed.
         let (weak, name, mut notes) = (Arc::downgrade(self), m.name.clone(), up.subscribe());
@@ -426,15 +444,47 @@ async fn route_and_forward(
     }
     // The upstream's drift guard (by its own name of the entry): what is not
     // as approved is refused before the upstream sees it, judged on a list
-    // that saw every change the upstream announced (`resolve_listed`).
-    if let Err(why) = target.member.core.check_request(
-        crate::catalog::guard::Scope::Shared,
-        route,
-        target.request.params.as_deref(),
-    ) {
+    // that saw every change the upstream announced (`resolve_listed`; for a
+    // child of this session's own, on that child's lists).
+    if let Err(why) = guard_own(&session, &target.member, route)
+        .await
+        .and_then(|own| {
+            let scope = match &own {
+                Some(own) => crate::catalog::guard::Scope::Own(&own.verdicts),
+                None => crate::catalog::guard::Scope::Shared,
+            };
+            target
+                .member
+                .core
+                .check_request(scope, route, target.request.params.as_deref())
+        })
+    {
         return reply(&session, refuse(why)).await;
     }
     pump(session, target.member, target.request, cancel).await;
+}
+
+/// For an upstream with a guard and a child per session: this session's
+/// own child's judgement (the child started now when it has none), once
+/// every change of the list `route` uses that the child announced (and its
+/// first list) is judged. `None` for any other upstream. Errors: not judged
+/// in time, in block mode.
+async fn guard_own(
+    session: &Arc<Session>,
+    m: &Member,
+    route: Route,
+) -> Result<Option<Arc<crate::catalog::tools::OwnJudgement>>, Error> {
+    if !m.per_session || m.core.guard.is_none() {
+        return Ok(None);
+    }
+    let up = session.upstream_for(m);
+    let Some(own) = lock(&session.own_judged).get(&m.name).cloned() else {
+        return Ok(None);
+    };
+    if let Some(list) = m.core.unjudged(own.judging(&up), route) {
+        m.core.wait_judged(own.judging(&up), list).await?;
+    }
+    Ok(Some(own))
 }
 
 /// A list from the merged catalog, paged under the gateway's cursor.
