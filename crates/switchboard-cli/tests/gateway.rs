@@ -1638,3 +1638,23 @@ async fn a_mismatched_mcp_name_is_refused_through_the_gateway() {
     let text = bounded(right.text()).await.unwrap();
     assert!(text.contains("fx:echo:t"), "{text}");
 }
+
+/// An upstream that refuses its first lists (both at the gateway's start)
+/// is listed again (after 1 s, then longer) until it answers, with no
+/// `list_changed` and no lock: its tools are then served and called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_whose_first_lists_failed_is_listed_again() {
+    let dir = TempDir::new("first-list-fails");
+    let config = fixture_upstream("fx", &["--name", "fx", "--refuse-first", "3"], "");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    eventually(LIMIT, "fx listed again", || async {
+        tool_names(&client)
+            .await
+            .contains(&"fx__echo".to_owned())
+            .then_some(())
+    })
+    .await;
+    let text = call_text(&client, "fx__echo", json!({"text": "late"})).await;
+    assert!(text.contains("fx:echo:late"), "{text}");
+}

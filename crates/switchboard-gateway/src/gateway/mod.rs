@@ -180,6 +180,11 @@ pub(crate) struct Member {
     /// that a reloaded lock judges them again at once ([`rejudge`]) and a
     /// call of a withheld entry is refused naming why.
     pub(crate) unjudged: Mutex<Snapshot>,
+    /// The lists whose last listing failed (not answered in time, refused):
+    /// listed again by its follower, sooner or later ([`Retry`]).
+    ///
+    /// [`Retry`]: crate::catalog::changes::Retry
+    failed: Mutex<Vec<ListKind>>,
     pub(crate) list_timeout: Duration,
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
@@ -226,6 +231,7 @@ impl Member {
             core,
             snapshot: watch::Sender::new(None),
             unjudged: Mutex::new(Snapshot::default()),
+            failed: Mutex::new(Vec::new()),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             tasks: Mutex::new(tasks),
@@ -924,20 +930,28 @@ async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
                 relist(&s, &m, &ListKind::ALL).await;
             }
         }
-        // A re-list for the guard that failed is tried again while its
-        // changes are not judged.
-        let unjudged = match member.upgrade() {
-            Some(m) if ready && m.core.guard.is_some() => {
-                m.core.shared_judging().unjudged_lists(&ListKind::ALL)
+        // A listing that failed is tried again (the start-up one included),
+        // as is one for the guard while its changes are not judged.
+        let again = match member.upgrade() {
+            Some(m) if ready => {
+                let mut again = m.failed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if m.core.guard.is_some() {
+                    for k in m.core.shared_judging().unjudged_lists(&ListKind::ALL) {
+                        if !again.contains(&k) {
+                            again.push(k);
+                        }
+                    }
+                }
+                again
             }
             _ => Vec::new(),
         };
-        let wait = retry.next(!unjudged.is_empty());
+        let wait = retry.next(!again.is_empty());
         tokio::select! {
             changed = status.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {
                 let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
-                relist(&s, &m, &unjudged).await;
+                relist(&s, &m, &again).await;
             }
             note = notes.recv() => {
                 let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
@@ -1014,6 +1028,11 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
             *snap.list_mut(key) = entries;
         }
         m.snapshot.send_replace(Some(Arc::new(snap)));
+    }
+    {
+        let mut last = m.failed.lock().unwrap_or_else(|p| p.into_inner());
+        last.retain(|k| !kinds.contains(k));
+        last.extend(failed.iter().copied());
     }
     // The calls a drift guard held for these changes go on; not those of a
     // listing that failed (its entries left as they were): they wait for a
