@@ -1658,3 +1658,39 @@ async fn an_upstream_whose_first_lists_failed_is_listed_again() {
     let text = call_text(&client, "fx__echo", json!({"text": "late"})).await;
     assert!(text.contains("fx:echo:late"), "{text}");
 }
+
+/// An upstream is listed once at its start: its tools through the core that
+/// keeps their `x-mcp-header` pairs, not a second time by the gateway (which
+/// doubled the list load, and let a stalled second list hide the answered
+/// first until a retry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_is_listed_once_at_its_start() {
+    let dir = TempDir::new("listed-once");
+    let lists = dir.path().join("lists.txt");
+    let path = lists.to_str().unwrap();
+    let args = ["--name", "fx", "--prompt", "hello", "--lists", path];
+    let config = fixture_upstream("fx", &args, "");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    eventually(LIMIT, "fx listed", || async {
+        tool_names(&client)
+            .await
+            .contains(&"fx__echo".to_owned())
+            .then_some(())
+    })
+    .await;
+    // A call answered: whatever the start sent was sent well before.
+    let text = call_text(&client, "fx__echo", json!({"text": "once"})).await;
+    assert!(text.contains("fx:echo:once"), "{text}");
+    let mut sent: Vec<String> = std::fs::read_to_string(&lists)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    sent.sort();
+    assert_eq!(
+        sent,
+        ["prompts/list", "tools/list"],
+        "lists sent at the start"
+    );
+}

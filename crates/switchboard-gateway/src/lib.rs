@@ -218,13 +218,6 @@ pub(crate) struct Core {
     /// session's own child's are counted by its session (module
     /// `downstream::session`).
     pub(crate) judged: catalog::changes::Judged,
-    /// Whether its follower (module `catalog::tools`) is what re-lists the
-    /// shared child for the drift guard: it lists the prompts too, and marks
-    /// the changes each list covered judged ([`Core::judged`]). The bridge's
-    /// is; a gateway's re-list does that for its upstreams, as the lists it
-    /// serves come from it (a call let go by another re-list could be
-    /// followed by a list not judged yet).
-    pub(crate) judges_changes: bool,
     /// Resource subscriptions on the shared child: URI → how many downstream
     /// subscribers (legacy sessions of a shared child, 2026-07-28 listen
     /// streams) hold one ([`Core::shared_subscription`]).
@@ -751,16 +744,17 @@ pub(crate) fn bridge_init_params() -> Box<RawValue> {
 
 /// Starts one upstream as a shared child under `name`, and the core that
 /// serves it: the bridge's, or one upstream of a gateway's. Also returned: the
-/// tasks that keep its tool list (module `catalog::tools`; with a drift guard
-/// and `judges`, its prompts judged too and the changes marked judged:
-/// [`Core::judges_changes`]) and its
-/// subscriptions across restarts ([`resubscribe`]).
+/// tasks that keep its subscriptions across restarts ([`resubscribe`]) and,
+/// with `follow` (the bridge's), its lists: the tools, and with a drift guard
+/// the prompts, judged, their changes marked judged (module
+/// `catalog::tools`). A gateway lists its upstreams itself (the lists it
+/// serves come from there), through [`Core::tools`] too: one list, not two.
 pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
     draining: Arc<AtomicBool>,
     first: Ask,
-    judges: bool,
+    follow: bool,
 ) -> (Arc<Core>, Vec<JoinHandle<()>>) {
     let shared = Upstream::start(
         upstream_config(&config, name, bridge_init_params(), first, Restart::Always),
@@ -776,7 +770,6 @@ pub(crate) fn start_core(
         held: Mutex::new(HashMap::new()),
         tools: catalog::tools::ToolHeaders::default(),
         judged: catalog::changes::Judged::default(),
-        judges_changes: judges,
         subscriptions: tokio::sync::Mutex::new(HashMap::new()),
         child_logs_all: AtomicU64::new(0),
         listens: gauge::Gauge::default(),
@@ -786,17 +779,19 @@ pub(crate) fn start_core(
         owners: AtomicU64::new(1),
         live: Mutex::new(Live::default()),
     });
-    // Subscribed before the child can be ready: no list change is missed.
-    let tools = tokio::spawn(catalog::tools::follow(
+    let mut tasks = vec![tokio::spawn(resubscribe(
         Arc::downgrade(&core),
         core.shared.watch_status(),
-        core.shared.subscribe(),
-    ));
-    let resubscribe = tokio::spawn(resubscribe(
-        Arc::downgrade(&core),
-        core.shared.watch_status(),
-    ));
-    (core, vec![tools, resubscribe])
+    ))];
+    if follow {
+        // Subscribed before the child can be ready: no list change is missed.
+        tasks.push(tokio::spawn(catalog::tools::follow(
+            Arc::downgrade(&core),
+            core.shared.watch_status(),
+            core.shared.subscribe(),
+        )));
+    }
+    (core, tasks)
 }
 
 /// Whether the bridge and its shared child are up ([`Bridge::readiness`]).

@@ -69,8 +69,8 @@ use crate::Core;
 /// (for a tool it lacks, or past a 2026-07-28 child's `ttlMs`): 1 s.
 pub(crate) const MIN_REFETCH: Duration = Duration::from_secs(1);
 
-/// The most `tools/list` pages followed.
-const MAX_PAGES: usize = 100;
+/// The most `tools/list` pages followed: 1,000, as a gateway's lists.
+const MAX_PAGES: usize = 1000;
 
 /// (argument name, header name suffix) pairs of one tool.
 pub(crate) type HeaderParams = Vec<(String, String)>;
@@ -168,7 +168,11 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
     let mut listed = Vec::new();
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    for page_number in 0.. {
+        if page_number == MAX_PAGES {
+            warn!("more than {MAX_PAGES} pages of tools/list: the rest left out");
+            break;
+        }
         let params = list_params(cursor.as_deref(), info.modern);
         let request = Request::new(
             Id::from(0u64),
@@ -205,8 +209,8 @@ async fn fetch(up: &Upstream, wait: Duration) -> Result<(Known, Listed), String>
             listed.push(tool.clone());
         }
         match page.get("nextCursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
+            Some(c) if !c.is_empty() => cursor = Some(c.to_owned()),
+            _ => break,
         }
     }
     if info.modern {
@@ -263,11 +267,11 @@ async fn page(
 /// (a lagging receiver fetches too: it may have missed one); with an allowlist,
 /// logs the allowed names the child does not report (drift) when they differ
 /// from the last ones logged (a child may say its list changed when it did not,
-/// many times over). With a drift guard each list is judged; when this is the
-/// core's re-list for the guard ([`Core::judges_changes`]: the bridge's), so
-/// are the child's prompts, listed at the same times and on each
-/// `notifications/prompts/list_changed`, and each list judged lets the calls
-/// held for the changes it covers go on (module `catalog::changes`).
+/// many times over). With a drift guard each list is judged, and so are the
+/// child's prompts, listed at the same times and on each
+/// `notifications/prompts/list_changed`; each list judged lets the calls
+/// held for the changes it covers go on (module `catalog::changes`). The
+/// bridge's alone: a gateway lists its upstreams itself.
 pub(crate) async fn follow(
     core: Weak<Core>,
     mut status: watch::Receiver<Status>,
@@ -287,8 +291,8 @@ pub(crate) async fn follow(
         }
         // A re-list for the guard that failed is tried again while its
         // changes are not judged.
-        let unjudged = match (&strong.guard, strong.judges_changes) {
-            (Some(_), true) if ready => strong
+        let unjudged = match &strong.guard {
+            Some(_) if ready => strong
                 .shared_judging()
                 .unjudged_lists(&[ListKind::Tools, ListKind::Prompts]),
             _ => Vec::new(),
@@ -334,9 +338,9 @@ pub(crate) async fn follow(
 
 /// One refresh of [`Core::tools`], with the drift log: written when the missing
 /// names differ from `logged`, the ones last written about (then updated).
-/// For the core's re-list ([`Core::judges_changes`]), the list, judged by
-/// the drift guard (when there is one), lets the calls held for the tool list
-/// changes it covers go on; a fetch that failed covers none.
+/// The list, judged by the drift guard (when there is one), lets the calls
+/// held for the tool list changes it covers go on; a fetch that failed
+/// covers none.
 async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     // The changes this list covers: those announced before it is asked for.
     let covered = core.shared.list_changes(ListKind::Tools);
@@ -346,7 +350,7 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     }
     // A list refused covers nothing, like one that failed: the calls held
     // for its changes wait for a retry (`follow`).
-    if matches!(outcome, Ok(Listed::Tools { .. })) && core.judges_changes {
+    if matches!(outcome, Ok(Listed::Tools { .. })) {
         core.judged.judged(ListKind::Tools, covered);
     }
     match outcome {
@@ -383,13 +387,12 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
     }
 }
 
-/// With a drift guard, for a core whose follower judges prompts
-/// ([`Core::judges_changes`]): lists the shared child's prompts (every page)
+/// With a drift guard: lists the shared child's prompts (every page)
 /// and has the guard judge them, so that a `prompts/get` is judged on a list
 /// that saw every change the child announced; then lets the calls held for
 /// those changes go on ([`rejudge`]). Nothing at all without a guard.
 async fn judge_prompts(core: &Arc<Core>) {
-    let Some(guard) = core.guard.as_ref().filter(|_| core.judges_changes) else {
+    let Some(guard) = core.guard.as_ref() else {
         return;
     };
     let (up, wait) = (&core.shared, core.request_timeout);
@@ -549,7 +552,11 @@ async fn list_entries(
     }
     let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    for page_number in 0.. {
+        if page_number == MAX_PAGES {
+            warn!("more than {MAX_PAGES} pages of tools/list: the rest left out");
+            break;
+        }
         let params = list_params(cursor.as_deref(), info.modern);
         let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
         let page = match page(up, request, wait).await? {
@@ -560,8 +567,8 @@ async fn list_entries(
             entries.extend(items.iter().cloned());
         }
         match page.get("nextCursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
+            Some(c) if !c.is_empty() => cursor = Some(c.to_owned()),
+            _ => break,
         }
     }
     Ok(Some(entries))

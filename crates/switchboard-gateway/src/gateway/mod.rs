@@ -220,7 +220,7 @@ impl Member {
             u.name.clone(),
             draining.clone(),
             crate::upstream::Ask::Discover,
-            // Its lists are re-listed, judged and marked here (`relist`).
+            // Listed, judged and marked here (`relist`), not by the core.
             false,
         );
         Arc::new(Member {
@@ -994,7 +994,14 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         };
         for &(method, key) in lists {
             let entries = if wanted {
-                match list_all(m, info.modern, method, key).await {
+                let listed = match kind {
+                    // Through the core's tool list, which keeps the
+                    // x-mcp-header pairs its calls carry: known before the
+                    // tools are served.
+                    ListKind::Tools => list_tools(m).await,
+                    _ => list_all(m, info.modern, method, key).await,
+                };
+                match listed {
                     Ok(e) => e,
                     Err(why) => {
                         warn!(upstream = %m.name, method, %why, "listing failed: its entries are left as they were");
@@ -1113,6 +1120,15 @@ fn same_guard(a: &Option<Arc<crate::DriftGuard>>, b: &Option<Arc<crate::DriftGua
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         (None, None) => true,
         _ => false,
+    }
+}
+
+/// Every tool of `m` (every page, each within its list timeout), through
+/// [`Core::tools`](crate::Core): a refusal is an error here.
+async fn list_tools(m: &Member) -> Result<Vec<Value>, String> {
+    match m.core.tools.refresh(m.upstream(), m.list_timeout).await? {
+        crate::catalog::tools::Listed::Tools { tools, .. } => Ok(tools),
+        crate::catalog::tools::Listed::Refused(why) => Err(why),
     }
 }
 
