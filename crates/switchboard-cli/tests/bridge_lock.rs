@@ -218,6 +218,74 @@ async fn warn_mode_serves_changed_tools() {
     .expect("bounded");
 }
 
+/// A server that offers some tools only to a client declaring sampling, URL
+/// elicitation or roots (as server-everything does) offers the lock what it
+/// offers the bridge, which declares all three: every tool is locked, then
+/// served and called through the bridge, none withheld as "not in the lock".
+#[tokio::test]
+async fn tools_offered_by_client_capability_are_locked_as_the_bridge_sees_them() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("capabilities");
+        let mut definitions = approved();
+        let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+        definitions["toolsFor"] = json!({
+            "sampling": [tool("ask_model")],
+            "elicitation.url": [tool("open_page")],
+            "roots": [tool("list_roots")],
+        });
+        let (defs, lock) = lock_definitions(&d.0, &definitions);
+        let locked: Value = serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+        let mut names: Vec<&String> = locked["upstreams"]["files"]["tools"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "ask_model",
+                "delete_file",
+                "list_roots",
+                "open_page",
+                "read_file"
+            ]
+        );
+        let bridge = BridgeProc::start(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let r = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        assert_eq!(
+            listed(&r, json!(1)),
+            [
+                "delete_file",
+                "read_file",
+                "ask_model",
+                "open_page",
+                "list_roots"
+            ]
+        );
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(2),
+                "tools/call",
+                json!({"name": "open_page", "arguments": {}}),
+            )
+            .await;
+        assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test]
 async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     let d = dir("key");

@@ -726,17 +726,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The client capabilities the bridge and the gateway declare to a shared
+/// upstream, in its `initialize` and in the `_meta` of their own 2026-07-28
+/// lists: those they can relay (sampling, elicitation in both modes, roots),
+/// to the downstream call in flight, or refused. `switchboard lock` declares
+/// the same, so that a server offering tools by capability offers the lock
+/// what it offers the bridge.
+pub fn relayed_capabilities() -> serde_json::Value {
+    json!({
+        "sampling": {},
+        "elicitation": { "form": {}, "url": {} },
+        "roots": {}
+    })
+}
+
 /// The `initialize` params the bridge sends a shared child: the newest legacy
-/// revision, and the client capabilities it can relay (sampling, elicitation,
-/// roots) — relayed to the downstream call in flight, or refused.
+/// revision, and the [`relayed_capabilities`].
 pub(crate) fn bridge_init_params() -> Box<RawValue> {
     serde_json::value::to_raw_value(&json!({
         "protocolVersion": ProtocolVersion::LATEST_LEGACY.as_str(),
-        "capabilities": {
-            "sampling": {},
-            "elicitation": { "form": {}, "url": {} },
-            "roots": {}
-        },
+        "capabilities": relayed_capabilities(),
         "clientInfo": { "name": "switchboard-bridge", "version": env!("CARGO_PKG_VERSION") }
     }))
     .expect("static JSON")

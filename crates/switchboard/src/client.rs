@@ -13,8 +13,9 @@
 //!
 //! Rules kept here (spec notes §3, §4, §7):
 //! - the client's capabilities are derived from which handlers are set: `sampling{}`
-//!   with a sampling handler, `elicitation{}` (form) with an elicitation handler,
-//!   `roots{}` with a roots handler; nothing is declared that cannot be answered;
+//!   with a sampling handler, `elicitation{}` (form; `{form, url}` with
+//!   `elicitation_url`) with an elicitation handler, `roots{}` with a roots
+//!   handler; nothing is declared that cannot be answered;
 //! - every request goes through the lifecycle's `check_send_request` first: a method
 //!   whose server capability was not declared fails locally
 //!   ([`Error::is_local_refusal`]) and nothing is sent;
@@ -111,12 +112,12 @@ use switchboard_protocol::lifecycle::{ClientLifecycle, LegacySession, LifecycleE
 use switchboard_protocol::types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
     CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListRootsResult,
-    ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceTemplate, RootsCapability, SamplingCapability,
-    ServerCapabilities, ServerNotification, ServerRequest, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    ElicitResult, ElicitationCapability, EmptyCapability, GetPromptRequestParams, GetPromptResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListRootsResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, RootsCapability,
+    SamplingCapability, ServerCapabilities, ServerNotification, ServerRequest,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use switchboard_protocol::types::{
     DiscoverResult, SubscriptionFilter, SubscriptionsListenRequestParams, INITIALIZE,
@@ -202,6 +203,10 @@ pub struct ClientOptions {
     pub sampling: Option<SamplingHandler>,
     /// Answers `elicitation/create`; declares `elicitation{}` (form). Default none.
     pub elicitation: Option<ElicitationHandler>,
+    /// With an elicitation handler, also declare URL mode: `elicitation:
+    /// {form: {}, url: {}}` (2025-11-25+ "Elicitation"); the handler then
+    /// gets [`ElicitRequestParams::Url`] requests too. Default `false`.
+    pub elicitation_url: bool,
     /// Answers `roots/list`; declares `roots{}`. Default none.
     pub roots: Option<RootsHandler>,
     /// Receives the server's notifications. Default none (dropped). Over legacy
@@ -278,6 +283,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("max_pending", &self.max_pending)
             .field("max_concurrent_handlers", &self.max_concurrent_handlers)
             .field("max_list_pages", &self.max_list_pages)
+            .field("elicitation_url", &self.elicitation_url)
             .field("era", &self.era)
             .field("probe_timeout", &self.probe_timeout)
             .field("max_input_rounds", &self.max_input_rounds)
@@ -303,6 +309,7 @@ impl ClientOptions {
             max_list_pages: 100,
             sampling: None,
             elicitation: None,
+            elicitation_url: false,
             roots: None,
             on_notification: None,
             era: None,
@@ -364,10 +371,11 @@ impl ClientOptions {
                 .sampling
                 .as_ref()
                 .map(|_| SamplingCapability::default()),
-            elicitation: self
-                .elicitation
-                .as_ref()
-                .map(|_| ElicitationCapability::default()),
+            elicitation: self.elicitation.as_ref().map(|_| ElicitationCapability {
+                form: self.elicitation_url.then(EmptyCapability::default),
+                url: self.elicitation_url.then(EmptyCapability::default),
+                ..Default::default()
+            }),
             roots: self.roots.as_ref().map(|_| RootsCapability::default()),
             ..Default::default()
         }
@@ -1991,6 +1999,16 @@ mod tests {
         assert_eq!(
             serde_json::to_value(o.capabilities()).unwrap(),
             serde_json::json!({"sampling": {}, "roots": {}})
+        );
+        let mut o = o.with_elicitation(|_, _| async { Err(ErrorObject::new(-1, "x")) });
+        assert_eq!(
+            serde_json::to_value(o.capabilities()).unwrap()["elicitation"],
+            serde_json::json!({})
+        );
+        o.elicitation_url = true;
+        assert_eq!(
+            serde_json::to_value(o.capabilities()).unwrap()["elicitation"],
+            serde_json::json!({"form": {}, "url": {}})
         );
     }
 }

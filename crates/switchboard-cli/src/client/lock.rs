@@ -7,11 +7,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use switchboard::Client;
+use switchboard::{Client, ClientOptions};
 use switchboard_gateway::pin::{
     self, compare, describe, findings, Change, Discovery, Drift, Identity, Kind, Lock, Severity,
     UpstreamLock, LOCK_VERSION,
 };
+use switchboard_protocol::jsonrpc::{code, ErrorObject};
+use switchboard_protocol::types::ListRootsResult;
 
 use crate::signals::{Inherited, Stop};
 
@@ -682,12 +684,42 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
     super::finish(outcome)
 }
 
+/// The CLI's options, declaring the client capabilities a bridge or gateway
+/// declares to its upstreams ([`switchboard_gateway::relayed_capabilities`]):
+/// a server that offers tools by its client's capabilities offers the lock
+/// what it offers them. The lock only lists: it refuses sampling and
+/// elicitation, and has no roots.
+fn lock_options(common: &ConnectArgs, ui: &std::sync::Arc<Ui>) -> ClientOptions {
+    let refused = |method: &str| {
+        let why = format!("switchboard lock only lists: it does not answer {method}");
+        ErrorObject::new(code::INTERNAL_ERROR, why)
+    };
+    let mut options = client_options(common, ui)
+        .with_sampling(move |_, _| {
+            let e = refused("sampling/createMessage");
+            async move { Err(e) }
+        })
+        .with_elicitation(move |_, _| {
+            let e = refused("elicitation/create");
+            async move { Err(e) }
+        })
+        .with_roots(|_| async {
+            Ok(ListRootsResult {
+                roots: Vec::new(),
+                meta: None,
+                extra: Default::default(),
+            })
+        });
+    options.elicitation_url = true;
+    options
+}
+
 /// Connects to `target`, lists everything, disconnects.
 async fn discover_target(target: &Target, common: &ConnectArgs) -> Result<Discovery, Failure> {
     let ui = Ui::new(true);
     let mut signals = Signals::watch(&Stop::ALL, Inherited::Kept)
         .map_err(|e| Failure::new(format!("cannot watch signals: {e}")))?;
-    let connection = connect(target, client_options(common, &ui), common, &mut signals).await?;
+    let connection = connect(target, lock_options(common, &ui), common, &mut signals).await?;
     let outcome = tokio::select! {
         biased;
         r = discover(&connection.client) => r,
@@ -1132,6 +1164,22 @@ fn write_lock(path: &Path, lock: &Lock) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lock_declares_what_the_bridge_declares_to_its_upstreams() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Args {
+            #[command(flatten)]
+            common: ConnectArgs,
+        }
+        let args = Args::parse_from(["lock"]);
+        let options = lock_options(&args.common, &Ui::new(true));
+        assert_eq!(
+            serde_json::to_value(options.capabilities()).unwrap(),
+            switchboard_gateway::relayed_capabilities()
+        );
+    }
 
     #[test]
     fn credentials_in_a_url_are_found() {

@@ -584,7 +584,7 @@ fn list_params(cursor: Option<&str>, modern: bool) -> Value {
     if modern {
         params["_meta"] = json!({
             meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-            meta::CLIENT_CAPABILITIES: {},
+            meta::CLIENT_CAPABILITIES: crate::relayed_capabilities(),
         });
     }
     params

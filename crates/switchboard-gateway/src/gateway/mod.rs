@@ -1145,7 +1145,7 @@ async fn list_all(m: &Member, modern: bool, method: &str, key: &str) -> Result<V
         if modern {
             params["_meta"] = json!({
                 meta::PROTOCOL_VERSION: ProtocolVersion::V2026_07_28.as_str(),
-                meta::CLIENT_CAPABILITIES: {},
+                meta::CLIENT_CAPABILITIES: crate::relayed_capabilities(),
             });
         }
         let request = Request::new(Id::from(0u64), method, &params).map_err(|e| e.to_string())?;
