@@ -692,6 +692,13 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
         lines_of(&calls)
     );
     assert!(gw.log().contains("drift: "), "the drift is logged");
+    // Counted: found once however often listed, each refused call.
+    let ready: serde_json::Value = serde_json::from_str(&gw.readyz().await.1).unwrap();
+    assert_eq!(
+        ready["upstreams"]["fx"]["drift"],
+        json!({"found": 1, "refused": 2, "served": 0}),
+        "{ready}"
+    );
     // Approved: the lock made again from what the upstream offers now; SIGHUP.
     lock_upstream(
         &lock,
@@ -738,6 +745,15 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
         }
     })
     .await;
+    assert!(call_text(&client, "fx__sneaky", json!({"text": "w"}))
+        .await
+        .contains("fx:sneaky:w"));
+    let ready: serde_json::Value = serde_json::from_str(&gw2.readyz().await.1).unwrap();
+    assert_eq!(
+        ready["upstreams"]["fx"]["drift"],
+        json!({"found": 1, "refused": 0, "served": 1}),
+        "{ready}"
+    );
 
     // An upstream the lock does not hold: exit 2 at start, naming it.
     let config3 = [config2.clone(), example_upstream("other", &[])].concat();

@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-pub use catalog::guard::{DriftGuard, GuardMode, Scope, Verdicts};
+pub use catalog::guard::{DriftCounts, DriftGuard, GuardMode, Scope, Verdicts};
 pub use catalog::pin;
 pub use connect::{
     connect_stdio, relay_from, ConnectConfig, ConnectEnd, CONNECT_DRAIN_ON_CLOSE,
@@ -982,6 +982,9 @@ impl Bridge {
         let left = self.core.in_flight();
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
+        }
+        if let Some(guard) = &self.core.guard {
+            guard.log_counts(self.core.shared.name());
         }
         for t in &self.tasks {
             t.abort();

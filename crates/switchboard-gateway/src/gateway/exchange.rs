@@ -92,7 +92,7 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
                 .filter(|e| route.members[e.member])
                 .filter(|_| !tool || route.allow.permits(&served))
                 .ok_or_else(|| match withheld(layout, route, &served, tool) {
-                    Some(why) => Error::Refused(format!("{what} {served} is withheld: {why}")),
+                    Some((_, why)) => Error::Refused(format!("{what} {served} is withheld: {why}")),
                     None => Error::Refused(format!("unknown {what}: {served}")),
                 })?;
             let original = entry.original.clone();
@@ -149,12 +149,32 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
 
 /// [`resolve`], and when what the request names is not known while an
 /// upstream of the route has not been listed yet (it is starting), again
-/// once it has been (each waited for up to its list timeout).
+/// once it has been (each waited for up to its list timeout). A call or get
+/// refused as withheld is counted by the drift guard that withholds it
+/// ([`DriftCounts`](crate::DriftCounts)), once.
 pub(crate) async fn resolve_listed(
     layout: &Layout,
     route: &RouteView,
     r: &Request,
 ) -> Result<Target, Error> {
+    let resolved = resolve_waiting(layout, route, r).await;
+    if let (Err(Error::Refused(_)), t::TOOLS_CALL | t::PROMPTS_GET) = (&resolved, r.method.as_str())
+    {
+        let served = r
+            .params
+            .as_deref()
+            .and_then(|p| RawObject::parse(p.get()).ok())
+            .and_then(|p| serde_json::from_str::<String>(p.get("name")?.get()).ok());
+        let tool = r.method == t::TOOLS_CALL;
+        if let Some((guard, _)) = served.and_then(|s| withheld(layout, route, &s, tool)) {
+            guard.count_use();
+        }
+    }
+    resolved
+}
+
+/// [`resolve_listed`] without the count.
+async fn resolve_waiting(layout: &Layout, route: &RouteView, r: &Request) -> Result<Target, Error> {
     let first = match resolve(layout, route, r) {
         Err(_) if !layout.all_listed(route) => {
             layout.listed(route).await;
@@ -201,8 +221,13 @@ fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
 /// its served name `served`: its upstream (one of `route`'s) listed it last
 /// and its guard refuses it (new, or not as approved). `None` when no
 /// upstream listed it, or its guard lets it be served (it is then unknown
-/// for another reason: the allowlist, a name claimed twice).
-fn withheld(layout: &Layout, route: &RouteView, served: &str, tool: bool) -> Option<String> {
+/// for another reason: the allowlist, a name claimed twice). With the guard.
+fn withheld<'a>(
+    layout: &'a Layout,
+    route: &RouteView,
+    served: &str,
+    tool: bool,
+) -> Option<(&'a crate::DriftGuard, String)> {
     let kind = if tool { Kind::Tool } else { Kind::Prompt };
     layout
         .members
@@ -223,11 +248,11 @@ fn withheld(layout: &Layout, route: &RouteView, served: &str, tool: bool) -> Opt
             } else {
                 &unjudged.prompts
             };
-            listed
+            let why = listed
                 .iter()
                 .any(|e| e.get("name").and_then(Value::as_str) == Some(name))
-                .then(|| guard.check(crate::catalog::guard::Scope::Shared, kind, name))?
-                .err()
+                .then(|| guard.refusal(crate::catalog::guard::Scope::Shared, kind, name))??;
+            Some((guard.as_ref(), why))
         })
 }
 

@@ -502,7 +502,8 @@ impl Layout {
 
     /// Each upstream's state, as `/readyz` reports it: `{name: {"state":
     /// "ready"|"starting"|"down"|"stopped", "protocolVersion"?, "reason"?,
-    /// "restarts": n, "listed": bool}}`.
+    /// "restarts": n, "listed": bool, "drift"?: {"found": n, "refused": n,
+    /// "served": n}}}` (`drift` with a lock: [`DriftCounts`](crate::DriftCounts)).
     pub(crate) fn readiness(&self) -> Value {
         let mut out = Map::new();
         for m in &self.members {
@@ -530,6 +531,9 @@ impl Layout {
             }
             v.insert("restarts".into(), m.upstream().restarts().into());
             v.insert("listed".into(), m.snapshot.borrow().is_some().into());
+            if let Some(guard) = &m.core.guard {
+                v.insert("drift".into(), json!(guard.counts()));
+            }
             out.insert(m.name.clone(), Value::Object(v));
         }
         Value::Object(out)
@@ -870,6 +874,9 @@ impl Gateway {
         .await;
         for m in &members {
             m.retire(Duration::ZERO).await;
+            if let Some(guard) = &m.core.guard {
+                guard.log_counts(&m.name);
+            }
         }
         // Every answer but the open listens' is sent before the connections
         // close; the listens then get their final result.
