@@ -373,10 +373,10 @@ async fn refresh(core: &Arc<Core>, logged: &mut Option<Vec<String>>) {
                 );
             }
         }
-        Ok(Listed::Refused(why)) if core.allow.is_restricted() => {
+        Ok(Listed::Refused(why)) if core.allow.is_restricted() || core.guard.is_some() => {
             warn!(
                 why,
-                "could not list the upstream's tools for the drift check"
+                "the upstream server refused tools/list: its tools are not checked against the allowlist or the lock until it lists them"
             )
         }
         Ok(_) => {}
@@ -474,6 +474,9 @@ pub(crate) async fn follow_own(
             // lagging receiver included).
             !own.judging(&up).unjudged_lists(&lists).is_empty()
         };
+        // The child's start, which the attempt waited for, wakes no second
+        // attempt at once: a failed one is retried after the pause.
+        status.borrow_and_update();
         let pause = retry.next(unjudged);
         tokio::select! {
             () = tokio::time::sleep(pause.unwrap_or_default()), if pause.is_some() => {}
