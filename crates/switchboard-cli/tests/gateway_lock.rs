@@ -812,3 +812,43 @@ async fn a_sessions_own_child_is_judged_by_its_own_lists() {
         "a refused call reached a child: {log:?}"
     );
 }
+
+/// Block mode, an upstream that announces a change and then never answers a
+/// list again: once the change is not judged within the upstream's list
+/// timeout, its tools are left out of the gateway's `tools/list` as its
+/// calls are refused (the list no longer shows tools it would refuse), and
+/// the other upstream's are listed and called as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unjudged_change_leaves_the_upstreams_tools_out_of_lists() {
+    let dir = TempDir::new("unjudged-list");
+    let lock = dir.path().join("switchboard.lock");
+    let args = ["--name", "fx", "--grow", "--stall-lists", "1000"];
+    let config = [
+        fixture_upstream("fx", &args, "timeout = \"1s\""),
+        fixture_upstream("ok", &["--name", "ok"], ""),
+    ]
+    .concat();
+    lock_written(dir.path(), "approved.toml", &config, &lock);
+    let flags = ["--lock", lock.to_str().unwrap()];
+    let gw = GatewayProc::start_with_args(dir.path(), &config, &flags).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    listed(&client, "fx__echo").await;
+    listed(&client, "ok__echo").await;
+    // A new tool and its list_changed; the re-list never answered.
+    call_text(&client, "fx__grow", json!({"text": "extra"})).await;
+    let (code, message) = call_refused(&client, "fx__echo").await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(
+        message.contains("could not be listed and judged"),
+        "{message}"
+    );
+    let names = tool_names(&client).await;
+    assert!(
+        !names.iter().any(|n| n.starts_with("fx__")),
+        "fx's tools left out: {names:?}"
+    );
+    assert!(names.contains(&"ok__echo".to_owned()), "{names:?}");
+    assert!(call_text(&client, "ok__echo", json!({"text": "on"}))
+        .await
+        .contains("ok:echo:on"));
+}

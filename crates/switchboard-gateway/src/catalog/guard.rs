@@ -191,6 +191,11 @@ impl DriftGuard {
         }
     }
 
+    /// Its mode.
+    pub fn mode(&self) -> GuardMode {
+        self.mode
+    }
+
     /// What it counted so far.
     pub fn counts(&self) -> DriftCounts {
         DriftCounts {

@@ -266,6 +266,26 @@ impl Member {
         }
     }
 
+    /// With a drift guard in block mode, the changes of its `list` (tools,
+    /// prompts) its upstream announced when one is still to be judged: its
+    /// entries may be the changed ones, and its calls wait for the judgement
+    /// ([`Member::relisted`]). `None` otherwise.
+    pub(crate) fn unjudged_change(&self, list: ListKind) -> Option<u64> {
+        let guard = self.core.guard.as_ref()?;
+        let announced = self.upstream().list_changes(list);
+        (guard.mode() == crate::GuardMode::Block && self.core.judged.pending(list, announced))
+            .then_some(announced)
+    }
+
+    /// Whether `announced` changes of its `list` are judged within its list
+    /// timeout ([`Member::unjudged_change`]).
+    pub(crate) async fn judged_within_timeout(&self, list: ListKind, announced: u64) -> bool {
+        self.core
+            .judged
+            .wait(list, announced, self.list_timeout)
+            .await
+    }
+
     /// Drains its calls (up to `drain`), then ends it in the spec's order.
     async fn retire(&self, drain: Duration) {
         self.upstream().drained(drain).await;

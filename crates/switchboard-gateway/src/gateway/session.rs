@@ -488,6 +488,32 @@ async fn guard_own(
 }
 
 /// A list from the merged catalog, paged under the gateway's cursor.
+/// Which members of `route` have their list `key` (tools, prompts) left
+/// out of a list now: a change of it not judged within the member's list
+/// timeout, in block mode ([`Member::unjudged_change`], waited for together).
+async fn unjudged_members(layout: &Layout, route: &RouteView, key: &str) -> Vec<bool> {
+    let mut withheld = vec![false; layout.members.len()];
+    let kind = match key {
+        "tools" => crate::classify::ListKind::Tools,
+        "prompts" => crate::classify::ListKind::Prompts,
+        _ => return withheld,
+    };
+    let mut waits = tokio::task::JoinSet::new();
+    for (i, m) in layout.members.iter().enumerate() {
+        if let Some(announced) = m.unjudged_change(kind).filter(|_| route.members[i]) {
+            let m = m.clone();
+            waits.spawn(async move { (i, m.judged_within_timeout(kind, announced).await) });
+        }
+    }
+    while let Some(joined) = waits.join_next().await {
+        if let Ok((i, false)) = joined {
+            debug!(upstream = %layout.members[i].name, key, "a change not judged in time: its entries left out of this list");
+            withheld[i] = true;
+        }
+    }
+    withheld
+}
+
 pub(crate) async fn list(
     layout: &Layout,
     route: &RouteView,
@@ -500,12 +526,13 @@ pub(crate) async fn list(
         .ok()
         .and_then(|p| p.get("cursor").and_then(Value::as_str).map(str::to_owned));
     layout.listed(route).await;
+    let withheld = unjudged_members(layout, route, key).await;
     let merged = layout.merged();
     let entries: Vec<&Value> = match key {
         "tools" => merged
             .tools
             .iter()
-            .filter(|e| route.members[e.member])
+            .filter(|e| route.members[e.member] && !withheld[e.member])
             .filter(|e| {
                 route
                     .allow
@@ -516,7 +543,7 @@ pub(crate) async fn list(
         "prompts" => merged
             .prompts
             .iter()
-            .filter(|e| route.members[e.member])
+            .filter(|e| route.members[e.member] && !withheld[e.member])
             .map(|e| &e.value)
             .collect(),
         "resources" => merged
