@@ -557,7 +557,7 @@ async fn list_entries(
     let mut cursor: Option<String> = None;
     for page_number in 0.. {
         if page_number == MAX_PAGES {
-            warn!("more than {MAX_PAGES} pages of tools/list: the rest left out");
+            warn!("more than {MAX_PAGES} pages of {method}: the rest left out");
             break;
         }
         let params = list_params(cursor.as_deref(), info.modern);

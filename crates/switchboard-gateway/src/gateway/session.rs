@@ -487,7 +487,6 @@ async fn guard_own(
     Ok(Some(own))
 }
 
-/// A list from the merged catalog, paged under the gateway's cursor.
 /// Which members of `route` have their list `key` (tools, prompts) left
 /// out of a list now: a change of it not judged within the member's list
 /// timeout, in block mode ([`Member::unjudged_change`], waited for together).
@@ -514,6 +513,7 @@ async fn unjudged_members(layout: &Layout, route: &RouteView, key: &str) -> Vec<
     withheld
 }
 
+/// A list from the merged catalog, paged under the gateway's cursor.
 pub(crate) async fn list(
     layout: &Layout,
     route: &RouteView,
