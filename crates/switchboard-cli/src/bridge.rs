@@ -294,7 +294,7 @@ fn init_tracing_at(level: tracing::Level) {
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(crate::log_writer::LogStderr)
                 .with_target(false),
         )
         .with(filter)

@@ -73,6 +73,7 @@ mod config;
 mod decode;
 mod example_server;
 mod gateway;
+mod log_writer;
 mod signals;
 
 use std::io::Write;
@@ -167,7 +168,7 @@ fn init_tracing(default: &str) {
         })
         .unwrap_or_else(|| Targets::from_str(default).unwrap_or_default());
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(log_writer::LogStderr)
         .with_ansi(false);
     let _ = tracing_subscriber::registry()
         .with(layer.with_filter(filter))

@@ -286,6 +286,54 @@ async fn tools_offered_by_client_capability_are_locked_as_the_bridge_sees_them()
     .expect("bounded");
 }
 
+/// A server's tool name with a newline, an escape sequence and a carriage
+/// return, not in the lock: the drift logged at its list and again at a
+/// SIGHUP reload shows them as escapes; no line of the log is forged, and no
+/// escape byte reaches it.
+#[tokio::test]
+async fn a_tool_name_cannot_forge_a_log_line() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("forged-log");
+        let (defs, lock) = lock_approved(&d.0);
+        let forged = "x\n2026-12-04T03:00:00Z  INFO bridge stopped\u{1b}[31m\r";
+        let mut served = approved();
+        served["tools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": forged, "inputSchema": {"type": "object"}}));
+        std::fs::write(&defs, served.to_string()).unwrap();
+        let log = d.0.join("bridge.log");
+        let bridge = BridgeProc::start_logged(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &log,
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        s.request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        bridge.signal(libc::SIGHUP);
+        bridge_util::wait_until("the reload logged", || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .matches("not in the lock")
+                .count()
+                >= 2
+        })
+        .await;
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("2026-12-04T03:00:00Z")),
+            "{text}"
+        );
+        assert!(text.contains("INFO bridge stopped\\u{1b}[31m"), "{text}");
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test]
 async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     let d = dir("key");

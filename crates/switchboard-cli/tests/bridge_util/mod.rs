@@ -35,6 +35,22 @@ impl BridgeProc {
     /// [`start`](Self::start) with `env` added to the bridge's environment, which
     /// its children inherit (the bridge has no flag for a child's environment).
     pub async fn start_with_env(args: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> BridgeProc {
+        BridgeProc::start_with(args, cmd, env, Stdio::inherit()).await
+    }
+
+    /// [`start`](Self::start) with its stderr (its logs, `RUST_LOG` default
+    /// `warn`) written to the file `log`.
+    pub async fn start_logged(args: &[&str], cmd: &[&str], log: &std::path::Path) -> BridgeProc {
+        let file = std::fs::File::create(log).expect("the log file can be created");
+        BridgeProc::start_with(args, cmd, &[], Stdio::from(file)).await
+    }
+
+    async fn start_with(
+        args: &[&str],
+        cmd: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> BridgeProc {
         let mut command = Command::new(BIN);
         command
             .envs(env.iter().copied())
@@ -43,7 +59,7 @@ impl BridgeProc {
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .env(
                 "RUST_LOG",
                 std::env::var("BRIDGE_TEST_LOG").unwrap_or_else(|_| "warn".into()),

@@ -261,12 +261,12 @@ impl DriftGuard {
                     Some(_) if *listed == Listed::Gone => gone.push(name.as_str()),
                     Some(a) => {
                         self.found(1);
-                        warn!(kind = kind.noun(), name = %name, lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = ?self.mode, "drift: a definition is not the approved one")
+                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = ?self.mode, "drift: a definition is not the approved one")
                     }
                     None if *listed == Listed::Gone => {}
                     None => {
                         self.found(1);
-                        warn!(kind = kind.noun(), name = %name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock")
+                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock")
                     }
                 }
             }
