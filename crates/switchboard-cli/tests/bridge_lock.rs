@@ -334,6 +334,59 @@ async fn a_tool_name_cannot_forge_a_log_line() {
     .expect("bounded");
 }
 
+/// Each refused use is counted once, in both child modes: two refused calls
+/// make `refused=2` in the line the bridge logs as it stops, and the drifts
+/// (read_file changed, exec new) are found once each per server however
+/// often listed: the shared child's, and with a child per session that
+/// session's child's too.
+#[tokio::test]
+async fn refused_uses_are_counted_once_each() {
+    tokio::time::timeout(BOUND, async {
+        for mode in ["shared", "per-session"] {
+            let d = dir(&format!("counted-{mode}"));
+            let (defs, lock) = lock_approved(&d.0);
+            std::fs::write(&defs, pulled().to_string()).unwrap();
+            let log = d.0.join("bridge.log");
+            let mut bridge = BridgeProc::start_logged(
+                &["--child", mode, "--lock", lock.to_str().unwrap()],
+                &["python3", &server(), defs.to_str().unwrap()],
+                &log,
+            )
+            .await;
+            let c = client();
+            let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+            for id in [1, 2] {
+                s.request(&c, &bridge.url, json!(id), "tools/list", json!({}))
+                    .await;
+            }
+            for (id, name) in [(3, "read_file"), (4, "exec")] {
+                let call = json!({"name": name, "arguments": {}});
+                let r = s
+                    .request(&c, &bridge.url, json!(id), "tools/call", call)
+                    .await;
+                error_message(r.response(&json!(id)));
+            }
+            bridge.terminate();
+            tokio::time::timeout(BOUND, bridge.child.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            let text = std::fs::read_to_string(&log).unwrap();
+            let counts = text
+                .lines()
+                .find(|l| l.contains("drift guard: "))
+                .unwrap_or_else(|| panic!("{mode}: {text}"));
+            let found = if mode == "shared" { 2 } else { 4 };
+            assert!(
+                counts.contains(&format!("found={found} refused=2 served=0")),
+                "{mode}: {counts}"
+            );
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test]
 async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     let d = dir("key");

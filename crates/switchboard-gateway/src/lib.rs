@@ -313,6 +313,15 @@ impl<T> Live<T> {
     }
 }
 
+/// Why a request is judged ([`Core::check_request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// It goes, or is refused, by the outcome: a drift is logged and counted.
+    Use,
+    /// A look ahead at which way it will take: nothing logged or counted.
+    Ahead,
+}
+
 impl Core {
     /// Whether a request may reach the upstream: for `tools/call` the
     /// allowlist, then for it and `prompts/get` the drift guard; a refusal is
@@ -322,6 +331,28 @@ impl Core {
         scope: catalog::guard::Scope<'_>,
         route: classify::Route,
         params: Option<&RawValue>,
+    ) -> Result<(), error::Error> {
+        self.judge_request(scope, route, params, Look::Use)
+    }
+
+    /// Whether [`Core::check_request`] would let the request go, with
+    /// nothing logged or counted: a look ahead at which way it will take.
+    pub(crate) fn would_pass(
+        &self,
+        scope: catalog::guard::Scope<'_>,
+        route: classify::Route,
+        params: Option<&RawValue>,
+    ) -> bool {
+        self.judge_request(scope, route, params, Look::Ahead)
+            .is_ok()
+    }
+
+    fn judge_request(
+        &self,
+        scope: catalog::guard::Scope<'_>,
+        route: classify::Route,
+        params: Option<&RawValue>,
+        look: Look,
     ) -> Result<(), error::Error> {
         let is_call = route == classify::Route::Use(pin::Kind::Tool);
         let guarded = self.guard.as_ref().zip(route.used());
@@ -336,9 +367,10 @@ impl Core {
         let Some((guard, kind)) = guarded else {
             return Ok(());
         };
-        match name {
-            Some(name) => guard.check(scope, kind, &name),
-            None => Err(format!(
+        match (name, look) {
+            (Some(name), Look::Use) => guard.check(scope, kind, &name),
+            (Some(name), Look::Ahead) => guard.refusal(scope, kind, &name).map_or(Ok(()), Err),
+            (None, _) => Err(format!(
                 "{} needs params.name",
                 match kind {
                     pin::Kind::Prompt => switchboard_protocol::types::PROMPTS_GET,
@@ -984,7 +1016,8 @@ impl Bridge {
             warn!(left, "requests still in flight after the drain timeout");
         }
         if let Some(guard) = &self.core.guard {
-            guard.log_counts(self.core.shared.name());
+            // Its shared child's and every session's own children's.
+            guard.log_counts(self.core.config.upstream.name());
         }
         for t in &self.tasks {
             t.abort();

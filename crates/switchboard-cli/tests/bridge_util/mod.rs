@@ -38,11 +38,11 @@ impl BridgeProc {
         BridgeProc::start_with(args, cmd, env, Stdio::inherit()).await
     }
 
-    /// [`start`](Self::start) with its stderr (its logs, `RUST_LOG` default
-    /// `warn`) written to the file `log`.
+    /// [`start`](Self::start) with its stderr (its logs, at `info`) written
+    /// to the file `log`.
     pub async fn start_logged(args: &[&str], cmd: &[&str], log: &std::path::Path) -> BridgeProc {
         let file = std::fs::File::create(log).expect("the log file can be created");
-        BridgeProc::start_with(args, cmd, &[], Stdio::from(file)).await
+        BridgeProc::start_with(args, cmd, &[("RUST_LOG", "info")], Stdio::from(file)).await
     }
 
     async fn start_with(
@@ -64,6 +64,7 @@ impl BridgeProc {
                 "RUST_LOG",
                 std::env::var("BRIDGE_TEST_LOG").unwrap_or_else(|_| "warn".into()),
             )
+            .envs(env.iter().copied().filter(|(k, _)| *k == "RUST_LOG"))
             .kill_on_drop(true);
         if !cmd.is_empty() {
             command.arg("--").args(cmd);

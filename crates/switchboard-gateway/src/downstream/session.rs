@@ -790,8 +790,7 @@ impl DirectSink for Direct {
                 session.unjudged(route).is_none()
                     && session
                         .core
-                        .check_request(session.guard_scope(), route, r.params.as_deref())
-                        .is_ok()
+                        .would_pass(session.guard_scope(), route, r.params.as_deref())
             }
             Route::Discover | Route::List(_) | Route::Listen | Route::Forward => true,
         };
