@@ -387,6 +387,76 @@ async fn refused_uses_are_counted_once_each() {
     .expect("bounded");
 }
 
+/// A paged server changes a tool silently after the bridge's whole list at
+/// its start; the operator approves the change and sends SIGHUP: the bridge
+/// lists the server whole again, so the tool is served and called as now
+/// approved (a client's pages alone can never clear a refusal), without
+/// waiting for a `list_changed` that may never come.
+#[tokio::test]
+async fn a_change_approved_on_sighup_is_served_on_a_paged_server() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("approve-paged");
+        let mut paged = approved();
+        paged["pageSize"] = json!(1);
+        let (defs, lock) = lock_definitions(&d.0, &paged);
+        let lists = d.0.join("lists.log");
+        let bridge = BridgeProc::start_with_env(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &[("SCRIPTED_LISTS", lists.to_str().unwrap())],
+        )
+        .await;
+        // The bridge's whole list at start, before the change.
+        bridge_util::wait_until("the list at start", || {
+            calls(&lists).iter().filter(|l| *l == "tools/list").count() >= 2
+        })
+        .await;
+        let mut changed = paged.clone();
+        changed["tools"][1]["description"] = json!("Reads a file, now with a line more.");
+        std::fs::write(&defs, changed.to_string()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "approve", "--yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bridge.signal(libc::SIGHUP);
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = json!({"name": "read_file", "arguments": {}});
+        let mut served = false;
+        for id in 1..100 {
+            let page = tools_page(&c, &bridge.url, &s, id * 2, Some("1")).await;
+            let r = s
+                .request(
+                    &c,
+                    &bridge.url,
+                    json!(id * 2 + 1),
+                    "tools/call",
+                    call.clone(),
+                )
+                .await;
+            if listed(&page, json!(id * 2)) == ["read_file"]
+                && r.response(&json!(id * 2 + 1)).get("result").is_some()
+            {
+                served = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            served,
+            "read_file served and called as approved after SIGHUP"
+        );
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test]
 async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     let d = dir("key");

@@ -154,6 +154,9 @@ pub struct DriftGuard {
     source: String,
     /// The shared child's verdicts.
     shared: Verdicts,
+    /// Each reload's generation, for the bridge's own re-lists
+    /// ([`DriftGuard::reloads`]).
+    reloaded: tokio::sync::watch::Sender<u64>,
     /// What it found, refused and served ([`DriftGuard::counts`]).
     found: AtomicU64,
     refused: AtomicU64,
@@ -185,6 +188,7 @@ impl DriftGuard {
             mode,
             source: source.into(),
             shared: Verdicts::default(),
+            reloaded: tokio::sync::watch::Sender::new(0),
             found: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             served: AtomicU64::new(0),
@@ -240,7 +244,10 @@ impl DriftGuard {
     /// every session's own child included ([`DriftGuard::check`] compares
     /// with the lock in force). For the shared child, at once: what is not as
     /// the new lock approves is logged, and a newly approved entry that no
-    /// list has held is gone (once its kind was listed whole).
+    /// list has held is gone (once its kind was listed whole). Then the
+    /// bridge lists its children again ([`DriftGuard::reloads`]): an entry
+    /// the server changed since its last whole list, now approved as it is,
+    /// is served again without waiting for a `list_changed`.
     pub fn reload(&self, lock: UpstreamLock) {
         let lock = Arc::new(lock);
         *self.lock.write().unwrap_or_else(|p| p.into_inner()) = lock.clone();
@@ -276,6 +283,14 @@ impl DriftGuard {
                 warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
             }
         }
+        drop(table);
+        self.reloaded.send_replace(generation);
+    }
+
+    /// Wakes at each [`DriftGuard::reload`]: the bridge's followers list
+    /// their child whole again.
+    pub(crate) fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloaded.subscribe()
     }
 
     fn verdicts<'a>(&'a self, scope: Scope<'a>) -> &'a Verdicts {

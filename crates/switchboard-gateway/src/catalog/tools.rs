@@ -280,6 +280,10 @@ pub(crate) async fn follow(
     let mut listed: Option<u64> = None;
     let mut logged: Option<Vec<String>> = None;
     let mut retry = crate::catalog::changes::Retry::new();
+    let mut reloads = match core.upgrade() {
+        Some(c) => c.guard.as_ref().map(|g| g.reloads()),
+        None => return,
+    };
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         let Some(strong) = core.upgrade() else { return };
@@ -332,8 +336,29 @@ pub(crate) async fn follow(
                     }
                 }
             }
+            // A reloaded lock: the child listed whole again, so that what
+            // it now lists is judged by the new lock.
+            () = reloaded(&mut reloads) => {
+                let Some(strong) = core.upgrade() else { return };
+                if matches!(&*status.borrow(), Status::Ready(_)) {
+                    refresh(&strong, &mut logged).await;
+                    judge_prompts(&strong).await;
+                }
+            }
         }
     }
+}
+
+/// The next [`DriftGuard::reload`] seen by `reloads`; never without a guard
+/// (or once its guard is gone).
+async fn reloaded(reloads: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(r) = reloads {
+        if r.changed().await.is_ok() {
+            return;
+        }
+    }
+    *reloads = None;
+    std::future::pending::<()>().await;
 }
 
 /// One refresh of [`Core::tools`], with the drift log: written when the missing
@@ -445,7 +470,8 @@ impl OwnJudgement {
 /// verdicts, which lets the session's uses held for them go on. The first
 /// list is what a session's first uses wait for: a client that reads one
 /// page cannot tell that another lists the same name again. A re-list that
-/// failed is tried again (`Retry`). `wait`: for each page. Ends with the
+/// failed is tried again (`Retry`); a reloaded lock lists both again.
+/// `wait`: for each page. Ends with the
 /// child (stopped with its session, or dead) or `own` (the session).
 pub(crate) async fn follow_own(
     own: Weak<OwnJudgement>,
@@ -457,10 +483,17 @@ pub(crate) async fn follow_own(
 ) {
     let lists = [ListKind::Tools, ListKind::Prompts];
     let mut retry = crate::catalog::changes::Retry::new();
+    let mut reloads = Some(guard.reloads());
+    // After a reload: both lists, judged or not.
+    let mut every = false;
     loop {
         let unjudged = {
             let Some(own) = own.upgrade() else { return };
-            for list in own.judging(&up).unjudged_lists(&lists) {
+            let due = match std::mem::take(&mut every) {
+                true => lists.to_vec(),
+                false => own.judging(&up).unjudged_lists(&lists),
+            };
+            for list in due {
                 let scope = Scope::Own(&own.verdicts);
                 if let Err(why) = rejudge(&guard, scope, &up, list, &own.judged, wait).await {
                     warn!(
@@ -491,6 +524,7 @@ pub(crate) async fn follow_own(
                     return;
                 }
             }
+            () = reloaded(&mut reloads) => every = true,
         }
     }
 }
