@@ -110,6 +110,10 @@ pub enum LockAction {
         /// Approve every difference without asking (for scripts).
         #[arg(long)]
         yes: bool,
+        /// Never approve a definition with a suspicious finding (shown before
+        /// each question either way): it is left unapproved.
+        #[arg(long)]
+        strict: bool,
         /// The lock file.
         #[arg(long, value_name = "FILE", default_value = "switchboard.lock")]
         file: PathBuf,
@@ -376,10 +380,17 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
         LockAction::Approve {
             which,
             yes,
+            strict,
             file,
             config,
             common,
-        } => approve_all(file, which.as_deref(), *yes, config.as_deref(), common),
+        } => {
+            let how = Approval {
+                yes: *yes,
+                strict: *strict,
+            };
+            approve_all(file, which.as_deref(), how, config.as_deref(), common)
+        }
         LockAction::Verify { key, file } => {
             check_signature(file, key, "--key").map_err(Failure::new)?;
             // A well-signed lock is still refused as every command refuses it.
@@ -393,13 +404,22 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
 /// `lock approve`: per upstream of the lock (or the one named), discover it
 /// by its identity (or as the gateway configuration `config` reaches it),
 /// then show and ask about each difference.
+/// How `lock approve` decides: `yes` approves without asking; `strict`
+/// never approves a suspicious definition.
+#[derive(Debug, Clone, Copy)]
+struct Approval {
+    yes: bool,
+    strict: bool,
+}
+
 fn approve_all(
     file: &Path,
     which: Option<&str>,
-    yes: bool,
+    how: Approval,
     config: Option<&Path>,
     common: &ConnectArgs,
 ) -> Result<u8, Failure> {
+    let Approval { yes, strict } = how;
     use std::io::IsTerminal;
     // Approving what another server offers would keep an identity in the
     // lock that no longer says what was approved.
@@ -493,8 +513,23 @@ fn approve_all(
         if !drift.is_empty() {
             sayln!("{name}: {} difference(s)", drift.len());
         }
+        let others = other_tools(&name, Some(&lock), &[]);
+        let others: Vec<&str> = others.iter().map(String::as_str).collect();
+        let locked = lock.upstreams.get_mut(&name).expect("listed above");
         for d in &drift {
             say!("{}", visible(&render_one(d)));
+            // What a reviewer must see before approving it.
+            let suspicious = match &d.change {
+                Change::Added { now } | Change::Changed { now, .. } => findings(now, &others),
+                Change::Removed { .. } => Vec::new(),
+            };
+            for f in &suspicious {
+                print_finding(&name, d.kind, &d.name, f);
+            }
+            if strict && !suspicious.is_empty() {
+                sayln!("  not approved: suspicious (--strict)");
+                continue;
+            }
             if yes || ask("approve this change?")? {
                 pin::approve(locked, &found, d);
                 approved += 1;
@@ -894,23 +929,7 @@ fn report_suspicious(
     lock: Option<&Lock>,
     run: &[(String, Vec<String>)],
 ) -> usize {
-    // Another upstream's tools, by their own and their served names.
-    let locked = lock
-        .iter()
-        .flat_map(|l| l.upstreams.iter())
-        .map(|(n, u)| (n, u.tools.keys().collect::<Vec<_>>()));
-    let now = run.iter().map(|(n, tools)| (n, tools.iter().collect()));
-    let mut others: Vec<String> = Vec::new();
-    for (n, tools) in locked.chain(now) {
-        if n != name {
-            for t in tools {
-                others.push(t.clone());
-                others.push(format!("{n}__{t}"));
-            }
-        }
-    }
-    others.sort();
-    others.dedup();
+    let others = other_tools(name, lock, run);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
     let mut entries: Vec<(Kind, &str, &Value)> = Vec::new();
     if let Some(i) = &found.instructions {
@@ -932,23 +951,52 @@ fn report_suspicious(
             flagged += 1;
         }
         for f in list {
-            let what = if entry.is_empty() {
-                kind.noun().to_owned()
-            } else {
-                format!("{} {entry}", kind.noun())
-            };
-            eprintln!(
-                "{}",
-                visible(&format!(
-                    "suspicious: {name}: {what} {}: {}: {}",
-                    if f.at.is_empty() { "/" } else { &f.at },
-                    f.rule.label(),
-                    f.detail
-                ))
-            );
+            print_finding(name, kind, entry, &f);
         }
     }
     flagged
+}
+
+/// One suspicious finding, on stderr: `suspicious: UPSTREAM: KIND ENTRY
+/// POINTER: RULE: DETAIL`.
+fn print_finding(name: &str, kind: Kind, entry: &str, f: &pin::Finding) {
+    let what = if entry.is_empty() {
+        kind.noun().to_owned()
+    } else {
+        format!("{} {entry}", kind.noun())
+    };
+    eprintln!(
+        "{}",
+        visible(&format!(
+            "suspicious: {name}: {what} {}: {}: {}",
+            if f.at.is_empty() { "/" } else { &f.at },
+            f.rule.label(),
+            f.detail
+        ))
+    );
+}
+
+/// The tool names a description of upstream `name` must not name: the other
+/// upstreams' (in the lock, and in this run: `run`), by their own and their
+/// served names.
+fn other_tools(name: &str, lock: Option<&Lock>, run: &[(String, Vec<String>)]) -> Vec<String> {
+    let locked = lock
+        .iter()
+        .flat_map(|l| l.upstreams.iter())
+        .map(|(n, u)| (n, u.tools.keys().collect::<Vec<_>>()));
+    let now = run.iter().map(|(n, tools)| (n, tools.iter().collect()));
+    let mut others: Vec<String> = Vec::new();
+    for (n, tools) in locked.chain(now) {
+        if n != name {
+            for t in tools {
+                others.push(t.clone());
+                others.push(format!("{n}__{t}"));
+            }
+        }
+    }
+    others.sort();
+    others.dedup();
+    others
 }
 
 /// The drift report: one heading, a line per entry, the details indented; a
