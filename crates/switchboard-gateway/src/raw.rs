@@ -51,6 +51,13 @@ impl RawObject {
         Some(self.0.remove(i).1)
     }
 
+    /// Keeps the members whose key `keep` accepts; whether any was removed.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) -> bool {
+        let before = self.0.len();
+        self.0.retain(|(k, _)| keep(k));
+        self.0.len() != before
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

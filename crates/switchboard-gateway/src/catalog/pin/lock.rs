@@ -274,8 +274,10 @@ pub enum Kind {
 
 impl Kind {
     /// The members of a listed entry that a lock keeps: what a model or a
-    /// policy reads (2025-11-25 `Tool`, `Prompt`, `ResourceTemplate`).
-    fn members(self) -> &'static [&'static str] {
+    /// policy reads (2025-11-25 `Tool`, `Prompt`, `ResourceTemplate`; a
+    /// tool's `execution` says how its calls run). In block mode the bridge
+    /// serves an approved entry with these (and `_meta`) only.
+    pub fn members(self) -> &'static [&'static str] {
         match self {
             Kind::Instructions => &[],
             Kind::Tool => &[
@@ -285,6 +287,7 @@ impl Kind {
                 "inputSchema",
                 "outputSchema",
                 "annotations",
+                "execution",
                 "icons",
             ],
             Kind::Prompt => &["name", "title", "description", "arguments", "icons"],
