@@ -1198,9 +1198,9 @@ async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
 /// `nextCursor`) omits it, and from then on its call is refused, naming why,
 /// without reaching the server: from that session, from another, and from a
 /// 2026-07-28 exchange (one verdict per shared child). Listed again, it is
-/// callable again. A session with its own child is told the same once it
-/// listed ("no longer lists it", not "has not listed it to this session
-/// yet").
+/// callable again. A session with its own child is told so once it listed
+/// ("does not list it to this session", not "has not listed it to this
+/// session yet").
 #[tokio::test]
 async fn a_tool_that_disappears_silently_is_refused_once_a_client_lists() {
     tokio::time::timeout(BOUND, async {
@@ -1273,7 +1273,7 @@ async fn a_tool_that_disappears_silently_is_refused_once_a_client_lists() {
             .request(&c, &own.url, json!(8), "tools/call", call.clone())
             .await;
         let why = error_message(r.response(&json!(8)));
-        assert!(why.contains("no longer lists it"), "{why}");
+        assert!(why.contains("does not list it to this session"), "{why}");
         assert!(calls(&log).is_empty(), "{:?}", calls(&log));
 
         // Back as approved: a 2026-07-28 list says so, and it is called.

@@ -824,8 +824,12 @@ fn decide(
     if args.check {
         strict_summary(args, &name, suspicious);
         let Some(locked) = existing.and_then(|l| l.upstreams.get(&name)) else {
+            let why = match existing {
+                None => "no lock".to_owned(),
+                Some(_) => format!("no upstream {name:?} in the lock"),
+            };
             return Err(Failure::new(format!(
-                "{}: no upstream {name:?} in the lock (run `switchboard lock` first)",
+                "{}: {why} (run `switchboard lock` first)",
                 args.file.display()
             )));
         };

@@ -639,8 +639,14 @@ impl DriftGuard {
         let listed = verdicts.get(&kind).and_then(|names| names.get(name));
         match (listed.map(|(_, l)| l), scope) {
             (Some(l), _) if l.is(&approved.sha256) => Ok(()),
-            (Some(Listed::Gone), _) => Err(format!(
+            (Some(Listed::Gone), Scope::Shared) => Err(format!(
                 "{what} {name:?} is approved, but its server no longer lists it ({}): refused until it does",
+                self.source
+            )),
+            // A session's own server may offer it only to clients with some
+            // capability, not this session's.
+            (Some(Listed::Gone), Scope::Own(_)) => Err(format!(
+                "{what} {name:?} is approved, but this session's server does not list it to this session ({}): refused unless it does",
                 self.source
             )),
             (Some(Listed::Twice), _) => Err(format!(
