@@ -155,7 +155,7 @@ pub struct DriftGuard {
     /// The shared child's verdicts.
     shared: Verdicts,
     /// Each reload's generation, for the bridge's own re-lists
-    /// ([`DriftGuard::reloads`]).
+    /// (`DriftGuard::reloads`).
     reloaded: tokio::sync::watch::Sender<u64>,
     /// What it found, refused and served ([`DriftGuard::counts`]).
     found: AtomicU64,
@@ -245,7 +245,7 @@ impl DriftGuard {
     /// with the lock in force). For the shared child, at once: what is not as
     /// the new lock approves is logged, and a newly approved entry that no
     /// list has held is gone (once its kind was listed whole). Then the
-    /// bridge lists its children again ([`DriftGuard::reloads`]): an entry
+    /// bridge lists its children again (`DriftGuard::reloads`): an entry
     /// the server changed since its last whole list, now approved as it is,
     /// is served again without waiting for a `list_changed`.
     pub fn reload(&self, lock: UpstreamLock) {
