@@ -616,16 +616,24 @@ impl LockReload {
                     match read {
                         Ok(lock) => {
                             guard.reload(lock);
-                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", self.file.display());
+                            let file = self.file.display().to_string();
+                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", printable(&file));
                         }
                         Err(e) => eprintln!(
-                            "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {e}"
+                            "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {}",
+                            printable(&e)
                         ),
                     }
                 }
             }
         }
     }
+}
+
+/// `text` for a log line: [`crate::client::render::printable`], newlines
+/// escaped too (a path or a message may hold anything).
+fn printable(text: &str) -> String {
+    crate::client::render::printable(text).replace('\n', "\\u{a}")
 }
 
 /// `http://host:port` of `http://host:port/path...`.
@@ -740,7 +748,8 @@ pub(crate) fn read_lock_entry(
     if let Some(key) = key {
         crate::client::lock::check_signature(file, key, "--lock-key")?;
     }
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = crate::files::read_text(file, crate::files::MAX_LOCK_BYTES)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     let lock = Lock::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     if lock.upstreams.is_empty() {
         return Err(format!("{}: locks no upstream", file.display()));

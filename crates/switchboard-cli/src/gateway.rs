@@ -436,18 +436,19 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         println!("{}", lines.join("\n"));
         // A changed file is applied like SIGHUP (a ConfigMap update): its
         // bytes compared every FILE_POLL.
-        let mut seen = std::fs::read(&args.config).ok();
+        let read = |p: &std::path::Path| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok();
+        let mut seen = read(&args.config);
         let mut poll = tokio::time::interval(FILE_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = signals.next() => break,
                 _ = hup.recv() => {
-                    seen = std::fs::read(&args.config).ok();
+                    seen = read(&args.config);
                     reload(&mut gateway, &args, &mut guards, "SIGHUP").await;
                 }
                 _ = poll.tick() => {
-                    let now = std::fs::read(&args.config).ok();
+                    let now = read(&args.config);
                     if now.is_some() && now != seen {
                         seen = now;
                         reload(&mut gateway, &args, &mut guards, "file changed").await;

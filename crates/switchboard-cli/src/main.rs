@@ -72,6 +72,7 @@ mod client;
 mod config;
 mod decode;
 mod example_server;
+mod files;
 mod gateway;
 mod log_writer;
 mod signals;

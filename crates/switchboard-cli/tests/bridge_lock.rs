@@ -457,6 +457,47 @@ async fn a_change_approved_on_sighup_is_served_on_a_paged_server() {
     .expect("bounded");
 }
 
+/// SIGHUP with the lock path turned into a FIFO (whose open would wait for
+/// a writer): the reload is refused ("not a regular file") and the bridge
+/// goes on serving with the lock in force.
+#[tokio::test]
+async fn a_lock_that_is_not_a_regular_file_is_refused_at_reload() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("fifo-lock");
+        let (defs, lock) = lock_approved(&d.0);
+        let log = d.0.join("bridge.log");
+        let bridge = BridgeProc::start_logged(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &log,
+        )
+        .await;
+        std::fs::remove_file(&lock).unwrap();
+        let c_path = std::ffi::CString::new(lock.to_str().unwrap()).unwrap();
+        // SAFETY: a plain system call with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        bridge.signal(libc::SIGHUP);
+        bridge_util::wait_until("the reload refused", || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("reload refused, the lock in force is kept")
+        })
+        .await;
+        assert!(std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("not a regular file"));
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let call = json!({"name": "read_file", "arguments": {}});
+        let r = s
+            .request(&c, &bridge.url, json!(1), "tools/call", call)
+            .await;
+        assert!(r.response(&json!(1)).get("result").is_some(), "{}", r.body);
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test]
 async fn a_lock_that_is_not_signed_with_the_key_is_refused_at_start() {
     let d = dir("key");

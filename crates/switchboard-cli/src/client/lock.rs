@@ -336,7 +336,8 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
 /// `lock sign` and `lock verify`.
 fn signature(action: &LockAction) -> Result<u8, Failure> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))
+        crate::files::read(path, crate::files::MAX_LOCK_BYTES)
+            .map_err(|e| Failure::new(format!("{}: {e}", path.display())))
     };
     match action {
         LockAction::Sign { key, file } => {
@@ -354,7 +355,7 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
             if arg.trim().starts_with("ed25519:") {
                 return Err(Failure::new(format!("the --key value: {PUBLIC_GIVEN}")));
             }
-            let secret = match std::fs::read(key) {
+            let secret = match crate::files::read(key, crate::files::MAX_KEY_BYTES) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) if looks_like_path(&arg) => {
                     return Err(Failure::new(format!("{}: {e}", key.display())))
@@ -588,9 +589,10 @@ pub fn signature_path(lock: &Path) -> PathBuf {
 /// the lock, or its signature) and why; key material is never printed.
 pub fn check_signature(file: &Path, key: &str, flag: &str) -> Result<(), String> {
     let public = public_key(key, flag)?;
-    let lock = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lock = crate::files::read(file, crate::files::MAX_LOCK_BYTES)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     let sig_path = signature_path(file);
-    let sig = match std::fs::read_to_string(&sig_path) {
+    let sig = match crate::files::read_text(&sig_path, crate::files::MAX_KEY_BYTES) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", sig_path.display())),
@@ -637,7 +639,7 @@ fn public_key(key: &str, flag: &str) -> Result<String, String> {
     let (text, whose) = if given.starts_with("ed25519:") {
         (given.to_owned(), value)
     } else {
-        match std::fs::read_to_string(key) {
+        match crate::files::read_text(Path::new(key), crate::files::MAX_KEY_BYTES) {
             Ok(text) => (text, key.to_owned()),
             Err(e) if looks_like_path(key) => return Err(format!("{key}: {e}")),
             Err(e) => {
@@ -1189,7 +1191,7 @@ fn existing_lock(path: &Path) -> Result<Lock, Failure> {
 
 /// The lock at `path`, `None` when there is no file.
 fn read_lock(path: &Path) -> Result<Option<Lock>, Failure> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_text(path, crate::files::MAX_LOCK_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Failure::new(format!("{}: {e}", path.display()))),

@@ -119,7 +119,7 @@ pub fn header_value(source: &HeaderSource) -> Result<String, String> {
         HeaderSource::Env(var) => {
             std::env::var(var).map_err(|_| format!("the environment variable {var} is not set"))
         }
-        HeaderSource::File(path) => std::fs::read_to_string(path)
+        HeaderSource::File(path) => crate::files::read_text(path, crate::files::MAX_KEY_BYTES)
             .map(|s| s.trim().to_owned())
             .map_err(|e| format!("cannot read {}: {e}", path.display())),
     }
@@ -182,7 +182,8 @@ pub fn load(path: &Path) -> Result<GatewayConfig, Vec<Problem>> {
             "unknown file type {ext:?}: the name must end in .toml, .yaml, .yml or .json"
         )));
     };
-    let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read: {e}")))?;
+    let text = crate::files::read_text(path, crate::files::MAX_LOCK_BYTES)
+        .map_err(|e| whole(format!("cannot read: {e}")))?;
     // A byte order mark (Windows editors write one) is not part of the text.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     parse(text, format, &Env::process())
