@@ -207,7 +207,7 @@ fn check_errors_exit_2() {
     let (code, _, err) = lock(&dir.0, &defs(), &["--check"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("no upstream \"scripted_server-py\" in the lock"),
+        err.contains("switchboard.lock: no lock (run `switchboard lock` first)"),
         "{err}"
     );
     // A file that is not a lock.
