@@ -335,20 +335,30 @@ async fn a_tool_name_cannot_forge_a_log_line() {
 }
 
 /// Each refused use is counted once, in both child modes: two refused calls
-/// make `refused=2` in the line the bridge logs as it stops, and the drifts
+/// make `refused=2` in the line the bridge logs as it stops (in warn mode,
+/// two served calls `served=2`, each logged once), and the drifts
 /// (read_file changed, exec new) are found once each per server however
 /// often listed: the shared child's, and with a child per session that
 /// session's child's too.
 #[tokio::test]
 async fn refused_uses_are_counted_once_each() {
     tokio::time::timeout(BOUND, async {
-        for mode in ["shared", "per-session"] {
-            let d = dir(&format!("counted-{mode}"));
+        for (mode, warn) in [
+            ("shared", false),
+            ("per-session", false),
+            ("shared", true),
+            ("per-session", true),
+        ] {
+            let d = dir(&format!("counted-{mode}-{warn}"));
             let (defs, lock) = lock_approved(&d.0);
             std::fs::write(&defs, pulled().to_string()).unwrap();
             let log = d.0.join("bridge.log");
+            let mut args = vec!["--child", mode, "--lock", lock.to_str().unwrap()];
+            if warn {
+                args.extend(["--lock-mode", "warn"]);
+            }
             let mut bridge = BridgeProc::start_logged(
-                &["--child", mode, "--lock", lock.to_str().unwrap()],
+                &args,
                 &["python3", &server(), defs.to_str().unwrap()],
                 &log,
             )
@@ -364,7 +374,11 @@ async fn refused_uses_are_counted_once_each() {
                 let r = s
                     .request(&c, &bridge.url, json!(id), "tools/call", call)
                     .await;
-                error_message(r.response(&json!(id)));
+                let answer = r.response(&json!(id));
+                match warn {
+                    true => assert!(answer.get("result").is_some(), "{answer}"),
+                    false => drop(error_message(answer)),
+                }
             }
             bridge.terminate();
             tokio::time::timeout(BOUND, bridge.child.wait())
@@ -377,10 +391,21 @@ async fn refused_uses_are_counted_once_each() {
                 .find(|l| l.contains("drift guard: "))
                 .unwrap_or_else(|| panic!("{mode}: {text}"));
             let found = if mode == "shared" { 2 } else { 4 };
+            let uses = if warn {
+                "refused=0 served=2"
+            } else {
+                "refused=2 served=0"
+            };
             assert!(
-                counts.contains(&format!("found={found} refused=2 served=0")),
-                "{mode}: {counts}"
+                counts.contains(&format!("found={found} {uses}")),
+                "{mode} {warn}: {counts}"
             );
+            if warn {
+                let logged = text
+                    .matches("served in warn mode, refused in block mode")
+                    .count();
+                assert_eq!(logged, 2, "{mode}: {text}");
+            }
         }
     })
     .await

@@ -803,12 +803,20 @@ impl DirectSink for Direct {
             } if plain => Some(up.clone()),
             _ => None,
         };
+        // A use goes on its judgement (looked ahead at above): in warn mode
+        // one not as approved is served, and logged and counted here.
+        let judged = upstream.is_none()
+            || !matches!(route, Route::Use(_))
+            || session
+                .core
+                .check_request(session.guard_scope(), route, r.params.as_deref())
+                .is_ok();
         match upstream {
-            Some(up) => {
+            Some(up) if judged => {
                 forward(session, up, r, None);
                 Ok(())
             }
-            None => Err(Message::Request(r)),
+            _ => Err(Message::Request(r)),
         }
     }
 }
