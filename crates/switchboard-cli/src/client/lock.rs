@@ -969,7 +969,7 @@ fn print_finding(name: &str, kind: Kind, entry: &str, f: &pin::Finding) {
     let what = if entry.is_empty() {
         kind.noun().to_owned()
     } else {
-        format!("{} {entry}", kind.noun())
+        format!("{} {}", kind.noun(), one_line(entry))
     };
     eprintln!(
         "{}",
@@ -1035,7 +1035,7 @@ fn render_one(d: &Drift) -> String {
     let what = if d.name.is_empty() {
         d.kind.noun().to_owned()
     } else {
-        format!("{} {}", d.kind.noun(), d.name)
+        format!("{} {}", d.kind.noun(), one_line(&d.name))
     };
     match &d.change {
         Change::Added { .. } => out.push_str(&format!("  + {what}: new, not approved\n")),
@@ -1067,6 +1067,12 @@ fn visible(text: &str) -> String {
         }
     }
     out
+}
+
+/// A server's name for an entry on one line: a line break in it (which
+/// would start a line of the report the server wrote) as `\u{..}`.
+fn one_line(name: &str) -> String {
+    name.replace('\n', "\\u{a}").replace('\r', "\\u{d}")
 }
 
 fn show_identity(i: &Identity) -> String {
@@ -1218,6 +1224,23 @@ fn write_lock(path: &Path, lock: &Lock) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's entry name with a line break cannot start a line of the
+    /// report (a forged `matches` line).
+    #[test]
+    fn an_entry_name_stays_on_its_line() {
+        let d = Drift {
+            kind: Kind::Tool,
+            name: "new\nfiles: matches switchboard.lock\r".into(),
+            change: Change::Added {
+                now: serde_json::json!({}),
+            },
+        };
+        assert_eq!(
+            render_one(&d),
+            "  + tool new\\u{a}files: matches switchboard.lock\\u{d}: new, not approved\n"
+        );
+    }
 
     #[test]
     fn the_lock_declares_what_the_bridge_declares_to_its_upstreams() {
