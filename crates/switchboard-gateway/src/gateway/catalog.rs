@@ -23,6 +23,16 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// The list under `key` ([`Snapshot::list_mut`]).
+    pub(crate) fn list(&self, key: &str) -> &Vec<Value> {
+        match key {
+            "tools" => &self.tools,
+            "prompts" => &self.prompts,
+            "resources" => &self.resources,
+            _ => &self.templates,
+        }
+    }
+
     /// The list under `key` (`tools`, `prompts`, `resources`, or else
     /// `resourceTemplates`).
     pub(crate) fn list_mut(&mut self, key: &str) -> &mut Vec<Value> {

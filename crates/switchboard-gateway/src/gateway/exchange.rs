@@ -332,7 +332,7 @@ async fn handle(
             });
         }
         let key = list_key.expect("checked");
-        let answer = super::session::list(layout, route, key, r, gw.page_size).await;
+        let answer = super::session::list(gw, layout, route, key, r).await;
         return Some(complete(answer));
     }
     if kind == Route::Listen {

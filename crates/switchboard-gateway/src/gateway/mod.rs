@@ -185,6 +185,10 @@ pub(crate) struct Member {
     ///
     /// [`Retry`]: crate::catalog::changes::Retry
     failed: Mutex<Vec<ListKind>>,
+    /// When each list (by [`ListKind::index`]) was last listed whole, and
+    /// whether a re-list of a client's asking runs ([`Member::refresh_stale`]).
+    listed_at: Mutex<[Option<std::time::Instant>; 3]>,
+    refreshing: AtomicBool,
     pub(crate) list_timeout: Duration,
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
@@ -232,6 +236,8 @@ impl Member {
             snapshot: watch::Sender::new(None),
             unjudged: Mutex::new(Snapshot::default()),
             failed: Mutex::new(Vec::new()),
+            listed_at: Mutex::new([None; 3]),
+            refreshing: AtomicBool::new(false),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             tasks: Mutex::new(tasks),
@@ -264,6 +270,27 @@ impl Member {
             Some(list) => self.core.wait_judged(judging, list).await,
             None => Ok(()),
         }
+    }
+
+    /// With a drift guard: when a client lists `list` (tools, prompts) and
+    /// this upstream's was last listed [`STALE`] ago or more, lists it again
+    /// in the background, as the bridge's clients' lists reach its server:
+    /// a definition the server changed without a `list_changed` is then
+    /// judged (withheld, its calls refused, the sessions told when what they
+    /// are served changed). One such re-list at a time.
+    pub(crate) fn refresh_stale(self: &Arc<Self>, shared: &Arc<Shared>, list: ListKind) {
+        if self.core.guard.is_none() {
+            return;
+        }
+        let at = self.listed_at.lock().unwrap_or_else(|p| p.into_inner())[list.index()];
+        if at.is_some_and(|t| t.elapsed() < STALE) || self.refreshing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (m, shared) = (self.clone(), shared.clone());
+        tokio::spawn(async move {
+            relist_with(&shared, &m, &[list], Announce::IfChanged).await;
+            m.refreshing.store(false, Ordering::SeqCst);
+        });
     }
 
     /// With a drift guard in block mode, the changes of its `list` (tools,
@@ -992,8 +1019,26 @@ async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
     }
 }
 
+/// How long a list listed whole is taken as current when a client lists
+/// ([`Member::refresh_stale`]): 5 s.
+pub(crate) const STALE: Duration = Duration::from_secs(5);
+
+/// When a re-list tells the sessions their lists may have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Announce {
+    /// Always (the upstream said so, or it was (re)connected).
+    Always,
+    /// Only when what they are served changed (a re-list of a client's asking).
+    IfChanged,
+}
+
 /// Lists `kinds` of member `m` again, re-merges, and tells the sessions.
 pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind]) {
+    relist_with(shared, m, kinds, Announce::Always).await;
+}
+
+/// [`relist`], telling the sessions as `announce` says.
+async fn relist_with(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind], announce: Announce) {
     let Ok(info) = m.upstream().ready(Duration::ZERO).await else {
         return;
     };
@@ -1043,6 +1088,7 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         }
     }
     let first = m.snapshot.borrow().is_none();
+    let mut changed: Vec<ListKind> = Vec::new();
     {
         // Judged and written under `unjudged`'s lock, as `rejudge` does: the
         // judgement served is by the lock in force once both are done, even
@@ -1050,6 +1096,11 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         let mut unjudged = m.unjudged.lock().unwrap_or_else(|p| p.into_inner());
         let mut snap: Snapshot = m.snapshot.borrow().as_deref().cloned().unwrap_or_default();
         for (key, entries) in fetched {
+            let kind = match key {
+                "tools" => ListKind::Tools,
+                "prompts" => ListKind::Prompts,
+                _ => ListKind::Resources,
+            };
             // The drift guard's judgement: in block mode, what is not as
             // approved is withheld (and its calls refused by the core).
             let entries = match (&m.core.guard, key) {
@@ -1059,6 +1110,9 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
                 }
                 _ => entries,
             };
+            if first || snap.list(key) != &entries {
+                changed.push(kind);
+            }
             *snap.list_mut(key) = entries;
         }
         m.snapshot.send_replace(Some(Arc::new(snap)));
@@ -1067,6 +1121,10 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
         let mut last = m.failed.lock().unwrap_or_else(|p| p.into_inner());
         last.retain(|k| !kinds.contains(k));
         last.extend(failed.iter().copied());
+        let mut at = m.listed_at.lock().unwrap_or_else(|p| p.into_inner());
+        for k in kinds.iter().filter(|k| !failed.contains(k)) {
+            at[k.index()] = Some(std::time::Instant::now());
+        }
     }
     // The calls a drift guard held for these changes go on; not those of a
     // listing that failed (its entries left as they were): they wait for a
@@ -1079,6 +1137,9 @@ pub(crate) async fn relist(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind])
     shared.remerge();
     debug!(upstream = %m.name, first, "upstream listed");
     for &kind in kinds {
+        if announce == Announce::IfChanged && !changed.contains(&kind) {
+            continue;
+        }
         let _ = shared.notices.send(GatewayNotice::ListChanged {
             kind,
             member: m.name.clone(),

@@ -373,7 +373,7 @@ async fn on_request(session: &Arc<Session>, r: Request) {
         let session = session.clone();
         tokio::spawn(async move {
             let answer = match session.route() {
-                Some((layout, route)) => list(&layout, &route, key, r, session.gw.page_size).await,
+                Some((layout, route)) => list(&session.gw, &layout, &route, key, r).await,
                 None => gone(r.id),
             };
             reply(&session, answer).await;
@@ -515,17 +515,32 @@ async fn unjudged_members(layout: &Layout, route: &RouteView, key: &str) -> Vec<
 
 /// A list from the merged catalog, paged under the gateway's cursor.
 pub(crate) async fn list(
+    gw: &Arc<Shared>,
     layout: &Layout,
     route: &RouteView,
     key: &str,
     r: Request,
-    page_size: usize,
 ) -> Message {
+    let page_size = gw.page_size;
     let cursor = r
         .params_as::<Map<String, Value>>()
         .ok()
         .and_then(|p| p.get("cursor").and_then(Value::as_str).map(str::to_owned));
     layout.listed(route).await;
+    // A client's first page: what a guarded upstream lists is listed again
+    // when stale (in the background; this list is served as judged now).
+    let kind = match key {
+        "tools" => Some(crate::classify::ListKind::Tools),
+        "prompts" => Some(crate::classify::ListKind::Prompts),
+        _ => None,
+    };
+    if let (Some(kind), None) = (kind, &cursor) {
+        for (i, m) in layout.members.iter().enumerate() {
+            if route.members[i] {
+                m.refresh_stale(gw, kind);
+            }
+        }
+    }
     let withheld = unjudged_members(layout, route, key).await;
     let merged = layout.merged();
     let entries: Vec<&Value> = match key {
