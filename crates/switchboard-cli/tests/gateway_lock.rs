@@ -892,3 +892,30 @@ async fn a_silent_change_is_caught_when_a_client_lists() {
     let ready: serde_json::Value = serde_json::from_str(&gw.readyz().await.1).unwrap();
     assert_eq!(ready["upstreams"]["s"]["drift"]["found"], 1, "{ready}");
 }
+
+/// `lock approve --config` with an upstream the lock lacks says so and
+/// exits 1 (only `lock --config` locks a new upstream), approving the rest.
+#[test]
+fn approve_with_a_config_names_an_upstream_the_lock_lacks() {
+    let dir = TempDir::new("approve-missing");
+    let lock = dir.path().join("switchboard.lock");
+    let one = fixture_upstream("fx", &["--name", "fx"], "");
+    lock_written(dir.path(), "one.toml", &one, &lock);
+    let two = dir.path().join("two.toml");
+    std::fs::write(
+        &two,
+        [one, fixture_upstream("gx", &["--name", "gx"], "")].concat(),
+    )
+    .unwrap();
+    let out = output_within(
+        std::process::Command::new(gateway_util::BIN)
+            .args(["lock", "approve", "--yes", "--file"])
+            .arg(&lock)
+            .arg("--config")
+            .arg(&two),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("gx: not in "), "{stdout}");
+    assert!(stdout.contains("fx: matches"), "{stdout}");
+}

@@ -467,6 +467,21 @@ fn approve_all(
         .cloned()
         .collect();
     let (mut approved, mut left) = (0usize, 0usize);
+    // An upstream of the configuration the lock lacks is not approved here:
+    // `lock --config` locks it (and the gateway refuses to start without).
+    if let (Some(all), Some(c), None) = (&configured, config, only_upstream) {
+        for (n, _, _) in all
+            .iter()
+            .filter(|(n, _, _)| !lock.upstreams.contains_key(n))
+        {
+            sayln!(
+                "{n}: not in {} (lock it: `switchboard lock --config {}`)",
+                file.display(),
+                c.display()
+            );
+            left += 1;
+        }
+    }
     for name in names {
         let locked = lock.upstreams.get_mut(&name).expect("listed above");
         let (target, reach) = match (&configured, config) {
