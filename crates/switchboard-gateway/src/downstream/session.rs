@@ -803,9 +803,16 @@ impl DirectSink for Direct {
             } if plain => Some(up.clone()),
             _ => None,
         };
-        // A use goes on its judgement (looked ahead at above): in warn mode
-        // one not as approved is served, and logged and counted here.
+        // A use goes on its judgement, looked ahead at above (in block mode
+        // that is all: one let through is as approved); in warn mode one not
+        // as approved is served, and logged and counted here.
+        let warns = session
+            .core
+            .guard
+            .as_ref()
+            .is_some_and(|g| g.mode() == crate::GuardMode::Warn);
         let judged = upstream.is_none()
+            || !warns
             || !matches!(route, Route::Use(_))
             || session
                 .core
