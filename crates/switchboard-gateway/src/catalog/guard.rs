@@ -1168,7 +1168,11 @@ mod tests {
         // A session's own child: gone, not "not listed yet", and only there.
         let own = Verdicts::default();
         g.filter_list_result(Scope::Own(&own), Kind::Tool, whole(&rm), Asked::FirstPage);
-        assert!(gone(g.check(Scope::Own(&own), Kind::Tool, "ls")));
+        let not_here = g.check(Scope::Own(&own), Kind::Tool, "ls");
+        assert!(
+            not_here.is_err_and(|e| e.contains("does not list it to this session")),
+            "the session's own server"
+        );
         // Listed again: callable again.
         let ls = json!({"name": "ls", "inputSchema": {"type": "object"}});
         let both = [tool("Removes a file."), ls];
