@@ -919,3 +919,27 @@ fn approve_with_a_config_names_an_upstream_the_lock_lacks() {
     assert!(stdout.contains("gx: not in "), "{stdout}");
     assert!(stdout.contains("fx: matches"), "{stdout}");
 }
+
+/// A tool outside a route's allowlist is unknown there whether or not it
+/// drifted: its refusal names neither the drift, the lock nor the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_does_not_tell_of_a_drift_outside_its_allowlist() {
+    let dir = TempDir::new("route-drift");
+    let lock = dir.path().join("switchboard.lock");
+    let route = format!(
+        "[routes.default]\npath = \"/mcp\"\nupstreams = {}\ntools = {}\n",
+        gateway_util::qa(&["fx"]),
+        gateway_util::qa(&["fx__echo"])
+    );
+    let approved = [fixture_upstream("fx", &["--name", "fx"], ""), route.clone()].concat();
+    lock_written(dir.path(), "approved.toml", &approved, &lock);
+    let args = ["--name", "fx", "--tool", "sneaky"];
+    let config = [fixture_upstream("fx", &args, ""), route].concat();
+    let flags = ["--lock", lock.to_str().unwrap()];
+    let gw = GatewayProc::start_with_args(dir.path(), &config, &flags).await;
+    let client = connect(&gw, Leg::Streamable).await;
+    listed(&client, "fx__echo").await;
+    let (code, message) = call_refused(&client, "fx__sneaky").await;
+    assert_eq!(code, -32602, "{message}");
+    assert_eq!(message, "unknown tool: fx__sneaky");
+}

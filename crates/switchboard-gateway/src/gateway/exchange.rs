@@ -220,14 +220,20 @@ fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
 /// Why a drift guard withholds the tool (`tool`) or prompt a client calls by
 /// its served name `served`: its upstream (one of `route`'s) listed it last
 /// and its guard refuses it (new, or not as approved). `None` when no
-/// upstream listed it, or its guard lets it be served (it is then unknown
-/// for another reason: the allowlist, a name claimed twice). With the guard.
+/// upstream listed it, its guard lets it be served (it is then unknown for
+/// another reason: a name claimed twice), or it is a tool outside the
+/// route's allowlist. With the guard.
 fn withheld<'a>(
     layout: &'a Layout,
     route: &RouteView,
     served: &str,
     tool: bool,
 ) -> Option<(&'a crate::DriftGuard, String)> {
+    // A tool outside the route's allowlist is unknown there, drifted or not:
+    // nothing of it (its upstream, the lock) is told.
+    if tool && !route.allow.permits(served) {
+        return None;
+    }
     let kind = if tool { Kind::Tool } else { Kind::Prompt };
     layout
         .members
