@@ -337,9 +337,9 @@ async fn a_tool_name_cannot_forge_a_log_line() {
 /// Each refused use is counted once, in both child modes: two refused calls
 /// make `refused=2` in the line the bridge logs as it stops (in warn mode,
 /// two served calls `served=2`, each logged once), and the drifts
-/// (read_file changed, exec new) are found once each per server however
-/// often listed: the shared child's, and with a child per session that
-/// session's child's too.
+/// (read_file changed, exec new) are found once each however often listed:
+/// by the shared child, and with a child per session once more for all the
+/// sessions' own children (two sessions here).
 #[tokio::test]
 async fn refused_uses_are_counted_once_each() {
     tokio::time::timeout(BOUND, async {
@@ -364,6 +364,12 @@ async fn refused_uses_are_counted_once_each() {
             )
             .await;
             let c = client();
+            // Another session first: with a child per session, its child
+            // shows the same drifts, told and counted once for all.
+            let other = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+            other
+                .request(&c, &bridge.url, json!(0), "tools/list", json!({}))
+                .await;
             let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
             for id in [1, 2] {
                 s.request(&c, &bridge.url, json!(id), "tools/list", json!({}))
