@@ -189,6 +189,9 @@ pub(crate) struct Member {
     /// whether a re-list of a client's asking runs ([`Member::refresh_stale`]).
     listed_at: Mutex<[Option<std::time::Instant>; 3]>,
     refreshing: AtomicBool,
+    /// When each list's last re-list of a client's asking began: one in
+    /// [`STALE`] at most, even when they fail.
+    refresh_tried: Mutex<[Option<std::time::Instant>; 3]>,
     pub(crate) list_timeout: Duration,
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
@@ -238,6 +241,7 @@ impl Member {
             failed: Mutex::new(Vec::new()),
             listed_at: Mutex::new([None; 3]),
             refreshing: AtomicBool::new(false),
+            refresh_tried: Mutex::new([None; 3]),
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             tasks: Mutex::new(tasks),
@@ -277,14 +281,24 @@ impl Member {
     /// in the background, as the bridge's clients' lists reach its server:
     /// a definition the server changed without a `list_changed` is then
     /// judged (withheld, its calls refused, the sessions told when what they
-    /// are served changed). One such re-list at a time.
+    /// are served changed). One such re-list at a time, and one begun in
+    /// [`STALE`] at most (an upstream whose lists fail is not asked at each
+    /// client's list).
     pub(crate) fn refresh_stale(self: &Arc<Self>, shared: &Arc<Shared>, list: ListKind) {
         if self.core.guard.is_none() {
             return;
         }
         let at = self.listed_at.lock().unwrap_or_else(|p| p.into_inner())[list.index()];
-        if at.is_some_and(|t| t.elapsed() < STALE) || self.refreshing.swap(true, Ordering::SeqCst) {
+        if at.is_some_and(|t| t.elapsed() < STALE) {
             return;
+        }
+        {
+            let mut tried = self.refresh_tried.lock().unwrap_or_else(|p| p.into_inner());
+            let recent = tried[list.index()].is_some_and(|t| t.elapsed() < STALE);
+            if recent || self.refreshing.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            tried[list.index()] = Some(std::time::Instant::now());
         }
         let (m, shared) = (self.clone(), shared.clone());
         tokio::spawn(async move {
