@@ -26,6 +26,7 @@ use switchboard_transport::http::sse_client::SseClientConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
 use tracing_subscriber::prelude::*;
 
+use crate::client::render::one_line;
 use crate::signals::{Inherited, Signals, Stop};
 
 /// `--child`.
@@ -617,23 +618,17 @@ impl LockReload {
                         Ok(lock) => {
                             guard.reload(lock);
                             let file = self.file.display().to_string();
-                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", printable(&file));
+                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", one_line(&file));
                         }
                         Err(e) => eprintln!(
                             "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {}",
-                            printable(&e)
+                            one_line(&e)
                         ),
                     }
                 }
             }
         }
     }
-}
-
-/// `text` for a log line: [`crate::client::render::printable`], newlines
-/// escaped too (a path or a message may hold anything).
-fn printable(text: &str) -> String {
-    crate::client::render::printable(text).replace('\n', "\\u{a}")
 }
 
 /// `http://host:port` of `http://host:port/path...`.

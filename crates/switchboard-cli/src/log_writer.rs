@@ -3,7 +3,7 @@
 //! its tool names, its error messages); none of it may forge a log line (a
 //! newline inside an event) or drive the terminal (escape sequences,
 //! bidirectional marks): those become visible `\u{..}` escapes, as
-//! `render::printable` writes them, and only the event's final newline stays.
+//! `render::one_line` writes them, and only the event's final newline stays.
 //!
 //! This module must not know what is logged.
 
@@ -47,8 +47,7 @@ fn escaped(event: &[u8]) -> String {
         Some(body) => (body, "\n"),
         None => (&*text, ""),
     };
-    let body = crate::client::render::printable(body).replace('\n', "\\u{a}");
-    body + end
+    crate::client::render::one_line(body) + end
 }
 
 #[cfg(test)]

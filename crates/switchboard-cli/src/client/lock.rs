@@ -984,7 +984,7 @@ fn print_finding(name: &str, kind: Kind, entry: &str, f: &pin::Finding) {
     let what = if entry.is_empty() {
         kind.noun().to_owned()
     } else {
-        format!("{} {}", kind.noun(), one_line(entry))
+        format!("{} {}", kind.noun(), render::one_line(entry))
     };
     eprintln!(
         "{}",
@@ -1050,7 +1050,7 @@ fn render_one(d: &Drift) -> String {
     let what = if d.name.is_empty() {
         d.kind.noun().to_owned()
     } else {
-        format!("{} {}", d.kind.noun(), one_line(&d.name))
+        format!("{} {}", d.kind.noun(), render::one_line(&d.name))
     };
     match &d.change {
         Change::Added { .. } => out.push_str(&format!("  + {what}: new, not approved\n")),
@@ -1082,12 +1082,6 @@ fn visible(text: &str) -> String {
         }
     }
     out
-}
-
-/// A server's name for an entry on one line: a line break in it (which
-/// would start a line of the report the server wrote) as `\u{..}`.
-fn one_line(name: &str) -> String {
-    name.replace('\n', "\\u{a}").replace('\r', "\\u{d}")
 }
 
 fn show_identity(i: &Identity) -> String {

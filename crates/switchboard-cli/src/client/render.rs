@@ -36,6 +36,12 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` [`printable`] and on one line: a newline as `\u{a}` too (a name,
+/// a path or a message quoted in a line of its own; a log event).
+pub fn one_line(text: &str) -> String {
+    printable(text).replace('\n', "\\u{a}")
+}
+
 /// A table: a header row and rows of cells, printed with columns padded to their
 /// widest cell (in characters) and separated by two spaces; the last column is not
 /// padded. A cell's newlines become spaces.
