@@ -29,15 +29,6 @@ use tracing_subscriber::prelude::*;
 use crate::client::render::one_line;
 use crate::signals::{Inherited, Signals, Stop};
 
-/// `--child`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ChildArg {
-    /// Each client session gets its own child (default).
-    PerSession,
-    /// One child for every client; the bridge initializes it.
-    Shared,
-}
-
 /// `--child-scheduling`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchedulingArg {
@@ -66,10 +57,12 @@ pub struct BridgeArgs {
     /// Turn the legacy HTTP+SSE endpoints off.
     #[arg(long)]
     pub no_sse: bool,
-    /// One child per client session (when it dies, its session ends: the client
-    /// starts a new one), or one shared child (restarted when it dies).
-    #[arg(long, value_enum, default_value = "per-session")]
-    pub child: ChildArg,
+    /// `per-session`: one child per client session (when it dies, its
+    /// session ends: the client starts a new one); `shared`: one child for
+    /// every client (restarted when it dies); `per-session-respawn`: one per
+    /// session, restarted under it when it dies (its state lost).
+    #[arg(long, default_value = "per-session", value_parser = parse_child_mode)]
+    pub child: ChildMode,
     /// End a session (and its child) after this long without requests: `90s`,
     /// `30m`, `2h`, or plain seconds; `0` never.
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
@@ -250,6 +243,11 @@ pub struct ConnectArgs {
 }
 
 /// `90s`, `30m`, `2h`, `500ms` or plain seconds.
+/// `--child`: one of [`ChildMode::as_str`]'s names.
+fn parse_child_mode(text: &str) -> Result<ChildMode, String> {
+    text.parse()
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
@@ -412,10 +410,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     http.default_origins = !args.no_default_origins;
     let mut config = BridgeConfig::new(upstream);
     config.http = http;
-    config.mode = match args.child {
-        ChildArg::PerSession => ChildMode::PerSession,
-        ChildArg::Shared => ChildMode::Shared,
-    };
+    config.mode = args.child;
     config.allow_tools = if args.allow_tools.is_empty() {
         Allowlist::All
     } else {

@@ -16,7 +16,7 @@ use switchboard_transport::http::client::HttpClientConfig;
 use switchboard_transport::http::sse_client::SseClientConfig;
 use switchboard_transport::stdio::ChildConfig;
 
-use crate::config::{self, Allow, HttpTransport, Target};
+use crate::config::{self, Allow, ChildMode, HttpTransport, Target};
 use crate::signals::{Inherited, Signals, Stop};
 
 /// `switchboard gateway`.
@@ -111,14 +111,16 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
     let mut problems = Vec::new();
     let mut upstreams = Vec::new();
     for u in &file.upstreams {
+        let mut child_mode = ChildMode::Shared;
         let connector = match &u.target {
             Target::Stdio {
                 command,
                 args,
                 env,
                 cwd,
-                child: _,
+                child,
             } => {
+                child_mode = *child;
                 let mut c = ChildConfig::new(u.name.clone(), command).args(args);
                 for (k, v) in env {
                     c = c.env(k, v);
@@ -180,13 +182,7 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
         let mut g = GatewayUpstream::new(u.name.clone(), connector);
         g.prefix = u.prefix.clone();
         g.list_timeout = u.list_timeout;
-        g.per_session = matches!(
-            u.target,
-            Target::Stdio {
-                child: config::ChildMode::PerSession,
-                ..
-            }
-        );
+        g.child = child_mode;
         // What a reload compares: the file's entry, and the header values as
         // read now (a rotated token restarts the upstream). Never logged.
         g.identity = format!(

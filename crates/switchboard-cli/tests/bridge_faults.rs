@@ -188,6 +188,54 @@ async fn a_per_session_childs_death_ends_its_session() {
     let _ = std::fs::remove_file(&pids);
 }
 
+/// `--child per-session-respawn` (issue 30, one child policy, opt-in): a
+/// session's own child killed mid-call fails that call fast, is restarted
+/// under the session (initialized again with the client's params), and the
+/// same session's next calls work, with no 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_respawn_child_is_restarted_under_its_session() {
+    let pids = temp_path("session-child-respawn");
+    let cmd = recorded_example(&pids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let bridge = BridgeProc::start(&["--child", "per-session-respawn"], &cmd).await;
+    let c = client();
+    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
+    let shared = pids_in(&pids);
+    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+    let own = *pids_in(&pids).last().unwrap();
+    assert!(!shared.contains(&own), "the session has a child of its own");
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
+    let call = spawn_post(&c, &bridge.url, &s, body);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    kill_hard(own);
+    let (reply, took) = call.await.unwrap();
+    assert_eq!(
+        reply.response(&json!(1))["error"]["code"],
+        -32603,
+        "{}",
+        reply.body
+    );
+    assert!(took < Duration::from_secs(10), "failed fast: {took:?}");
+    // The same session goes on, served by a restarted child.
+    let deadline = Instant::now() + WAIT;
+    let mut n = 2;
+    loop {
+        let next = s.echo(&c, &bridge.url, n, "again").await;
+        assert_ne!(next.status, 404, "the session was kept: {}", next.body);
+        let response = next.response(&json!(n));
+        if response.get("result").is_some() {
+            assert_eq!(first_text(&response["result"]), "again");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no answer in time: {}", next.body);
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let now = pids_in(&pids);
+    assert_eq!(now.len(), shared.len() + 2, "one child restarted: {now:?}");
+    let _ = std::fs::remove_file(&pids);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_banner_on_the_childs_stdout_is_skipped() {
     let script =

@@ -1071,6 +1071,111 @@ async fn a_child_per_session_is_started_for_each_session_and_ended_with_it() {
         .contains("b2"));
 }
 
+/// SIGKILL to `pid`.
+fn kill_hard(pid: i32) {
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+}
+
+/// `s.echo(name, text)` until it succeeds (within [`LIMIT`]): its text.
+async fn echo_within(s: &mut RawSession, name: &str, text: &str) -> String {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        match s.echo(name, text).await {
+            Ok(said) => return said,
+            Err(why) => assert!(Instant::now() < deadline, "{name} never answered: {why}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The pid of the one child in `after` that is not in `before`.
+fn new_child(before: &[i32], after: &[i32]) -> i32 {
+    let new: Vec<i32> = after
+        .iter()
+        .copied()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(new.len(), 1, "one new child: {before:?} then {after:?}");
+    new[0]
+}
+
+/// `child = "per-session"` (issue 30, one child policy): a session whose own
+/// child dies ends, as the bridge's does (its next request gets 404, never a
+/// result from a child it never initialized); no child is started for it
+/// again, and a new session gets a new child and works. The gateway used to
+/// start a new child under the same session at its next request, the
+/// session's server state silently lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_childs_death_ends_its_gateway_session() {
+    let dir = TempDir::new("per-session-dies");
+    let config = fixture_upstream("own", &["--name", "own"], "child = \"per-session\"");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let gateway_pid = gw.child.id().unwrap();
+    let children = || children_of(gateway_pid, "gateway_upstream.py");
+    eventually(LIMIT, "the shared child starts", || async {
+        (children().len() == 1).then_some(())
+    })
+    .await;
+    let shared = children();
+    let mut s = RawSession::open(&gw.url).await;
+    echo_within(&mut s, "own__echo", "a").await;
+    let own = new_child(&shared, &children());
+    kill_hard(own);
+    // Errors may come first (requests that raced the child's end); then 404.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (reply, _) = s
+            .post_raw(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                "params": {"name": "own__echo", "arguments": {"text": "b"}}}))
+            .await;
+        if reply.status == 404 {
+            break;
+        }
+        let response = reply.response.expect("a JSON-RPC answer or 404");
+        assert!(
+            response.get("error").is_some(),
+            "no result on a session whose child died: {response}"
+        );
+        assert!(Instant::now() < deadline, "the session ended in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(children(), shared, "no child is started for the ended session");
+    let mut again = RawSession::open(&gw.url).await;
+    assert_eq!(again.echo("own__echo", "c").await.unwrap(), "own:echo:c");
+    assert_eq!(children().len(), 2, "the new session's own child");
+}
+
+/// `child = "per-session-respawn"`: a session's own child that dies is
+/// restarted under the session (initialized again with the client's params),
+/// and the same session's calls work again, with no 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_respawn_child_is_restarted_under_its_session() {
+    let dir = TempDir::new("per-session-respawn");
+    let config = fixture_upstream(
+        "own",
+        &["--name", "own"],
+        "child = \"per-session-respawn\"",
+    );
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let gateway_pid = gw.child.id().unwrap();
+    let children = || children_of(gateway_pid, "gateway_upstream.py");
+    eventually(LIMIT, "the shared child starts", || async {
+        (children().len() == 1).then_some(())
+    })
+    .await;
+    let shared = children();
+    let mut s = RawSession::open(&gw.url).await;
+    echo_within(&mut s, "own__echo", "a").await;
+    let first = new_child(&shared, &children());
+    kill_hard(first);
+    // `request` asserts no 404 on the way.
+    let text = echo_within(&mut s, "own__echo", "b").await;
+    assert_eq!(text, "own:echo:b");
+    let second = new_child(&shared, &children());
+    assert_ne!(second, first, "a new process under the same session");
+}
+
 /// A stdio server (2025-11-25) with one tool, `where`, whose `region`
 /// argument carries `x-mcp-header: Region`; `where` answers its arguments as
 /// JSON text.

@@ -23,6 +23,13 @@ pub(crate) enum Route {
     /// `tools/list`, `prompts/list`, `resources/templates/list`: a list whose
     /// entries policy filters.
     List(Kind),
+    /// `resources/list`: a list no policy filters (a gateway merges it).
+    ListResources,
+    /// `resources/read`: routed by its URI.
+    Read,
+    /// `completion/complete`: routed by its `ref` (a prompt's name or a
+    /// resource's URI).
+    Complete,
     /// `logging/setLevel`: kept per session where the upstream is shared.
     SetLevel,
     /// `resources/subscribe` (`true`) or `resources/unsubscribe` (`false`):
@@ -30,8 +37,8 @@ pub(crate) enum Route {
     Subscribe(bool),
     /// `subscriptions/listen` (2026-07-28): a stream of changes.
     Listen,
-    /// Anything else (`resources/read`, `completion/complete`, `tasks/*`, an
-    /// unknown method): forwarded as is; the upstream answers.
+    /// Anything else (`tasks/*`, an unknown method): forwarded as is; the
+    /// upstream answers.
     Forward,
 }
 
@@ -47,6 +54,9 @@ impl Route {
             t::TOOLS_LIST => Route::List(Kind::Tool),
             t::PROMPTS_LIST => Route::List(Kind::Prompt),
             t::RESOURCES_TEMPLATES_LIST => Route::List(Kind::ResourceTemplate),
+            t::RESOURCES_LIST => Route::ListResources,
+            t::RESOURCES_READ => Route::Read,
+            t::COMPLETION_COMPLETE => Route::Complete,
             t::LOGGING_SET_LEVEL => Route::SetLevel,
             t::RESOURCES_SUBSCRIBE => Route::Subscribe(true),
             t::RESOURCES_UNSUBSCRIBE => Route::Subscribe(false),
@@ -72,6 +82,52 @@ impl Route {
             _ => None,
         }
     }
+
+    /// For a list request (the four lists), the member of its result that
+    /// holds the entries: `tools`, `prompts`, `resources`,
+    /// `resourceTemplates`.
+    pub(crate) fn list_key(self) -> Option<&'static str> {
+        match self {
+            Route::List(Kind::Tool) => Some("tools"),
+            Route::List(Kind::Prompt) => Some("prompts"),
+            Route::List(Kind::ResourceTemplate) => Some("resourceTemplates"),
+            Route::ListResources => Some("resources"),
+            _ => None,
+        }
+    }
+
+    /// Whether its 2026-07-28 result carries cache hints (`ttlMs`,
+    /// `cacheScope`: required on the list results and `resources/read`,
+    /// "Caching").
+    pub(crate) fn cacheable(self) -> bool {
+        self.list_key().is_some() || self == Route::Read
+    }
+}
+
+/// What a server→client request asks of the client, for the capability
+/// the client must have declared for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// `sampling/createMessage`: needs `sampling`.
+    Sampling,
+    /// `elicitation/create`: needs `elicitation`.
+    Elicitation,
+    /// `roots/list`: needs `roots`.
+    Roots,
+    /// Anything else (`ping`): needs nothing.
+    Other,
+}
+
+impl Ask {
+    /// The class of a server→client request for `method`.
+    pub(crate) fn of(method: &str) -> Ask {
+        match method {
+            t::SAMPLING_CREATE_MESSAGE => Ask::Sampling,
+            t::ELICITATION_CREATE => Ask::Elicitation,
+            t::ROOTS_LIST => Ask::Roots,
+            _ => Ask::Other,
+        }
+    }
 }
 
 /// What a notification is, for the gateway (either direction).
@@ -90,6 +146,9 @@ pub(crate) enum Notice {
     ListChanged(Option<Kind>),
     /// `notifications/resources/updated`.
     ResourceUpdated,
+    /// `notifications/subscriptions/acknowledged` (2026-07-28): a listen
+    /// stream is open.
+    Acknowledged,
     /// Anything else: passed on as is.
     Other,
 }
@@ -106,6 +165,7 @@ impl Notice {
             t::NOTIFICATION_PROMPTS_LIST_CHANGED => Notice::ListChanged(Some(Kind::Prompt)),
             t::NOTIFICATION_RESOURCES_LIST_CHANGED => Notice::ListChanged(None),
             t::NOTIFICATION_RESOURCES_UPDATED => Notice::ResourceUpdated,
+            t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => Notice::Acknowledged,
             _ => Notice::Other,
         }
     }
@@ -187,9 +247,9 @@ mod tests {
             ("resources/subscribe", Route::Subscribe(true)),
             ("resources/unsubscribe", Route::Subscribe(false)),
             ("subscriptions/listen", Route::Listen),
-            ("resources/list", Route::Forward),
-            ("resources/read", Route::Forward),
-            ("completion/complete", Route::Forward),
+            ("resources/list", Route::ListResources),
+            ("resources/read", Route::Read),
+            ("completion/complete", Route::Complete),
             ("tasks/get", Route::Forward),
             ("Tools/Call", Route::Forward),
             ("tools/call ", Route::Forward),
@@ -202,6 +262,35 @@ mod tests {
         assert_eq!(Route::of("prompts/get").listed(), None);
         assert_eq!(Route::of("prompts/list").listed(), Some(Kind::Prompt));
         assert_eq!(Route::of("resources/read").used(), None);
+        let keys = [
+            ("tools/list", Some("tools")),
+            ("prompts/list", Some("prompts")),
+            ("resources/list", Some("resources")),
+            ("resources/templates/list", Some("resourceTemplates")),
+            ("tools/call", None),
+            ("resources/read", None),
+        ];
+        for (method, key) in keys {
+            assert_eq!(Route::of(method).list_key(), key, "{method}");
+        }
+        assert!(Route::of("resources/read").cacheable());
+        assert!(Route::of("tools/list").cacheable());
+        assert!(!Route::of("tools/call").cacheable());
+        assert!(!Route::of("completion/complete").cacheable());
+    }
+
+    #[test]
+    fn every_server_request_has_its_capability() {
+        let table = [
+            ("sampling/createMessage", Ask::Sampling),
+            ("elicitation/create", Ask::Elicitation),
+            ("roots/list", Ask::Roots),
+            ("ping", Ask::Other),
+            ("Roots/List", Ask::Other),
+        ];
+        for (method, ask) in table {
+            assert_eq!(Ask::of(method), ask, "{method:?}");
+        }
     }
 
     #[test]
@@ -224,6 +313,10 @@ mod tests {
                 Notice::ListChanged(None),
             ),
             ("notifications/resources/updated", Notice::ResourceUpdated),
+            (
+                "notifications/subscriptions/acknowledged",
+                Notice::Acknowledged,
+            ),
             ("notifications/roots/list_changed", Notice::Other),
             ("notifications/elicitation/complete", Notice::Other),
             ("notifications/unknown", Notice::Other),

@@ -76,17 +76,87 @@ pub use upstream::Connector;
 use crate::downstream::exchange::Held;
 use crate::upstream::{Ask, Restart, Status, Upstream, UpstreamConfig};
 
-/// How children are given to downstream sessions (`--child`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How a stdio upstream's children are given to downstream sessions: the
+/// bridge's `--child`, a gateway upstream's `child` (one enum for both, and
+/// the same behaviour in both). The default differs by front door and is
+/// said where it is set: per session for the bridge
+/// ([`BridgeConfig::new`]), shared for a gateway upstream
+/// ([`GatewayUpstream::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ChildMode {
-    /// Each legacy session gets its own child, started at its `initialize` (with the
-    /// client's own params) and ended when the session ends; when the child dies
-    /// the session ends too (it is not restarted). Default.
-    #[default]
-    PerSession,
-    /// One child for everyone, initialized by the bridge; request ids and progress
-    /// tokens are remapped so clients never collide.
+    /// One child for everyone, initialized by the bridge or gateway; request
+    /// ids and progress tokens are remapped so clients never collide;
+    /// restarted with backoff when it dies.
     Shared,
+    /// Each legacy session gets its own child, started with the client's own
+    /// `initialize` params and ended with the session. When it dies the
+    /// session ends too (its next request gets 404; the client starts over
+    /// with a fresh `initialize`): the server state it held (`initialize`,
+    /// subscriptions, log level) died with it (Streamable HTTP, "Session
+    /// Management").
+    PerSession,
+    /// As [`PerSession`](Self::PerSession), but a child that dies is
+    /// restarted with backoff under the session, initialized again with the
+    /// client's `initialize` params, and the session goes on: the server
+    /// state it held is lost without the client being told. Opt-in, for
+    /// servers known to hold no state per session.
+    PerSessionRespawn,
+}
+
+impl ChildMode {
+    /// Every value, in the order of [`ChildMode::as_str`]'s names.
+    pub const ALL: [ChildMode; 3] = [
+        ChildMode::PerSession,
+        ChildMode::Shared,
+        ChildMode::PerSessionRespawn,
+    ];
+
+    /// Whether each session gets a child of its own.
+    pub fn per_session(self) -> bool {
+        !matches!(self, ChildMode::Shared)
+    }
+
+    /// Its name on the command line and in configuration files:
+    /// `per-session`, `shared`, `per-session-respawn`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildMode::Shared => "shared",
+            ChildMode::PerSession => "per-session",
+            ChildMode::PerSessionRespawn => "per-session-respawn",
+        }
+    }
+
+    /// Whether a session's own child is restarted when it dies (only
+    /// [`PerSessionRespawn`](Self::PerSessionRespawn)); otherwise its death
+    /// ends the session.
+    pub(crate) fn session_child_restart(self) -> Restart {
+        match self {
+            ChildMode::PerSessionRespawn => Restart::Always,
+            ChildMode::Shared | ChildMode::PerSession => Restart::Never,
+        }
+    }
+}
+
+impl std::fmt::Display for ChildMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ChildMode {
+    type Err = String;
+
+    /// One of [`ChildMode::as_str`]'s names; errors name the others.
+    fn from_str(s: &str) -> Result<Self, String> {
+        ChildMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ChildMode::ALL.iter().map(|m| m.as_str()).collect();
+                format!("unknown child mode {s:?}: one of {}", names.join(", "))
+            })
+    }
 }
 
 /// Everything [`Bridge::start`] needs. Every field documents its default.
@@ -102,7 +172,8 @@ pub struct BridgeConfig {
     /// least recently used idle one, and its child, or gets 503 when none is
     /// idle; the session idle timeout), Host/Origin allowlists.
     pub http: HttpServerConfig,
-    /// Per-session children or one shared child. Default per session.
+    /// Per-session children or one shared child. Default
+    /// [`ChildMode::PerSession`].
     pub mode: ChildMode,
     /// Tools the clients may see and call. Default [`Allowlist::All`].
     pub allow_tools: Allowlist,
@@ -146,7 +217,7 @@ impl BridgeConfig {
         BridgeConfig {
             upstream,
             http: HttpServerConfig::default(),
-            mode: ChildMode::default(),
+            mode: ChildMode::PerSession,
             allow_tools: Allowlist::default(),
             drift_guard: None,
             transport: TransportConfig::default(),
@@ -179,8 +250,12 @@ pub(crate) struct ListRequest {
 impl ListRequest {
     /// `None` for a request that lists nothing filtered. Made before the
     /// request is sent to `upstream`.
-    pub(crate) fn of(method: &str, params: Option<&RawValue>, upstream: &Upstream) -> Option<Self> {
-        let kind = classify::Route::of(method).listed()?;
+    pub(crate) fn of(
+        route: classify::Route,
+        params: Option<&RawValue>,
+        upstream: &Upstream,
+    ) -> Option<Self> {
+        let kind = route.listed()?;
         let later_page = params
             .and_then(|p| raw::RawObject::parse(p.get()).ok())
             .and_then(|o| o.get("cursor").map(|c| c.get() != "null"))
@@ -354,31 +429,37 @@ impl Core {
         params: Option<&RawValue>,
         look: Look,
     ) -> Result<(), error::Error> {
-        let is_call = route == classify::Route::Use(pin::Kind::Tool);
-        let guarded = self.guard.as_ref().zip(route.used());
-        if guarded.is_none() && !(is_call && self.allow.is_restricted()) {
+        let Some(kind) = route.used() else {
+            return Ok(());
+        };
+        let allow = match kind {
+            pin::Kind::Tool => &self.allow,
+            _ => &Allowlist::All,
+        };
+        if self.guard.is_none() && !allow.is_restricted() {
             return Ok(());
         }
         // Read once for the allowlist and the guard.
         let name = policy::params_name(params);
-        if is_call {
-            self.allow.check_name(name.as_deref())?;
-        }
-        let Some((guard, kind)) = guarded else {
-            return Ok(());
+        let drift = match (&self.guard, name.as_deref()) {
+            (Some(guard), Some(name)) => guard.drift_of(scope, kind, name),
+            _ => policy::Drift::Unguarded,
         };
-        match (name, look) {
-            (Some(name), Look::Use) => guard.check(scope, kind, &name),
-            (Some(name), Look::Ahead) => guard.refusal(scope, kind, &name).map_or(Ok(()), Err),
-            (None, _) => Err(format!(
-                "{} needs params.name",
-                match kind {
-                    pin::Kind::Prompt => switchboard_protocol::types::PROMPTS_GET,
-                    _ => switchboard_protocol::types::TOOLS_CALL,
+        let drifted = matches!(drift, policy::Drift::Drifted { .. });
+        let decision = policy::decide(allow, kind, name.as_deref(), drift);
+        if let (Look::Use, Some(guard), Some(name)) = (look, &self.guard, name.as_deref()) {
+            match &decision {
+                policy::Decision::Warn { why } => guard.note_drifted_use(kind, name, why),
+                policy::Decision::Deny(policy::Deny::Drifted(why)) if drifted => {
+                    guard.note_drifted_use(kind, name, why)
                 }
-            )),
+                _ => {}
+            }
         }
-        .map_err(error::Error::Refused)
+        match decision {
+            policy::Decision::Allow | policy::Decision::Warn { .. } => Ok(()),
+            policy::Decision::Deny(deny) => Err(deny.into()),
+        }
     }
 
     /// The shared child's [`Judging`]: its announced list changes, and its
@@ -522,22 +603,22 @@ impl Core {
 
     /// Starts a session's own child, initialized with the client's params; its
     /// requests made while no call is in flight go to `orphans` (and its
-    /// cancellations of those). It is not restarted when it dies: the session
-    /// ends instead (`downstream::session::serve`).
+    /// cancellations of those). Restarted when it dies only in
+    /// [`ChildMode::PerSessionRespawn`]; otherwise the session ends instead
+    /// (`downstream::session::serve`, `gateway::session::serve`).
     pub(crate) fn start_session_child(
         &self,
         init_params: Box<RawValue>,
         orphans: Option<tokio::sync::mpsc::Sender<upstream::CallEvent>>,
     ) -> Upstream {
         let name = format!("{}#{}", self.config.upstream.name(), self.next_owner());
-        // Not restarted: a new process would not know the session's state.
         let up = Upstream::start(
             upstream_config(
                 &self.config,
                 name,
                 init_params,
                 Ask::Initialize,
-                Restart::Never,
+                self.mode.session_child_restart(),
             ),
             orphans,
         );
@@ -889,9 +970,9 @@ impl Bridge {
         // Per session, legacy sessions have children of their own, so the shared
         // child serves only 2026-07-28 exchanges: speak that to it when it can (no
         // translation). Shared, legacy sessions need it initialized.
-        let first = match config.mode {
-            ChildMode::PerSession => Ask::Discover,
-            ChildMode::Shared => Ask::Initialize,
+        let first = match config.mode.per_session() {
+            true => Ask::Discover,
+            false => Ask::Initialize,
         };
         let (core, tasks) = start_core(config, shared_name, draining.clone(), first, true);
         // /healthz and /readyz: ready when the shared child is initialized.
@@ -1079,12 +1160,18 @@ pub(crate) struct Answering {
 
 impl Answering {
     /// Counts a task answering on `tx` in `gauge` while it lives (a gateway's
-    /// sessions and exchanges).
-    pub(crate) fn counted(tx: &Sender, draining: &Arc<AtomicBool>, gauge: &gauge::Gauge) -> Self {
+    /// sessions and exchanges), and in `also`, a session's own count, when
+    /// given.
+    pub(crate) fn counted(
+        tx: &Sender,
+        draining: &Arc<AtomicBool>,
+        gauge: &gauge::Gauge,
+        also: Option<&gauge::Gauge>,
+    ) -> Self {
         Answering {
             tx: tx.clone(),
             draining: draining.clone(),
-            counted: Some((gauge.enter(), None)),
+            counted: Some((gauge.enter(), also.map(gauge::Gauge::enter))),
         }
     }
 }
@@ -1103,6 +1190,11 @@ impl Drop for Answering {
         }
     }
 }
+
+/// How long a session whose own child died waits for its calls in flight to
+/// get their errors out before it ends (they fail at once; this only bounds
+/// it). Bridge and gateway sessions alike.
+pub(crate) const CALLS_FAIL_WITHIN: Duration = Duration::from_secs(2);
 
 /// How long [`Bridge::shutdown`] lets open HTTP connections finish their
 /// responses once every session has ended: 2 s (a client that reads what it

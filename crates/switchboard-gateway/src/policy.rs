@@ -20,6 +20,9 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use switchboard_protocol::types as t;
+
+use crate::catalog::pin::Kind;
 use crate::error::Error;
 
 /// Which tools clients may see and call.
@@ -32,11 +35,78 @@ pub enum Allowlist {
     Only(BTreeSet<String>),
 }
 
-/// What the policy says of one tool call.
+/// A drift guard's verdict on one entry (module `catalog::guard`,
+/// `DriftGuard::judge`), as [`decide`] takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Drift {
+    /// No drift guard on this upstream.
+    Unguarded,
+    /// As approved.
+    Approved,
+    /// Not as approved (new, changed, gone): `why` says how; `block`: the
+    /// guard refuses it (block mode), or only tells (warn mode).
+    Drifted { why: String, block: bool },
+}
+
+/// Why a use of an entry is refused. Each is -32602 in every era (the name
+/// is a parameter: MCP "Tools → Error Handling"; [`Error::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deny {
+    /// The request names no entry (`params.name` missing or not a string).
+    NoName(Kind),
+    /// A tool outside the allowlist: unknown here, as a name nobody lists
+    /// is (nothing tells that it exists).
+    NotAllowed(String),
+    /// Refused by the drift guard (block mode): why.
+    Drifted(String),
+}
+
+impl std::fmt::Display for Deny {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Deny::NoName(Kind::Prompt) => write!(f, "{} needs params.name", t::PROMPTS_GET),
+            Deny::NoName(_) => write!(f, "{} needs params.name", t::TOOLS_CALL),
+            Deny::NotAllowed(name) => write!(f, "unknown tool: {name}"),
+            Deny::Drifted(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<Deny> for Error {
+    fn from(d: Deny) -> Error {
+        Error::Refused(d.to_string())
+    }
+}
+
+/// What the policy says of one use of an entry ([`decide`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decision {
+    /// It goes.
     Allow,
-    Deny { reason: String },
+    /// It goes, though it drifted: a drift guard in warn mode (the caller
+    /// logs and counts it).
+    Warn { why: String },
+    /// It is refused before any upstream sees it.
+    Deny(Deny),
+}
+
+/// The one policy decision on a use of an entry (`tools/call`,
+/// `prompts/get`) of `kind` named `name`: the allowlist (tools only), then
+/// the drift guard's verdict `drift`. Pure; the bridge and the gateway call
+/// it once per use. (Per-tool scopes are still checked by the transport,
+/// before the request reaches a session: HTTP 403.)
+pub(crate) fn decide(allow: &Allowlist, kind: Kind, name: Option<&str>, drift: Drift) -> Decision {
+    let Some(name) = name else {
+        return Decision::Deny(Deny::NoName(kind));
+    };
+    if kind == Kind::Tool && !allow.permits(name) {
+        return Decision::Deny(Deny::NotAllowed(name.to_owned()));
+    }
+    match drift {
+        Drift::Unguarded | Drift::Approved => Decision::Allow,
+        Drift::Drifted { why, block: false } => Decision::Warn { why },
+        Drift::Drifted { why, block: true } => Decision::Deny(Deny::Drifted(why)),
+    }
 }
 
 #[derive(Deserialize)]
@@ -70,31 +140,6 @@ impl Allowlist {
         match self {
             Allowlist::All => true,
             Allowlist::Only(names) => names.contains(name),
-        }
-    }
-
-    /// The decision for a call of the tool named `name` (`None`: the params
-    /// name no tool).
-    pub(crate) fn decide(&self, name: Option<&str>) -> Decision {
-        match (self, name) {
-            (Allowlist::All, _) => Decision::Allow,
-            (_, Some(name)) if self.permits(name) => Decision::Allow,
-            (_, Some(name)) => Decision::Deny {
-                reason: format!("tool {name:?} is not available through this bridge"),
-            },
-            (_, None) => Decision::Deny {
-                reason: "tools/call needs params.name".to_owned(),
-            },
-        }
-    }
-
-    /// For the tool a `tools/call` names ([`params_name`] of its params):
-    /// [`Error::Refused`] (a -32602 answer) when it is not allowed or the
-    /// params name no tool.
-    pub(crate) fn check_name(&self, name: Option<&str>) -> Result<(), Error> {
-        match self.decide(name) {
-            Decision::Allow => Ok(()),
-            Decision::Deny { reason } => Err(Error::Refused(reason)),
         }
     }
 
@@ -140,7 +185,11 @@ mod tests {
     use serde_json::Value;
 
     fn check_call(a: &Allowlist, params: Option<&RawValue>) -> Result<(), Error> {
-        a.check_name(params_name(params).as_deref())
+        match decide(a, Kind::Tool, params_name(params).as_deref(), Drift::Unguarded) {
+            Decision::Allow => Ok(()),
+            Decision::Warn { why } => panic!("no guard, no warning: {why}"),
+            Decision::Deny(d) => Err(d.into()),
+        }
     }
 
     #[test]
@@ -183,19 +232,95 @@ mod tests {
         );
         let err = check_call(&a, Some(&raw(r#"{"name":"echo"}"#))).unwrap_err();
         assert_eq!(err.code(), -32602);
-        let table = [
-            (Allowlist::All, Some("x"), true),
-            (Allowlist::All, None, true),
-            (Allowlist::only(["x"]), Some("x"), true),
-            (Allowlist::only(["x"]), Some("y"), false),
-            (Allowlist::only(["x"]), None, false),
+    }
+
+    /// Every combination of allowed or not, approved, drifted (warn or
+    /// block) or unguarded, named or not, for tools and prompts: the one
+    /// decision, and each refusal's answer (-32602 in every era: the bridge
+    /// and the gateway answer a 2026-07-28 request and a session's alike).
+    #[test]
+    fn one_decision_composes_allowlist_and_drift() {
+        let drifted = |block| Drift::Drifted {
+            why: "tool \"x\" changed".into(),
+            block,
+        };
+        let only_x = Allowlist::only(["x"]);
+        let all = Allowlist::All;
+        use Decision::{Allow, Warn};
+        let refused = Decision::Deny;
+        let warn = || Warn {
+            why: "tool \"x\" changed".into(),
+        };
+        let table: Vec<(&Allowlist, Kind, Option<&str>, Drift, Decision)> = vec![
+            // Unguarded: the allowlist alone.
+            (&all, Kind::Tool, Some("x"), Drift::Unguarded, Allow),
+            (&only_x, Kind::Tool, Some("x"), Drift::Unguarded, Allow),
+            (
+                &only_x,
+                Kind::Tool,
+                Some("y"),
+                Drift::Unguarded,
+                refused(Deny::NotAllowed("y".into())),
+            ),
+            // Approved.
+            (&all, Kind::Tool, Some("x"), Drift::Approved, Allow),
+            (&only_x, Kind::Tool, Some("x"), Drift::Approved, Allow),
+            (
+                &only_x,
+                Kind::Tool,
+                Some("y"),
+                Drift::Approved,
+                refused(Deny::NotAllowed("y".into())),
+            ),
+            // Drifted, warn mode: served, told.
+            (&all, Kind::Tool, Some("x"), drifted(false), warn()),
+            (&only_x, Kind::Tool, Some("x"), drifted(false), warn()),
+            // Drifted, block mode: refused; outside the allowlist it is
+            // unknown, drifted or not (nothing of the lock is told).
+            (
+                &all,
+                Kind::Tool,
+                Some("x"),
+                drifted(true),
+                refused(Deny::Drifted("tool \"x\" changed".into())),
+            ),
+            (
+                &only_x,
+                Kind::Tool,
+                Some("y"),
+                drifted(true),
+                refused(Deny::NotAllowed("y".into())),
+            ),
+            // No name: refused before anything else.
+            (&all, Kind::Tool, None, Drift::Unguarded, refused(Deny::NoName(Kind::Tool))),
+            (&only_x, Kind::Tool, None, drifted(true), refused(Deny::NoName(Kind::Tool))),
+            // Prompts: no allowlist, the guard alone.
+            (&only_x, Kind::Prompt, Some("p"), Drift::Unguarded, Allow),
+            (&only_x, Kind::Prompt, Some("p"), drifted(false), warn()),
+            (
+                &only_x,
+                Kind::Prompt,
+                Some("p"),
+                drifted(true),
+                refused(Deny::Drifted("tool \"x\" changed".into())),
+            ),
+            (&all, Kind::Prompt, None, Drift::Approved, refused(Deny::NoName(Kind::Prompt))),
         ];
-        for (list, name, allowed) in table {
-            assert_eq!(
-                list.decide(name) == Decision::Allow,
-                allowed,
-                "{list:?} {name:?}"
-            );
+        for (allow, kind, name, drift, expected) in table {
+            let case = format!("{allow:?} {kind:?} {name:?} {drift:?}");
+            let decision = decide(allow, kind, name, drift);
+            assert_eq!(decision, expected, "{case}");
+            if let Decision::Deny(d) = decision {
+                let error: Error = d.clone().into();
+                assert_eq!(error.code(), -32602, "{case}");
+                let said = error.to_string();
+                match &d {
+                    Deny::NoName(Kind::Prompt) => assert_eq!(said, "prompts/get needs params.name"),
+                    Deny::NoName(_) => assert_eq!(said, "tools/call needs params.name"),
+                    Deny::NotAllowed(n) => assert_eq!(said, format!("unknown tool: {n}")),
+                    Deny::Drifted(why) => assert_eq!(&said, why),
+                }
+            }
         }
     }
 

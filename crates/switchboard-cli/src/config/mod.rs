@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+pub use switchboard_gateway::ChildMode;
 
 pub use auth::{AuthConfig, RouteAuth};
 use source::{pointer_token, Source};
@@ -78,15 +79,6 @@ pub enum Target {
         /// Outbound headers in name order; values resolved at each connection.
         headers: Vec<(String, HeaderSource)>,
     },
-}
-
-/// A stdio upstream's children: one for all sessions, or one per session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ChildMode {
-    #[default]
-    Shared,
-    PerSession,
 }
 
 /// How an HTTP upstream is spoken to.
@@ -617,7 +609,7 @@ fn upstream(
                 args: u.args.unwrap_or_default(),
                 env: u.env.unwrap_or_default(),
                 cwd: u.cwd.map(PathBuf::from),
-                child: u.child.unwrap_or_default(),
+                child: u.child.unwrap_or(ChildMode::Shared),
             })
         }
         (None, Some(url)) => {
@@ -850,11 +842,7 @@ fn summary(config: &GatewayConfig) -> String {
                 child,
                 ..
             } => {
-                let mode = match child {
-                    ChildMode::Shared => "shared",
-                    ChildMode::PerSession => "per-session",
-                };
-                format!("stdio ({mode}): {command} {}", args.join(" "))
+                format!("stdio ({child}): {command} {}", args.join(" "))
             }
             Target::Http { url, transport, .. } => format!("http ({transport:?}): {url}"),
         };

@@ -648,6 +648,29 @@ impl DriftGuard {
         }
     }
 
+    /// Its verdict on a use of `name`, for the policy decision
+    /// (`policy::decide`); neither logged nor counted: the caller does
+    /// both for a use ([`DriftGuard::note_drifted_use`]).
+    pub(crate) fn drift_of(&self, scope: Scope<'_>, kind: Kind, name: &str) -> crate::policy::Drift {
+        match self.verdict(scope, kind, name) {
+            Ok(()) => crate::policy::Drift::Approved,
+            Err(why) => crate::policy::Drift::Drifted {
+                why,
+                block: self.mode == GuardMode::Block,
+            },
+        }
+    }
+
+    /// A use of `name` judged drifted ([`DriftGuard::drift_of`]) that goes on
+    /// or is refused: counted, and in warn mode logged, as
+    /// [`DriftGuard::check`] does.
+    pub(crate) fn note_drifted_use(&self, kind: Kind, name: &str, why: &str) {
+        self.count_use();
+        if self.mode == GuardMode::Warn {
+            warn!(kind = kind.noun(), name, lock = %self.source, "drift: served in warn mode, refused in block mode: {why}");
+        }
+    }
+
     /// Why a use of `name` is refused, in block mode; neither logged nor
     /// counted (an explanation: [`DriftGuard::check`] judges uses).
     pub(crate) fn refusal(&self, scope: Scope<'_>, kind: Kind, name: &str) -> Option<String> {

@@ -204,7 +204,7 @@ pub(crate) async fn handle(
         });
         let method = r.method.clone();
         let id = r.id.clone();
-        let list = crate::ListRequest::of(&method, r.params.as_deref(), &upstream);
+        let list = crate::ListRequest::of(route, r.params.as_deref(), &upstream);
         let call = match upstream.call(r, core.next_owner()).await {
             Ok(c) => c,
             Err(why) => return Some(why.answer(id)),
@@ -286,7 +286,7 @@ pub(crate) async fn handle(
         return Some(Error::InvalidParams("params must be an object".into()).answer(r.id));
     };
     let method = r.method.clone();
-    let list = crate::ListRequest::of(&method, r.params.as_deref(), &upstream);
+    let list = crate::ListRequest::of(route, r.params.as_deref(), &upstream);
     let forwarded = Request {
         id: r.id.clone(),
         method: r.method,
@@ -681,7 +681,7 @@ fn translate_final(id: Id, method: &str, message: Message) -> Message {
     match message {
         Message::Response(r) => Message::Response(Response {
             id,
-            result: complete_result(r.result, cacheable(method)),
+            result: complete_result(r.result, Route::of(method).cacheable()),
         }),
         Message::Error(mut e) => {
             if e.error.code == -32002 {
@@ -692,20 +692,6 @@ fn translate_final(id: Id, method: &str, message: Message) -> Message {
         }
         other => other,
     }
-}
-
-/// Whether results of `method` carry cache hints in 2026-07-28 (`ttlMs` and
-/// `cacheScope` are required on the list results and `resources/read`:
-/// "Caching").
-fn cacheable(method: &str) -> bool {
-    matches!(
-        method,
-        t::TOOLS_LIST
-            | t::PROMPTS_LIST
-            | t::RESOURCES_LIST
-            | t::RESOURCES_TEMPLATES_LIST
-            | t::RESOURCES_READ
-    )
 }
 
 /// The cache hints the bridge gives a legacy child's results: none to reuse

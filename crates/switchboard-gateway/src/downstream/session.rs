@@ -173,9 +173,9 @@ impl Session {
     /// (its re-lister, [`follow_own`]). `None` without a guard.
     fn judging<'a>(&'a self, upstream: &'a Upstream) -> Option<Judging<'a>> {
         self.core.guard.as_ref()?;
-        let judged = match self.core.mode {
-            ChildMode::Shared => &self.core.judged,
-            ChildMode::PerSession => &self.own.as_ref()?.judged,
+        let judged = match self.core.mode.per_session() {
+            false => &self.core.judged,
+            true => &self.own.as_ref()?.judged,
         };
         Some(Judging { upstream, judged })
     }
@@ -217,7 +217,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     // A per-session child's requests made while no call is in flight.
     let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<CallEvent>(16);
     let core_guarded = core.guard.is_some();
-    let per_session = core.mode == ChildMode::PerSession;
+    let per_session = core.mode.per_session();
     let session = Arc::new(Session {
         core,
         tx,
@@ -256,14 +256,14 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
                 // session (later requests get 404; the client initializes a new
                 // one). The calls in flight get their errors first.
                 warn!(why, "the session's own child is gone: ending the session");
-                session.pumps.drained(CALLS_FAIL_WITHIN).await;
+                session.pumps.drained(crate::CALLS_FAIL_WITHIN).await;
                 break;
             }
             n = recv_broadcast(&mut feeds.broadcasts) => {
                 let n = n.filter(|n| wants(&session, n)).and_then(|n| {
                     // A shared child's cancellation of a request whose call is
                     // over: only for the session that holds the request.
-                    if n.method == NOTIFICATION_CANCELLED {
+                    if Notice::of(&n.method) == Notice::Cancelled {
                         child_cancelled(&session, n)
                     } else {
                         Some(n)
@@ -329,9 +329,9 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         State::Failed(up) => up,
         State::New | State::Ended => None,
     };
-    match (upstream, session.core.mode) {
-        (Some(up), ChildMode::PerSession) => up.shutdown(std::time::Duration::ZERO).await,
-        (Some(up), ChildMode::Shared) => {
+    match (upstream, session.core.mode.per_session()) {
+        (Some(up), true) => up.shutdown(std::time::Duration::ZERO).await,
+        (Some(up), false) => {
             // The shared child keeps serving others: give up this session's
             // subscriptions (the child is told when it was the last).
             let uris: Vec<String> = lock(&session.subscribed).drain().collect();
@@ -360,9 +360,6 @@ struct Feeds {
     child: Option<watch::Receiver<Status>>,
 }
 
-/// How long a session whose child died waits for its calls in flight to get
-/// their errors out before it ends (they fail at once; this only bounds it).
-const CALLS_FAIL_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Resolves (with why) once the watched child has died (a per-session child
 /// is not restarted). Never without a child to watch, nor for a child stopped
@@ -484,17 +481,22 @@ fn wants_log(session: &Session, n: &Notification) -> bool {
 /// `resources/subscribe` or `resources/unsubscribe` of a session on the shared
 /// child, which other sessions share: counted in [`Core::shared_subscription`],
 /// answered by the child or here.
-async fn shared_subscription(session: Arc<Session>, upstream: Upstream, r: Request) {
+/// `subscribe`: which of the two.
+async fn shared_subscription(
+    session: Arc<Session>,
+    upstream: Upstream,
+    r: Request,
+    subscribe: bool,
+) {
     let uri = r
         .params_as::<Map<String, Value>>()
         .ok()
         .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
     let Some(uri) = uri else {
         // Malformed: the child says what is wrong.
-        forward(&session, upstream, r, None);
+        forward(&session, upstream, Route::Subscribe(subscribe), r, None);
         return;
     };
-    let subscribe = Route::of(&r.method) == Route::Subscribe(true);
     let mine = lock(&session.subscribed).contains(&uri);
     let id = r.id.clone();
     let core = session.core.clone();
@@ -627,6 +629,7 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
                 if let Some(up) = state.upstream() {
                     feeds.broadcasts = Some(up.subscribe());
                     let failed = matches!(*state, State::Failed(_));
+                    // Its death ends the session, unless it is restarted.
                     if session.core.mode == ChildMode::PerSession && !failed {
                         feeds.child = Some(up.watch_status());
                     }
@@ -749,21 +752,27 @@ async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
             return;
         }
     }
-    if session.core.mode == ChildMode::Shared && matches!(route, Route::Subscribe(_)) {
-        tokio::spawn(shared_subscription(session.clone(), upstream, r));
+    if let (false, Route::Subscribe(subscribe)) = (session.core.mode.per_session(), route) {
+        tokio::spawn(shared_subscription(session.clone(), upstream, r, subscribe));
         return;
     }
-    forward(session, upstream, r, held);
+    forward(session, upstream, route, r, held);
 }
 
 /// Forwards a request to the child: starts the call (on the spot when nothing
 /// has to wait) and spawns its pump task. `held`: a use of an entry whose
 /// list changed and was not judged yet, to be checked by the pump once it is
 /// ([`Session::unjudged`]).
-fn forward(session: &Arc<Session>, upstream: Upstream, r: Request, held: Option<ListKind>) {
+fn forward(
+    session: &Arc<Session>,
+    upstream: Upstream,
+    route: Route,
+    r: Request,
+    held: Option<ListKind>,
+) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
     lock(&session.calls).insert(r.id.clone(), cancel_tx);
-    let call = Begun::new(session, &upstream, r, held);
+    let call = Begun::new(session, &upstream, route, r, held);
     tokio::spawn(pump(session.clone(), upstream, call, cancel_rx));
 }
 
@@ -792,7 +801,13 @@ impl DirectSink for Direct {
                         .core
                         .would_pass(session.guard_scope(), route, r.params.as_deref())
             }
-            Route::Discover | Route::List(_) | Route::Listen | Route::Forward => true,
+            Route::Discover
+            | Route::List(_)
+            | Route::ListResources
+            | Route::Read
+            | Route::Complete
+            | Route::Listen
+            | Route::Forward => true,
         };
         // Initializing or serving a legacy upstream; nothing else is plain.
         let upstream = match &*lock(&session.state) {
@@ -820,7 +835,7 @@ impl DirectSink for Direct {
                 .is_ok();
         match upstream {
             Some(up) if judged => {
-                forward(session, up, r, None);
+                forward(session, up, route, r, None);
                 Ok(())
             }
             _ => Err(Message::Request(r)),
@@ -852,9 +867,15 @@ impl Begun {
     /// Starts the call on the spot when nothing has to wait, so that the request
     /// is queued to the child before the pump task is first polled (one task
     /// hand-off less between the client's POST and the child's stdin).
-    fn new(session: &Session, upstream: &Upstream, r: Request, held: Option<ListKind>) -> Self {
+    fn new(
+        session: &Session,
+        upstream: &Upstream,
+        route: Route,
+        r: Request,
+        held: Option<ListKind>,
+    ) -> Self {
         let down_id = r.id.clone();
-        let list = crate::ListRequest::of(&r.method, r.params.as_deref(), upstream);
+        let list = crate::ListRequest::of(route, r.params.as_deref(), upstream);
         let original = lock(&session.state).meta().is_some().then(|| r.clone());
         let start = match held {
             Some(_) => TryCall::Later(r),
@@ -899,8 +920,8 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         return Error::InvalidRequest("the session is already initialized".into())
             .answer(r.id.clone());
     }
-    let upstream = match core.mode {
-        ChildMode::PerSession => {
+    let upstream = match core.mode.per_session() {
+        true => {
             let Some(raw) = r.params.clone() else {
                 return Error::InvalidParams("initialize needs params".into()).answer(r.id.clone());
             };
@@ -920,7 +941,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             *lock(&session.state) = State::Initializing(up.clone());
             up
         }
-        ChildMode::Shared => {
+        false => {
             let up = core.shared.clone();
             *lock(&session.state) = State::Initializing(up.clone());
             up
@@ -947,9 +968,9 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         }
         meta = Some(modern);
     }
-    let result = match (core.mode, info.modern) {
+    let result = match (core.mode.per_session(), info.modern) {
         // The child negotiated with the client's own params: its answer is the answer.
-        (ChildMode::PerSession, false) => match core.with_served_instructions(info.raw.clone()) {
+        (true, false) => match core.with_served_instructions(info.raw.clone()) {
             Ok(raw) => raw,
             Err(e) => return e.answer(r.id.clone()),
         },

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use http::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
 use switchboard_protocol::jsonrpc::{ErrorResponse, Message, Request, Response};
-use switchboard_protocol::types::{self as t, meta, CacheScope, DiscoverResult, Implementation};
+use switchboard_protocol::types::{meta, CacheScope, DiscoverResult, Implementation};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::mcp_headers;
@@ -42,7 +42,13 @@ pub(crate) struct Target {
 /// `route` that serves what it names. Errors: -32602 for a name the route
 /// does not serve (unknown, withheld, outside the allowlist: the call never
 /// reaches an upstream), -32601 for a method the gateway does not route.
-pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result<Target, Error> {
+/// `kind`: `r`'s route, classified once by the caller.
+pub(crate) fn resolve(
+    layout: &Layout,
+    route: &RouteView,
+    kind: Route,
+    r: &Request,
+) -> Result<Target, Error> {
     let merged = layout.merged();
     let mut params = match r.params.as_deref() {
         None => RawObject::default(),
@@ -77,9 +83,9 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
                 ))
             })
     };
-    let (member, name) = match r.method.as_str() {
-        t::TOOLS_CALL | t::PROMPTS_GET => {
-            let tool = r.method == t::TOOLS_CALL;
+    let (member, name) = match kind {
+        Route::Use(used @ (Kind::Tool | Kind::Prompt)) => {
+            let tool = used == Kind::Tool;
             let what = if tool { "tool" } else { "prompt" };
             let served = text(&params, "name")
                 .ok_or_else(|| Error::InvalidParams(format!("{} needs params.name", r.method)))?;
@@ -99,12 +105,12 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
             params.insert("name", to_raw(&original));
             (entry.member, Some(original))
         }
-        t::RESOURCES_READ | t::RESOURCES_SUBSCRIBE | t::RESOURCES_UNSUBSCRIBE => {
+        Route::Read | Route::Subscribe(_) => {
             let uri = text(&params, "uri")
                 .ok_or_else(|| Error::InvalidParams(format!("{} needs params.uri", r.method)))?;
             (by_uri(&uri)?, Some(uri))
         }
-        t::COMPLETION_COMPLETE => {
+        Route::Complete => {
             let mut reference = params.get_object("ref").ok_or_else(|| {
                 Error::InvalidParams("completion/complete needs params.ref".into())
             })?;
@@ -130,9 +136,10 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
             params.insert("ref", reference.to_raw());
             (member, None)
         }
-        other => {
+        _ => {
             return Err(Error::Unsupported(format!(
-                "method not found: {other} (not served by the gateway)"
+                "method not found: {} (not served by the gateway)",
+                r.method
             )))
         }
     };
@@ -155,17 +162,19 @@ pub(crate) fn resolve(layout: &Layout, route: &RouteView, r: &Request) -> Result
 pub(crate) async fn resolve_listed(
     layout: &Layout,
     route: &RouteView,
+    kind: Route,
     r: &Request,
 ) -> Result<Target, Error> {
-    let resolved = resolve_waiting(layout, route, r).await;
-    if let (Err(Error::Refused(_)), t::TOOLS_CALL | t::PROMPTS_GET) = (&resolved, r.method.as_str())
+    let resolved = resolve_waiting(layout, route, kind, r).await;
+    if let (Err(Error::Refused(_)), Route::Use(used @ (Kind::Tool | Kind::Prompt))) =
+        (&resolved, kind)
     {
         let served = r
             .params
             .as_deref()
             .and_then(|p| RawObject::parse(p.get()).ok())
             .and_then(|p| serde_json::from_str::<String>(p.get("name")?.get()).ok());
-        let tool = r.method == t::TOOLS_CALL;
+        let tool = used == Kind::Tool;
         if let Some((guard, _)) = served.and_then(|s| withheld(layout, route, &s, tool)) {
             guard.count_use();
         }
@@ -174,11 +183,16 @@ pub(crate) async fn resolve_listed(
 }
 
 /// [`resolve_listed`] without the count.
-async fn resolve_waiting(layout: &Layout, route: &RouteView, r: &Request) -> Result<Target, Error> {
-    let first = match resolve(layout, route, r) {
+async fn resolve_waiting(
+    layout: &Layout,
+    route: &RouteView,
+    kind: Route,
+    r: &Request,
+) -> Result<Target, Error> {
+    let first = match resolve(layout, route, kind, r) {
         Err(_) if !layout.all_listed(route) => {
             layout.listed(route).await;
-            resolve(layout, route, r)
+            resolve(layout, route, kind, r)
         }
         other => other,
     };
@@ -186,13 +200,13 @@ async fn resolve_waiting(layout: &Layout, route: &RouteView, r: &Request) -> Res
     // that saw every change its upstream announced ([`Member::relisted`]), so
     // that one rewritten, added or removed mid-session is judged (withheld,
     // refused) at the very next call, before any upstream sees it.
-    if !matches!(r.method.as_str(), t::TOOLS_CALL | t::PROMPTS_GET) {
+    if !matches!(kind, Route::Use(Kind::Tool | Kind::Prompt)) {
         return first;
     }
     match &first {
         // Its upstream's change not judged in time: refused (block mode).
         Ok(target) if target.member.core.guard.is_some() => {
-            target.member.relisted(&r.method).await?
+            target.member.relisted(kind).await?
         }
         Ok(_) => return first,
         Err(_) => {
@@ -201,7 +215,7 @@ async fn resolve_waiting(layout: &Layout, route: &RouteView, r: &Request) -> Res
             let mut waited = false;
             for (i, m) in layout.members.iter().enumerate() {
                 if route.members[i] && m.core.guard.is_some() {
-                    let _ = m.relisted(&r.method).await;
+                    let _ = m.relisted(kind).await;
                     waited = true;
                 }
             }
@@ -210,7 +224,7 @@ async fn resolve_waiting(layout: &Layout, route: &RouteView, r: &Request) -> Res
             }
         }
     }
-    resolve(layout, route, r)
+    resolve(layout, route, kind, r)
 }
 
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
@@ -270,7 +284,7 @@ pub(crate) async fn serve(
     mut rx: Receiver,
     headers: HeaderMap,
 ) {
-    let _answering = crate::Answering::counted(&tx, &gw.draining, &gw.answers);
+    let _answering = crate::Answering::counted(&tx, &gw.draining, &gw.answers, None);
     let Some(Inbound::Message(Message::Request(r))) = rx.recv().await else {
         return;
     };
@@ -296,13 +310,7 @@ async fn handle(
 ) -> Option<Message> {
     let supported = Supported::new(ProtocolVersion::ALL).expect("not empty");
     let kind = Route::of(&r.method);
-    let list_key = match r.method.as_str() {
-        t::TOOLS_LIST => Some("tools"),
-        t::PROMPTS_LIST => Some("prompts"),
-        t::RESOURCES_LIST => Some("resources"),
-        t::RESOURCES_TEMPLATES_LIST => Some("resourceTemplates"),
-        _ => None,
-    };
+    let list_key = kind.list_key();
     if kind == Route::Discover || list_key.is_some() {
         let caps = layout.capabilities(route).await;
         let decoded: Option<Map<String, Value>> = r
@@ -352,7 +360,7 @@ async fn handle(
     ) {
         return Some(Error::Unsupported(format!("method not found: {}", r.method)).answer(r.id));
     }
-    let target = match resolve_listed(layout, route, &r).await {
+    let target = match resolve_listed(layout, route, kind, &r).await {
         Ok(t) => t,
         Err(why) => return Some(why.answer(r.id)),
     };

@@ -171,7 +171,7 @@ pub(crate) async fn upstream_listen(shared: Weak<Shared>, member: Weak<Member>) 
                 step = call.next() => match step {
                     Step::Event(CallEvent::Notification(n)) => {
                         let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else { return };
-                        if n.method == t::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+                        if Notice::of(&n.method) == Notice::Acknowledged {
                             m.subscriptions.acked.send_replace(generation);
                         }
                         on_upstream_notification(&s, &m, n).await;

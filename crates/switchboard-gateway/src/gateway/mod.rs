@@ -63,12 +63,14 @@ pub struct GatewayUpstream {
     /// `Debug` form; the command line sets the configuration file's entry
     /// with its header values as read.
     pub identity: String,
-    /// A stdio upstream only: each downstream session (of the legacy era)
-    /// gets a child of its own, started at its first request there with the
-    /// client's own `initialize` params and ended with the session; one that
-    /// dies is started anew at the next request (its state lost). The shared
-    /// child serves the lists and 2026-07-28 clients. Default `false`.
-    pub per_session: bool,
+    /// A stdio upstream only: one child for every session, or each
+    /// downstream session (of the legacy era) a child of its own, started at
+    /// its first request there with the client's own `initialize` params and
+    /// ended with the session; when it dies the session ends, or with
+    /// [`ChildMode::PerSessionRespawn`] it is restarted (its state lost). The
+    /// shared child serves the lists and 2026-07-28 clients in every mode.
+    /// Default [`ChildMode::Shared`].
+    pub child: ChildMode,
     /// The drift guard of this upstream (its entry of a lock): lists
     /// judged, entries not as approved withheld (block mode) and their calls
     /// refused, its `instructions` as approved. Kept across a reload of an
@@ -88,7 +90,7 @@ impl GatewayUpstream {
             identity: format!("{connector:?}"),
             connector,
             list_timeout: Duration::from_secs(10),
-            per_session: false,
+            child: ChildMode::Shared,
             drift_guard: None,
         }
     }
@@ -167,9 +169,6 @@ pub(crate) struct Member {
     /// What it is ([`GatewayUpstream::identity`]): a reload restarts it
     /// when this changed.
     identity: String,
-    /// Whether each session gets a child of its own
-    /// ([`GatewayUpstream::per_session`]).
-    pub(crate) per_session: bool,
     /// Its bridge core: the upstream, its routing, its shared subscriptions,
     /// held `input_required` calls.
     pub(crate) core: Arc<Core>,
@@ -205,6 +204,12 @@ impl Member {
         &self.core.shared
     }
 
+    /// Whether each session gets a child of its own
+    /// ([`GatewayUpstream::child`]).
+    pub(crate) fn per_session(&self) -> bool {
+        self.core.mode.per_session()
+    }
+
     /// Starts upstream `u` with the gateway's timeouts (its tasks: with
     /// [`Member::watch`]).
     fn start(
@@ -213,7 +218,9 @@ impl Member {
         draining: &Arc<AtomicBool>,
     ) -> Arc<Member> {
         let mut bridge = BridgeConfig::new(u.connector.clone());
-        bridge.mode = ChildMode::Shared;
+        // Its shared child is the core's; a session's own children are
+        // started and restarted (or not) as `u.child` says.
+        bridge.mode = u.child;
         bridge.init_timeout = config.init_timeout;
         bridge.request_timeout = config.request_timeout;
         bridge.drain_timeout = config.drain_timeout;
@@ -234,7 +241,6 @@ impl Member {
             name: u.name.clone(),
             prefix: u.prefix.clone(),
             identity: u.identity.clone(),
-            per_session: u.per_session,
             core,
             snapshot: watch::Sender::new(None),
             unjudged: Mutex::new(Snapshot::default()),
@@ -267,8 +273,10 @@ impl Member {
     /// definition changed in the middle of a session is judged before the
     /// next call uses it. At once without a guard, or for another method.
     /// Errors: not judged in time, in block mode.
-    pub(crate) async fn relisted(&self, method: &str) -> Result<(), crate::error::Error> {
-        let route = crate::classify::Route::of(method);
+    pub(crate) async fn relisted(
+        &self,
+        route: crate::classify::Route,
+    ) -> Result<(), crate::error::Error> {
         let judging = self.core.shared_judging();
         match self.core.unjudged(judging, route) {
             Some(list) => self.core.wait_judged(judging, list).await,
@@ -844,7 +852,7 @@ impl Gateway {
             m.identity == u.identity
                 && m.prefix == u.prefix
                 && m.list_timeout == u.list_timeout
-                && m.per_session == u.per_session
+                && m.core.mode == u.child
                 && same_guard(&m.core.guard, &u.drift_guard)
         };
         let (mut added, mut changed, mut kept) = (Vec::new(), Vec::new(), Vec::new());

@@ -30,7 +30,7 @@ use switchboard_protocol::version::{Era, Supported};
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::{Inbound, Receiver, Sender};
 use tokio::sync::{broadcast, oneshot};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{GatewayNotice, Layout, Member, RouteView, Shared};
 use crate::classify::{Notice, Route};
@@ -104,12 +104,19 @@ struct Session {
     /// With a drift guard, the judgement of each of its own children's
     /// lists, by upstream name (the child's own, not the shared child's).
     own_judged: Mutex<HashMap<String, Arc<crate::catalog::tools::OwnJudgement>>>,
+    /// Told why when one of its own children that is not restarted
+    /// ([`crate::ChildMode::PerSession`]) dies: the session then ends.
+    child_gone: tokio::sync::mpsc::Sender<String>,
+    /// Its calls being answered ([`pump`]): when its own child dies, their
+    /// errors go out before the session ends.
+    pumps: crate::gauge::Gauge,
 }
 
 /// Serves one session until it ends.
 pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Receiver) {
     let mut notices = gw.notices.subscribe();
     let owner = gw.next_owner();
+    let (child_gone, mut gone) = tokio::sync::mpsc::channel(1);
     let session = Arc::new(Session {
         owner,
         gw,
@@ -128,9 +135,20 @@ pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Rec
         init_params: Mutex::new(None),
         own: Mutex::new(HashMap::new()),
         own_judged: Mutex::new(HashMap::new()),
+        child_gone,
+        pumps: crate::gauge::Gauge::default(),
     });
     loop {
         tokio::select! {
+            Some(why) = gone.recv() => {
+                // As the bridge does (`downstream::session`): the server
+                // state the child held is gone, so the session ends (later
+                // requests get 404; the client initializes a new one). The
+                // calls in flight get their errors first.
+                warn!(why, "the session's own child is gone: ending the session");
+                session.pumps.drained(crate::CALLS_FAIL_WITHIN).await;
+                break;
+            }
             inbound = rx.recv() => match inbound {
                 Some(Inbound::Message(m)) => on_message(&session, m).await,
                 Some(Inbound::Batch(items)) => {
@@ -168,26 +186,36 @@ impl Session {
 impl Session {
     /// Where this session's requests to `m` go: its shared upstream, or
     /// (a child per session) this session's own child, started now when it
-    /// has none or its last one died.
+    /// has none. One that died is not replaced here: it is restarted by its
+    /// supervision ([`crate::ChildMode::PerSessionRespawn`]) or its death
+    /// ends the session ([`crate::ChildMode::PerSession`]).
     fn upstream_for(self: &Arc<Self>, m: &Member) -> crate::upstream::Upstream {
-        if !m.per_session {
+        if !m.per_session() {
             return m.upstream().clone();
         }
         let mut own = lock(&self.own);
         if let Some(up) = own.get(&m.name) {
-            if !matches!(
-                up.status(),
-                crate::upstream::Status::Down(_) | crate::upstream::Status::Stopped
-            ) {
-                return up.clone();
-            }
-            debug!(upstream = %m.name, "this session's child is gone: a new one");
+            return up.clone();
         }
         let params = lock(&self.init_params)
             .clone()
             .unwrap_or_else(crate::bridge_init_params);
         let up = m.core.start_session_child(params, None);
         own.insert(m.name.clone(), up.clone());
+        if m.core.mode == crate::ChildMode::PerSession {
+            let (gone, mut status) = (self.child_gone.clone(), up.watch_status());
+            tokio::spawn(async move {
+                loop {
+                    if let crate::upstream::Status::Down(why) = &*status.borrow_and_update() {
+                        let _ = gone.try_send(why.clone());
+                        return;
+                    }
+                    if status.changed().await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
         if let Some(guard) = &m.core.guard {
             // Judged by its own lists (listed whole at its start), as a
             // bridge's session's own child is.
@@ -362,14 +390,7 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     }
     // Lists are answered from the catalog, in their own task: a list waits
     // for upstreams not yet listed.
-    let list_key = match r.method.as_str() {
-        t::TOOLS_LIST => Some("tools"),
-        t::PROMPTS_LIST => Some("prompts"),
-        t::RESOURCES_LIST => Some("resources"),
-        t::RESOURCES_TEMPLATES_LIST => Some("resourceTemplates"),
-        _ => None,
-    };
-    if let Some(key) = list_key {
+    if let Some(key) = route.list_key() {
         let session = session.clone();
         tokio::spawn(async move {
             let answer = match session.route() {
@@ -426,7 +447,7 @@ async fn route_and_forward(
 ) {
     // Counted from here: a drain waits for its answer, refusals included.
     let _answering =
-        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
+        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers, None);
     let refuse = |why: Error| {
         lock(&session.calls).remove(&r.id);
         why.answer(r.id.clone())
@@ -434,7 +455,7 @@ async fn route_and_forward(
     let Some((layout, route_view)) = session.route() else {
         return reply(&session, refuse(gone_error())).await;
     };
-    let target = match super::exchange::resolve_listed(&layout, &route_view, &r).await {
+    let target = match super::exchange::resolve_listed(&layout, &route_view, route, &r).await {
         Ok(t) => t,
         Err(why) => return reply(&session, refuse(why)).await,
     };
@@ -474,7 +495,7 @@ async fn guard_own(
     m: &Member,
     route: Route,
 ) -> Result<Option<Arc<crate::catalog::tools::OwnJudgement>>, Error> {
-    if !m.per_session || m.core.guard.is_none() {
+    if !m.per_session() || m.core.guard.is_none() {
         return Ok(None);
     }
     let up = session.upstream_for(m);
@@ -694,7 +715,7 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
     };
     let key = (member.name.clone(), uri.clone());
     let mine = lock(&session.state).subscriptions.contains(&key);
-    let outcome = if member.per_session {
+    let outcome = if member.per_session() {
         // Its own child: nobody else to count with.
         let up = session.upstream_for(&member);
         match crate::call_once(&up, r.clone(), session.owner, session.gw.request_timeout).await {
@@ -735,11 +756,11 @@ fn declared(session: &Session, method: &str) -> bool {
     let Phase::Serving { capabilities, .. } = &state.phase else {
         return false;
     };
-    match method {
-        t::SAMPLING_CREATE_MESSAGE => capabilities.sampling.is_some(),
-        t::ELICITATION_CREATE => capabilities.elicitation.is_some(),
-        t::ROOTS_LIST => capabilities.roots.is_some(),
-        _ => true,
+    match crate::classify::Ask::of(method) {
+        crate::classify::Ask::Sampling => capabilities.sampling.is_some(),
+        crate::classify::Ask::Elicitation => capabilities.elicitation.is_some(),
+        crate::classify::Ask::Roots => capabilities.roots.is_some(),
+        crate::classify::Ask::Other => true,
     }
 }
 
@@ -751,8 +772,12 @@ async fn pump(
     mut r: Request,
     mut cancel: oneshot::Receiver<String>,
 ) {
-    let _answering =
-        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers);
+    let _answering = crate::Answering::counted(
+        &session.tx,
+        &session.gw.draining,
+        &session.gw.answers,
+        Some(&session.pumps),
+    );
     let up = session.upstream_for(&m);
     let down_id = r.id.clone();
     let fail = |why: Error| {
@@ -1025,7 +1050,7 @@ async fn end(session: &Arc<Session>) {
         if let Some(member) = layout
             .members
             .iter()
-            .find(|m| m.name == name && !m.per_session)
+            .find(|m| m.name == name && !m.per_session())
         {
             let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
         }
