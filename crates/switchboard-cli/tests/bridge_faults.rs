@@ -227,7 +227,11 @@ async fn a_per_session_respawn_child_is_restarted_under_its_session() {
             assert_eq!(first_text(&response["result"]), "again");
             break;
         }
-        assert!(Instant::now() < deadline, "no answer in time: {}", next.body);
+        assert!(
+            Instant::now() < deadline,
+            "no answer in time: {}",
+            next.body
+        );
         n += 1;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

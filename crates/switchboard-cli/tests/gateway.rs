@@ -1140,7 +1140,11 @@ async fn a_per_session_childs_death_ends_its_gateway_session() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(children(), shared, "no child is started for the ended session");
+    assert_eq!(
+        children(),
+        shared,
+        "no child is started for the ended session"
+    );
     let mut again = RawSession::open(&gw.url).await;
     assert_eq!(again.echo("own__echo", "c").await.unwrap(), "own:echo:c");
     assert_eq!(children().len(), 2, "the new session's own child");
@@ -1152,11 +1156,7 @@ async fn a_per_session_childs_death_ends_its_gateway_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_session_respawn_child_is_restarted_under_its_session() {
     let dir = TempDir::new("per-session-respawn");
-    let config = fixture_upstream(
-        "own",
-        &["--name", "own"],
-        "child = \"per-session-respawn\"",
-    );
+    let config = fixture_upstream("own", &["--name", "own"], "child = \"per-session-respawn\"");
     let gw = GatewayProc::start(dir.path(), &config).await;
     let gateway_pid = gw.child.id().unwrap();
     let children = || children_of(gateway_pid, "gateway_upstream.py");

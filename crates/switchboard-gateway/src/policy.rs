@@ -185,7 +185,12 @@ mod tests {
     use serde_json::Value;
 
     fn check_call(a: &Allowlist, params: Option<&RawValue>) -> Result<(), Error> {
-        match decide(a, Kind::Tool, params_name(params).as_deref(), Drift::Unguarded) {
+        match decide(
+            a,
+            Kind::Tool,
+            params_name(params).as_deref(),
+            Drift::Unguarded,
+        ) {
             Decision::Allow => Ok(()),
             Decision::Warn { why } => panic!("no guard, no warning: {why}"),
             Decision::Deny(d) => Err(d.into()),
@@ -292,8 +297,20 @@ mod tests {
                 refused(Deny::NotAllowed("y".into())),
             ),
             // No name: refused before anything else.
-            (&all, Kind::Tool, None, Drift::Unguarded, refused(Deny::NoName(Kind::Tool))),
-            (&only_x, Kind::Tool, None, drifted(true), refused(Deny::NoName(Kind::Tool))),
+            (
+                &all,
+                Kind::Tool,
+                None,
+                Drift::Unguarded,
+                refused(Deny::NoName(Kind::Tool)),
+            ),
+            (
+                &only_x,
+                Kind::Tool,
+                None,
+                drifted(true),
+                refused(Deny::NoName(Kind::Tool)),
+            ),
             // Prompts: no allowlist, the guard alone.
             (&only_x, Kind::Prompt, Some("p"), Drift::Unguarded, Allow),
             (&only_x, Kind::Prompt, Some("p"), drifted(false), warn()),
@@ -304,7 +321,13 @@ mod tests {
                 drifted(true),
                 refused(Deny::Drifted("tool \"x\" changed".into())),
             ),
-            (&all, Kind::Prompt, None, Drift::Approved, refused(Deny::NoName(Kind::Prompt))),
+            (
+                &all,
+                Kind::Prompt,
+                None,
+                Drift::Approved,
+                refused(Deny::NoName(Kind::Prompt)),
+            ),
         ];
         for (allow, kind, name, drift, expected) in table {
             let case = format!("{allow:?} {kind:?} {name:?} {drift:?}");

@@ -58,6 +58,7 @@
 //! This module must not know about transports, processes, HTTP status codes or what a
 //! tool does; it knows methods, `_meta` keys, capabilities and versions.
 
+pub mod continuity;
 pub mod handshake;
 
 use serde::Deserialize;

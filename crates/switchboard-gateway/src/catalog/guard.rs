@@ -651,7 +651,12 @@ impl DriftGuard {
     /// Its verdict on a use of `name`, for the policy decision
     /// (`policy::decide`); neither logged nor counted: the caller does
     /// both for a use ([`DriftGuard::note_drifted_use`]).
-    pub(crate) fn drift_of(&self, scope: Scope<'_>, kind: Kind, name: &str) -> crate::policy::Drift {
+    pub(crate) fn drift_of(
+        &self,
+        scope: Scope<'_>,
+        kind: Kind,
+        name: &str,
+    ) -> crate::policy::Drift {
         match self.verdict(scope, kind, name) {
             Ok(()) => crate::policy::Drift::Approved,
             Err(why) => crate::policy::Drift::Drifted {

@@ -360,7 +360,6 @@ struct Feeds {
     child: Option<watch::Receiver<Status>>,
 }
 
-
 /// Resolves (with why) once the watched child has died (a per-session child
 /// is not restarted). Never without a child to watch, nor for a child stopped
 /// on purpose (the session ending, or the bridge: the session ends by those

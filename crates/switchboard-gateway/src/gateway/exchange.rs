@@ -205,9 +205,7 @@ async fn resolve_waiting(
     }
     match &first {
         // Its upstream's change not judged in time: refused (block mode).
-        Ok(target) if target.member.core.guard.is_some() => {
-            target.member.relisted(kind).await?
-        }
+        Ok(target) if target.member.core.guard.is_some() => target.member.relisted(kind).await?,
         Ok(_) => return first,
         Err(_) => {
             // An unknown name stays unknown, whatever a re-list that failed

@@ -65,6 +65,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use switchboard_protocol::codec::{SseError, SseItem, SseParser};
 use switchboard_protocol::jsonrpc::{decode_frame, Batching, ErrorObject, Frame, Id, Message};
+use switchboard_protocol::lifecycle::continuity::SessionSetup;
 use switchboard_protocol::version::Era;
 use switchboard_protocol::ProtocolVersion;
 use tokio::sync::mpsc;
@@ -309,7 +310,7 @@ struct State {
     /// The body of `notifications/initialized`, replayed after it.
     initialized: Option<Bytes>,
     /// What the session's client set up on the server, replayed on a new
-    /// session after those two.
+    /// session after those two (the protocol crate says what that is).
     setup: SessionSetup,
     tool_headers: HashMap<String, ToolHeaders>,
     last_error_status: Option<u16>,
@@ -321,73 +322,6 @@ struct State {
     in_flight: HashMap<Id, AbortHandle>,
     /// The inbound queue; `None` once closed.
     inbound: Option<crate::handle::InboundTx>,
-}
-
-/// The state a client's requests set up in a Streamable HTTP session, which a
-/// server that lost the session (404) has lost too: the log level
-/// (`logging/setLevel`, 2025-03-26 to 2025-11-25 "Utilities → Logging") and the
-/// resource subscriptions (`resources/subscribe` not undone by
-/// `resources/unsubscribe`, "Server Features → Resources → Subscriptions"). A
-/// host app behind `connect` never sees the session change, so without a replay
-/// its subscriptions would go silent and its log level would fall back to the
-/// server's default.
-#[derive(Default)]
-struct SessionSetup {
-    /// The `params` of the last `logging/setLevel`.
-    log_level: Option<Box<serde_json::value::RawValue>>,
-    /// `uri` → the `params` of its `resources/subscribe`, in the order made.
-    subscriptions: Vec<(String, Box<serde_json::value::RawValue>)>,
-    /// Numbers the replayed requests' ids (`switchboard-replay-N`).
-    replays: u64,
-}
-
-impl SessionSetup {
-    /// Notes what an outbound request sets up, if anything.
-    fn note(&mut self, request: &switchboard_protocol::jsonrpc::Request) {
-        let Some(params) = &request.params else {
-            return;
-        };
-        let uri = || {
-            serde_json::from_str::<Value>(params.get())
-                .ok()
-                .and_then(|p| p.get("uri")?.as_str().map(str::to_owned))
-        };
-        match request.method.as_str() {
-            "logging/setLevel" => self.log_level = Some(params.clone()),
-            "resources/subscribe" => {
-                if let Some(uri) = uri() {
-                    self.subscriptions.retain(|(u, _)| *u != uri);
-                    self.subscriptions.push((uri, params.clone()));
-                }
-            }
-            "resources/unsubscribe" => {
-                if let Some(uri) = uri() {
-                    self.subscriptions.retain(|(u, _)| *u != uri);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The requests that set it all up again, under ids of the transport's own.
-    fn replay(&mut self) -> Vec<Bytes> {
-        let mut made = Vec::new();
-        let level = self.log_level.iter().map(|p| ("logging/setLevel", p));
-        let subs = self
-            .subscriptions
-            .iter()
-            .map(|(_, p)| ("resources/subscribe", p));
-        for (method, params) in level.chain(subs) {
-            self.replays += 1;
-            let request = switchboard_protocol::jsonrpc::Request {
-                id: Id::from(format!("switchboard-replay-{}", self.replays)),
-                method: method.to_owned(),
-                params: Some(params.clone()),
-            };
-            made.push(Bytes::from(Message::Request(request).encode()));
-        }
-        made
-    }
 }
 
 struct Inner {
@@ -1370,7 +1304,8 @@ async fn renew_session(inner: &Arc<Inner>, generation: u64) -> Result<(), String
     // The session's state, made again; a refusal is logged, not fatal (the
     // server may no longer have that resource).
     let setup = lock(&inner.state).setup.replay();
-    for body in setup {
+    for request in setup {
+        let body = Bytes::from(Message::Request(request).encode());
         // Bounded: every other message waits for this recovery to end.
         let replay = async {
             match inner.post(body.clone(), None).await {

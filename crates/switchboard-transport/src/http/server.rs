@@ -777,40 +777,6 @@ pub(crate) const SHUTTING_DOWN: &str = "the server is shutting down; no new sess
 /// The message of the 503 for a stateless 2026-07-28 request during a drain.
 const SHUTTING_DOWN_STATELESS: &str = "the server is shutting down; no new requests";
 
-/// Whether a stateless 2026-07-28 message belongs to work already in progress,
-/// which a drain still lets in: a notification (`notifications/cancelled` for
-/// a request in flight, say), or the retry of an `input_required` round trip:
-/// a `tools/call`, `prompts/get` or `resources/read` (the methods that have
-/// one) whose params carry a `requestState` or a non-empty `inputResponses`
-/// (2026-07-28 "Multi round-trip requests"). An empty `inputResponses` answers
-/// nothing, so it does not make a new request a retry.
-fn continues_work(message: &Message) -> bool {
-    let Message::Request(r) = message else {
-        return true;
-    };
-    if !matches!(
-        r.method.as_str(),
-        "tools/call" | "prompts/get" | "resources/read"
-    ) {
-        return false;
-    }
-    let Some(params) = r.params.as_deref() else {
-        return false;
-    };
-    let Ok(members) = serde_json::from_str::<
-        std::collections::HashMap<String, &serde_json::value::RawValue>,
-    >(params.get()) else {
-        return false;
-    };
-    members.contains_key("requestState")
-        || members.get("inputResponses").is_some_and(|r| {
-            serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(
-                r.get(),
-            )
-            .is_ok_and(|m| !m.is_empty())
-        })
-}
-
 /// The message of the 503 a new session gets when `max` are live
 /// ([`HttpServerConfig::max_sessions`]).
 pub(crate) fn too_many_sessions(max: usize) -> String {
@@ -1607,7 +1573,9 @@ async fn post(
                     Ok(v) if v.era() == Era::Modern => v,
                     _ => ProtocolVersion::LATEST,
                 };
-                if shared.refusing.load(Ordering::Relaxed) && !continues_work(&message) {
+                if shared.refusing.load(Ordering::Relaxed)
+                    && !switchboard_protocol::lifecycle::continuity::continues_work(&message)
+                {
                     // A drain: a stateless request may go to any server, so a
                     // new one is sent elsewhere as a new session is. What the
                     // work in progress needs still comes in: notifications (a
