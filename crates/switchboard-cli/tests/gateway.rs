@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gateway_util::{
-    bounded, call_text, connect, connect_with, eventually, example_upstream, fixture_upstream,
-    options, qa, text_of, tool_names, GatewayProc, Leg, TempDir, LEGS, LIMIT,
+    bounded, call_text, connect, connect_with, eventually, example_upstream, fixture,
+    fixture_upstream, options, qa, text_of, tool_names, GatewayProc, Leg, TempDir, LEGS, LIMIT,
 };
 use serde_json::{json, Value};
 use switchboard::Client;
@@ -1148,6 +1148,89 @@ async fn a_per_session_childs_death_ends_its_gateway_session() {
     let mut again = RawSession::open(&gw.url).await;
     assert_eq!(again.echo("own__echo", "c").await.unwrap(), "own:echo:c");
     assert_eq!(children().len(), 2, "the new session's own child");
+    // A reload that restarts the upstream stops the session's child, its
+    // state with it: the session ends too (it used to be left calling a
+    // stopped child, every call failing, for good).
+    reload_with_env(&gw, dir.path(), &config);
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (reply, _) = again
+            .post_raw(json!({"jsonrpc": "2.0", "id": 98, "method": "tools/list"}))
+            .await;
+        if reply.status == 404 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session ended after the reload: {reply:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut fresh = RawSession::open(&gw.url).await;
+    assert_eq!(
+        echo_within(&mut fresh, "own__echo", "d").await,
+        "own:echo:d"
+    );
+}
+
+/// A session's own child that never started (its command failed) held none
+/// of the session's state: the call that needed it fails, but the session
+/// goes on (its other upstreams answer; no 404), and its next request to
+/// that upstream starts the child again. (Ending the session for it ended
+/// every upstream's work in it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_child_that_never_started_leaves_the_session_alive() {
+    let dir = TempDir::new("per-session-never-started");
+    let flag = dir.path().join("fail");
+    let script = format!(
+        "test -e {} && exit 3; exec python3 {} --name flaky",
+        flag.display(),
+        fixture("gateway_upstream.py")
+    );
+    let config = format!(
+        "[upstreams.flaky]\ncommand = \"sh\"\nargs = {}\nchild = \"per-session\"\n{}",
+        qa(&["-c", &script]),
+        fixture_upstream("other", &["--name", "other"], "")
+    );
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let mut s = RawSession::open(&gw.url).await;
+    // Listed by the shared child (started before the flag).
+    echo_within(&mut s, "other__echo", "up").await;
+    eventually(LIMIT, "flaky is listed", || {
+        let url = gw.url.clone();
+        async move {
+            let mut probe = RawSession::open(&url).await;
+            probe
+                .tool_names()
+                .await
+                .contains(&"flaky__echo".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    std::fs::write(&flag, "").unwrap();
+    let failed = s.echo("flaky__echo", "a").await;
+    assert!(failed.is_err(), "its child could not start: {failed:?}");
+    // `request` asserts no 404: the session lives on.
+    assert_eq!(s.echo("other__echo", "b").await.unwrap(), "other:echo:b");
+    std::fs::remove_file(&flag).unwrap();
+    assert_eq!(
+        echo_within(&mut s, "flaky__echo", "c").await,
+        "flaky:echo:c"
+    );
+}
+
+/// Rewrites the gateway's file as `config` with an `env` added to its one
+/// upstream (so a reload restarts it), and sends SIGHUP.
+fn reload_with_env(gw: &GatewayProc, dir: &std::path::Path, config: &str) {
+    std::fs::write(
+        dir.join("gateway.toml"),
+        format!("{config}env = {{ RELOADED = \"1\" }}\n"),
+    )
+    .unwrap();
+    let pid = libc::pid_t::try_from(gw.child.id().unwrap()).unwrap();
+    // SAFETY: a plain system call on the gateway this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
 }
 
 /// `child = "per-session-respawn"`: a session's own child that dies is
@@ -1174,6 +1257,22 @@ async fn a_per_session_respawn_child_is_restarted_under_its_session() {
     assert_eq!(text, "own:echo:b");
     let second = new_child(&shared, &children());
     assert_ne!(second, first, "a new process under the same session");
+    // A reload that restarts the upstream stops the session's child: a new
+    // one is started under the same session at its next call.
+    reload_with_env(&gw, dir.path(), &config);
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = children();
+        if !now.contains(&second) && !now.contains(&shared[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reload restarted the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(echo_within(&mut s, "own__echo", "c").await, "own:echo:c");
 }
 
 /// A stdio server (2025-11-25) with one tool, `where`, whose `region`

@@ -186,16 +186,28 @@ impl Session {
 impl Session {
     /// Where this session's requests to `m` go: its shared upstream, or
     /// (a child per session) this session's own child, started now when it
-    /// has none. One that died is not replaced here: it is restarted by its
-    /// supervision ([`crate::ChildMode::PerSessionRespawn`]) or its death
-    /// ends the session ([`crate::ChildMode::PerSession`]).
+    /// has none. One that died after it was ready is not replaced here: it
+    /// is restarted by its supervision
+    /// ([`crate::ChildMode::PerSessionRespawn`]) or its death ends the
+    /// session ([`crate::ChildMode::PerSession`]). Replaced, as nothing of
+    /// the session's is lost with it: one that never got ready (it could
+    /// not start: the session's other upstreams go on), and in respawn mode
+    /// one stopped by a reload that restarted its upstream.
     fn upstream_for(self: &Arc<Self>, m: &Member) -> crate::upstream::Upstream {
         if !m.per_session() {
             return m.upstream().clone();
         }
         let mut own = lock(&self.own);
         if let Some(up) = own.get(&m.name) {
-            return up.clone();
+            let gone = matches!(
+                up.status(),
+                crate::upstream::Status::Down(_) | crate::upstream::Status::Stopped
+            );
+            let respawned = m.core.mode == crate::ChildMode::PerSessionRespawn;
+            if !gone || (up.was_ready() && !(respawned && up.is_stopped())) {
+                return up.clone();
+            }
+            debug!(upstream = %m.name, "this session's child never started or was stopped by a reload: a new one");
         }
         let params = lock(&self.init_params)
             .clone()
@@ -203,11 +215,23 @@ impl Session {
         let up = m.core.start_session_child(params, None);
         own.insert(m.name.clone(), up.clone());
         if m.core.mode == crate::ChildMode::PerSession {
-            let (gone, mut status) = (self.child_gone.clone(), up.watch_status());
+            // Its end, once it held the session's state, ends the session: a
+            // death, or a stop by a reload that restarted its upstream.
+            let (gone, child) = (self.child_gone.clone(), up.clone());
+            let mut status = up.watch_status();
             tokio::spawn(async move {
                 loop {
-                    if let crate::upstream::Status::Down(why) = &*status.borrow_and_update() {
-                        let _ = gone.try_send(why.clone());
+                    let why = match &*status.borrow_and_update() {
+                        crate::upstream::Status::Down(why) => Some(why.clone()),
+                        crate::upstream::Status::Stopped => {
+                            Some("it was stopped (its upstream was restarted)".to_owned())
+                        }
+                        _ => None,
+                    };
+                    if let Some(why) = why {
+                        if child.was_ready() {
+                            let _ = gone.try_send(why);
+                        }
                         return;
                     }
                     if status.changed().await.is_err() {

@@ -490,6 +490,12 @@ impl Upstream {
         matches!(*self.inner.status.borrow(), Status::Stopped)
     }
 
+    /// Whether it was ever ready (initialized): a child that never was holds
+    /// no state of its session's.
+    pub(crate) fn was_ready(&self) -> bool {
+        self.inner.was_ready.load(Ordering::Relaxed)
+    }
+
     /// The status as it changes.
     pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
         self.inner.status.subscribe()
@@ -904,11 +910,13 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
             inner.status.send_replace(Status::Down(why));
             return;
         }
-        warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
-        inner.status.send_replace(Status::Down(why));
+        // A child that ran long enough starts the backoff over; the delay
+        // logged is the one waited.
         if started.elapsed() >= STABLE_AFTER {
             backoff = inner.config.backoff_initial;
         }
+        warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
+        inner.status.send_replace(Status::Down(why));
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = stopped(&mut stop) => break,
