@@ -105,26 +105,21 @@ async fn a_child_killed_mid_call_fails_the_call_fast_and_is_restarted() {
     let _ = std::fs::remove_file(&pids);
 }
 
-/// A session's own child (`--child per-session`, the default) killed mid-call:
-/// the call fails fast with a clear error, as with the shared child, but the
-/// child is not restarted under the session (a new process would know nothing
-/// of the session's `initialize`, subscriptions or log level, and the client
-/// could not tell): the session ends, its next request gets 404, and a new
-/// session (a fresh `initialize`) gets a new child and works. A legacy
-/// HTTP+SSE session's stream closes, and its message endpoint answers 404.
-/// The session used to be kept, silently served by a restarted child it had
-/// never initialized.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_per_session_childs_death_ends_its_session() {
-    let pids = temp_path("session-child-dies");
-    let cmd = recorded_example(&pids);
+/// A bridge (`args`, its children's pids recorded in `pids`) and a session
+/// whose own child is killed during a 20 s call: the call fails fast with a
+/// clear -32603. The bridge, the client, the shared child's pids, the session.
+async fn own_child_killed_mid_call(
+    pids: &std::path::Path,
+    args: &[&str],
+) -> (BridgeProc, reqwest::Client, Vec<i32>, Session) {
+    let cmd = recorded_example(pids);
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    let bridge = BridgeProc::start(&[], &cmd).await;
+    let bridge = BridgeProc::start(args, &cmd).await;
     let c = client();
-    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
-    let shared = pids_in(&pids);
+    wait_until("the shared child started", || !pids_in(pids).is_empty()).await;
+    let shared = pids_in(pids);
     let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let own = *pids_in(&pids).last().unwrap();
+    let own = *pids_in(pids).last().unwrap();
     assert!(!shared.contains(&own), "the session has a child of its own");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
     let call = spawn_post(&c, &bridge.url, &s, body);
@@ -138,6 +133,22 @@ async fn a_per_session_childs_death_ends_its_session() {
         "a clear error: {error}"
     );
     assert!(took < Duration::from_secs(10), "failed fast: {took:?}");
+    (bridge, c, shared, s)
+}
+
+/// A session's own child (`--child per-session`, the default) killed mid-call:
+/// the call fails fast with a clear error, as with the shared child, but the
+/// child is not restarted under the session (a new process would know nothing
+/// of the session's `initialize`, subscriptions or log level, and the client
+/// could not tell): the session ends, its next request gets 404, and a new
+/// session (a fresh `initialize`) gets a new child and works. A legacy
+/// HTTP+SSE session's stream closes, and its message endpoint answers 404.
+/// The session used to be kept, silently served by a restarted child it had
+/// never initialized.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_session_childs_death_ends_its_session() {
+    let pids = temp_path("session-child-dies");
+    let (bridge, c, shared, s) = own_child_killed_mid_call(&pids, &[]).await;
     // The session is over: 404 (at once, or after the errors of requests
     // that raced the session's end; never a result from a new child).
     let deadline = Instant::now() + WAIT;
@@ -195,27 +206,8 @@ async fn a_per_session_childs_death_ends_its_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_session_respawn_child_is_restarted_under_its_session() {
     let pids = temp_path("session-child-respawn");
-    let cmd = recorded_example(&pids);
-    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    let bridge = BridgeProc::start(&["--child", "per-session-respawn"], &cmd).await;
-    let c = client();
-    wait_until("the shared child started", || !pids_in(&pids).is_empty()).await;
-    let shared = pids_in(&pids);
-    let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-    let own = *pids_in(&pids).last().unwrap();
-    assert!(!shared.contains(&own), "the session has a child of its own");
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":20,"steps":2}}});
-    let call = spawn_post(&c, &bridge.url, &s, body);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    kill_hard(own);
-    let (reply, took) = call.await.unwrap();
-    assert_eq!(
-        reply.response(&json!(1))["error"]["code"],
-        -32603,
-        "{}",
-        reply.body
-    );
-    assert!(took < Duration::from_secs(10), "failed fast: {took:?}");
+    let (bridge, c, shared, s) =
+        own_child_killed_mid_call(&pids, &["--child", "per-session-respawn"]).await;
     // The same session goes on, served by a restarted child.
     let deadline = Instant::now() + WAIT;
     let mut n = 2;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use gateway_util::{
     bounded, call_text, connect, connect_with, eventually, example_upstream, fixture,
-    fixture_upstream, options, qa, text_of, tool_names, GatewayProc, Leg, TempDir, LEGS, LIMIT,
+    fixture_upstream, options, q, qa, text_of, tool_names, GatewayProc, Leg, TempDir, LEGS, LIMIT,
 };
 use serde_json::{json, Value};
 use switchboard::Client;
@@ -1076,6 +1076,28 @@ fn kill_hard(pid: i32) {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
 }
 
+/// A gateway in `dir` with one fixture upstream `own` of child mode `mode`,
+/// and one session whose own child of it answered: the gateway, its
+/// configuration, the shared child's pids, the session, its child's pid.
+async fn own_child_session(
+    dir: &TempDir,
+    mode: &str,
+) -> (GatewayProc, String, Vec<i32>, RawSession, i32) {
+    let config = fixture_upstream("own", &["--name", "own"], &format!("child = {}", q(mode)));
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let gateway_pid = gw.child.id().unwrap();
+    let children = || children_of(gateway_pid, "gateway_upstream.py");
+    eventually(LIMIT, "the shared child starts", || async {
+        (children().len() == 1).then_some(())
+    })
+    .await;
+    let shared = children();
+    let mut s = RawSession::open(&gw.url).await;
+    echo_within(&mut s, "own__echo", "a").await;
+    let own = new_child(&shared, &children());
+    (gw, config, shared, s, own)
+}
+
 /// `s.echo(name, text)` until it succeeds (within [`LIMIT`]): its text.
 async fn echo_within(s: &mut RawSession, name: &str, text: &str) -> String {
     let deadline = Instant::now() + LIMIT;
@@ -1108,18 +1130,8 @@ fn new_child(before: &[i32], after: &[i32]) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_session_childs_death_ends_its_gateway_session() {
     let dir = TempDir::new("per-session-dies");
-    let config = fixture_upstream("own", &["--name", "own"], "child = \"per-session\"");
-    let gw = GatewayProc::start(dir.path(), &config).await;
-    let gateway_pid = gw.child.id().unwrap();
-    let children = || children_of(gateway_pid, "gateway_upstream.py");
-    eventually(LIMIT, "the shared child starts", || async {
-        (children().len() == 1).then_some(())
-    })
-    .await;
-    let shared = children();
-    let mut s = RawSession::open(&gw.url).await;
-    echo_within(&mut s, "own__echo", "a").await;
-    let own = new_child(&shared, &children());
+    let (gw, config, shared, s, own) = own_child_session(&dir, "per-session").await;
+    let children = || children_of(gw.child.id().unwrap(), "gateway_upstream.py");
     kill_hard(own);
     // Errors may come first (requests that raced the child's end); then 404.
     let deadline = Instant::now() + LIMIT;
@@ -1239,18 +1251,8 @@ fn reload_with_env(gw: &GatewayProc, dir: &std::path::Path, config: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_session_respawn_child_is_restarted_under_its_session() {
     let dir = TempDir::new("per-session-respawn");
-    let config = fixture_upstream("own", &["--name", "own"], "child = \"per-session-respawn\"");
-    let gw = GatewayProc::start(dir.path(), &config).await;
-    let gateway_pid = gw.child.id().unwrap();
-    let children = || children_of(gateway_pid, "gateway_upstream.py");
-    eventually(LIMIT, "the shared child starts", || async {
-        (children().len() == 1).then_some(())
-    })
-    .await;
-    let shared = children();
-    let mut s = RawSession::open(&gw.url).await;
-    echo_within(&mut s, "own__echo", "a").await;
-    let first = new_child(&shared, &children());
+    let (gw, config, shared, mut s, first) = own_child_session(&dir, "per-session-respawn").await;
+    let children = || children_of(gw.child.id().unwrap(), "gateway_upstream.py");
     kill_hard(first);
     // `request` asserts no 404 on the way.
     let text = echo_within(&mut s, "own__echo", "b").await;
