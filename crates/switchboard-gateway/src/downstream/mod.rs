@@ -6,4 +6,5 @@
 
 pub(crate) mod exchange;
 pub(crate) mod input;
+pub(crate) mod relay;
 pub(crate) mod session;

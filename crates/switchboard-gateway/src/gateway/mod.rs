@@ -165,6 +165,8 @@ impl GatewayConfig {
 /// catalog) as it is.
 pub(crate) struct Member {
     pub(crate) name: String,
+    /// Its name in the errors its calls get (module `downstream::relay`).
+    pub(crate) named: Arc<str>,
     pub(crate) prefix: Option<String>,
     /// What it is ([`GatewayUpstream::identity`]): a reload restarts it
     /// when this changed.
@@ -239,6 +241,7 @@ impl Member {
         );
         Arc::new(Member {
             name: u.name.clone(),
+            named: Arc::from(u.name.as_str()),
             prefix: u.prefix.clone(),
             identity: u.identity.clone(),
             core,

@@ -16,7 +16,7 @@
 //! This module must not know how upstreams are reached or listed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -34,9 +34,9 @@ use tracing::{debug, info, warn};
 
 use super::{GatewayNotice, Layout, Member, RouteView, Shared};
 use crate::classify::{Notice, Route};
+use crate::downstream::relay::{self, Begun, Downstream, Relay};
 use crate::error::Error;
-use crate::raw::RawObject;
-use crate::upstream::{CallEvent, Step};
+use crate::upstream::TryCall;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -84,18 +84,10 @@ struct Session {
     /// This session's owner id on every upstream (also in `state`): what
     /// the upstream sends on its own while only this session has calls
     /// there is this session's.
-    owner: u64,
-    tx: Sender,
+    /// Its calls, and its upstreams' requests of the client (module
+    /// `downstream::relay`).
+    relay: Relay,
     state: Mutex<SessionState>,
-    /// Downstream request id → the cancel switch of its call.
-    calls: Mutex<HashMap<Id, oneshot::Sender<String>>>,
-    /// Our id of a server→client request sent to the client → its upstream
-    /// and the upstream's (remapped) id.
-    server_requests: Mutex<HashMap<Id, (Arc<Member>, Id)>>,
-    next_server_request: AtomicU64,
-    /// Our ids of requests asked of the client for a 2026-07-28 upstream's
-    /// `input_required` result, and who waits for the answer.
-    input_waiters: Mutex<HashMap<Id, oneshot::Sender<Message>>>,
     /// The client's `initialize` params, for children of its own.
     init_params: Mutex<Option<Box<serde_json::value::RawValue>>>,
     /// Its own children, by upstream name (upstreams with a child per
@@ -104,23 +96,16 @@ struct Session {
     /// With a drift guard, the judgement of each of its own children's
     /// lists, by upstream name (the child's own, not the shared child's).
     own_judged: Mutex<HashMap<String, Arc<crate::catalog::tools::OwnJudgement>>>,
-    /// Told why when one of its own children that is not restarted
-    /// ([`crate::ChildMode::PerSession`]) dies: the session then ends.
-    child_gone: tokio::sync::mpsc::Sender<String>,
-    /// Its calls being answered ([`pump`]): when its own child dies, their
-    /// errors go out before the session ends.
-    pumps: crate::gauge::Gauge,
 }
 
 /// Serves one session until it ends.
 pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Receiver) {
     let mut notices = gw.notices.subscribe();
     let owner = gw.next_owner();
-    let (child_gone, mut gone) = tokio::sync::mpsc::channel(1);
+    let (relay, mut gone) = Relay::new(tx, owner, "gateway", gw.request_timeout);
     let session = Arc::new(Session {
-        owner,
         gw,
-        tx,
+        relay,
         state: Mutex::new(SessionState {
             route: path,
             owner,
@@ -128,15 +113,9 @@ pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Rec
             log_level: None,
             subscriptions: Default::default(),
         }),
-        calls: Mutex::new(HashMap::new()),
-        server_requests: Mutex::new(HashMap::new()),
-        next_server_request: AtomicU64::new(1),
-        input_waiters: Mutex::new(HashMap::new()),
         init_params: Mutex::new(None),
         own: Mutex::new(HashMap::new()),
         own_judged: Mutex::new(HashMap::new()),
-        child_gone,
-        pumps: crate::gauge::Gauge::default(),
     });
     loop {
         tokio::select! {
@@ -146,7 +125,7 @@ pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Rec
                 // requests get 404; the client initializes a new one). The
                 // calls in flight get their errors first.
                 warn!(why, "the session's own child is gone: ending the session");
-                session.pumps.drained(crate::CALLS_FAIL_WITHIN).await;
+                session.relay.pumps.drained(crate::CALLS_FAIL_WITHIN).await;
                 break;
             }
             inbound = rx.recv() => match inbound {
@@ -217,28 +196,7 @@ impl Session {
         if m.core.mode == crate::ChildMode::PerSession {
             // Its end, once it held the session's state, ends the session: a
             // death, or a stop by a reload that restarted its upstream.
-            let (gone, child) = (self.child_gone.clone(), up.clone());
-            let mut status = up.watch_status();
-            tokio::spawn(async move {
-                loop {
-                    let why = match &*status.borrow_and_update() {
-                        crate::upstream::Status::Down(why) => Some(why.clone()),
-                        crate::upstream::Status::Stopped => {
-                            Some("it was stopped (its upstream was restarted)".to_owned())
-                        }
-                        _ => None,
-                    };
-                    if let Some(why) = why {
-                        if child.was_ready() {
-                            let _ = gone.try_send(why);
-                        }
-                        return;
-                    }
-                    if status.changed().await.is_err() {
-                        return;
-                    }
-                }
-            });
+            self.relay.watch_child(&up);
         }
         if let Some(guard) = &m.core.guard {
             // Judged by its own lists (listed whole at its start), as a
@@ -270,7 +228,7 @@ impl Session {
                     .subscriptions
                     .contains(&(name.clone(), uri));
                 if mine {
-                    let _ = session.tx.send(Message::Notification(n)).await;
+                    let _ = session.relay.tx.send(Message::Notification(n)).await;
                 }
             }
         });
@@ -297,7 +255,7 @@ async fn announce(session: &Session, kind: super::ListKind) {
         return;
     }
     if let Ok(n) = Notification::new(kind.notification(), &json!({})) {
-        let _ = session.tx.send(Message::Notification(n)).await;
+        let _ = session.relay.tx.send(Message::Notification(n)).await;
     }
 }
 
@@ -325,7 +283,11 @@ async fn on_notice(session: &Session, notice: GatewayNotice) {
             let mine =
                 uri.is_some_and(|u| lock(&session.state).subscriptions.contains(&(member, u)));
             if mine {
-                let _ = session.tx.send(Message::Notification(notification)).await;
+                let _ = session
+                    .relay
+                    .tx
+                    .send(Message::Notification(notification))
+                    .await;
             }
         }
     }
@@ -336,59 +298,19 @@ async fn on_message(session: &Arc<Session>, message: Message) {
         Message::Request(r) => on_request(session, r).await,
         Message::Notification(n) => {
             if Notice::of(&n.method) == Notice::Cancelled {
-                let params = n
-                    .params
-                    .as_deref()
-                    .and_then(|p| RawObject::parse(p.get()).ok());
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|raw| Id::from_raw(raw).ok());
-                let reason = params
-                    .as_ref()
-                    .and_then(|p| p.get("reason"))
-                    .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-                    .unwrap_or_else(|| "cancelled by the client".to_owned());
-                if let Some(cancel) = id.and_then(|id| lock(&session.calls).remove(&id)) {
-                    let _ = cancel.send(reason);
-                }
+                session.relay.cancelled(&n);
             }
             // Others (initialized, roots/list_changed) concern no one upstream:
             // the upstreams are shared by every session.
         }
         answer @ (Message::Response(_) | Message::Error(_)) => {
-            let id = match &answer {
-                Message::Response(r) => Some(r.id.clone()),
-                Message::Error(e) => e.id.clone(),
-                _ => None,
-            };
-            if let Some(waiter) = id
-                .as_ref()
-                .and_then(|id| lock(&session.input_waiters).remove(id))
-            {
-                let _ = waiter.send(answer);
-                return;
-            }
-            let Some(found) = id.and_then(|id| lock(&session.server_requests).remove(&id)) else {
-                debug!("an answer to no request of ours");
-                return;
-            };
-            let (member, ours) = found;
-            let answer = match answer {
-                Message::Response(r) => Message::Response(Response {
-                    id: ours,
-                    result: r.result,
-                }),
-                Message::Error(e) => Message::Error(ErrorResponse::new(Some(ours), e.error)),
-                other => other,
-            };
-            member.upstream().respond(answer).await;
+            session.relay.answered(answer).await;
         }
     }
 }
 
 async fn reply(session: &Session, answer: Message) {
-    let _ = session.tx.send(answer).await;
+    let _ = session.relay.tx.send(answer).await;
 }
 
 fn ok(id: Id, result: Value) -> Message {
@@ -457,9 +379,8 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     // session's other messages (answers to an upstream's requests,
     // cancellations) must not wait behind that. Its cancel switch is in place
     // first, so a cancellation that comes at once is not missed.
-    let (cancel_tx, cancel_rx) = oneshot::channel();
-    lock(&session.calls).insert(r.id.clone(), cancel_tx);
-    tokio::spawn(route_and_forward(session.clone(), r, route, cancel_rx));
+    let cancel = session.relay.begin(r.id.clone());
+    tokio::spawn(route_and_forward(session.clone(), r, route, cancel));
 }
 
 /// Finds the upstream `r` is for, judges it, and runs the call there.
@@ -470,10 +391,14 @@ async fn route_and_forward(
     cancel: oneshot::Receiver<String>,
 ) {
     // Counted from here: a drain waits for its answer, refusals included.
-    let _answering =
-        crate::Answering::counted(&session.tx, &session.gw.draining, &session.gw.answers, None);
+    let _answering = crate::Answering::counted(
+        &session.relay.tx,
+        &session.gw.draining,
+        &session.gw.answers,
+        None,
+    );
     let refuse = |why: Error| {
-        lock(&session.calls).remove(&r.id);
+        session.relay.forget(&r.id);
         why.answer(r.id.clone())
     };
     let Some((layout, route_view)) = session.route() else {
@@ -484,7 +409,7 @@ async fn route_and_forward(
         Err(why) => return reply(&session, refuse(why)).await,
     };
     if let Route::Subscribe(subscribe) = route {
-        lock(&session.calls).remove(&r.id);
+        session.relay.forget(&r.id);
         return subscription(session, target.member, target.request, subscribe).await;
     }
     // The upstream's drift guard (by its own name of the entry): what is not
@@ -666,13 +591,14 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         result["instructions"] = Value::String(text);
     }
     if version == ProtocolVersion::V2025_03_26 {
-        session.tx.set_batching(Batching::Allowed);
+        session.relay.tx.set_batching(Batching::Allowed);
     }
     *lock(&session.init_params) = r.params.clone();
     lock(&session.state).phase = Phase::Serving {
         version,
-        capabilities: Box::new(params.capabilities),
+        capabilities: Box::new(params.capabilities.clone()),
     };
+    session.relay.declare(params.capabilities);
     info!(client = %params.client_info.name, version = version.as_str(), "downstream session initialized");
     ok(r.id.clone(), result)
 }
@@ -742,7 +668,14 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
     let outcome = if member.per_session() {
         // Its own child: nobody else to count with.
         let up = session.upstream_for(&member);
-        match crate::call_once(&up, r.clone(), session.owner, session.gw.request_timeout).await {
+        match crate::call_once(
+            &up,
+            r.clone(),
+            session.relay.owner,
+            session.gw.request_timeout,
+        )
+        .await
+        {
             Message::Error(e) => Err(e.error),
             _ => Ok(()),
         }
@@ -763,51 +696,24 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
     reply(&session, answer).await;
 }
 
-/// Whether log message `n` passes the session's level.
-fn wants(session: &Session, n: &Notification) -> bool {
-    if Notice::of(&n.method) != Notice::Log {
-        return true;
-    }
-    match lock(&session.state).log_level {
-        Some(min) => crate::log_at_least(n, min),
-        None => true,
-    }
-}
-
-/// Whether the client declared what a server→client request needs.
-fn declared(session: &Session, method: &str) -> bool {
-    let state = lock(&session.state);
-    let Phase::Serving { capabilities, .. } = &state.phase else {
-        return false;
-    };
-    match crate::classify::Ask::of(method) {
-        crate::classify::Ask::Sampling => capabilities.sampling.is_some(),
-        crate::classify::Ask::Elicitation => capabilities.elicitation.is_some(),
-        crate::classify::Ask::Roots => capabilities.roots.is_some(),
-        crate::classify::Ask::Other => true,
-    }
-}
-
-/// Runs call `r` (already in its upstream's names) on upstream `m` and
-/// relays what belongs to it, until its answer or its cancellation.
+/// Runs call `r` (already in its upstream's names) on upstream `m`: its
+/// upstream ready (a down one fails at once, naming it), the `_meta` of a
+/// 2026-07-28 upstream added, then relayed until its answer or its
+/// cancellation (module `downstream::relay`).
 async fn pump(
     session: Arc<Session>,
     m: Arc<Member>,
     mut r: Request,
-    mut cancel: oneshot::Receiver<String>,
+    cancel: oneshot::Receiver<String>,
 ) {
-    let _answering = crate::Answering::counted(
-        &session.tx,
+    let answering = crate::Answering::counted(
+        &session.relay.tx,
         &session.gw.draining,
         &session.gw.answers,
-        Some(&session.pumps),
+        Some(&session.relay.pumps),
     );
     let up = session.upstream_for(&m);
     let down_id = r.id.clone();
-    let fail = |why: Error| {
-        lock(&session.calls).remove(&down_id);
-        why.answer(down_id.clone())
-    };
     // Down (restarting after a backoff): fail fast, naming it; starting:
     // wait for it, up to its list timeout.
     let wait = match up.status() {
@@ -817,8 +723,8 @@ async fn pump(
     let info = match up.ready(wait).await {
         Ok(info) => info,
         Err(why) => {
-            let why = named(&m, why);
-            return reply(&session, fail(why)).await;
+            let why = relay::named(Some(&m.name), why);
+            return session.relay.fail(down_id, why).await;
         }
     };
     // A 2026-07-28 upstream: the revision, this client's capabilities and
@@ -846,226 +752,43 @@ async fn pump(
         if let Ok(v) = serde_json::to_value(level) {
             extra.insert(meta::LOG_LEVEL.into(), v);
         }
-        match crate::downstream::session::with_meta(r.params.as_deref(), &extra) {
+        match relay::with_meta(r.params.as_deref(), &extra) {
             Ok(p) => r.params = Some(p),
-            Err(why) => return reply(&session, fail(Error::InvalidParams(why))).await,
+            Err(why) => return session.relay.fail(down_id, Error::InvalidParams(why)).await,
         }
         original = Some(r.clone());
     }
-    let mut rounds = 0;
-    let mut call = tokio::select! {
-        biased;
-        started = up.call(r, session.owner) => match started {
-            Ok(c) => c,
-            Err(why) => {
-                let why = named(&m, why);
-                return reply(&session, fail(why)).await;
-            }
-        },
-        _ = &mut cancel => {
-            session.tx.forget(&down_id);
-            return;
-        }
+    let begun = Begun {
+        down_id,
+        start: TryCall::Later(r),
+        original,
+        list: None,
+        named: Some(m.named.clone()),
+        answering,
     };
-    let timeout = session.gw.request_timeout;
-    loop {
-        let step = tokio::select! {
-            step = tokio::time::timeout(timeout, call.next()) => match step {
-                Ok(step) => step,
-                Err(_) => {
-                    call.cancel("timed out in the gateway").await;
-                    let why = Error::Upstream(format!("upstream {} sent nothing for this request within {timeout:?}", m.name));
-                    return reply(&session, fail(why)).await;
-                }
-            },
-            reason = &mut cancel => {
-                call.cancel(&reason.unwrap_or_else(|_| "cancelled".into())).await;
-                session.tx.forget(&down_id);
-                return;
-            }
-        };
-        match step {
-            Step::Event(CallEvent::Notification(n)) => {
-                if !wants(&session, &n) {
-                    continue;
-                }
-                let n = if Notice::of(&n.method) == Notice::Cancelled {
-                    // The upstream cancels a request it sent: tell the client
-                    // under the id the client knows.
-                    match upstream_cancelled(&session, &m, n) {
-                        Some(n) => n,
-                        None => continue,
-                    }
-                } else {
-                    n
-                };
-                let _ = session
-                    .tx
-                    .send_related(Message::Notification(n), Some(down_id.clone()))
-                    .await;
-            }
-            Step::Event(CallEvent::Request(req)) => {
-                if !declared(&session, &req.method) {
-                    let refusal = Message::Error(ErrorResponse::new(
-                        Some(req.id),
-                        ErrorObject::new(
-                            switchboard_protocol::jsonrpc::code::METHOD_NOT_FOUND,
-                            format!(
-                                "the client did not declare the capability {} needs",
-                                req.method
-                            ),
-                        ),
-                    ));
-                    up.respond(refusal).await;
-                    continue;
-                }
-                let ours = Id::from(format!(
-                    "sbg-s{}",
-                    session.next_server_request.fetch_add(1, Ordering::Relaxed)
-                ));
-                lock(&session.server_requests).insert(ours.clone(), (m.clone(), req.id));
-                let out = Request {
-                    id: ours,
-                    method: req.method,
-                    params: req.params,
-                };
-                let _ = session
-                    .tx
-                    .send_related(Message::Request(out), Some(down_id.clone()))
-                    .await;
-            }
-            Step::Done(Message::Response(resp))
-                if original.is_some()
-                    && crate::downstream::session::is_input_required(&resp.result) =>
-            {
-                let original = original.as_ref().expect("checked by the guard");
-                rounds += 1;
-                if rounds > MAX_INPUT_ROUNDS {
-                    let why = format!(
-                        "upstream {} asked for input more than {MAX_INPUT_ROUNDS} times",
-                        m.name
-                    );
-                    return reply(&session, fail(Error::Upstream(why))).await;
-                }
-                let gathered = tokio::select! {
-                    g = gather_input(&session, &down_id, &resp.result, original) => g,
-                    _ = &mut cancel => {
-                        session.tx.forget(&down_id);
-                        return;
-                    }
-                };
-                let params = match gathered {
-                    Ok(p) => p,
-                    Err(why) => return reply(&session, fail(Error::Upstream(why))).await,
-                };
-                let again = Request {
-                    id: down_id.clone(),
-                    method: original.method.clone(),
-                    params: Some(params),
-                };
-                call = match up.call(again, session.owner).await {
-                    Ok(c) => c,
-                    Err(why) => {
-                        let why = named(&m, why);
-                        return reply(&session, fail(why)).await;
-                    }
-                };
-            }
-            Step::Done(message) => {
-                lock(&session.calls).remove(&down_id);
-                let out = match message {
-                    Message::Response(resp) => Message::Response(Response {
-                        id: down_id,
-                        result: if info.modern {
-                            crate::downstream::session::legacy_result(resp.result)
-                        } else {
-                            resp.result
-                        },
-                    }),
-                    Message::Error(e) => Message::Error(ErrorResponse::new(Some(down_id), e.error)),
-                    other => other,
-                };
-                return reply(&session, out).await;
-            }
-            Step::Failed(why) => {
-                let why = named(&m, why);
-                return reply(&session, fail(why)).await;
-            }
+    relay::pump(session, up, begun, cancel).await;
+}
+
+impl Downstream for Session {
+    fn relay(&self) -> &Relay {
+        &self.relay
+    }
+
+    /// Log messages at the session's level or above.
+    fn wants(&self, n: &Notification) -> bool {
+        if Notice::of(&n.method) != Notice::Log {
+            return true;
+        }
+        match lock(&self.state).log_level {
+            Some(min) => crate::log_at_least(n, min),
+            None => true,
         }
     }
-}
-
-/// An upstream's failure as a client reads it: naming the upstream once.
-fn named(m: &Member, why: impl std::fmt::Display) -> Error {
-    let text = why.to_string();
-    if text.contains(&format!("upstream server {}", m.name)) {
-        Error::Upstream(text)
-    } else {
-        Error::Upstream(format!("the upstream server {}: {text}", m.name))
-    }
-}
-
-/// The most `input_required` rounds one call may take.
-const MAX_INPUT_ROUNDS: u32 = 16;
-
-/// Asks the client each input request of a 2026-07-28 upstream's
-/// `input_required` result (as server→client requests on the call's stream;
-/// only what the client declared), and returns the retry's params: the
-/// original's, with `inputResponses` and the upstream's `requestState`.
-async fn gather_input(
-    session: &Arc<Session>,
-    down_id: &Id,
-    result: &serde_json::value::RawValue,
-    original: &Request,
-) -> Result<Box<serde_json::value::RawValue>, String> {
-    let asker = crate::downstream::input::Asker {
-        tx: &session.tx,
-        waiters: &session.input_waiters,
-        next_id: &session.next_server_request,
-        prefix: "sbg-s",
-        timeout: session.gw.request_timeout,
-    };
-    crate::downstream::input::gather(asker, down_id, result, original, |method, _| {
-        if declared(session, method) {
-            Ok(())
-        } else {
-            Err(format!(
-                "the server asked for {method}, which this client did not declare in its initialize"
-            ))
-        }
-    })
-    .await
-}
-
-/// The upstream's `notifications/cancelled` of a request it sent this
-/// session, under our id; `None` when that request is not (any more) ours.
-fn upstream_cancelled(
-    session: &Session,
-    member: &Arc<Member>,
-    n: Notification,
-) -> Option<Notification> {
-    let mut params: Map<String, Value> = serde_json::from_str(n.params.as_ref()?.get()).ok()?;
-    let theirs: Id = serde_json::from_value(params.get("requestId")?.clone()).ok()?;
-    let ours = {
-        let mut table = lock(&session.server_requests);
-        let ours = table
-            .iter()
-            .find(|(_, (m, id))| Arc::ptr_eq(m, member) && *id == theirs)
-            .map(|(ours, _)| ours.clone())?;
-        table.remove(&ours);
-        ours
-    };
-    params.insert("requestId".into(), serde_json::to_value(&ours).ok()?);
-    Notification::new(&n.method, &params).ok()
 }
 
 /// The session is over: its calls cancelled, its subscriptions given back.
 async fn end(session: &Arc<Session>) {
-    let calls: Vec<oneshot::Sender<String>> =
-        lock(&session.calls).drain().map(|(_, c)| c).collect();
-    for c in calls {
-        let _ = c.send("the session ended".into());
-    }
+    session.relay.end();
     let subscribed = std::mem::take(&mut lock(&session.state).subscriptions);
     let layout = session.gw.layout();
     for (name, uri) in subscribed {
@@ -1079,8 +802,6 @@ async fn end(session: &Arc<Session>) {
             let _ = subscribe_at(&session.gw, member, &uri, false, true).await;
         }
     }
-    lock(&session.server_requests).clear();
-    lock(&session.input_waiters).clear();
     let own: Vec<crate::upstream::Upstream> =
         lock(&session.own).drain().map(|(_, up)| up).collect();
     for up in own {

@@ -786,6 +786,11 @@ impl Upstream {
         }
     }
 
+    /// Whether `other` is this very upstream (a clone of it).
+    pub(crate) fn same(&self, other: &Upstream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Its name, for logs.
     pub(crate) fn name(&self) -> &str {
         &self.inner.name
