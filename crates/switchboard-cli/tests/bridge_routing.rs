@@ -3,6 +3,7 @@
 //! server→client requests, resource subscriptions, log levels.
 
 mod bridge_util;
+mod gateway_util;
 
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,7 @@ async fn ready(c: &reqwest::Client, base: &str) -> bool {
 }
 
 /// A legacy stdio server (2025-11-25) that records its pid in `argv[1]`. Its
-/// tool `ask` asks `sampling/createMessage` and returns the text of the answer;
+/// tool `ask` (listed) asks `sampling/createMessage` and returns the text of the answer;
 /// the ids of its own requests start at 1 in every process, as most servers'
 /// do.
 const ASKING_CHILD: &str = r#"
@@ -64,6 +65,9 @@ for line in sys.stdin:
     if m["method"] == "initialize":
         send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
               "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif m["method"] == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [
+              {"name": "ask", "inputSchema": {"type": "object"}}]}})
     elif m["method"] == "tools/call":
         prompt = m["params"].get("arguments", {}).get("prompt", "")
         threading.Thread(target=ask, args=(m["id"], prompt), daemon=True).start()
@@ -968,4 +972,163 @@ async fn a_request_the_child_cancels_while_its_call_is_held_is_not_asked_again()
     );
     bridge.terminate();
     let _ = std::fs::remove_file(&log);
+}
+
+/// A stdio server (2025-11-25) that asks `roots/list` on its own
+/// initiative half a second after it is initialized (no call in flight
+/// then), and whose tool `roots` (listed) answers at once with the last
+/// answer to it as text (`null` before one came).
+const ROOTS_LATER_CHILD: &str = r#"
+import json, sys, threading
+lock = threading.Lock()
+def send(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+roots = None
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        if m.get("id") == "roots-1":
+            roots = m.get("result") or m.get("error")
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "roots", "version": "1"}}})
+    elif m["method"] == "notifications/initialized":
+        ask = {"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"}
+        threading.Timer(0.5, send, args=(ask,)).start()
+    elif m["method"] == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [
+              {"name": "roots", "inputSchema": {"type": "object"}}]}})
+    elif m["method"] == "tools/call":
+        text = json.dumps(roots)
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": text}]}})
+    elif "id" in m:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// A gateway of one upstream `name` running `script` (Python) with `args`,
+/// a child per session; its directory.
+async fn gateway_of_own_children(
+    tag: &str,
+    name: &str,
+    script: &str,
+    args: &[&str],
+) -> (gateway_util::TempDir, gateway_util::GatewayProc) {
+    let dir = gateway_util::TempDir::new(tag);
+    let mut argv = vec!["-c", script];
+    argv.extend_from_slice(args);
+    let config = format!(
+        "[upstreams.{name}]\ncommand = \"python3\"\nargs = {}\nchild = \"per-session\"\n",
+        gateway_util::qa(&argv)
+    );
+    let gw = gateway_util::GatewayProc::start(dir.path(), &config).await;
+    (dir, gw)
+}
+
+/// The call relay is one for bridge and gateway (issue 30): a gateway
+/// session's own child asks `sampling/createMessage` for a call, the client
+/// answers, and the answer reaches that child (the gateway used to hand it
+/// to the upstream's shared child, which had asked nothing: the call then
+/// hung until its timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_sessions_own_child_gets_the_answer_to_its_sampling_request() {
+    let pids = temp_path("gw-own-asks");
+    let pid_arg = pids.to_string_lossy().into_owned();
+    let (_dir, gw) = gateway_of_own_children("own-asks", "ask", ASKING_CHILD, &[&pid_arg]).await;
+    let c = client();
+    let s = open_session(&c, &gw.url, "2025-11-25", json!({"sampling": {}})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "ask__ask", "arguments": {"prompt": "hi"}}});
+    let mut stream = post_streaming(&c, &gw.url, &s.headers(), &body).await;
+    let asked = loop {
+        let m = tokio::time::timeout(WAIT, stream.next_message())
+            .await
+            .expect("the sampling request in time")
+            .expect("the sampling request");
+        if m["method"] == "sampling/createMessage" {
+            break m;
+        }
+    };
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": sampled("from the client")});
+    assert_eq!(post(&c, &gw.url, &s.headers(), &answer).await.status, 202);
+    let done = tokio::time::timeout(WAIT, async {
+        while let Some(m) = stream.next_message().await {
+            if m.get("id") == Some(&json!(1)) {
+                return Some(m);
+            }
+        }
+        None
+    })
+    .await
+    .expect("the call is answered in time")
+    .expect("the call's answer");
+    assert_eq!(first_text(&done["result"]), "from the client", "{done}");
+}
+
+/// A gateway session's own child that asks `roots/list` on its own
+/// initiative (no call in flight) reaches the client on the session's
+/// standalone stream, and the answer reaches the child: as a bridge
+/// session's does (the gateway used to refuse such requests of a session's
+/// own child).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_sessions_own_child_asks_its_client_outside_any_call() {
+    let (_dir, gw) = gateway_of_own_children("own-roots", "r", ROOTS_LATER_CHILD, &[]).await;
+    let c = client();
+    let s = open_session(&c, &gw.url, "2025-11-25", json!({"roots": {}})).await;
+    let mut get = c.get(&gw.url).header("accept", "text/event-stream");
+    for (k, v) in s.headers() {
+        get = get.header(k, v);
+    }
+    let resp = get.send().await.expect("the standalone stream opens");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut standalone = SseStream::new(resp);
+    let roots_text =
+        |reply: &Reply, id: i64| first_text(&reply.response(&json!(id))["result"]).to_owned();
+    // The session's first call there starts its child.
+    let first = s
+        .request(
+            &c,
+            &gw.url,
+            json!(1),
+            "tools/call",
+            json!({"name": "r__roots"}),
+        )
+        .await;
+    assert_eq!(roots_text(&first, 1), "null", "{}", first.body);
+    let asked = loop {
+        let m = tokio::time::timeout(WAIT, standalone.next_message())
+            .await
+            .expect("the roots request in time")
+            .expect("the roots request");
+        if m["method"] == "roots/list" {
+            break m;
+        }
+    };
+    let roots = json!({"roots": [{"uri": "file:///work", "name": "work"}]});
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": roots});
+    assert_eq!(post(&c, &gw.url, &s.headers(), &answer).await.status, 202);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let reply = s
+            .request(
+                &c,
+                &gw.url,
+                json!(2),
+                "tools/call",
+                json!({"name": "r__roots"}),
+            )
+            .await;
+        let text = roots_text(&reply, 2);
+        if text != "null" {
+            let said: Value = serde_json::from_str(&text).expect("the roots as JSON");
+            assert_eq!(said, roots, "{}", reply.body);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the child never got the client's roots"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

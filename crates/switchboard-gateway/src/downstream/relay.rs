@@ -19,7 +19,7 @@
 // foldhash, not SipHash: these tables are read on every call.
 use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -33,7 +33,7 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::Sender;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::debug;
 
 use crate::classify::{Ask, Notice};
@@ -420,6 +420,59 @@ impl Relay {
             })
         })
         .await
+    }
+}
+
+/// Where a session's own child's requests made while none of the
+/// session's calls is in flight go (`roots/list` right after its
+/// `initialized`, say), and its cancellations of them: the sender is handed
+/// to the child's upstream as it is started, before its handshake, so that
+/// none of them can come before the route exists; the receiver to
+/// [`adopt`].
+pub(crate) fn orphans() -> (mpsc::Sender<CallEvent>, mpsc::Receiver<CallEvent>) {
+    mpsc::channel(16)
+}
+
+/// Relays `up`'s requests made outside any call ([`orphans`]) to the client
+/// of `session`, on the session's own stream, until the session or the
+/// child is gone.
+pub(crate) fn adopt<S: Downstream>(
+    session: Weak<S>,
+    up: Upstream,
+    mut orphans: mpsc::Receiver<CallEvent>,
+) {
+    let mut status = up.watch_status();
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                event = orphans.recv() => event,
+                () = stopped(&mut status) => None,
+            };
+            let (Some(event), Some(session)) = (event, session.upgrade()) else {
+                return;
+            };
+            let relay = session.relay();
+            match event {
+                CallEvent::Request(r) => relay.server_request(&up, r, None).await,
+                CallEvent::Notification(n) => {
+                    if let Some(n) = relay.upstream_cancelled(&up, n) {
+                        let _ = relay.tx.send(Message::Notification(n)).await;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Resolves once the watched upstream is stopped for good.
+async fn stopped(status: &mut watch::Receiver<Status>) {
+    loop {
+        if matches!(&*status.borrow_and_update(), Status::Stopped) {
+            return;
+        }
+        if status.changed().await.is_err() {
+            return;
+        }
     }
 }
 

@@ -55,7 +55,7 @@ use super::relay::{self, with_meta, Begun, Downstream, Relay};
 use crate::catalog::tools::{follow_own, OwnJudgement};
 use crate::classify::{ListKind, Notice, Route};
 use crate::error::Error;
-use crate::upstream::{empty_object, CallEvent, TryCall, Upstream};
+use crate::upstream::{empty_object, TryCall, Upstream};
 use crate::{ChildMode, Core, Judging};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -69,12 +69,6 @@ struct Session {
     relay: Relay,
     /// Where the session is in its life, and its upstream.
     state: Mutex<State>,
-    /// Where a per-session child's requests made while no call is in flight go
-    /// (e.g. `roots/list` right after the bridge's own `initialized`), and its
-    /// cancellations of requests whose call is over; handed to
-    /// the child's upstream as soon as it is started, before its handshake, so
-    /// none of them can arrive before the route exists.
-    orphan_tx: Mutex<Option<tokio::sync::mpsc::Sender<CallEvent>>>,
     /// The resources this session subscribed to on the shared child
     /// ([`Core::shared_subscription`]); `notifications/resources/updated`
     /// reaches the session only for these.
@@ -182,8 +176,6 @@ impl Session {
 /// Serves one legacy session until it ends.
 pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     let owner = core.next_owner();
-    // A per-session child's requests made while no call is in flight.
-    let (orphan_tx, mut orphans) = tokio::sync::mpsc::channel::<CallEvent>(16);
     let core_guarded = core.guard.is_some();
     let per_session = core.mode.per_session();
     let (relay, mut child_gone) = Relay::new(tx, owner, "bridge", core.request_timeout);
@@ -191,7 +183,6 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
         core,
         relay,
         state: Mutex::new(State::New),
-        orphan_tx: Mutex::new(Some(orphan_tx)),
         subscribed: Mutex::new(std::collections::HashSet::new()),
         log_level: Mutex::new(None),
         own: (core_guarded && per_session).then(|| Arc::new(OwnJudgement::default())),
@@ -201,20 +192,6 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
-            Some(event) = orphans.recv() => {
-                let Some(up) = session.upstream() else { continue };
-                match event {
-                    CallEvent::Request(request) => {
-                        session.relay.server_request(&up, request, None).await;
-                    }
-                    CallEvent::Notification(n) => {
-                        if let Some(n) = session.relay.upstream_cancelled(&up, n) {
-                            let _ = session.relay.tx.send(Message::Notification(n)).await;
-                        }
-                    }
-                }
-                continue;
-            }
             Some(why) = child_gone.recv() => {
                 // The spec's way for a server whose state is gone: end the
                 // session (later requests get 404; the client initializes a new
@@ -775,8 +752,9 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
             let Some(raw) = r.params.clone() else {
                 return Error::InvalidParams("initialize needs params".into()).answer(r.id.clone());
             };
-            let orphans = lock(&session.orphan_tx).take();
-            let up = core.start_session_child(raw, orphans);
+            let (orphan_tx, orphans) = relay::orphans();
+            let up = core.start_session_child(raw, Some(orphan_tx));
+            relay::adopt(Arc::downgrade(session), up.clone(), orphans);
             if let (Some(own), Some(guard)) = (&session.own, &core.guard) {
                 // Subscribed before the child can announce anything.
                 tokio::spawn(follow_own(

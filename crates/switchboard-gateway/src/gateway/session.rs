@@ -191,7 +191,9 @@ impl Session {
         let params = lock(&self.init_params)
             .clone()
             .unwrap_or_else(crate::bridge_init_params);
-        let up = m.core.start_session_child(params, None);
+        let (orphan_tx, orphans) = relay::orphans();
+        let up = m.core.start_session_child(params, Some(orphan_tx));
+        relay::adopt(Arc::downgrade(self), up.clone(), orphans);
         own.insert(m.name.clone(), up.clone());
         if m.core.mode == crate::ChildMode::PerSession {
             // Its end, once it held the session's state, ends the session: a
