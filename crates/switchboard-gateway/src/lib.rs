@@ -736,6 +736,36 @@ impl Core {
         }
     }
 
+    /// Its children: the shared one and the sessions' own.
+    fn children(&self) -> Vec<Upstream> {
+        std::iter::once(self.shared.clone())
+            .chain(lock(&self.live).iter().cloned())
+            .collect()
+    }
+
+    /// Ends its work once drained: its drift guard's counts logged (as
+    /// `name`'s), its held `input_required` calls cancelled, every child
+    /// ended in the spec's order.
+    async fn stop(&self, name: &str) {
+        if let Some(guard) = &self.guard {
+            // Its shared child's and every session's own children's.
+            guard.log_counts(name);
+        }
+        let held: Vec<Held> = lock(&self.held).drain().map(|(_, h)| h).collect();
+        for h in held {
+            h.cancel().await;
+        }
+        let live: Vec<Upstream> = lock(&self.live).take();
+        let stops: Vec<_> = live
+            .into_iter()
+            .map(|up| tokio::spawn(async move { up.shutdown(Duration::ZERO).await }))
+            .collect();
+        self.shared.shutdown(Duration::ZERO).await;
+        for s in stops {
+            let _ = s.await;
+        }
+    }
+
     /// Calls in flight on every child.
     fn in_flight(&self) -> usize {
         let mut n = self.shared.in_flight();
@@ -1072,63 +1102,90 @@ impl Bridge {
     /// connection closes; connections still open after [`CLOSE_GRACE`] are
     /// cut ([`HttpServer::shutdown`]).
     pub async fn shutdown(mut self) {
+        let front = Front {
+            name: "bridge",
+            server: self.server.take(),
+            accept: self.accept,
+            draining: self.core.draining.clone(),
+            answers: self.core.answers.clone(),
+            listens: self.core.listens.clone(),
+        };
+        let name = self.core.config.upstream.name().to_owned();
+        let drain = self.core.config.drain_timeout;
+        front
+            .stop(
+                drain,
+                &[(&name, &self.core)],
+                std::mem::take(&mut self.tasks),
+            )
+            .await;
+    }
+}
+
+/// What a front door (the bridge, the gateway) stops ([`Front::stop`]).
+pub(crate) struct Front {
+    /// `bridge` or `gateway`, for logs.
+    pub(crate) name: &'static str,
+    pub(crate) server: Option<HttpServer>,
+    /// Its accept loop.
+    pub(crate) accept: JoinHandle<()>,
+    /// Set here: `/readyz` answers 503 and `initialize` is refused from then on.
+    pub(crate) draining: Arc<AtomicBool>,
+    /// Downstream work that may still send an answer ([`Answering`]).
+    pub(crate) answers: gauge::Gauge,
+    /// Of those, the open 2026-07-28 listen streams.
+    pub(crate) listens: gauge::Gauge,
+}
+
+impl Front {
+    /// The one stop of bridge and gateway: waits up to `drain` for the
+    /// requests in flight on every child of `cores` (each named for its
+    /// drift guard's counts), ends `tasks`, the held `input_required` calls
+    /// and every child in the spec's order (close stdin, SIGTERM, SIGKILL),
+    /// then stops serving HTTP: every session ends, and every open SSE
+    /// response ends its body properly, as on DELETE, before its connection
+    /// closes; connections still open after [`CLOSE_GRACE`] are cut
+    /// ([`HttpServer::shutdown`]).
+    pub(crate) async fn stop(
+        mut self,
+        drain: Duration,
+        cores: &[(&str, &Arc<Core>)],
+        tasks: Vec<JoinHandle<()>>,
+    ) {
         // Orchestrators stop sending traffic once /readyz says so; a new
         // session that comes meanwhile gets 503, to be retried elsewhere.
         // The transport refuses first: a session already opening whose
-        // `initialize` then meets `draining` (and is refused here, module
-        // `downstream::session`) gets that 503 too, never an error inside a 200.
+        // `initialize` then meets `draining` (and is refused by its session)
+        // gets that 503 too, never an error inside a 200.
         if let Some(server) = &self.server {
             server.refuse_new_sessions();
         }
-        self.core.draining.store(true, Ordering::Relaxed);
-        let drain = self.core.config.drain_timeout;
+        self.draining.store(true, Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + drain;
-        let children: Vec<Upstream> = std::iter::once(self.core.shared.clone())
-            .chain(lock(&self.core.live).iter().cloned())
-            .collect();
+        let children: Vec<Upstream> = cores.iter().flat_map(|(_, c)| c.children()).collect();
         let _ = tokio::time::timeout_at(deadline, async {
             for up in &children {
                 up.drained(drain).await;
             }
         })
         .await;
-        let left = self.core.in_flight();
+        let left: usize = cores.iter().map(|(_, c)| c.in_flight()).sum();
         if left > 0 {
             warn!(left, "requests still in flight after the drain timeout");
         }
-        if let Some(guard) = &self.core.guard {
-            // Its shared child's and every session's own children's.
-            guard.log_counts(self.core.config.upstream.name());
-        }
-        for t in &self.tasks {
+        for t in tasks {
             t.abort();
         }
-        let held: Vec<Held> = lock(&self.core.held).drain().map(|(_, h)| h).collect();
-        for h in held {
-            h.cancel().await;
-        }
-        // End the children first, while HTTP still serves: a call still in flight
-        // gets a JSON-RPC error on its stream rather than a cut connection.
-        let live: Vec<Upstream> = lock(&self.core.live).take();
-        let mut stops = Vec::new();
-        for up in live {
-            stops.push(tokio::spawn(
-                async move { up.shutdown(Duration::ZERO).await },
-            ));
-        }
-        self.core.shared.shutdown(Duration::ZERO).await;
-        for s in stops {
-            let _ = s.await;
+        // End the children first, while HTTP still serves: a call still in
+        // flight gets a JSON-RPC error on its stream rather than a cut
+        // connection.
+        for (name, core) in cores {
+            core.stop(name).await;
         }
         // Let those errors (and the final results of listen streams on a
-        // 2026-07-28 child) reach the transport before the connections close:
-        // every answer but the open listens' is sent and flushed.
-        if !self
-            .core
-            .answers
-            .down_to(&self.core.listens, CLOSE_GRACE)
-            .await
-        {
+        // 2026-07-28 child) reach the transport before the connections
+        // close: every answer but the open listens' is sent and flushed.
+        if !self.answers.down_to(&self.listens, CLOSE_GRACE).await {
             warn!("answers still unsent after the close grace");
         }
         if let Some(server) = self.server.take() {
@@ -1141,9 +1198,9 @@ impl Bridge {
         }
         // Listen streams on a legacy child end when told the server is
         // stopping: let them send (and flush) their final result.
-        self.core.answers.drained(Duration::from_secs(1)).await;
+        self.answers.drained(Duration::from_secs(1)).await;
         self.accept.abort();
-        info!("bridge stopped");
+        info!("{} stopped", self.name);
     }
 }
 

@@ -12,13 +12,10 @@
 //!          is judged: module `catalog::changes`; a shared child's by the
 //!          bridge's follower, a session's own child's by its re-lister
 //!          `follow_own`, into the session's own verdicts)
-//!          ──> Upstream::call ──> pump task
+//!          ──> Upstream::call ──> pump task (module `relay`, the gateway's too)
 //!          (started in the task serving the POST when nothing is queued before
-//!          it and nothing has to wait: see `Direct`):
-//!          progress / logs      ──send_related(id)──> the call's SSE stream
-//!          server→client request ──as "sb-s<n>"──> client; its answer ──> child
+//!          it and nothing has to wait: see `Direct`);
 //!          response (tools/list filtered) ──> client, with the client's own id
-//! client ──notifications/cancelled──> the pump task cancels the upstream call
 //! client ──ping──> answered here;  notifications/initialized ──> swallowed
 //! child  ──list changes, resource updates──> every session (broadcast)
 //! ```

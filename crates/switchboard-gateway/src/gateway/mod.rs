@@ -931,44 +931,22 @@ impl Gateway {
     /// Drains (up to the drain timeout), ends every upstream in the spec's
     /// order, then stops serving HTTP.
     pub async fn shutdown(mut self) {
-        if let Some(server) = &self.server {
-            server.refuse_new_sessions();
-        }
-        self.shared.draining.store(true, Ordering::Relaxed);
-        let drain = self.config.drain_timeout;
+        let front = crate::Front {
+            name: "gateway",
+            server: self.server.take(),
+            accept: self.accept,
+            draining: self.shared.draining.clone(),
+            answers: self.shared.answers.clone(),
+            listens: self.shared.listens.clone(),
+        };
         let members = self.shared.layout().members.clone();
-        let deadline = tokio::time::Instant::now() + drain;
-        let _ = tokio::time::timeout_at(deadline, async {
-            for m in &members {
-                m.upstream().drained(drain).await;
-            }
-        })
-        .await;
+        let mut tasks = Vec::new();
         for m in &members {
-            m.retire(Duration::ZERO).await;
-            if let Some(guard) = &m.core.guard {
-                guard.log_counts(&m.name);
-            }
+            tasks.append(&mut m.tasks.lock().unwrap_or_else(|p| p.into_inner()));
         }
-        // Every answer but the open listens' is sent before the connections
-        // close; the listens then get their final result.
-        if !self
-            .shared
-            .answers
-            .down_to(&self.shared.listens, crate::CLOSE_GRACE)
-            .await
-        {
-            warn!("answers still unsent after the close grace");
-        }
-        if let Some(server) = self.server.take() {
-            let cut = server.shutdown(crate::CLOSE_GRACE).await;
-            if cut > 0 {
-                warn!(cut, "connections cut at the end of the close grace");
-            }
-        }
-        self.shared.answers.drained(Duration::from_secs(1)).await;
-        self.accept.abort();
-        info!("gateway stopped");
+        let cores: Vec<(&str, &Arc<Core>)> =
+            members.iter().map(|m| (m.name.as_str(), &m.core)).collect();
+        front.stop(self.config.drain_timeout, &cores, tasks).await;
     }
 }
 

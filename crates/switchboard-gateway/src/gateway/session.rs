@@ -9,6 +9,7 @@
 //! completion/complete      by its ref (prompt name or URI) ──> its upstream
 //! logging/setLevel         kept here; upstreams asked for every message
 //! a call's progress, logs, server→client requests ──> this session, and back
+//!                          (module `downstream::relay`, the bridge's too)
 //! upstream list changes, resource updates ──> this session when its route
 //!                          has that upstream (updates: when subscribed)
 //! ```
