@@ -744,6 +744,10 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         return Error::InvalidRequest("the session is already initialized".into())
             .answer(r.id.clone());
     }
+    // Known before a child of its own can ask anything of the client (a
+    // `roots/list` right after its `initialized`): what those requests are
+    // checked against (module `relay`).
+    session.relay.declare(params.capabilities.clone());
     let upstream = match core.mode.per_session() {
         true => {
             let Some(raw) = r.params.clone() else {
@@ -835,7 +839,6 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if negotiated == Some(ProtocolVersion::V2025_03_26) {
         session.relay.tx.set_batching(Batching::Allowed);
     }
-    session.relay.declare(params.capabilities.clone());
     *lock(&session.state) = State::Serving { upstream, meta };
     info!(client = %params.client_info.name, version = ?negotiated.map(|v| v.as_str()), "downstream session initialized");
     Message::Response(Response {
