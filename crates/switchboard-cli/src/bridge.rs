@@ -60,7 +60,8 @@ pub struct BridgeArgs {
     /// `per-session`: one child per client session (when it dies, its
     /// session ends: the client starts a new one); `shared`: one child for
     /// every client (restarted when it dies); `per-session-respawn`: one per
-    /// session, restarted under it when it dies (its state lost).
+    /// session, restarted under it when it dies (its state lost). With
+    /// `--upstream`, a session of the remote server stands for the child.
     #[arg(long, default_value = "per-session", value_parser = parse_child_mode)]
     pub child: ChildMode,
     /// End a session (and its child) after this long without requests: `90s`,
@@ -74,7 +75,9 @@ pub struct BridgeArgs {
     /// `1h`.
     #[arg(long, default_value = "1s", value_parser = parse_sse_retry)]
     pub sse_retry: Duration,
-    /// The most client sessions at once; more get 503.
+    /// The most client sessions at once; beyond it a new session evicts the
+    /// least recently used idle one (and its child), or gets 503 when none
+    /// is idle.
     #[arg(long, default_value_t = 1024)]
     pub max_sessions: usize,
     /// Only this tool may be listed and called (repeatable); default: every tool.
@@ -448,7 +451,8 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     // A sample call for the banner: one the example server has and the
     // allowlist (if any) lets through, so that the line pastes and works.
     let allows = |t: &str| args.allow_tools.is_empty() || args.allow_tools.iter().any(|a| a == t);
-    let sample_call = if !args.command.is_empty() {
+    let remote = args.upstream.as_ref().or(args.upstream_sse.as_ref());
+    let sample_call = if !args.command.is_empty() || remote.is_some() {
         None
     } else if allows("progress") {
         Some("progress --arg seconds=2")
@@ -457,10 +461,10 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     } else {
         None
     };
-    let command_text = if args.command.is_empty() {
-        "the built-in example server".to_owned()
-    } else {
-        args.command.join(" ")
+    let command_text = match remote {
+        Some(url) => url.clone(),
+        None if args.command.is_empty() => "the built-in example server".to_owned(),
+        None => args.command.join(" "),
     };
     let threads = args.threads;
     let listen = args.listen;
@@ -825,6 +829,9 @@ mod tests {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }
         assert!(check_args(&args(&["--path", "/sse", "--no-sse"])).is_ok());
+        let mode = |argv: &[&str]| config_from(args(argv)).expect("a config").mode;
+        assert_eq!(mode(&["--", "srv"]), ChildMode::PerSession, "the default");
+        assert_eq!(mode(&["--child", "shared", "--", "srv"]), ChildMode::Shared);
         let config =
             config_from(args(&["--held-call-timeout", "90s", "--", "srv"])).expect("a config");
         assert_eq!(config.held_call_timeout, Duration::from_secs(90));

@@ -79,7 +79,8 @@ const CALL_QUEUE: usize = 64;
 /// How many broadcast notifications wait for a slow owner before it misses some.
 const BROADCAST_QUEUE: usize = 256;
 /// Why calls fail when a child is stopped on purpose.
-const STOPPED: &str = "stopped by the bridge (its session ended, or the bridge is shutting down)";
+const STOPPED: &str =
+    "stopped on purpose (its session ended, a reload restarted it, or switchboard is shutting down)";
 /// How long a child has to answer the `server/discover` probe.
 const DISCOVER_PROBE: Duration = Duration::from_secs(5);
 /// A child that stayed up this long resets the restart backoff.
