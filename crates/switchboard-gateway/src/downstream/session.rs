@@ -557,7 +557,13 @@ fn forward(
 ) {
     let cancel = session.relay.begin(r.id.clone());
     let call = begun(session, &upstream, route, r, held);
-    tokio::spawn(pump(session.clone(), upstream, call, held, cancel));
+    tokio::spawn(judge_then_relay(
+        session.clone(),
+        upstream,
+        call,
+        held,
+        cancel,
+    ));
 }
 
 /// The session's direct way in ([`DirectSink`]): a request that [`on_request`]
@@ -661,7 +667,7 @@ fn begun(
 }
 
 /// Runs one call: held first when `held` says so ([`judged`]), then relayed.
-async fn pump(
+async fn judge_then_relay(
     session: Arc<Session>,
     upstream: Upstream,
     mut begun: Begun,

@@ -434,7 +434,7 @@ async fn route_and_forward(
     {
         return reply(&session, refuse(why)).await;
     }
-    pump(session, target.member, target.request, cancel).await;
+    ready_then_relay(session, target.member, target.request, cancel).await;
 }
 
 /// For an upstream with a guard and a child per session: this session's
@@ -703,7 +703,7 @@ async fn subscription(session: Arc<Session>, member: Arc<Member>, r: Request, su
 /// upstream ready (a down one fails at once, naming it), the `_meta` of a
 /// 2026-07-28 upstream added, then relayed until its answer or its
 /// cancellation (module `downstream::relay`).
-async fn pump(
+async fn ready_then_relay(
     session: Arc<Session>,
     m: Arc<Member>,
     mut r: Request,
