@@ -45,6 +45,12 @@ pub struct BridgeArgs {
     /// The address to listen on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// An admin listener of its own, off by default: `/metrics`
+    /// (Prometheus: the OpenTelemetry MCP conventions' histograms and
+    /// Switchboard's own series), `/healthz`, `/readyz`. IP:PORT, or a port
+    /// alone for 127.0.0.1 (9464 is the usual one).
+    #[arg(long, value_name = "ADDR", value_parser = parse_admin)]
+    pub admin: Option<SocketAddr>,
     /// The Streamable HTTP (and 2026-07-28) endpoint's path.
     #[arg(long, default_value = "/mcp")]
     pub path: String,
@@ -251,6 +257,17 @@ fn parse_child_mode(text: &str) -> Result<ChildMode, String> {
     text.parse()
 }
 
+/// `--admin` (and the gateway file's `admin`): `IP:PORT`, or a port alone
+/// for 127.0.0.1 (loopback unless told otherwise, as `--listen`).
+pub(crate) fn parse_admin(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.trim_start_matches(':').parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an IP:PORT address or a port (e.g. 9464)"))
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
@@ -400,6 +417,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     let mut http = HttpServerConfig::default();
     http.auth = args.auth.resource_config(&args.path)?;
     http.bind = args.listen;
+    http.admin = args.admin;
     http.path = args.path;
     http.sse_path = (!args.no_sse).then_some(args.sse_path);
     http.message_path = args.message_path;
@@ -555,6 +573,9 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         lines.push(format!(
             "  health: {base}/healthz   readiness: {base}/readyz"
         ));
+        if let Some(admin) = bridge.admin_addr() {
+            lines.push(format!("  admin: http://{admin}/metrics (and /healthz, /readyz)"));
+        }
         // The path of this very binary, so the line pastes as is (a newcomer who
         // ran `cargo run` has no `switchboard` on PATH).
         let me = std::env::current_exe()

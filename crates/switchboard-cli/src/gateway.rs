@@ -31,6 +31,11 @@ pub struct GatewayArgs {
     /// 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// An admin listener of its own, off by default: `/metrics`, `/healthz`,
+    /// `/readyz`. IP:PORT, or a port alone for 127.0.0.1 (9464 is the usual
+    /// one). Default: the file's `admin`.
+    #[arg(long, value_name = "ADDR", value_parser = crate::bridge::parse_admin)]
+    pub admin: Option<SocketAddr>,
     /// MCP authorization for every route without an `auth` key of its own in
     /// the file: the `--auth-*` flags (tool scopes by served name, e.g.
     /// `--auth-tool-scope calc__add=calc`). Not together with the file's
@@ -377,6 +382,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         .or(file.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
     config.http.bind = listen;
+    config.http.admin = args.admin.or(file.admin);
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         for p in problems {
             eprintln!("switchboard: {p}");
@@ -429,6 +435,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         let base = format!("http://{}", gateway.local_addr());
         lines.push(format!("  health: {base}/healthz   readiness: {base}/readyz"));
+        if let Some(admin) = gateway.admin_addr() {
+            lines.push(format!("  admin: http://{admin}/metrics (and /healthz, /readyz)"));
+        }
         println!("{}", lines.join("\n"));
         // A changed file is applied like SIGHUP (a ConfigMap update): its
         // bytes compared every FILE_POLL.

@@ -42,6 +42,7 @@ mod downstream;
 mod error;
 mod gateway;
 mod gauge;
+pub mod metrics;
 mod policy;
 mod raw;
 mod upstream;
@@ -458,7 +459,12 @@ impl Core {
         }
         match decision {
             policy::Decision::Allow | policy::Decision::Warn { .. } => Ok(()),
-            policy::Decision::Deny(deny) => Err(deny.into()),
+            policy::Decision::Deny(deny) => {
+                if let (Look::Use, Some(m)) = (look, metrics::get()) {
+                    m.refused(self.shared.label(), deny.refusal());
+                }
+                Err(deny.into())
+            }
         }
     }
 
@@ -901,6 +907,18 @@ pub(crate) fn bridge_init_params() -> Box<RawValue> {
 /// the prompts, judged, their changes marked judged (module
 /// `catalog::tools`). A gateway lists its upstreams itself (the lists it
 /// serves come from there), through [`Core::tools`] too: one list, not two.
+/// With an admin listener asked for ([`HttpServerConfig::admin`]): metrics
+/// on for the process ([`metrics::enable`]), rendered at its `/metrics`. The
+/// bridge's start and the gateway's, before any upstream starts.
+pub(crate) fn with_metrics(http: &mut HttpServerConfig) {
+    if http.admin.is_some() && http.metrics.is_none() {
+        let m = metrics::enable();
+        http.metrics = Some(switchboard_transport::http::admin::MetricsSource(Arc::new(
+            move |classic| m.render(classic),
+        )));
+    }
+}
+
 pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
@@ -908,6 +926,9 @@ pub(crate) fn start_core(
     first: Ask,
     follow: bool,
 ) -> (Arc<Core>, Vec<JoinHandle<()>>) {
+    if let Some(guard) = &config.drift_guard {
+        guard.guards(name.split('#').next().unwrap_or(&name));
+    }
     let shared = Upstream::start(
         upstream_config(&config, name, bridge_init_params(), first, Restart::Always),
         None,
@@ -983,6 +1004,7 @@ impl Bridge {
     /// started is not an error here: it is retried with backoff and reported by
     /// [`readiness`](Self::readiness) and in each request's error.
     pub async fn start(mut config: BridgeConfig) -> io::Result<Bridge> {
+        with_metrics(&mut config.http);
         // 2026-07-28 exchanges come to the same endpoint.
         if !config
             .http
@@ -1036,6 +1058,12 @@ impl Bridge {
                 while let Some(session) = acceptor.accept().await {
                     let core = accept_core.clone();
                     let (tx, rx) = session.transport.split();
+                    let tx = downstream::watch::Tx::new(
+                        tx,
+                        session.kind,
+                        session.protocol_version,
+                        &session.path,
+                    );
                     match session.kind {
                         SessionKind::Stateless => {
                             tokio::spawn(downstream::exchange::serve(
@@ -1066,6 +1094,11 @@ impl Bridge {
     /// The address bound.
     pub fn local_addr(&self) -> SocketAddr {
         self.server.as_ref().expect("serving").local_addr()
+    }
+
+    /// The admin listener's address ([`HttpServerConfig::admin`]).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().and_then(|s| s.admin_addr())
     }
 
     /// The Streamable HTTP endpoint, `http://<addr><path>`.

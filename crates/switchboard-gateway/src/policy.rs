@@ -72,6 +72,17 @@ impl std::fmt::Display for Deny {
     }
 }
 
+impl Deny {
+    /// Its reason, as the metrics count it.
+    pub(crate) fn refusal(&self) -> crate::metrics::Refusal {
+        match self {
+            Deny::NoName(_) => crate::metrics::Refusal::BadInput,
+            Deny::NotAllowed(_) => crate::metrics::Refusal::Allowlist,
+            Deny::Drifted(_) => crate::metrics::Refusal::Drift,
+        }
+    }
+}
+
 impl From<Deny> for Error {
     fn from(d: Deny) -> Error {
         Error::Refused(d.to_string())

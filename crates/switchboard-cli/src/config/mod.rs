@@ -42,6 +42,8 @@ const RESERVED_PATHS: &[&str] = &["/healthz", "/readyz"];
 pub struct GatewayConfig {
     /// The address to listen on, when the file sets one.
     pub listen: Option<SocketAddr>,
+    /// The admin listener's address, when the file sets one.
+    pub admin: Option<SocketAddr>,
     /// The upstreams, by name in ascending order.
     pub upstreams: Vec<UpstreamConfig>,
     /// The routes, by path in ascending order; the default route included.
@@ -325,6 +327,7 @@ fn shape(value: &Value) -> Shape {
 #[serde(deny_unknown_fields)]
 struct File {
     listen: Option<String>,
+    admin: Option<String>,
     #[serde(default)]
     upstreams: BTreeMap<String, FileUpstream>,
     #[serde(default)]
@@ -443,6 +446,16 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
             None
         }
     });
+    let admin = file
+        .admin
+        .as_deref()
+        .and_then(|s| match crate::bridge::parse_admin(s) {
+            Ok(addr) => Some(addr),
+            Err(why) => {
+                problems.push("/admin", why);
+                None
+            }
+        });
     if file.upstreams.is_empty() {
         problems.push("", "no upstreams: at least one is needed");
     }
@@ -521,6 +534,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
     routes.sort_by(|a, b| a.path.cmp(&b.path));
     (problems.list.len() == before).then_some(GatewayConfig {
         listen,
+        admin,
         upstreams,
         routes,
         auth,

@@ -169,6 +169,8 @@ pub struct DriftGuard {
     found: AtomicU64,
     refused: AtomicU64,
     served: AtomicU64,
+    /// The upstream it guards, for metrics ([`DriftGuard::guards`]).
+    upstream: std::sync::OnceLock<Box<str>>,
 }
 
 /// What a drift guard counted since it started (the gateway's `/readyz`
@@ -201,6 +203,7 @@ impl DriftGuard {
             found: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             served: AtomicU64::new(0),
+            upstream: std::sync::OnceLock::new(),
         }
     }
 
@@ -228,9 +231,21 @@ impl DriftGuard {
         info!(upstream, found, refused, served, lock = %self.source, "drift guard: drifts found, uses refused (block mode), uses served (warn mode)");
     }
 
-    /// Counts `n` drifts found.
-    fn found(&self, n: usize) {
+    /// Names the upstream it guards (its drift events' label); the first
+    /// name stays.
+    pub(crate) fn guards(&self, upstream: &str) {
+        let _ = self.upstream.set(upstream.into());
+    }
+
+    /// Counts `n` drifts found of `kind` (`changed`, `not_in_lock`, `gone`).
+    fn found(&self, kind: &'static str, n: usize) {
         self.found.fetch_add(n as u64, Ordering::Relaxed);
+        if let Some(m) = crate::metrics::get() {
+            let upstream = self.upstream.get().map_or("", |u| u);
+            for _ in 0..n {
+                m.drift(upstream, kind);
+            }
+        }
     }
 
     /// Counts one use refused (block mode) or served (warn mode) that is
@@ -276,18 +291,18 @@ impl DriftGuard {
                     Some(a) if listed.is(&a.sha256) => {}
                     Some(_) if *listed == Listed::Gone => gone.push(name.as_str()),
                     Some(a) => {
-                        self.found(1);
+                        self.found("changed", 1);
                         warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = ?self.mode, "drift: a definition is not the approved one")
                     }
                     None if *listed == Listed::Gone => {}
                     None => {
-                        self.found(1);
+                        self.found("not_in_lock", 1);
                         warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock")
                     }
                 }
             }
             if !gone.is_empty() {
-                self.found(gone.len());
+                self.found("gone", gone.len());
                 gone.sort_unstable();
                 warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
             }
@@ -373,7 +388,7 @@ impl DriftGuard {
             };
         let Some(approved) = approved else {
             if news {
-                self.found(1);
+                self.found("not_in_lock", 1);
                 warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
             }
             return self.mode == GuardMode::Warn;
@@ -382,7 +397,7 @@ impl DriftGuard {
             return true;
         }
         if news {
-            self.found(1);
+            self.found("changed", 1);
             warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %now.hash(), mode = ?self.mode, "drift: a definition is not the approved one");
         }
         self.mode == GuardMode::Warn
@@ -433,7 +448,7 @@ impl DriftGuard {
         match scope {
             _ if newly == 0 => {}
             Scope::Shared => {
-                self.found(newly);
+                self.found("gone", newly);
                 warn!(kind = kind.noun(), ?gone, lock = %self.source, "drift: approved entries the upstream no longer lists");
             }
             // A session's own server may offer some entries only to clients

@@ -64,11 +64,12 @@ use switchboard_protocol::jsonrpc::{
 use switchboard_protocol::lifecycle::RequestContext;
 use switchboard_protocol::types::{meta, CacheScope, DiscoverResult};
 use switchboard_transport::http::mcp_headers;
-use switchboard_transport::{CloseReason, Inbound, Receiver, Sender};
+use switchboard_transport::{CloseReason, Inbound, Receiver};
 use tracing::{debug, warn};
 
 use crate::catalog::pin::Kind;
 use crate::classify::{Notice, Route};
+use crate::downstream::watch::Tx;
 use crate::error::Error;
 use crate::raw::RawObject;
 use crate::upstream::{Call, CallEvent, Step, Upstream};
@@ -117,7 +118,7 @@ fn discover_capabilities(
 }
 
 /// Serves one exchange: its one inbound message, then the answer.
-pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers: HeaderMap) {
+pub(crate) async fn serve(core: Arc<Core>, tx: Tx, mut rx: Receiver, headers: HeaderMap) {
     let _answering = core.answering(&tx, None);
     let first = match rx.recv().await {
         Some(Inbound::Message(m)) => m,
@@ -128,6 +129,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers
         // 202 by the transport; nothing goes upstream.
         return;
     };
+    tx.arrived(&r, crate::classify::Route::of(&r.method));
     if let Some(answer) = handle(&core, &tx, &mut rx, r, &headers).await {
         let _ = tx.send(answer).await;
     }
@@ -136,7 +138,7 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver, headers
 /// `None` when the answer was already sent (or the client is gone).
 pub(crate) async fn handle(
     core: &Arc<Core>,
-    tx: &Sender,
+    tx: &Tx,
     rx: &mut Receiver,
     r: Request,
     headers: &HeaderMap,
@@ -405,7 +407,7 @@ fn new_handle() -> String {
 /// then goes on running it.
 async fn resume(
     core: &Arc<Core>,
-    tx: &Sender,
+    tx: &Tx,
     rx: &mut Receiver,
     id: Id,
     mut held: Held,
@@ -463,7 +465,7 @@ fn drop_cancelled(held: &mut Held) {
 /// input from the client.
 async fn run(
     core: &Arc<Core>,
-    tx: &Sender,
+    tx: &Tx,
     rx: &mut Receiver,
     id: Id,
     mut held: Held,
@@ -733,7 +735,7 @@ pub(crate) fn complete_result(raw: Box<RawValue>, cache_hints: bool) -> Box<RawV
 
 /// `subscriptions/listen` (2026-07-28): acknowledged, then the child's
 /// notifications of the requested kinds, tagged with the subscription id.
-async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Sender, rx: &mut Receiver, r: Request) {
+async fn listen(core: &Arc<Core>, upstream: &Upstream, tx: &Tx, rx: &mut Receiver, r: Request) {
     let info = match upstream.ready(core.init_timeout).await {
         Ok(i) => i,
         Err(why) => {

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use super::watch::Tx;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_protocol::jsonrpc::{code, ErrorObject, ErrorResponse, Id, Message, Notification};
@@ -32,7 +33,6 @@ use switchboard_protocol::types::{
     CancelledNotificationParams, ClientCapabilities, NOTIFICATION_CANCELLED,
 };
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::Sender;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::debug;
 
@@ -70,7 +70,7 @@ pub(crate) trait Downstream: Send + Sync + 'static {
 /// requests of its upstreams sent to its client.
 pub(crate) struct Relay {
     /// The session's sender.
-    pub(crate) tx: Sender,
+    pub(crate) tx: Tx,
     /// Its owner id on every upstream.
     pub(crate) owner: u64,
     /// Who it is in error texts and cancellation reasons: `bridge`, `gateway`.
@@ -129,7 +129,7 @@ impl Relay {
     /// A relay for a session on `tx`, and where it hears that a child of
     /// its own is gone ([`Relay::watch_child`]).
     pub(crate) fn new(
-        tx: Sender,
+        tx: Tx,
         owner: u64,
         front: &'static str,
         request_timeout: Duration,
@@ -625,6 +625,9 @@ pub(crate) async fn pump<S: Downstream>(
             }
             Step::Done(message) => {
                 lock(&relay.calls).remove(&down_id);
+                if let Some(took) = call.took() {
+                    relay.tx.upstream_took(&down_id, took);
+                }
                 let out = match message {
                     Message::Response(resp) => {
                         let result = session.finish(&upstream, list, resp.result);

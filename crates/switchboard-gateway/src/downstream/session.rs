@@ -44,13 +44,14 @@ use switchboard_protocol::types::meta::{
 use switchboard_protocol::types::{InitializeRequestParams, LoggingLevel};
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::{DirectSink, Inbound, Receiver, Sender};
+use switchboard_transport::{DirectSink, Inbound, Receiver};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info, warn};
 
 use super::relay::{self, with_meta, Begun, Downstream, Relay};
 use crate::catalog::tools::{follow_own, OwnJudgement};
 use crate::classify::{ListKind, Notice, Route};
+use crate::downstream::watch::Tx;
 use crate::error::Error;
 use crate::upstream::{empty_object, TryCall, Upstream};
 use crate::{ChildMode, Core, Judging};
@@ -171,7 +172,7 @@ impl Session {
 }
 
 /// Serves one legacy session until it ends.
-pub(crate) async fn serve(core: Arc<Core>, tx: Sender, mut rx: Receiver) {
+pub(crate) async fn serve(core: Arc<Core>, tx: Tx, mut rx: Receiver) {
     let owner = core.next_owner();
     let core_guarded = core.guard.is_some();
     let per_session = core.mode.per_session();
@@ -394,6 +395,7 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
 
 async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
     let route = Route::of(&r.method);
+    session.relay.tx.arrived(&r, route);
     let mut held = None;
     match route {
         Route::Initialize => {
@@ -580,6 +582,7 @@ impl DirectSink for Direct {
             return Err(message);
         };
         let route = Route::of(&r.method);
+        session.relay.tx.arrived(&r, route);
         let plain = match route {
             Route::Initialize | Route::Ping => false,
             Route::Subscribe(_) | Route::SetLevel => session.core.mode != ChildMode::Shared,
@@ -844,6 +847,9 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
         });
     if negotiated == Some(ProtocolVersion::V2025_03_26) {
         session.relay.tx.set_batching(Batching::Allowed);
+    }
+    if let Some(v) = negotiated {
+        session.relay.tx.set_version(v);
     }
     *lock(&session.state) = State::Serving { upstream, meta };
     info!(client = %params.client_info.name, version = ?negotiated.map(|v| v.as_str()), "downstream session initialized");

@@ -20,11 +20,12 @@ use switchboard_protocol::types::{meta, CacheScope, DiscoverResult, Implementati
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
 use switchboard_transport::http::mcp_headers;
-use switchboard_transport::{Inbound, Receiver, Sender};
+use switchboard_transport::{Inbound, Receiver};
 
 use super::{Layout, Member, RouteView, Shared};
 use crate::catalog::pin::Kind;
 use crate::classify::Route;
+use crate::downstream::watch::Tx;
 use crate::error::Error;
 use crate::raw::RawObject;
 
@@ -175,9 +176,36 @@ pub(crate) async fn resolve_listed(
             .and_then(|p| RawObject::parse(p.get()).ok())
             .and_then(|p| serde_json::from_str::<String>(p.get("name")?.get()).ok());
         let tool = used == Kind::Tool;
-        if let Some((guard, _)) = served.and_then(|s| withheld(layout, route, &s, tool)) {
+        let withheld = served
+            .as_deref()
+            .and_then(|s| withheld(layout, route, s, tool));
+        if let Some((guard, _)) = &withheld {
             guard.count_use();
         }
+        if let Some(m) = crate::metrics::get() {
+            use crate::metrics::Refusal;
+            let why = match (&withheld, served.as_deref()) {
+                (Some(_), _) => Refusal::Drift,
+                // Served by the route's upstreams, outside its allowlist.
+                (None, Some(s))
+                    if tool
+                        && !route.allow.permits(s)
+                        && layout
+                            .merged()
+                            .tool(s)
+                            .is_some_and(|e| route.members[e.member]) =>
+                {
+                    Refusal::Allowlist
+                }
+                _ => Refusal::UnknownTool,
+            };
+            m.refused("", why);
+        }
+    }
+    if let (Err(Error::InvalidParams(_)), Route::Use(_), Some(m)) =
+        (&resolved, kind, crate::metrics::get())
+    {
+        m.refused("", crate::metrics::Refusal::BadInput);
     }
     resolved
 }
@@ -278,7 +306,7 @@ fn withheld<'a>(
 pub(crate) async fn serve(
     gw: Arc<Shared>,
     path: String,
-    tx: Sender,
+    tx: Tx,
     mut rx: Receiver,
     headers: HeaderMap,
 ) {
@@ -286,6 +314,7 @@ pub(crate) async fn serve(
     let Some(Inbound::Message(Message::Request(r))) = rx.recv().await else {
         return;
     };
+    tx.arrived(&r, crate::classify::Route::of(&r.method));
     let layout = gw.layout();
     let Some(route) = layout.route(&path).cloned() else {
         let gone = Error::InvalidRequest("this route was removed by a configuration reload".into());
@@ -301,7 +330,7 @@ async fn handle(
     gw: &Arc<Shared>,
     layout: &Layout,
     route: &RouteView,
-    tx: &Sender,
+    tx: &Tx,
     rx: &mut Receiver,
     r: Request,
     headers: &HeaderMap,

@@ -528,6 +528,12 @@ impl Layout {
             .map(|(m, s)| (m.prefix.as_deref(), s.as_deref()))
             .collect();
         let merged = catalog::merge(&inputs);
+        if let Some(m) = crate::metrics::get() {
+            // Served names are label values too (their upstreams' own
+            // names are known from their lists).
+            let served = merged.tools.iter().chain(&merged.prompts);
+            m.listed(served.filter_map(|e| e.value["name"].as_str()));
+        }
         {
             let mut reported = reported.lock().unwrap_or_else(|p| p.into_inner());
             for name in &merged.clashes {
@@ -683,7 +689,8 @@ impl Gateway {
     /// Errors: no route, a route naming an unknown upstream, binding failed.
     /// An upstream that cannot be reached is not an error: it is retried with
     /// backoff and its entries are missing meanwhile.
-    pub async fn start(config: GatewayConfig) -> io::Result<Gateway> {
+    pub async fn start(mut config: GatewayConfig) -> io::Result<Gateway> {
+        crate::with_metrics(&mut config.http);
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         let Some(first) = config.routes.first() else {
             return Err(invalid("a gateway needs at least one route".into()));
@@ -758,6 +765,7 @@ impl Gateway {
                 while let Some(session) = acceptor.accept().await {
                     let shared = accept_shared.clone();
                     let (tx, rx) = session.transport.split();
+                    let tx = crate::downstream::watch::Tx::new(tx, session.kind, session.protocol_version, &session.path);
                     match session.kind {
                         SessionKind::Stateless => {
                             tokio::spawn(exchange::serve(shared, session.path, tx, rx, session.headers));
@@ -785,6 +793,11 @@ impl Gateway {
     /// The address bound.
     pub fn local_addr(&self) -> SocketAddr {
         self.server.as_ref().expect("serving").local_addr()
+    }
+
+    /// The admin listener's address ([`HttpServerConfig::admin`]).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().and_then(|s| s.admin_addr())
     }
 
     /// The URL of the route at `path` (`http://<addr><path>`).

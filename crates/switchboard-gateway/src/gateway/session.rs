@@ -29,13 +29,14 @@ use switchboard_protocol::types::{
 };
 use switchboard_protocol::version::{Era, Supported};
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::{Inbound, Receiver, Sender};
+use switchboard_transport::{Inbound, Receiver};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info, warn};
 
 use super::{GatewayNotice, Layout, Member, RouteView, Shared};
 use crate::classify::{Notice, Route};
 use crate::downstream::relay::{self, Begun, Downstream, Relay};
+use crate::downstream::watch::Tx;
 use crate::error::Error;
 use crate::upstream::TryCall;
 
@@ -100,7 +101,7 @@ struct Session {
 }
 
 /// Serves one session until it ends.
-pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Sender, mut rx: Receiver) {
+pub(crate) async fn serve(gw: Arc<Shared>, path: String, tx: Tx, mut rx: Receiver) {
     let mut notices = gw.notices.subscribe();
     let owner = gw.next_owner();
     let (relay, mut gone) = Relay::new(tx, owner, "gateway", gw.request_timeout);
@@ -325,6 +326,7 @@ fn ok(id: Id, result: Value) -> Message {
 
 async fn on_request(session: &Arc<Session>, r: Request) {
     let route = Route::of(&r.method);
+    session.relay.tx.arrived(&r, route);
     match route {
         Route::Initialize => {
             let answer = initialize(session, &r).await;
@@ -596,6 +598,7 @@ async fn initialize(session: &Arc<Session>, r: &Request) -> Message {
     if version == ProtocolVersion::V2025_03_26 {
         session.relay.tx.set_batching(Batching::Allowed);
     }
+    session.relay.tx.set_version(version);
     *lock(&session.init_params) = r.params.clone();
     lock(&session.state).phase = Phase::Serving {
         version,

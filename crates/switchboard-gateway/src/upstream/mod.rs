@@ -204,6 +204,8 @@ pub(crate) struct Call {
     finished: bool,
     /// The call's slot among [`UpstreamConfig::max_in_flight`], freed on drop.
     _slot: OwnedSemaphorePermit,
+    /// With metrics on: when it was sent.
+    started: Option<Instant>,
 }
 
 impl std::fmt::Debug for Call {
@@ -215,6 +217,11 @@ impl std::fmt::Debug for Call {
 }
 
 impl Call {
+    /// With metrics on, how long since it was sent.
+    pub(crate) fn took(&self) -> Option<Duration> {
+        self.started.map(|at| at.elapsed())
+    }
+
     /// Waits up to `wait` for the call's answer, passing over its events
     /// (progress, logs, requests): `Ok(Ok(answer))` (a response or error
     /// response, still with the upstream id), `Ok(Err(why))` when the call
@@ -342,6 +349,15 @@ struct Slot {
     /// for the gateway's own calls ([`BRIDGE_OWNER`]): not requests in
     /// flight.
     _in_flight: Option<Counted>,
+    /// With metrics on: when and what was asked (`mcp.client.operation.duration`).
+    timing: Option<Box<Timing>>,
+}
+
+/// A call's start and labels, for its metrics.
+struct Timing {
+    at: Instant,
+    method: &'static str,
+    tool: Option<crate::metrics::Name>,
 }
 
 /// The child's sender (while it runs) and the routing table.
@@ -427,6 +443,30 @@ struct Inner {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Inner {
+    /// Its name as a metric label: the upstream's, without the `#…` that
+    /// tells its children apart (one series per upstream, not per session).
+    fn label(&self) -> &str {
+        self.name.split('#').next().unwrap_or(&self.name)
+    }
+
+    /// Whether it is an upstream's shared connection (not a session's own
+    /// child): the one whose state is the upstream's.
+    fn is_shared(&self) -> bool {
+        self.name
+            .split_once('#')
+            .is_none_or(|(_, which)| which == "shared")
+    }
+
+    /// `network.transport`: `pipe` for a child's stdio, `tcp` for HTTP.
+    fn network_transport(&self) -> &'static str {
+        match self.config.connector {
+            Connector::Stdio(_) => "pipe",
+            _ => "tcp",
+        }
+    }
 }
 
 /// A supervised upstream child, shared by cloning.
@@ -564,6 +604,11 @@ impl Upstream {
         }
     }
 
+    /// Its name as a metric label (the upstream's, not a session child's).
+    pub(crate) fn label(&self) -> &str {
+        self.inner.label()
+    }
+
     /// Notifications not tied to any call (list changes, resource updates, logs
     /// while idle). A receiver that falls more than 256 behind misses the oldest.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notification> {
@@ -680,12 +725,26 @@ impl Upstream {
         // stays open until its client leaves; the gateway's own calls (its
         // lists of the upstream) answer nobody downstream, and one the
         // upstream never answers must not hold a shutdown for the drain time.
-        let listen = Route::of(&request.method) == Route::Listen;
+        let route = Route::of(&request.method);
+        let listen = route == Route::Listen;
         let counted = !listen && owner != BRIDGE_OWNER;
+        let timing = crate::metrics::get().map(|m| {
+            let tool = (route == Route::Use(crate::pin::Kind::Tool))
+                .then(|| crate::policy::params_name(request.params.as_deref()))
+                .flatten()
+                .map(|n| m.name_label(&n));
+            Box::new(Timing {
+                at: Instant::now(),
+                method: crate::classify::method_label(&request.method),
+                tool,
+            })
+        });
+        let started = timing.as_ref().map(|t| t.at);
         let slot_of_call = Slot {
             done: done_tx,
             events: events_tx,
             _in_flight: counted.then(|| self.inner.in_flight.enter()),
+            timing,
         };
         table.router.insert(id, owner, token, slot_of_call);
         drop(table);
@@ -697,6 +756,7 @@ impl Upstream {
             stash: std::collections::VecDeque::new(),
             finished: false,
             _slot: slot,
+            started,
         };
         Ok((call, sender, Message::Request(request)))
     }
@@ -842,7 +902,7 @@ impl Upstream {
         }
         // A child that is not restarted may have ended its supervision already,
         // leaving `Down`.
-        self.inner.status.send_replace(Status::Stopped);
+        set_status(&self.inner, Status::Stopped);
     }
 }
 
@@ -880,6 +940,21 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
+/// Sets the upstream's status, and with metrics on, its state series (a
+/// shared connection's: a session's own child is not the upstream's state).
+fn set_status(inner: &Inner, status: Status) {
+    if let Some(m) = crate::metrics::get().filter(|_| inner.is_shared()) {
+        let state = match &status {
+            Status::Starting => "starting",
+            Status::Ready(_) => "ready",
+            Status::Down(_) => "down",
+            Status::Stopped => "stopped",
+        };
+        m.upstream_state(inner.label(), state);
+    }
+    inner.status.send_replace(status);
+}
+
 async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
     let mut backoff = inner.config.backoff_initial;
     let mut first = true;
@@ -890,8 +965,15 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         if !first {
             inner.restarts.fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(m) = crate::metrics::get() {
+            let event = match first {
+                true => crate::metrics::ChildEvent::Started,
+                false => crate::metrics::ChildEvent::Restarted,
+            };
+            m.child(inner.label(), event);
+        }
         first = false;
-        inner.status.send_replace(Status::Starting);
+        set_status(&inner, Status::Starting);
         let started = Instant::now();
         let connect = inner.config.connector.connect(&inner.config.transport);
         let connected = tokio::select! {
@@ -908,12 +990,15 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             break;
         }
+        if let Some(m) = crate::metrics::get().filter(|_| why != STOPPED) {
+            m.child(inner.label(), crate::metrics::ChildEvent::Crashed);
+        }
         if inner.config.restart == Restart::Never {
             // A per-session child: its server state (initialize, subscriptions,
             // log level) is gone with it; a new one would serve a session it
             // knows nothing of. Down for good: its owner ends the session.
             warn!(reason = %why, "the upstream server is down; not restarted (its session ends)");
-            inner.status.send_replace(Status::Down(why));
+            set_status(&inner, Status::Down(why));
             return;
         }
         // A child that ran long enough starts the backoff over; the delay
@@ -922,7 +1007,7 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
             backoff = inner.config.backoff_initial;
         }
         warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
-        inner.status.send_replace(Status::Down(why));
+        set_status(&inner, Status::Down(why));
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = stopped(&mut stop) => break,
@@ -930,7 +1015,7 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         backoff = (backoff * 2).min(inner.config.backoff_max);
     }
     fail_all(&inner, STOPPED);
-    inner.status.send_replace(Status::Stopped);
+    set_status(&inner, Status::Stopped);
 }
 
 /// Runs one child from spawn to exit; returns why it ended.
@@ -978,13 +1063,17 @@ async fn run_child(
             }
             lock(&inner.table).sender = Some(sender.clone());
             inner.was_ready.store(true, Ordering::Relaxed);
-            inner.status.send_replace(Status::Ready(Arc::new(info)));
+            set_status(inner, Status::Ready(Arc::new(info)));
             receiver.set_direct(Arc::new(Responses(inner.clone())));
+            let ready_at = Instant::now();
             let why = tokio::select! {
                 why = route(inner, &mut receiver, &link) => why,
                 () = stopped(stop) => STOPPED.to_owned(),
             };
             receiver.clear_direct();
+            if let Some(m) = crate::metrics::get() {
+                m.client_session(inner.label(), inner.network_transport(), ready_at.elapsed());
+            }
             why
         }
     };
@@ -994,11 +1083,14 @@ async fn run_child(
     fail_all(inner, &why);
     // Not ready before the sender goes, so that nobody sees the child ready with
     // no way to reach it (a call waiting for it would retry at once).
-    inner.status.send_replace(if why == STOPPED {
-        Status::Stopped
-    } else {
-        Status::Down(why.clone())
-    });
+    set_status(
+        inner,
+        if why == STOPPED {
+            Status::Stopped
+        } else {
+            Status::Down(why.clone())
+        },
+    );
     lock(&inner.table).sender = None;
     Connection {
         sender,
@@ -1186,10 +1278,60 @@ fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
     // with it.
     let entry = upstream_id(id).and_then(|n| lock(&inner.table).router.complete(n));
     match entry {
-        Some(entry) => {
+        Some(mut entry) => {
+            if let Some(timing) = entry.payload.timing.take() {
+                measure(inner, *timing, &outcome);
+            }
             let _ = entry.payload.done.send(outcome);
         }
         None => debug!(%id, "a response for no call in flight (cancelled or unknown)"),
+    }
+}
+
+/// A call's metrics: its duration, and for a list its size and names.
+fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
+    let Some(m) = crate::metrics::get() else {
+        return;
+    };
+    let upstream = inner.label();
+    let op = crate::metrics::Operation {
+        method: timing.method,
+        tool: timing.tool,
+        prompt: None,
+        outcome: match outcome {
+            Ok(message) => crate::metrics::Outcome::of(message),
+            Err(_) => {
+                crate::metrics::Outcome::Code(switchboard_protocol::jsonrpc::code::INTERNAL_ERROR)
+            }
+        },
+        version: None,
+        transport: inner.network_transport(),
+        upstream: Some(crate::metrics::Name::new(upstream)),
+    };
+    m.client_operation(&op, timing.at.elapsed());
+    let (Ok(Message::Response(r)), Some(list)) = (outcome, Route::of(timing.method).list_key())
+    else {
+        return;
+    };
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        #[serde(borrow, default)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    let Ok(mut page) =
+        serde_json::from_str::<std::collections::HashMap<&str, &RawValue>>(r.result.get())
+    else {
+        return;
+    };
+    let Some(entries) = page
+        .remove(list)
+        .and_then(|e| serde_json::from_str::<Vec<Entry<'_>>>(e.get()).ok())
+    else {
+        return;
+    };
+    m.list_size(upstream, list, r.result.get().len(), entries.len());
+    if matches!(list, "tools" | "prompts") {
+        m.listed(entries.iter().filter_map(|e| e.name.as_deref()));
     }
 }
 

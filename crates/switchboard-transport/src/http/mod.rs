@@ -45,6 +45,7 @@
 //! routing of what its [`Sender`](crate::Sender) sends, and the idle reaper),
 //! `body.rs` (the response body fed by a channel).
 
+pub mod admin;
 pub mod auth;
 mod body;
 pub mod client;

@@ -284,6 +284,13 @@ pub struct HttpServerConfig {
     /// `application/json`, 200 when it says ready and 503 when not, instead
     /// of the probe's one line. Default `None`.
     pub health_report: Option<HealthReport>,
+    /// An admin listener of its own ([`super::admin`]): `/metrics`
+    /// ([`metrics`](Self::metrics)) and the probes above (`/healthz` 200
+    /// only without [`health`](Self::health)), off the public port. It
+    /// serves nothing else, and lives as long as this server. Default `None`.
+    pub admin: Option<SocketAddr>,
+    /// What the admin listener's `/metrics` renders; `None`: 404 there.
+    pub metrics: Option<super::admin::MetricsSource>,
     /// MCP authorization ([`super::resource`]): when set, the server is an
     /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
@@ -357,6 +364,8 @@ impl Default for HttpServerConfig {
             transport: TransportConfig::default(),
             health: None,
             health_report: None,
+            admin: None,
+            metrics: None,
             auth: None,
             route_auth: std::collections::BTreeMap::new(),
         }
@@ -391,11 +400,26 @@ fn health_answer(shared: &Shared, req: &Request<Incoming>) -> Option<Response<Bo
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return None;
     }
+    probe_answer(
+        req.uri().path(),
+        probe,
+        shared.config.health_report.as_ref(),
+    )
+}
+
+/// The answer of `/healthz` (200 `ok`) or `/readyz` (200, or 503 with why:
+/// `report`'s JSON when given, else `probe`'s line); `None` for another
+/// path. The main listener's and the admin listener's.
+pub(crate) fn probe_answer(
+    path: &str,
+    probe: &HealthProbe,
+    report: Option<&HealthReport>,
+) -> Option<Response<Body>> {
     let mut content_type = "text/plain; charset=utf-8";
-    let (status, text) = match req.uri().path() {
+    let (status, text) = match path {
         "/healthz" => (StatusCode::OK, "ok\n".to_owned()),
-        "/readyz" if shared.config.health_report.is_some() => {
-            let report = shared.config.health_report.as_ref().expect("checked");
+        "/readyz" if report.is_some() => {
+            let report = report.expect("checked");
             let (ready, body) = (report.0)();
             content_type = "application/json";
             let status = if ready {
@@ -794,6 +818,8 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// current response ends.
 pub struct HttpServer {
     local_addr: SocketAddr,
+    /// [`HttpServerConfig::admin`], bound.
+    admin: Option<super::admin::AdminServer>,
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     cut: watch::Sender<bool>,
@@ -830,6 +856,21 @@ impl HttpServer {
         let mounts = mounts(&config, &metadata_paths)?;
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
+        let admin = match config.admin {
+            Some(bind) => Some(
+                super::admin::AdminServer::bind(super::admin::AdminConfig {
+                    bind,
+                    health: config
+                        .health
+                        .clone()
+                        .unwrap_or_else(|| HealthProbe(Arc::new(|| Ok(())))),
+                    report: config.health_report.clone(),
+                    metrics: config.metrics.clone(),
+                })
+                .await?,
+            ),
+            None => None,
+        };
         let mut hosts = config.allowed_hosts.clone();
         if config.default_hosts {
             hosts.extend(guard::default_hosts(local_addr));
@@ -879,6 +920,7 @@ impl HttpServer {
         Ok((
             HttpServer {
                 local_addr,
+                admin,
                 shared,
                 shutdown,
                 cut,
@@ -891,6 +933,11 @@ impl HttpServer {
     /// port was 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The admin listener's address ([`HttpServerConfig::admin`]), bound.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|a| a.local_addr())
     }
 
     /// The endpoint's URL, `http://<local_addr><path>`

@@ -1,0 +1,629 @@
+//! The process's metrics: the OpenTelemetry MCP semantic conventions'
+//! histograms (`mcp.{server,client}.{operation,session}.duration`, seconds,
+//! their buckets and attribute names) and Switchboard's own series, in one
+//! `prometheus-client` registry rendered for the admin listener's `/metrics`
+//! (OpenMetrics, or the classic text format 0.0.4).
+//!
+//! Off unless [`enable`]d: every hook asks [`get`] first (one atomic load).
+//! A label value a caller can choose is bounded here: a method outside MCP's
+//! set, or a tool or prompt no upstream listed, becomes `_OTHER`; tokens and
+//! argument values are never labels.
+//!
+//! This module must not know sessions, upstreams or HTTP: its callers say what
+//! happened, in the spec's terms.
+
+use std::collections::HashSet;
+use std::fmt::{self, Write as _};
+
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::{
+    EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
+};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// The conventions' buckets for the four MCP durations, in seconds.
+pub const MCP_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The buckets of the gateway's own time per call, 50 µs to 250 ms.
+pub const OVERHEAD_BUCKETS: [f64; 13] = [
+    0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25,
+];
+
+/// At most this many tool and prompt names are label values; later ones are
+/// `_OTHER` (an upstream that lists a million tools makes no million series).
+pub const MAX_NAMES: usize = 4096;
+
+/// The label value of whatever is not named.
+pub const OTHER: &str = "_OTHER";
+
+static METRICS: OnceLock<Metrics> = OnceLock::new();
+
+/// Turns metrics on for this process (idempotent) and returns them.
+pub fn enable() -> &'static Metrics {
+    METRICS.get_or_init(Metrics::new)
+}
+
+/// The process's metrics, when [`enable`]d.
+#[inline]
+pub fn get() -> Option<&'static Metrics> {
+    METRICS.get()
+}
+
+/// A shared label value (a tool, prompt or upstream name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    /// A name of `s`.
+    pub fn new(s: &str) -> Name {
+        Name(Arc::from(s))
+    }
+
+    fn other() -> Name {
+        static O: OnceLock<Name> = OnceLock::new();
+        O.get_or_init(|| Name::new(OTHER)).clone()
+    }
+
+    /// The name's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl EncodeLabelValue for Name {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> fmt::Result {
+        encoder.write_str(&self.0)
+    }
+}
+
+/// How an operation ended, as `error.type`: none, the JSON-RPC error code,
+/// or `tool_error` for a `tools/call` result with `isError: true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// A result.
+    Ok,
+    /// An error response with this code.
+    Code(i64),
+    /// A result that says `isError: true`.
+    ToolError,
+}
+
+impl Outcome {
+    /// The outcome of a result or error `message` (a response of any kind).
+    pub fn of(message: &switchboard_protocol::jsonrpc::Message) -> Outcome {
+        use switchboard_protocol::jsonrpc::Message;
+        match message {
+            Message::Error(e) => Outcome::Code(e.error.code),
+            Message::Response(r) => Outcome::of_result(r.result.get()),
+            _ => Outcome::Ok,
+        }
+    }
+
+    /// The outcome of a result's JSON text: `tool_error` when it says
+    /// `isError: true` (read without the rest of the result).
+    pub fn of_result(json: &str) -> Outcome {
+        #[derive(serde::Deserialize)]
+        struct Flag {
+            #[serde(rename = "isError", default)]
+            is_error: bool,
+        }
+        // Cheap first: most results never mention it.
+        if !json.contains("\"isError\"") {
+            return Outcome::Ok;
+        }
+        match serde_json::from_str::<Flag>(json) {
+            Ok(Flag { is_error: true }) => Outcome::ToolError,
+            _ => Outcome::Ok,
+        }
+    }
+}
+
+/// One MCP operation's labels (a downstream request, or an upstream call).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Operation {
+    /// `mcp.method.name`: one of MCP's, or `_OTHER`.
+    pub method: &'static str,
+    /// `gen_ai.tool.name` of a `tools/call`.
+    pub tool: Option<Name>,
+    /// `gen_ai.prompt.name` of a `prompts/get`.
+    pub prompt: Option<Name>,
+    /// `error.type`.
+    pub outcome: Outcome,
+    /// `mcp.protocol.version`, when known.
+    pub version: Option<&'static str>,
+    /// `network.transport`: `tcp` (HTTP) or `pipe` (stdio).
+    pub transport: &'static str,
+    /// Ours: the upstream of a client operation.
+    pub upstream: Option<Name>,
+}
+
+fn label(e: &mut LabelSetEncoder, key: &'static str, value: &str) -> fmt::Result {
+    EncodeLabel::encode(&(key, value), e.encode_label())
+}
+
+impl EncodeLabelSet for Operation {
+    fn encode(&self, e: &mut LabelSetEncoder) -> fmt::Result {
+        label(e, "mcp_method_name", self.method)?;
+        if let Some(t) = &self.tool {
+            label(e, "gen_ai_tool_name", t.as_str())?;
+        }
+        if let Some(p) = &self.prompt {
+            label(e, "gen_ai_prompt_name", p.as_str())?;
+        }
+        match self.outcome {
+            Outcome::Ok => {}
+            Outcome::Code(c) => label(e, "error_type", itoa::Buffer::new().format(c))?,
+            Outcome::ToolError => label(e, "error_type", "tool_error")?,
+        }
+        if let Some(v) = self.version {
+            label(e, "mcp_protocol_version", v)?;
+        }
+        label(e, "network_transport", self.transport)?;
+        if let Some(u) = &self.upstream {
+            label(e, "upstream", u.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+/// Labels given as `(key, value)` pairs of our own series.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pairs<const N: usize>(pub [(&'static str, Name); N]);
+
+impl<const N: usize> EncodeLabelSet for Pairs<N> {
+    fn encode(&self, e: &mut LabelSetEncoder) -> fmt::Result {
+        for (k, v) in &self.0 {
+            label(e, k, v.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn mcp_histogram() -> Histogram {
+    Histogram::new(MCP_BUCKETS)
+}
+
+fn overhead_histogram() -> Histogram {
+    Histogram::new(OVERHEAD_BUCKETS)
+}
+
+/// Why a request was refused before any upstream saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Outside the route's tool allowlist.
+    Allowlist,
+    /// Its definition drifted from the lock (block mode).
+    Drift,
+    /// The caller's token lacks the tool's scopes.
+    Scope,
+    /// No upstream serves that name.
+    UnknownTool,
+    /// Malformed (no `params.name`, ...).
+    BadInput,
+}
+
+impl Refusal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Allowlist => "allowlist",
+            Refusal::Drift => "drift",
+            Refusal::Scope => "scope",
+            Refusal::UnknownTool => "unknown_tool",
+            Refusal::BadInput => "bad_input",
+        }
+    }
+}
+
+/// What happened to an upstream's child process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildEvent {
+    /// Spawned for the first time.
+    Started,
+    /// Spawned again after one before it ended.
+    Restarted,
+    /// Ended without being asked to.
+    Crashed,
+}
+
+/// The process's metrics ([`enable`]).
+pub struct Metrics {
+    registry: Registry,
+    server_operation: Histograms<Operation>,
+    client_operation: Histograms<Operation>,
+    server_session: Histograms<Pairs<2>>,
+    client_session: Histograms<Pairs<2>>,
+    overhead: Histograms<Pairs<1>>,
+    refused: Family<Pairs<2>, Counter>,
+    drift: Family<Pairs<2>, Counter>,
+    auth_failures: Family<Pairs<1>, Counter>,
+    sessions_open: Family<Pairs<1>, Gauge>,
+    sessions_evicted: Counter,
+    children: Family<Pairs<2>, Counter>,
+    upstream_up: Family<Pairs<2>, Gauge>,
+    relists: Family<Pairs<2>, Counter>,
+    list_bytes: Family<Pairs<2>, Gauge>,
+    list_entries: Family<Pairs<2>, Gauge>,
+    bytes: Family<Pairs<1>, Counter>,
+    /// Tool and prompt names some upstream or route listed (label values).
+    names: RwLock<HashSet<Name>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every series of ours (those with labels appear once
+    /// observed).
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let h = || Histograms::new_with_constructor(mcp_histogram as fn() -> Histogram);
+        let m = Metrics {
+            server_operation: h(),
+            client_operation: h(),
+            server_session: Histograms::new_with_constructor(mcp_histogram),
+            client_session: Histograms::new_with_constructor(mcp_histogram),
+            overhead: Histograms::new_with_constructor(overhead_histogram),
+            refused: Family::default(),
+            drift: Family::default(),
+            auth_failures: Family::default(),
+            sessions_open: Family::default(),
+            sessions_evicted: Counter::default(),
+            children: Family::default(),
+            upstream_up: Family::default(),
+            relists: Family::default(),
+            list_bytes: Family::default(),
+            list_entries: Family::default(),
+            bytes: Family::default(),
+            names: RwLock::new(HashSet::new()),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        let s = Unit::Seconds;
+        r.register_with_unit(
+            "mcp_server_operation_duration",
+            "Duration of each MCP request a client made of this server (OpenTelemetry mcp.server.operation.duration)",
+            s.clone(),
+            m.server_operation.clone(),
+        );
+        r.register_with_unit(
+            "mcp_client_operation_duration",
+            "Duration of each MCP request this process made of an upstream (OpenTelemetry mcp.client.operation.duration)",
+            s.clone(),
+            m.client_operation.clone(),
+        );
+        r.register_with_unit(
+            "mcp_server_session_duration",
+            "Duration of each downstream MCP session (OpenTelemetry mcp.server.session.duration)",
+            s.clone(),
+            m.server_session.clone(),
+        );
+        r.register_with_unit(
+            "mcp_client_session_duration",
+            "Duration of each upstream MCP session (OpenTelemetry mcp.client.session.duration)",
+            s.clone(),
+            m.client_session.clone(),
+        );
+        r.register_with_unit(
+            "switchboard_call_overhead",
+            "Time a forwarded call spent in this process: its downstream duration less its upstream one",
+            s,
+            m.overhead.clone(),
+        );
+        r.register(
+            "switchboard_requests_refused",
+            "Requests refused before any upstream saw them, by upstream and reason (allowlist, drift, scope, unknown_tool, bad_input)",
+            m.refused.clone(),
+        );
+        r.register(
+            "switchboard_drift_events",
+            "Definitions found changed against the approved lock, by upstream and kind",
+            m.drift.clone(),
+        );
+        r.register(
+            "switchboard_auth_failures",
+            "Requests refused by authorization, by reason",
+            m.auth_failures.clone(),
+        );
+        r.register(
+            "switchboard_sessions_open",
+            "Downstream sessions open, by transport",
+            m.sessions_open.clone(),
+        );
+        r.register(
+            "switchboard_sessions_evicted",
+            "Idle downstream sessions ended to make room for new ones",
+            m.sessions_evicted.clone(),
+        );
+        r.register(
+            "switchboard_children",
+            "Upstream child processes started, restarted and crashed, by upstream",
+            m.children.clone(),
+        );
+        r.register(
+            "switchboard_upstream_state",
+            "Each upstream's state (1 for its current one: starting, ready, down, stopped)",
+            m.upstream_up.clone(),
+        );
+        r.register(
+            "switchboard_upstream_relists",
+            "Lists fetched again from an upstream after it announced a change, by list",
+            m.relists.clone(),
+        );
+        r.register_with_unit(
+            "switchboard_upstream_list_size",
+            "Size of an upstream's last list result, by list (the token footprint a model is handed)",
+            Unit::Bytes,
+            m.list_bytes.clone(),
+        );
+        r.register(
+            "switchboard_upstream_list_entries",
+            "Entries in an upstream's last list result, by list",
+            m.list_entries.clone(),
+        );
+        r.register_with_unit(
+            "switchboard_transport",
+            "MCP message bytes received from and sent to downstream clients",
+            Unit::Bytes,
+            m.bytes.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The metrics as text: OpenMetrics (`classic: false`) or the classic
+    /// Prometheus format 0.0.4, with its content type.
+    pub fn render(&self, classic: bool) -> (String, &'static str) {
+        let mut out = String::with_capacity(16 * 1024);
+        if classic {
+            let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
+            (
+                out,
+                prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            )
+        } else {
+            let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+            (
+                out,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )
+        }
+    }
+
+    /// A tool or prompt name as a label value: itself when some upstream or
+    /// route listed it, else `_OTHER`.
+    pub fn name_label(&self, name: &str) -> Name {
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        names.get(name).cloned().unwrap_or_else(Name::other)
+    }
+
+    /// Names a list showed (a tool or prompt list of an upstream, or a
+    /// route's served names): label values from now on, up to [`MAX_NAMES`].
+    pub fn listed<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        let mut known = self.names.write().unwrap_or_else(|p| p.into_inner());
+        for n in names {
+            if known.len() >= MAX_NAMES {
+                break;
+            }
+            if !known.contains(n) {
+                known.insert(Name::new(n));
+            }
+        }
+    }
+
+    /// One downstream request answered.
+    pub fn server_operation(&self, op: &Operation, took: Duration) {
+        self.server_operation
+            .get_or_create(op)
+            .observe(took.as_secs_f64());
+    }
+
+    /// One upstream request answered (or failed).
+    pub fn client_operation(&self, op: &Operation, took: Duration) {
+        self.client_operation
+            .get_or_create(op)
+            .observe(took.as_secs_f64());
+    }
+
+    /// A downstream session opened (`kind`: `streamable_http`, `sse`).
+    pub fn session_opened(&self, kind: &'static str) {
+        self.sessions_open
+            .get_or_create(&Pairs([("transport", Name::new(kind))]))
+            .inc();
+    }
+
+    /// A downstream session of `kind` ended after `took`, on `version`.
+    pub fn session_closed(
+        &self,
+        kind: &'static str,
+        version: Option<&'static str>,
+        took: Duration,
+    ) {
+        self.sessions_open
+            .get_or_create(&Pairs([("transport", Name::new(kind))]))
+            .dec();
+        let labels = Pairs([
+            ("mcp_protocol_version", Name::new(version.unwrap_or(""))),
+            ("network_transport", Name::new("tcp")),
+        ]);
+        self.server_session
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// An upstream session ended after `took`.
+    pub fn client_session(&self, upstream: &str, transport: &'static str, took: Duration) {
+        let labels = Pairs([
+            ("upstream", Name::new(upstream)),
+            ("network_transport", Name::new(transport)),
+        ]);
+        self.client_session
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// A forwarded call's time in this process.
+    pub fn overhead(&self, route: &str, took: Duration) {
+        self.overhead
+            .get_or_create(&Pairs([("route", Name::new(route))]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// A request refused by policy, meant for `upstream` (`""` when no
+    /// upstream serves what it names).
+    pub fn refused(&self, upstream: &str, why: Refusal) {
+        let labels = Pairs([
+            ("upstream", Name::new(upstream)),
+            ("reason", Name::new(why.as_str())),
+        ]);
+        self.refused.get_or_create(&labels).inc();
+    }
+
+    /// A definition found drifted (`kind`: `tool`, `prompt`, ...).
+    pub fn drift(&self, upstream: &str, kind: &str) {
+        let labels = Pairs([("upstream", Name::new(upstream)), ("kind", Name::new(kind))]);
+        self.drift.get_or_create(&labels).inc();
+    }
+
+    /// A request refused by authorization (`reason`: `missing_token`,
+    /// `invalid_token`, `insufficient_scope`, ...).
+    pub fn auth_failure(&self, reason: &str) {
+        self.auth_failures
+            .get_or_create(&Pairs([("reason", Name::new(reason))]))
+            .inc();
+    }
+
+    /// An idle session ended to make room.
+    pub fn evicted(&self) {
+        self.sessions_evicted.inc();
+    }
+
+    /// An upstream's child started, restarted or crashed.
+    pub fn child(&self, upstream: &str, event: ChildEvent) {
+        let event = match event {
+            ChildEvent::Started => "started",
+            ChildEvent::Restarted => "restarted",
+            ChildEvent::Crashed => "crashed",
+        };
+        let labels = Pairs([
+            ("upstream", Name::new(upstream)),
+            ("event", Name::new(event)),
+        ]);
+        self.children.get_or_create(&labels).inc();
+    }
+
+    /// An upstream's state now: its series for `state` is 1, the others 0.
+    pub fn upstream_state(&self, upstream: &str, state: &'static str) {
+        let up = Name::new(upstream);
+        for s in ["starting", "ready", "down", "stopped"] {
+            let labels = Pairs([("upstream", up.clone()), ("state", Name::new(s))]);
+            self.upstream_up
+                .get_or_create(&labels)
+                .set(i64::from(s == state));
+        }
+    }
+
+    /// An upstream's list fetched again after a change it announced.
+    pub fn relisted(&self, upstream: &str, list: &str) {
+        let labels = Pairs([("upstream", Name::new(upstream)), ("list", Name::new(list))]);
+        self.relists.get_or_create(&labels).inc();
+    }
+
+    /// An upstream's list result: its size in bytes and entries.
+    pub fn list_size(&self, upstream: &str, list: &str, bytes: usize, entries: usize) {
+        let labels = Pairs([("upstream", Name::new(upstream)), ("list", Name::new(list))]);
+        self.list_bytes
+            .get_or_create(&labels)
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.list_entries
+            .get_or_create(&labels)
+            .set(i64::try_from(entries).unwrap_or(i64::MAX));
+    }
+
+    /// Bytes of MCP messages received (`in`) or sent (`out`) downstream.
+    pub fn bytes(&self, direction: &'static str, n: usize) {
+        self.bytes
+            .get_or_create(&Pairs([("direction", Name::new(direction))]))
+            .inc_by(n as u64);
+    }
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_a_label_only_once_listed_and_within_the_bound() {
+        let m = Metrics::new();
+        assert_eq!(m.name_label("echo").as_str(), OTHER);
+        m.listed(["echo"]);
+        assert_eq!(m.name_label("echo").as_str(), "echo");
+        let many: Vec<String> = (0..MAX_NAMES + 10).map(|i| format!("t{i}")).collect();
+        m.listed(many.iter().map(String::as_str));
+        assert_eq!(m.names.read().unwrap().len(), MAX_NAMES);
+        assert_eq!(m.name_label(&format!("t{}", MAX_NAMES + 5)).as_str(), OTHER);
+    }
+
+    #[test]
+    fn error_type_is_the_code_or_tool_error() {
+        assert_eq!(Outcome::of_result(r#"{"content":[]}"#), Outcome::Ok);
+        assert_eq!(
+            Outcome::of_result(r#"{"content":[],"isError":false}"#),
+            Outcome::Ok
+        );
+        assert_eq!(
+            Outcome::of_result(r#"{"isError":true,"content":[]}"#),
+            Outcome::ToolError
+        );
+        // Only the result's own member counts.
+        let nested = r#"{"content":[{"type":"text","text":"\"isError\":true"}]}"#;
+        assert_eq!(Outcome::of_result(nested), Outcome::Ok);
+    }
+
+    #[test]
+    fn both_formats_carry_the_conventions_names_and_buckets() {
+        let m = Metrics::new();
+        let op = Operation {
+            method: "tools/call",
+            tool: Some(Name::new("echo")),
+            prompt: None,
+            outcome: Outcome::Code(-32602),
+            version: Some("2025-06-18"),
+            transport: "tcp",
+            upstream: None,
+        };
+        m.server_operation(&op, Duration::from_millis(30));
+        let (open, kind) = m.render(false);
+        assert!(kind.starts_with("application/openmetrics-text"));
+        assert!(open.ends_with("# EOF\n"));
+        let (classic, kind) = m.render(true);
+        assert!(kind.starts_with("text/plain; version=0.0.4"));
+        let line = r#"mcp_server_operation_duration_seconds_bucket{mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type="-32602",mcp_protocol_version="2025-06-18",network_transport="tcp",le="0.05"} 1"#;
+        assert!(classic.contains(line), "{classic}");
+        assert!(classic.contains(r#"le="0.02"} 0"#));
+        assert!(!classic.contains("# EOF"));
+    }
+}

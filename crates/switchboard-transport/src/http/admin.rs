@@ -1,0 +1,162 @@
+//! The admin listener: `/metrics` and the probes (`/healthz`, `/readyz`) on
+//! an address of their own, kept off the public port. It serves nothing
+//! else (404), takes no body, holds no secrets and knows no MCP: what it
+//! shows comes from its caller's closures.
+//!
+//! `/metrics` answers the OpenMetrics text (`application/openmetrics-text`)
+//! when the scraper's `Accept` names it, as Prometheus does, and the classic
+//! text format 0.0.4 otherwise.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::body::Body;
+use super::server::{HealthProbe, HealthReport};
+
+/// What `/metrics` renders: `classic` asks for the text format 0.0.4
+/// instead of OpenMetrics; returns the body and its content type.
+#[derive(Clone)]
+pub struct MetricsSource(pub Arc<dyn Fn(bool) -> (String, &'static str) + Send + Sync>);
+
+impl fmt::Debug for MetricsSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MetricsSource")
+    }
+}
+
+/// What the admin listener serves.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    /// Where it listens.
+    pub bind: SocketAddr,
+    /// `/readyz` (one line), and `/healthz` while it serves.
+    pub health: HealthProbe,
+    /// `/readyz` as JSON, when set.
+    pub report: Option<HealthReport>,
+    /// `/metrics`; `None`: 404 there.
+    pub metrics: Option<MetricsSource>,
+}
+
+/// A running admin listener; stops when dropped or [`shutdown`](Self::shutdown).
+#[derive(Debug)]
+pub struct AdminServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+}
+
+impl AdminServer {
+    /// Binds `config.bind` and serves until stopped.
+    ///
+    /// Errors: the address cannot be bound.
+    pub async fn bind(config: AdminConfig) -> std::io::Result<AdminServer> {
+        let listener = TcpListener::bind(config.bind).await?;
+        let addr = listener.local_addr()?;
+        let (stop, mut stopped) = watch::channel(false);
+        let config = Arc::new(config);
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            debug!(error = %e, "admin listener: accept failed");
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    },
+                    _ = stopped.changed() => break,
+                };
+                let config = config.clone();
+                let mut conn_stopped = stopped.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let config = config.clone();
+                        async move { Ok::<_, Infallible>(answer(&config, &req)) }
+                    });
+                    let conn =
+                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = conn_stopped.changed() => {}
+                    }
+                });
+            }
+        });
+        Ok(AdminServer { addr, stop })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops listening; open connections end.
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for AdminServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Whether an `Accept` header asks for OpenMetrics.
+fn wants_openmetrics(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"))
+}
+
+fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET only\n".into(),
+            "text/plain",
+        );
+    }
+    match req.uri().path() {
+        "/metrics" => match &config.metrics {
+            Some(source) => {
+                let (body, content_type) = (source.0)(!wants_openmetrics(req));
+                text(StatusCode::OK, body, content_type)
+            }
+            None => text(
+                StatusCode::NOT_FOUND,
+                "metrics are off\n".into(),
+                "text/plain",
+            ),
+        },
+        path => match super::server::probe_answer(path, &config.health, config.report.as_ref()) {
+            Some(response) => response,
+            None => text(StatusCode::NOT_FOUND, "not found\n".into(), "text/plain"),
+        },
+    }
+}
+
+fn text(status: StatusCode, body: String, content_type: &'static str) -> Response<Body> {
+    let mut response = Response::new(Body::full(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
