@@ -358,7 +358,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         .collect();
     // Every key the schema allows is read (the types deny unknown fields, so a
     // key the schema allows but the types lack would fail this load).
-    let mut all = String::from("[upstreams.a]\n");
+    let mut all = String::from("admin = \"9464\"\n[upstreams.a]\n");
     all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
     all.push_str("[auth]\nissuer = \"https://as\"\nresource = \"https://gw/mcp\"\njwks = \"https://as/jwks\"\nscopes = [\"s\"]\ntool_scopes = { t = [\"u\"] }\n");
@@ -366,12 +366,13 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     all.push_str("[routes.r]\npath = \"/r\"\nupstreams = [\"a\"]\ntools = [\"p__x\"]\nauth = { resource = \"https://gw/r\" }\n");
     let c = ok(&all, Format::Toml);
     assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(120));
+    assert_eq!(c.admin, Some("127.0.0.1:9464".parse().unwrap()));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     let names =
         |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
     assert_eq!(
         keys(&schema["properties"]),
-        names(&["listen", "upstreams", "routes", "auth"])
+        names(&["listen", "admin", "upstreams", "routes", "auth"])
     );
     assert_eq!(
         keys(&schema["$defs"]["route"]["properties"]),
