@@ -24,7 +24,6 @@ use switchboard_transport::http::client::{
 use switchboard_transport::http::server::HttpServerConfig;
 use switchboard_transport::http::sse_client::SseClientConfig;
 use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
-use tracing_subscriber::prelude::*;
 
 use crate::client::render::one_line;
 use crate::signals::{Inherited, Signals, Stop};
@@ -51,6 +50,10 @@ pub struct BridgeArgs {
     /// alone for 127.0.0.1 (9464 is the usual one).
     #[arg(long, value_name = "ADDR", value_parser = parse_admin)]
     pub admin: Option<SocketAddr>,
+    /// How log lines are written on stderr: text, or one JSON object a line
+    /// (for log collectors; a traced call's lines carry its `trace_id`).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: crate::telemetry::LogFormat,
     /// The Streamable HTTP (and 2026-07-28) endpoint's path.
     #[arg(long, default_value = "/mcp")]
     pub path: String,
@@ -301,23 +304,8 @@ fn parse_sse_retry(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-pub(crate) fn init_tracing() {
-    init_tracing_at(tracing::Level::INFO);
-}
-
-fn init_tracing_at(level: tracing::Level) {
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
-        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(level));
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(crate::log_writer::LogStderr)
-                .with_target(false),
-        )
-        .with(filter)
-        .try_init();
+pub(crate) fn init_tracing(format: crate::telemetry::LogFormat) {
+    crate::telemetry::init_logs(tracing::Level::INFO, format);
 }
 
 /// Flag values that cannot work, refused before anything starts.
@@ -464,7 +452,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
 /// (`ChildConfig::find_program`), a listener that cannot bind. Both signals are watched even when inherited as ignored (`cmd &` in a
 /// script), from before the bridge starts until it exits.
 pub fn run_bridge(args: BridgeArgs) -> ExitCode {
-    init_tracing();
+    init_tracing(args.log_format);
     let sse = (!args.no_sse).then(|| args.sse_path.clone());
     // A sample call for the banner: one the example server has and the
     // allowlist (if any) lets through, so that the line pastes and works.
@@ -554,6 +542,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
                 None
             }
         };
+        crate::telemetry::start_traces();
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
@@ -599,16 +588,18 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         eprintln!(
             "switchboard bridge: stopping (draining requests in flight; a second signal stops at once)"
         );
-        tokio::select! {
+        let code = tokio::select! {
             () = bridge.shutdown() => ExitCode::SUCCESS,
             // Asked twice: no more drain, nor graces for the children. Leaving
             // the runtime kills each child's process group (SIGKILL), as
             // `ChildProcess` promises when its runtime ends first.
             stop = signals.next() => {
                 eprintln!("switchboard bridge: second signal: stopped at once, children killed");
-                ExitCode::from(stop.exit_code())
+                return ExitCode::from(stop.exit_code());
             }
-        }
+        };
+        crate::telemetry::stop_traces().await;
+        code
     })
 }
 
@@ -684,7 +675,7 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 /// first; exit 128 + its number: 130 for SIGINT, 143 for SIGTERM, 129 for
 /// SIGHUP). Stdout carries only JSON-RPC; diagnostics go to stderr.
 pub fn run_connect(args: ConnectArgs) -> ExitCode {
-    init_tracing_at(tracing::Level::WARN);
+    crate::telemetry::init_logs(tracing::Level::WARN, crate::telemetry::LogFormat::Text);
     let mut config = ConnectConfig::new(args.url);
     for h in &args.headers {
         match parse_header(h) {

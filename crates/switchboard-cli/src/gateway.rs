@@ -36,6 +36,11 @@ pub struct GatewayArgs {
     /// one). Default: the file's `admin`.
     #[arg(long, value_name = "ADDR", value_parser = crate::bridge::parse_admin)]
     pub admin: Option<SocketAddr>,
+    /// How log lines are written on stderr: text, or one JSON object a line
+    /// (a traced call's lines carry its `trace_id`). Default: the file's
+    /// `log_format`, else text.
+    #[arg(long, value_enum)]
+    pub log_format: Option<crate::telemetry::LogFormat>,
     /// MCP authorization for every route without an `auth` key of its own in
     /// the file: the `--auth-*` flags (tool scopes by served name, e.g.
     /// `--auth-tool-scope calc__add=calc`). Not together with the file's
@@ -345,7 +350,7 @@ async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, 
 /// second signal stops at once). Exit 2 when the file is invalid or the
 /// listener cannot bind.
 pub fn run_gateway(args: GatewayArgs) -> ExitCode {
-    crate::bridge::init_tracing();
+    crate::bridge::init_tracing(args.log_format.unwrap_or(crate::telemetry::LogFormat::Text));
     let file = match config::load(&args.config) {
         Ok(c) => c,
         Err(problems) => {
@@ -383,6 +388,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
     config.http.bind = listen;
     config.http.admin = args.admin.or(file.admin);
+    if let (None, Some(format)) = (args.log_format, file.log_format) {
+        crate::telemetry::set_log_format(format);
+    }
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         for p in problems {
             eprintln!("switchboard: {p}");
@@ -418,6 +426,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             }
         };
         let paths: Vec<String> = config.routes.iter().map(|r| r.path.clone()).collect();
+        crate::telemetry::start_traces();
         let mut gateway = match Gateway::start(config).await {
             Ok(g) => g,
             Err(e) => {
@@ -462,12 +471,14 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             }
         }
         eprintln!("switchboard gateway: stopping (draining requests in flight; a second signal stops at once)");
-        tokio::select! {
+        let code = tokio::select! {
             () = gateway.shutdown() => ExitCode::SUCCESS,
             stop = signals.next() => {
                 eprintln!("switchboard gateway: second signal: stopped at once");
-                ExitCode::from(stop.exit_code())
+                return ExitCode::from(stop.exit_code());
             }
-        }
+        };
+        crate::telemetry::stop_traces().await;
+        code
     })
 }

@@ -76,6 +76,7 @@ mod files;
 mod gateway;
 mod log_writer;
 mod signals;
+mod telemetry;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -45,6 +45,7 @@ mod gauge;
 pub mod metrics;
 mod policy;
 mod raw;
+pub mod trace;
 mod upstream;
 
 use std::collections::HashMap;
@@ -1060,9 +1061,13 @@ impl Bridge {
                     let (tx, rx) = session.transport.split();
                     let tx = downstream::watch::Tx::new(
                         tx,
-                        session.kind,
-                        session.protocol_version,
-                        &session.path,
+                        crate::downstream::watch::Http {
+                            kind: session.kind,
+                            protocol_version: session.protocol_version,
+                            session_id: &session.session_id,
+                            path: &session.path,
+                            headers: &session.headers,
+                        },
                     );
                     match session.kind {
                         SessionKind::Stateless => {

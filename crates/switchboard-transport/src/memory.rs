@@ -56,14 +56,14 @@ pub fn pair(config: &TransportConfig) -> (Transport, Transport) {
             peer: "memory server".to_owned(),
         },
         config,
-        info_span!("memory", name = "client"),
+        info_span!("memory", side = "client"),
     );
     let server = connect(
         b_read,
         b_write,
         Role::Server,
         config,
-        info_span!("memory", name = "server"),
+        info_span!("memory", side = "server"),
     );
     (client, server)
 }

@@ -678,7 +678,7 @@ pub fn connect(
     handler: Arc<dyn Handler>,
 ) -> (Peer, Driver) {
     let (sender, receiver) = transport.split();
-    let span = tracing::info_span!("session", name = %config.name);
+    let span = tracing::info_span!("session", peer = %config.name);
     let core = Arc::new(Core {
         table: Mutex::new(PendingTable::new(config.max_pending)),
         incoming: Mutex::new(HashMap::default()),

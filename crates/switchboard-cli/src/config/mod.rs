@@ -44,6 +44,8 @@ pub struct GatewayConfig {
     pub listen: Option<SocketAddr>,
     /// The admin listener's address, when the file sets one.
     pub admin: Option<SocketAddr>,
+    /// How log lines are written, when the file says.
+    pub log_format: Option<crate::telemetry::LogFormat>,
     /// The upstreams, by name in ascending order.
     pub upstreams: Vec<UpstreamConfig>,
     /// The routes, by path in ascending order; the default route included.
@@ -328,6 +330,7 @@ fn shape(value: &Value) -> Shape {
 struct File {
     listen: Option<String>,
     admin: Option<String>,
+    log_format: Option<String>,
     #[serde(default)]
     upstreams: BTreeMap<String, FileUpstream>,
     #[serde(default)]
@@ -456,6 +459,15 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
                 None
             }
         });
+    let log_format = match file.log_format.as_deref() {
+        None => None,
+        Some("text") => Some(crate::telemetry::LogFormat::Text),
+        Some("json") => Some(crate::telemetry::LogFormat::Json),
+        Some(other) => {
+            problems.push("/log_format", format!("{other:?} is not text or json"));
+            None
+        }
+    };
     if file.upstreams.is_empty() {
         problems.push("", "no upstreams: at least one is needed");
     }
@@ -535,6 +547,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
     (problems.list.len() == before).then_some(GatewayConfig {
         listen,
         admin,
+        log_format,
         upstreams,
         routes,
         auth,

@@ -358,7 +358,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         .collect();
     // Every key the schema allows is read (the types deny unknown fields, so a
     // key the schema allows but the types lack would fail this load).
-    let mut all = String::from("admin = \"9464\"\n[upstreams.a]\n");
+    let mut all = String::from("admin = \"9464\"\nlog_format = \"json\"\n[upstreams.a]\n");
     all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
     all.push_str("[auth]\nissuer = \"https://as\"\nresource = \"https://gw/mcp\"\njwks = \"https://as/jwks\"\nscopes = [\"s\"]\ntool_scopes = { t = [\"u\"] }\n");
@@ -372,7 +372,14 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
     assert_eq!(
         keys(&schema["properties"]),
-        names(&["listen", "admin", "upstreams", "routes", "auth"])
+        names(&[
+            "listen",
+            "admin",
+            "log_format",
+            "upstreams",
+            "routes",
+            "auth"
+        ])
     );
     assert_eq!(
         keys(&schema["$defs"]["route"]["properties"]),

@@ -92,6 +92,17 @@ impl GatewayProc {
     /// [`start`](Self::start) with `extra_args` after `--listen` (e.g. the
     /// `--auth-*` flags).
     pub async fn start_with_args(dir: &Path, config: &str, extra_args: &[&str]) -> GatewayProc {
+        GatewayProc::start_with_env(dir, config, extra_args, &[]).await
+    }
+
+    /// [`start_with_args`](Self::start_with_args) with `env` set for it
+    /// (after `RUST_LOG`, which it may override).
+    pub async fn start_with_env(
+        dir: &Path,
+        config: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> GatewayProc {
         let file = dir.join("gateway.toml");
         std::fs::write(&file, config).unwrap();
         let log = dir.join("gateway.log");
@@ -106,6 +117,7 @@ impl GatewayProc {
                 "RUST_LOG",
                 std::env::var("GATEWAY_TEST_LOG").unwrap_or_else(|_| "info".into()),
             )
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)

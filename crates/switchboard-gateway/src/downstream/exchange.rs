@@ -124,13 +124,16 @@ pub(crate) async fn serve(core: Arc<Core>, tx: Tx, mut rx: Receiver, headers: He
         Some(Inbound::Message(m)) => m,
         _ => return,
     };
-    let Message::Request(r) = first else {
+    let Message::Request(mut r) = first else {
         // Notifications (none are defined for 2026-07-28 over HTTP) were answered
         // 202 by the transport; nothing goes upstream.
         return;
     };
-    tx.arrived(&r, crate::classify::Route::of(&r.method));
-    if let Some(answer) = handle(&core, &tx, &mut rx, r, &headers).await {
+    let route = crate::classify::Route::of(&r.method);
+    tx.arrived(&mut r, route);
+    let traced = tx.trace_id(&r.id);
+    let handled = handle(&core, &tx, &mut rx, r, &headers);
+    if let Some(answer) = crate::downstream::relay::in_call_span(traced, handled).await {
         let _ = tx.send(answer).await;
     }
 }

@@ -107,6 +107,39 @@ struct Forwarded {
     call: Option<Id>,
 }
 
+/// Spawns the task of a downstream request's call; when it is traced
+/// (`trace_id`: [`Tx::trace_id`]), in a `call` span naming its trace id,
+/// which its log lines then carry.
+pub(crate) fn spawn_call<F>(trace_id: Option<String>, call: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    use tracing::Instrument;
+    match trace_id {
+        Some(trace_id) => {
+            tokio::spawn(call.instrument(tracing::info_span!("call", trace_id = %trace_id)));
+        }
+        None => {
+            tokio::spawn(call);
+        }
+    }
+}
+
+/// Runs `call` ([`spawn_call`]'s, in the current task).
+pub(crate) async fn in_call_span<F: std::future::Future>(
+    trace_id: Option<String>,
+    call: F,
+) -> F::Output {
+    use tracing::Instrument;
+    match trace_id {
+        Some(trace_id) => {
+            call.instrument(tracing::info_span!("call", trace_id = %trace_id))
+                .await
+        }
+        None => call.await,
+    }
+}
+
 /// One call as a session hands it to [`pump`].
 pub(crate) struct Begun {
     /// The client's id of the request.
@@ -644,6 +677,7 @@ pub(crate) async fn pump<S: Downstream>(
                     Message::Error(e) => Message::Error(ErrorResponse::new(Some(down_id), e.error)),
                     other => other,
                 };
+                debug!("call answered");
                 let _ = relay.tx.send(out).await;
                 return;
             }

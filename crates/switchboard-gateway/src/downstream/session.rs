@@ -393,9 +393,9 @@ async fn on_notification(session: &Arc<Session>, n: Notification) {
     }
 }
 
-async fn on_request(session: &Arc<Session>, r: Request, feeds: &mut Feeds) {
+async fn on_request(session: &Arc<Session>, mut r: Request, feeds: &mut Feeds) {
     let route = Route::of(&r.method);
-    session.relay.tx.arrived(&r, route);
+    session.relay.tx.arrived(&mut r, route);
     let mut held = None;
     match route {
         Route::Initialize => {
@@ -558,14 +558,12 @@ fn forward(
     held: Option<ListKind>,
 ) {
     let cancel = session.relay.begin(r.id.clone());
+    let trace_id = session.relay.tx.trace_id(&r.id);
     let call = begun(session, &upstream, route, r, held);
-    tokio::spawn(judge_then_relay(
-        session.clone(),
-        upstream,
-        call,
-        held,
-        cancel,
-    ));
+    relay::spawn_call(
+        trace_id,
+        judge_then_relay(session.clone(), upstream, call, held, cancel),
+    );
 }
 
 /// The session's direct way in ([`DirectSink`]): a request that [`on_request`]
@@ -578,11 +576,11 @@ struct Direct(Arc<Session>);
 impl DirectSink for Direct {
     fn deliver(&self, message: Message) -> Result<(), Message> {
         let session = &self.0;
-        let Message::Request(r) = message else {
+        let Message::Request(mut r) = message else {
             return Err(message);
         };
         let route = Route::of(&r.method);
-        session.relay.tx.arrived(&r, route);
+        session.relay.tx.arrived(&mut r, route);
         let plain = match route {
             Route::Initialize | Route::Ping => false,
             Route::Subscribe(_) | Route::SetLevel => session.core.mode != ChildMode::Shared,

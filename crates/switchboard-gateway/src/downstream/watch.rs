@@ -22,6 +22,15 @@ use switchboard_transport::{SendError, Sender};
 use crate::classify::{method_label, Route};
 use crate::metrics::{self, Metrics, Name, Operation, Outcome};
 
+/// What [`Tx::new`] reads of an `HttpSession`.
+pub(crate) struct Http<'a> {
+    pub(crate) kind: SessionKind,
+    pub(crate) protocol_version: ProtocolVersion,
+    pub(crate) session_id: &'a str,
+    pub(crate) path: &'a str,
+    pub(crate) headers: &'a http::HeaderMap,
+}
+
 /// A session's (or exchange's) sender, measured when metrics are on.
 pub(crate) struct Tx {
     sender: Sender,
@@ -29,7 +38,13 @@ pub(crate) struct Tx {
 }
 
 struct Watch {
-    metrics: &'static Metrics,
+    metrics: Option<&'static Metrics>,
+    tracing: Option<&'static crate::trace::Tracing>,
+    /// The session's id (a span attribute).
+    session_id: Box<str>,
+    /// A stateless exchange's `traceparent` and `tracestate` headers: the
+    /// parent of a request whose `_meta` names none.
+    headers: Option<(String, Option<String>)>,
     /// The endpoint path it came in on (a gateway route's, the bridge's).
     route: Name,
     /// `Some` for a session (counted open until dropped); `None` for one
@@ -48,6 +63,7 @@ struct Open {
     prompt: Option<Name>,
     /// A forwarded call's time at its upstream, once answered there.
     upstream: Option<Duration>,
+    span: Option<crate::trace::Span>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -55,37 +71,54 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Tx {
-    /// `sender` of a downstream session or exchange of `kind`, on `route`
-    /// (its endpoint path), speaking `version` as far as known.
-    pub(crate) fn new(
-        sender: Sender,
-        kind: SessionKind,
-        version: ProtocolVersion,
-        route: &str,
-    ) -> Tx {
-        let watch = metrics::get().map(|m| {
-            let session = match kind {
-                SessionKind::Stateless => None,
-                SessionKind::Stateful => Some("streamable_http"),
-                _ => Some("sse"),
+    /// `sender` of the downstream session or exchange `http` (its kind,
+    /// id, version as far as known, endpoint path, headers: all but its
+    /// transport, split off already).
+    pub(crate) fn new(sender: Sender, http: Http<'_>) -> Tx {
+        let (metrics, tracing) = (metrics::get(), crate::trace::get());
+        if metrics.is_none() && tracing.is_none() {
+            return Tx {
+                sender,
+                watch: None,
             };
-            if let Some(s) = session {
-                m.session_opened(s);
-            }
-            let version_known = OnceLock::new();
-            if kind != SessionKind::Stateful {
-                let _ = version_known.set(version.as_str());
-            }
-            Box::new(Watch {
-                metrics: m,
-                route: Name::new(route),
-                session,
-                version: version_known,
-                started: Instant::now(),
-                open: Mutex::new(HashMap::default()),
-            })
+        }
+        let kind = http.kind;
+        let session = match kind {
+            SessionKind::Stateless => None,
+            SessionKind::Stateful => Some("streamable_http"),
+            _ => Some("sse"),
+        };
+        if let (Some(m), Some(s)) = (metrics, session) {
+            m.session_opened(s);
+        }
+        let header = |name: &str| {
+            http.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let headers = (kind == SessionKind::Stateless && tracing.is_some())
+            .then(|| header("traceparent").map(|p| (p, header("tracestate"))))
+            .flatten();
+        let version = OnceLock::new();
+        if kind != SessionKind::Stateful {
+            let _ = version.set(http.protocol_version.as_str());
+        }
+        let watch = Box::new(Watch {
+            metrics,
+            tracing,
+            session_id: http.session_id.into(),
+            headers,
+            route: Name::new(http.path),
+            session,
+            version,
+            started: Instant::now(),
+            open: Mutex::new(HashMap::default()),
         });
-        Tx { sender, watch }
+        Tx {
+            sender,
+            watch: Some(watch),
+        }
     }
 
     /// The session's revision, agreed by its `initialize`.
@@ -95,26 +128,54 @@ impl Tx {
         }
     }
 
-    /// Request `r` (of `route`) arrived: its clock starts.
-    pub(crate) fn arrived(&self, r: &Request, route: Route) {
+    /// Request `r` (of `route`) arrived: its clock starts and, with traces
+    /// on, its server span, whose context `r`'s `_meta` then carries on. A
+    /// request already open under its id keeps its start.
+    pub(crate) fn arrived(&self, r: &mut Request, route: Route) {
         let Some(w) = &self.watch else { return };
+        if lock(&w.open).contains_key(&r.id) {
+            return;
+        }
         let (mut tool, mut prompt) = (None, None);
-        if let Some(kind) = route.used() {
-            let name = crate::policy::params_name(r.params.as_deref());
-            let label = name.map(|n| w.metrics.name_label(&n));
+        let name = route
+            .used()
+            .and_then(|_| crate::policy::params_name(r.params.as_deref()))
+            .map(|n| n.into_owned());
+        if let (Some(kind), Some(m)) = (route.used(), w.metrics) {
+            let label = name.as_deref().map(|n| m.name_label(n));
             match kind {
                 crate::pin::Kind::Prompt => prompt = label,
                 _ => tool = label,
             }
         }
+        let method = method_label(&r.method);
+        let span = w.tracing.map(|t| {
+            let labels = crate::trace::Labels {
+                method,
+                target: name.as_deref(),
+                version: w.version.get().copied(),
+                session: (!w.session_id.is_empty()).then_some(&*w.session_id),
+                transport: "tcp",
+            };
+            let headers = w.headers.as_ref().map(|(p, s)| (p.as_str(), s.as_deref()));
+            let tool = route.used() == Some(crate::pin::Kind::Tool);
+            t.server_span(r, headers, &labels, tool)
+        });
         let open = Open {
             at: Instant::now(),
-            method: method_label(&r.method),
+            method,
             tool,
             prompt,
             upstream: None,
+            span,
         };
         lock(&w.open).insert(r.id.clone(), open);
+    }
+
+    /// The trace id of open request `id`, when traced (for its log lines).
+    pub(crate) fn trace_id(&self, id: &Id) -> Option<String> {
+        let w = self.watch.as_ref()?;
+        lock(&w.open).get(id)?.span.as_ref().map(|s| s.trace_id())
     }
 
     /// The forwarded call of request `id` took `took` at its upstream.
@@ -136,19 +197,23 @@ impl Tx {
             return;
         };
         let took = open.at.elapsed();
+        let outcome = Outcome::of(message);
+        if let Some(span) = open.span {
+            span.end(outcome);
+        }
+        let Some(m) = w.metrics else { return };
         let op = Operation {
             method: open.method,
             tool: open.tool,
             prompt: open.prompt,
-            outcome: Outcome::of(message),
+            outcome,
             version: w.version.get().copied(),
             transport: "tcp",
             upstream: None,
         };
-        w.metrics.server_operation(&op, took);
+        m.server_operation(&op, took);
         if let Some(upstream) = open.upstream {
-            w.metrics
-                .overhead(w.route.as_str(), took.saturating_sub(upstream));
+            m.overhead(w.route.as_str(), took.saturating_sub(upstream));
         }
     }
 
@@ -188,9 +253,8 @@ impl Deref for Tx {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        if let Some(kind) = self.session {
-            self.metrics
-                .session_closed(kind, self.version.get().copied(), self.started.elapsed());
+        if let (Some(kind), Some(m)) = (self.session, self.metrics) {
+            m.session_closed(kind, self.version.get().copied(), self.started.elapsed());
         }
     }
 }

@@ -311,17 +311,20 @@ pub(crate) async fn serve(
     headers: HeaderMap,
 ) {
     let _answering = crate::Answering::counted(&tx, &gw.draining, &gw.answers, None);
-    let Some(Inbound::Message(Message::Request(r))) = rx.recv().await else {
+    let Some(Inbound::Message(Message::Request(mut r))) = rx.recv().await else {
         return;
     };
-    tx.arrived(&r, crate::classify::Route::of(&r.method));
+    let route = crate::classify::Route::of(&r.method);
+    tx.arrived(&mut r, route);
     let layout = gw.layout();
     let Some(route) = layout.route(&path).cloned() else {
         let gone = Error::InvalidRequest("this route was removed by a configuration reload".into());
         let _ = tx.send(gone.answer(r.id)).await;
         return;
     };
-    if let Some(answer) = handle(&gw, &layout, &route, &tx, &mut rx, r, &headers).await {
+    let traced = tx.trace_id(&r.id);
+    let handled = handle(&gw, &layout, &route, &tx, &mut rx, r, &headers);
+    if let Some(answer) = crate::downstream::relay::in_call_span(traced, handled).await {
         let _ = tx.send(as_gateway(answer)).await;
     }
 }

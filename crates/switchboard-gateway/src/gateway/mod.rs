@@ -765,7 +765,16 @@ impl Gateway {
                 while let Some(session) = acceptor.accept().await {
                     let shared = accept_shared.clone();
                     let (tx, rx) = session.transport.split();
-                    let tx = crate::downstream::watch::Tx::new(tx, session.kind, session.protocol_version, &session.path);
+                    let tx = crate::downstream::watch::Tx::new(
+                        tx,
+                        crate::downstream::watch::Http {
+                            kind: session.kind,
+                            protocol_version: session.protocol_version,
+                            session_id: &session.session_id,
+                            path: &session.path,
+                            headers: &session.headers,
+                        },
+                    );
                     match session.kind {
                         SessionKind::Stateless => {
                             tokio::spawn(exchange::serve(shared, session.path, tx, rx, session.headers));

@@ -324,9 +324,9 @@ fn ok(id: Id, result: Value) -> Message {
     }
 }
 
-async fn on_request(session: &Arc<Session>, r: Request) {
+async fn on_request(session: &Arc<Session>, mut r: Request) {
     let route = Route::of(&r.method);
-    session.relay.tx.arrived(&r, route);
+    session.relay.tx.arrived(&mut r, route);
     match route {
         Route::Initialize => {
             let answer = initialize(session, &r).await;
@@ -385,7 +385,10 @@ async fn on_request(session: &Arc<Session>, r: Request) {
     // cancellations) must not wait behind that. Its cancel switch is in place
     // first, so a cancellation that comes at once is not missed.
     let cancel = session.relay.begin(r.id.clone());
-    tokio::spawn(route_and_forward(session.clone(), r, route, cancel));
+    relay::spawn_call(
+        session.relay.tx.trace_id(&r.id),
+        route_and_forward(session.clone(), r, route, cancel),
+    );
 }
 
 /// Finds the upstream `r` is for, judges it, and runs the call there.

@@ -358,6 +358,8 @@ struct Timing {
     at: Instant,
     method: &'static str,
     tool: Option<crate::metrics::Name>,
+    /// With traces on: its client span.
+    span: Option<crate::trace::Span>,
 }
 
 /// The child's sender (while it runs) and the routing table.
@@ -514,7 +516,7 @@ impl Upstream {
             list_changes: Default::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
         });
-        let span = tracing::info_span!("upstream", name = %inner.name);
+        let span = tracing::info_span!("upstream", upstream = %inner.name);
         let task = tokio::spawn(supervise(inner.clone(), stop_rx).instrument(span));
         *lock(&inner.stopped) = Some(task);
         Upstream { inner }
@@ -728,17 +730,7 @@ impl Upstream {
         let route = Route::of(&request.method);
         let listen = route == Route::Listen;
         let counted = !listen && owner != BRIDGE_OWNER;
-        let timing = crate::metrics::get().map(|m| {
-            let tool = (route == Route::Use(crate::pin::Kind::Tool))
-                .then(|| crate::policy::params_name(request.params.as_deref()))
-                .flatten()
-                .map(|n| m.name_label(&n));
-            Box::new(Timing {
-                at: Instant::now(),
-                method: crate::classify::method_label(&request.method),
-                tool,
-            })
-        });
+        let timing = self.timing(&mut request, route);
         let started = timing.as_ref().map(|t| t.at);
         let slot_of_call = Slot {
             done: done_tx,
@@ -759,6 +751,39 @@ impl Upstream {
             started,
         };
         Ok((call, sender, Message::Request(request)))
+    }
+
+    /// With metrics or traces on, a call's start, labels and client span
+    /// (whose context `request`'s `_meta` then carries).
+    fn timing(&self, request: &mut Request, route: Route) -> Option<Box<Timing>> {
+        let (metrics, tracing) = (crate::metrics::get(), crate::trace::get());
+        if metrics.is_none() && tracing.is_none() {
+            return None;
+        }
+        let tool = route == Route::Use(crate::pin::Kind::Tool);
+        let name = route
+            .used()
+            .and_then(|_| crate::policy::params_name(request.params.as_deref()))
+            .map(|n| n.into_owned());
+        let method = crate::classify::method_label(&request.method);
+        let span = tracing.map(|t| {
+            let labels = crate::trace::Labels {
+                method,
+                target: name.as_deref(),
+                version: None,
+                session: None,
+                transport: self.inner.network_transport(),
+            };
+            t.client_span(request, self.inner.label(), &labels, tool)
+        });
+        Some(Box::new(Timing {
+            at: Instant::now(),
+            method,
+            tool: metrics
+                .zip(name.as_deref().filter(|_| tool))
+                .map(|(m, n)| m.name_label(n)),
+            span,
+        }))
     }
 
     /// Sends a message that needs no answer routing (a notification from a
@@ -1290,6 +1315,15 @@ fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
 
 /// A call's metrics: its duration, and for a list its size and names.
 fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
+    let kind = match outcome {
+        Ok(message) => crate::metrics::Outcome::of(message),
+        Err(_) => {
+            crate::metrics::Outcome::Code(switchboard_protocol::jsonrpc::code::INTERNAL_ERROR)
+        }
+    };
+    if let Some(span) = timing.span {
+        span.end(kind);
+    }
     let Some(m) = crate::metrics::get() else {
         return;
     };
@@ -1298,12 +1332,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         method: timing.method,
         tool: timing.tool,
         prompt: None,
-        outcome: match outcome {
-            Ok(message) => crate::metrics::Outcome::of(message),
-            Err(_) => {
-                crate::metrics::Outcome::Code(switchboard_protocol::jsonrpc::code::INTERNAL_ERROR)
-            }
-        },
+        outcome: kind,
         version: None,
         transport: inner.network_transport(),
         upstream: Some(crate::metrics::Name::new(upstream)),

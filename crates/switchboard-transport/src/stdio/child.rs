@@ -547,7 +547,7 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
             warn!(name = %config.name, pid, policy, "the system refused SCHED_BATCH for the child: it runs with our scheduling policy");
         }
     }
-    let span = info_span!("stdio_child", name = %config.name, pid);
+    let span = info_span!("stdio_child", child = %config.name, pid);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {

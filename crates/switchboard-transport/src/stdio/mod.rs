@@ -105,7 +105,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let span = info_span!("stdio_server", name = "stdio", pid = std::process::id());
+    let span = info_span!("stdio_server", pid = std::process::id());
     connect_with_eof(
         input,
         output,

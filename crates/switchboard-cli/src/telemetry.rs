@@ -1,0 +1,87 @@
+//! The long-running commands' telemetry (`bridge`, `gateway`, `connect`):
+//! log lines on stderr as text or JSON (`--log-format`, the gateway file's
+//! `log_format`), and traces from the standard `OTEL_*` variables (module
+//! `switchboard_gateway::trace`). Text lines are escaped
+//! (module `log_writer`); JSON lines are JSON's own escaping, one object a
+//! line, the fields of the spans they are in (a traced call's `trace_id`)
+//! included.
+//!
+//! This module must not know what is logged.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tracing::{info, warn};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{reload, Layer, Registry};
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line of text each (the default).
+    Text,
+    /// One JSON object each: `timestamp`, `level`, `fields`, `spans`.
+    Json,
+}
+
+type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
+
+/// Where [`set_log_format`] swaps the format.
+static RELOAD: OnceLock<reload::Handle<Boxed, Registry>> = OnceLock::new();
+
+fn layer(format: LogFormat) -> Boxed {
+    match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(crate::log_writer::LogStderr)
+            .with_target(false)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(false)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .boxed(),
+    }
+}
+
+/// Logs at `level` (`RUST_LOG` wins) in `format`, to stderr.
+pub(crate) fn init_logs(level: tracing::Level, format: LogFormat) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(level));
+    let (layer, handle) = reload::Layer::new(layer(format));
+    if tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init()
+        .is_ok()
+    {
+        let _ = RELOAD.set(handle);
+    }
+}
+
+/// Writes the log lines from now on in `format` (a configuration file's).
+pub(crate) fn set_log_format(format: LogFormat) {
+    if let Some(handle) = RELOAD.get() {
+        let _ = handle.reload(layer(format));
+    }
+}
+
+/// Turns traces on when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces one)
+/// is set; in the runtime that exports them.
+pub(crate) fn start_traces() {
+    match switchboard_gateway::trace::init_from_env(tokio::runtime::Handle::current()) {
+        Ok(true) => info!("traces on: exported over OTLP (OTEL_* variables)"),
+        Ok(false) => {}
+        Err(e) => warn!("traces stay off: {e}"),
+    }
+}
+
+/// Exports the traces still buffered (at most a few seconds).
+pub(crate) async fn stop_traces() {
+    let flush = tokio::task::spawn_blocking(switchboard_gateway::trace::shutdown);
+    let _ = tokio::time::timeout(Duration::from_secs(5), flush).await;
+}

@@ -1,0 +1,332 @@
+//! Traces: OpenTelemetry spans exported over OTLP (HTTP/protobuf, sent by
+//! the `reqwest` client already in the tree). On when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is
+//! set (and `OTEL_SDK_DISABLED` is not `true`); the sampler from
+//! `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`, the batch from
+//! `OTEL_BSP_*`, the service name `switchboard` unless `OTEL_SERVICE_NAME`.
+//!
+//! A server span per downstream request, named `{mcp.method.name} {target}`,
+//! its parent the W3C trace context of the request's `params._meta`
+//! (`traceparent`, `tracestate`: the keys 2026-07-28 reserves) or, failing
+//! that, of the HTTP request's headers; a client span per upstream request,
+//! child of the server span, whose context replaces the request's
+//! `_meta.traceparent` / `tracestate` on its way out (a client's other
+//! `_meta` members, `baggage` included, go on untouched).
+//!
+//! This module must not know sessions or upstreams: callers hand it the
+//! request and say how it ended.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{
+    Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use serde_json::value::RawValue;
+use switchboard_protocol::jsonrpc::Request;
+use switchboard_protocol::types::meta::{TRACEPARENT, TRACESTATE};
+
+use crate::metrics::Outcome;
+use crate::raw::RawObject;
+
+static TRACING: OnceLock<Tracing> = OnceLock::new();
+
+/// The process's tracer, once [`init_from_env`] turned traces on.
+pub(crate) struct Tracing {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    propagator: TraceContextPropagator,
+}
+
+/// The tracer, when traces are on.
+#[inline]
+pub(crate) fn get() -> Option<&'static Tracing> {
+    TRACING.get()
+}
+
+/// Turns traces on from the standard `OTEL_*` variables, exporting on
+/// `runtime` (where the HTTP requests to the collector run). `Ok(false)`:
+/// no endpoint is set (or `OTEL_SDK_DISABLED=true`), traces stay off.
+///
+/// Errors: the exporter cannot be built (a bad endpoint), as text.
+pub fn init_from_env(runtime: tokio::runtime::Handle) -> Result<bool, String> {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    if disabled
+        || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    {
+        return Ok(false);
+    }
+    if TRACING.get().is_some() {
+        return Ok(true);
+    }
+    use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_http_client(Client {
+            http: reqwest::Client::new(),
+            runtime,
+        })
+        .build()
+        .map_err(|e| format!("OTLP trace exporter: {e}"))?;
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !set("OTEL_SERVICE_NAME") {
+        resource = resource.with_service_name("switchboard");
+    }
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build();
+    let tracer = provider.tracer("switchboard");
+    let _ = TRACING.set(Tracing {
+        provider,
+        tracer,
+        propagator: TraceContextPropagator::new(),
+    });
+    Ok(true)
+}
+
+/// Exports what is still buffered and stops; call off the runtime's own
+/// thread (the export runs on it), e.g. in `spawn_blocking`.
+pub fn shutdown() {
+    if let Some(t) = TRACING.get() {
+        let _ = t.provider.force_flush();
+        let _ = t.provider.shutdown();
+    }
+}
+
+/// The OTLP exporter's HTTP client: `reqwest`, run on the process's Tokio
+/// runtime (the batch processor exports from a thread of its own).
+#[derive(Debug)]
+struct Client {
+    http: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for Client {
+    async fn send_bytes(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        let http = self.http.clone();
+        let sent = self.runtime.spawn(async move {
+            let (parts, body) = request.into_parts();
+            let mut out = http
+                .request(parts.method, parts.uri.to_string())
+                .headers(parts.headers)
+                .body(body)
+                .timeout(std::time::Duration::from_secs(10));
+            out = out.version(http::Version::HTTP_11);
+            let response = out.send().await?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = response.bytes().await?;
+            let mut answer = http::Response::new(body);
+            *answer.status_mut() = status;
+            *answer.headers_mut() = headers;
+            Ok::<_, reqwest::Error>(answer)
+        });
+        Ok(sent.await??)
+    }
+}
+
+/// The trace context members of a `_meta` (or of HTTP headers).
+#[derive(Default)]
+struct Carrier(HashMap<&'static str, String>);
+
+impl Extractor for Carrier {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().copied().collect()
+    }
+}
+
+impl Injector for Carrier {
+    fn set(&mut self, key: &str, value: String) {
+        let key = match key {
+            TRACEPARENT => TRACEPARENT,
+            TRACESTATE => TRACESTATE,
+            _ => return,
+        };
+        self.0.insert(key, value);
+    }
+}
+
+/// `_meta`'s `traceparent` and `tracestate` of `params`.
+fn meta_carrier(params: Option<&RawValue>) -> Carrier {
+    let mut c = Carrier::default();
+    let meta = params
+        .and_then(|p| RawObject::parse(p.get()).ok())
+        .and_then(|p| p.get_object("_meta"));
+    if let Some(meta) = meta {
+        for key in [TRACEPARENT, TRACESTATE] {
+            if let Some(v) = meta
+                .get(key)
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+            {
+                c.0.insert(key, v);
+            }
+        }
+    }
+    c
+}
+
+/// `params` with `_meta.traceparent` / `tracestate` those of `cx` (created
+/// when absent); every other member as it was.
+fn with_context(
+    params: Option<&RawValue>,
+    cx: &Context,
+    propagator: &TraceContextPropagator,
+) -> Option<Box<RawValue>> {
+    let mut carrier = Carrier::default();
+    propagator.inject_context(cx, &mut carrier);
+    if carrier.0.is_empty() {
+        return None;
+    }
+    let mut params = match params {
+        Some(p) => RawObject::parse(p.get()).ok()?,
+        None => RawObject::default(),
+    };
+    let mut meta = params.get_object("_meta").unwrap_or_default();
+    for (k, v) in carrier.0 {
+        meta.insert(k, serde_json::value::to_raw_value(&v).ok()?);
+    }
+    params.insert("_meta", meta.to_raw());
+    Some(params.to_raw())
+}
+
+/// A request's span: a downstream request's (module `downstream::watch`
+/// keeps it until the answer) or an upstream call's (module `upstream`).
+pub(crate) struct Span {
+    span: opentelemetry_sdk::trace::Span,
+}
+
+/// What a span names besides its method: the tool or prompt (`target`).
+pub(crate) struct Labels<'a> {
+    pub method: &'a str,
+    pub target: Option<&'a str>,
+    pub version: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub transport: &'static str,
+}
+
+fn attributes(r: &Request, l: &Labels<'_>, kind_tool: bool) -> Vec<KeyValue> {
+    let mut a = vec![
+        KeyValue::new("mcp.method.name", l.method.to_owned()),
+        KeyValue::new("jsonrpc.request.id", r.id.to_string()),
+        KeyValue::new("network.transport", l.transport),
+    ];
+    if let Some(t) = l.target {
+        let key = if kind_tool {
+            "gen_ai.tool.name"
+        } else {
+            "gen_ai.prompt.name"
+        };
+        a.push(KeyValue::new(key, t.to_owned()));
+    }
+    if let Some(v) = l.version {
+        a.push(KeyValue::new("mcp.protocol.version", v.to_owned()));
+    }
+    if let Some(s) = l.session {
+        a.push(KeyValue::new("mcp.session.id", s.to_owned()));
+    }
+    a
+}
+
+fn span_name(l: &Labels<'_>) -> String {
+    match l.target {
+        Some(t) => format!("{} {t}", l.method),
+        None => l.method.to_owned(),
+    }
+}
+
+impl Tracing {
+    /// The server span of downstream request `r`, its parent from `_meta`
+    /// or else `headers` (a `traceparent` header's value and `tracestate`);
+    /// `r`'s `_meta` then carries the span's context on to its upstream.
+    pub(crate) fn server_span(
+        &self,
+        r: &mut Request,
+        headers: Option<(&str, Option<&str>)>,
+        labels: &Labels<'_>,
+        tool: bool,
+    ) -> Span {
+        let mut carrier = meta_carrier(r.params.as_deref());
+        if !carrier.0.contains_key(TRACEPARENT) {
+            if let Some((parent, state)) = headers {
+                carrier.0.insert(TRACEPARENT, parent.to_owned());
+                if let Some(s) = state {
+                    carrier.0.insert(TRACESTATE, s.to_owned());
+                }
+            }
+        }
+        let parent = self.propagator.extract(&carrier);
+        let span = self
+            .tracer
+            .span_builder(span_name(labels))
+            .with_kind(SpanKind::Server)
+            .with_attributes(attributes(r, labels, tool))
+            .start_with_context(&self.tracer, &parent);
+        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
+            r.params = Some(params);
+        }
+        Span { span }
+    }
+
+    /// The client span of upstream request `r` to `upstream`, child of the
+    /// context in its `_meta` (its server span's), which it then replaces.
+    pub(crate) fn client_span(
+        &self,
+        r: &mut Request,
+        upstream: &str,
+        labels: &Labels<'_>,
+        tool: bool,
+    ) -> Span {
+        let parent = self.propagator.extract(&meta_carrier(r.params.as_deref()));
+        let mut attrs = attributes(r, labels, tool);
+        attrs.push(KeyValue::new("server.address", upstream.to_owned()));
+        let span = self
+            .tracer
+            .span_builder(span_name(labels))
+            .with_kind(SpanKind::Client)
+            .with_attributes(attrs)
+            .start_with_context(&self.tracer, &parent);
+        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
+            r.params = Some(params);
+        }
+        Span { span }
+    }
+}
+
+impl Span {
+    /// Its trace id (hex), for log lines.
+    pub(crate) fn trace_id(&self) -> String {
+        self.span.span_context().trace_id().to_string()
+    }
+
+    /// Ends it: `error.type` and an error status unless `outcome` is a result.
+    pub(crate) fn end(mut self, outcome: Outcome) {
+        let error = match outcome {
+            Outcome::Ok => None,
+            Outcome::Code(c) => Some(c.to_string()),
+            Outcome::ToolError => Some("tool_error".to_owned()),
+        };
+        if let Some(e) = error {
+            self.span
+                .set_attribute(KeyValue::new("error.type", e.clone()));
+            self.span.set_status(Status::error(e));
+        }
+        self.span.end();
+    }
+}
