@@ -262,10 +262,13 @@ async fn prometheus_reads_what_the_gateway_did() {
         })
         .await;
     }
-    // At least: the upstream that exits at once crashed, and fx drifted.
+    // At least: the upstream that exits at once crashed, fx drifted, and
+    // bytes came and went.
     for promql in [
         "sum(switchboard_children_total{upstream=\"bad\",event=\"crashed\"})",
         "sum(switchboard_drift_events_total{upstream=\"fx\"})",
+        "sum(switchboard_transport_bytes_total{direction=\"in\"})",
+        "sum(switchboard_transport_bytes_total{direction=\"out\"})",
     ] {
         let http = &http;
         let prometheus = &prometheus;

@@ -920,6 +920,15 @@ pub(crate) fn with_metrics(http: &mut HttpServerConfig) {
     }
 }
 
+/// Has the process's metrics, when on, read `server`'s counts (traffic,
+/// evictions, authorization refusals). The bridge's start and the
+/// gateway's, once bound.
+pub(crate) fn watch_server(server: &HttpServer) {
+    if let Some(m) = metrics::get() {
+        m.watch_server(server.stats());
+    }
+}
+
 pub(crate) fn start_core(
     config: BridgeConfig,
     name: String,
@@ -1053,6 +1062,7 @@ impl Bridge {
                 return Err(e);
             }
         };
+        watch_server(&server);
         let accept_core = core.clone();
         let accept = tokio::spawn(
             async move {

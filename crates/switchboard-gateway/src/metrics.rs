@@ -26,6 +26,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
+use switchboard_transport::http::resource::REFUSAL_REASONS;
+use switchboard_transport::http::server::ServerStats;
 
 /// The conventions' buckets for the four MCP durations, in seconds.
 pub const MCP_BUCKETS: [f64; 14] = [
@@ -256,7 +258,12 @@ pub struct Metrics {
     bytes: Family<Pairs<1>, Counter>,
     /// Tool and prompt names some upstream or route listed (label values).
     names: RwLock<HashSet<Name>>,
+    /// The HTTP servers whose counts are read at each render, with what
+    /// was read last ([`Metrics::watch_server`]).
+    servers: std::sync::Mutex<Vec<(ServerSource, ServerStats)>>,
 }
+
+type ServerSource = Box<dyn Fn() -> ServerStats + Send + Sync>;
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -288,6 +295,7 @@ impl Metrics {
             list_entries: Family::default(),
             bytes: Family::default(),
             names: RwLock::new(HashSet::new()),
+            servers: std::sync::Mutex::new(Vec::new()),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -382,9 +390,51 @@ impl Metrics {
         Metrics { registry, ..m }
     }
 
+    /// Reads an HTTP server's counts (traffic, evictions, authorization
+    /// refusals) into these metrics at each render, until it is gone.
+    pub fn watch_server(&self, source: impl Fn() -> ServerStats + Send + Sync + 'static) {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        servers.push((Box::new(source), ServerStats::default()));
+    }
+
+    /// Adds what the watched servers counted since the last render.
+    fn read_servers(&self) {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        for (source, last) in servers.iter_mut() {
+            let now = source();
+            let delta = |now: u64, then: u64| now.saturating_sub(then);
+            self.bytes
+                .get_or_create(&Pairs([("direction", Name::new("in"))]))
+                .inc_by(delta(now.bytes_received, last.bytes_received));
+            self.bytes
+                .get_or_create(&Pairs([("direction", Name::new("out"))]))
+                .inc_by(delta(now.bytes_sent, last.bytes_sent));
+            self.sessions_evicted
+                .inc_by(delta(now.sessions_evicted, last.sessions_evicted));
+            for (i, reason) in REFUSAL_REASONS.iter().enumerate() {
+                let n = delta(now.auth_refusals[i], last.auth_refusals[i]);
+                if n > 0 {
+                    self.auth_failures
+                        .get_or_create(&Pairs([("reason", Name::new(reason))]))
+                        .inc_by(n);
+                }
+            }
+            let scope = delta(now.tool_scope_refusals, last.tool_scope_refusals);
+            if scope > 0 {
+                let labels = Pairs([
+                    ("upstream", Name::new("")),
+                    ("reason", Name::new(Refusal::Scope.as_str())),
+                ]);
+                self.refused.get_or_create(&labels).inc_by(scope);
+            }
+            *last = now;
+        }
+    }
+
     /// The metrics as text: OpenMetrics (`classic: false`) or the classic
     /// Prometheus format 0.0.4, with its content type.
     pub fn render(&self, classic: bool) -> (String, &'static str) {
+        self.read_servers();
         let mut out = String::with_capacity(16 * 1024);
         if classic {
             let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
@@ -473,10 +523,11 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A forwarded call's time in this process.
-    pub fn overhead(&self, route: &str, took: Duration) {
+    /// A forwarded call's time in this process, on `route` (its endpoint
+    /// path).
+    pub fn overhead(&self, route: &Name, took: Duration) {
         self.overhead
-            .get_or_create(&Pairs([("route", Name::new(route))]))
+            .get_or_create(&Pairs([("route", route.clone())]))
             .observe(took.as_secs_f64());
     }
 
@@ -494,19 +545,6 @@ impl Metrics {
     pub fn drift(&self, upstream: &str, kind: &str) {
         let labels = Pairs([("upstream", Name::new(upstream)), ("kind", Name::new(kind))]);
         self.drift.get_or_create(&labels).inc();
-    }
-
-    /// A request refused by authorization (`reason`: `missing_token`,
-    /// `invalid_token`, `insufficient_scope`, ...).
-    pub fn auth_failure(&self, reason: &str) {
-        self.auth_failures
-            .get_or_create(&Pairs([("reason", Name::new(reason))]))
-            .inc();
-    }
-
-    /// An idle session ended to make room.
-    pub fn evicted(&self) {
-        self.sessions_evicted.inc();
     }
 
     /// An upstream's child started, restarted or crashed.
@@ -549,13 +587,6 @@ impl Metrics {
         self.list_entries
             .get_or_create(&labels)
             .set(i64::try_from(entries).unwrap_or(i64::MAX));
-    }
-
-    /// Bytes of MCP messages received (`in`) or sent (`out`) downstream.
-    pub fn bytes(&self, direction: &'static str, n: usize) {
-        self.bytes
-            .get_or_create(&Pairs([("direction", Name::new(direction))]))
-            .inc_by(n as u64);
     }
 }
 

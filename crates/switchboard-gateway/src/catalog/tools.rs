@@ -330,6 +330,9 @@ pub(crate) async fn follow(
                 };
                 let Some(strong) = core.upgrade() else { return };
                 for list in lists {
+                    if let Some(m) = crate::metrics::get() {
+                        m.relisted(strong.shared.label(), list.plural());
+                    }
                     match list {
                         ListKind::Tools => refresh(&strong, &mut logged).await,
                         _ => judge_prompts(&strong).await,

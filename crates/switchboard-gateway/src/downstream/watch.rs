@@ -213,7 +213,7 @@ impl Tx {
         };
         m.server_operation(&op, took);
         if let Some(upstream) = open.upstream {
-            m.overhead(w.route.as_str(), took.saturating_sub(upstream));
+            m.overhead(&w.route, took.saturating_sub(upstream));
         }
     }
 

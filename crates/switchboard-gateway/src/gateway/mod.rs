@@ -759,6 +759,7 @@ impl Gateway {
                 return Err(e);
             }
         };
+        crate::watch_server(&server);
         let accept_shared = shared.clone();
         let accept = tokio::spawn(
             async move {
@@ -1089,6 +1090,10 @@ async fn relist_with(shared: &Arc<Shared>, m: &Member, kinds: &[ListKind], annou
                 (t::RESOURCES_TEMPLATES_LIST, "resourceTemplates"),
             ],
         };
+        if let Some(metrics) = crate::metrics::get().filter(|_| m.snapshot.borrow().is_some()) {
+            // Listed before: a re-list.
+            metrics.relisted(&m.name, kind.plural());
+        }
         for &(method, key) in lists {
             let entries = if wanted {
                 let listed = match kind {

@@ -44,6 +44,7 @@
 //! clients.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -441,6 +442,8 @@ struct Inner {
     was_ready: std::sync::atomic::AtomicBool,
     /// The calls in flight (listens excepted): what a drain waits for.
     in_flight: Gauge,
+    /// [`Inner::label`] as a metric label value, made once.
+    label_value: OnceLock<crate::metrics::Name>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -512,6 +515,7 @@ impl Upstream {
             orphans,
             was_ready: std::sync::atomic::AtomicBool::new(false),
             in_flight: Gauge::default(),
+            label_value: OnceLock::new(),
             tool_headers: Mutex::new(Default::default()),
             list_changes: Default::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(config_slots)),
@@ -1335,7 +1339,12 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         outcome: kind,
         version: None,
         transport: inner.network_transport(),
-        upstream: Some(crate::metrics::Name::new(upstream)),
+        upstream: Some(
+            inner
+                .label_value
+                .get_or_init(|| crate::metrics::Name::new(upstream))
+                .clone(),
+        ),
     };
     m.client_operation(&op, timing.at.elapsed());
     let (Ok(Message::Response(r)), Some(list)) = (outcome, Route::of(timing.method).list_key())

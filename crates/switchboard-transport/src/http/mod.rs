@@ -50,6 +50,7 @@ pub mod auth;
 mod body;
 pub mod client;
 mod clock;
+mod counted;
 mod guard;
 pub mod legacy;
 pub mod mcp_headers;

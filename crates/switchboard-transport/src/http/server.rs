@@ -446,6 +446,50 @@ pub(crate) fn probe_answer(
     Some(response)
 }
 
+/// What a server counted since it started ([`HttpServer::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerStats {
+    /// Bytes read from its connections (requests, headers included).
+    pub bytes_received: u64,
+    /// Bytes written to them (responses and streams, headers included).
+    pub bytes_sent: u64,
+    /// Idle sessions ended to make room ([`HttpServer::evicted_sessions`]).
+    pub sessions_evicted: u64,
+    /// Requests refused by authorization, by reason
+    /// ([`REFUSAL_REASONS`](super::resource::REFUSAL_REASONS)).
+    pub auth_refusals: [u64; super::resource::REFUSAL_REASONS.len()],
+    /// Of those, `tools/call`s refused for the tool's own scopes.
+    pub tool_scope_refusals: u64,
+}
+
+impl Shared {
+    fn stats(&self) -> ServerStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut s = ServerStats {
+            bytes_received: self.traffic.received.load(Relaxed),
+            bytes_sent: self.traffic.sent.load(Relaxed),
+            sessions_evicted: self.registry.evicted(),
+            ..ServerStats::default()
+        };
+        // A resource server shared by several endpoints counts once.
+        let mut seen: Vec<*const ResourceServer> = Vec::new();
+        for auth in self.auth.iter().flatten() {
+            let ptr = Arc::as_ptr(auth);
+            if seen.contains(&ptr) {
+                continue;
+            }
+            seen.push(ptr);
+            let (by_reason, tool) = auth.refused();
+            for (total, n) in s.auth_refusals.iter_mut().zip(by_reason) {
+                *total += n;
+            }
+            s.tool_scope_refusals += tool;
+        }
+        s
+    }
+}
+
 /// What an [`HttpSession`] is: a stateful session or one stateless exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -540,6 +584,8 @@ impl SessionAcceptor {
 }
 
 struct Shared {
+    /// Bytes read and written on every connection.
+    traffic: Arc<super::counted::Traffic>,
     config: HttpServerConfig,
     /// The routes' paths ([`HttpServerConfig::routes`]), checked at bind.
     mounts: Vec<Mount>,
@@ -906,6 +952,7 @@ impl HttpServer {
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
             registry,
+            traffic: Default::default(),
             auth,
             metadata,
             config,
@@ -933,6 +980,16 @@ impl HttpServer {
     /// port was 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// What it counted, read when called (the caller's metrics): holds the
+    /// server weakly, and reads zeros once it is gone.
+    pub fn stats(&self) -> impl Fn() -> ServerStats + Send + Sync + 'static {
+        let shared = Arc::downgrade(&self.shared);
+        move || match shared.upgrade() {
+            Some(shared) => shared.stats(),
+            None => ServerStats::default(),
+        }
     }
 
     /// The admin listener's address ([`HttpServerConfig::admin`]), bound.
@@ -1091,10 +1148,15 @@ async fn serve_connection(
         graceful: mut shutdown,
         mut cut,
     } = stop;
+    let traffic = shared.traffic.clone();
     let service = service_fn(move |req: Request<Incoming>| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(handle(&shared, req).await) }
     });
+    let stream = super::counted::Counted {
+        inner: stream,
+        traffic: traffic.clone(),
+    };
     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     tokio::select! {
@@ -1120,6 +1182,12 @@ async fn serve_connection(
 /// `WWW-Authenticate` challenge. The one place a [`Refusal`] becomes a
 /// response.
 fn refused(auth: &ResourceServer, refusal: &Refusal) -> Response<Body> {
+    auth.count(refusal, false);
+    refused_answer(auth, refusal)
+}
+
+/// [`refused`]'s answer, without counting it.
+fn refused_answer(auth: &ResourceServer, refusal: &Refusal) -> Response<Body> {
     let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
     let why = crate::error_chain(refusal);
     let mut response = if status == StatusCode::SERVICE_UNAVAILABLE {
@@ -1189,7 +1257,8 @@ pub(crate) fn tool_scopes_refusal(
     let call: Call<'_> = serde_json::from_str(r.params.as_deref()?.get()).ok()?;
     let required = auth.tool_scopes(&call.name)?;
     let refusal = auth.check_scopes(principal, &required).err()?;
-    Some(refused(auth, &refusal))
+    auth.count(&refusal, true);
+    Some(refused_answer(auth, &refusal))
 }
 
 /// A response with a JSON-RPC error body (`id: null`).

@@ -313,7 +313,32 @@ pub enum Refusal {
     Unavailable(#[from] KeySourceError),
 }
 
+/// The reasons a request is refused, as counted: no token, a malformed
+/// request, a token not accepted, missing scopes, a token not checkable.
+pub const REFUSAL_REASONS: [&str; 5] = [
+    "no_token",
+    "invalid_request",
+    "invalid_token",
+    "insufficient_scope",
+    "unavailable",
+];
+
 impl Refusal {
+    /// Its reason, one of [`REFUSAL_REASONS`].
+    pub fn reason(&self) -> &'static str {
+        REFUSAL_REASONS[self.reason_index()]
+    }
+
+    fn reason_index(&self) -> usize {
+        match self {
+            Refusal::NoToken => 0,
+            Refusal::Request(e) if e.code() == "invalid_request" => 1,
+            Refusal::Request(_) | Refusal::Token(_) => 2,
+            Refusal::Scope { .. } => 3,
+            Refusal::Unavailable(_) => 4,
+        }
+    }
+
     /// The HTTP status: 400, 401, 403 or 503.
     pub fn status(&self) -> u16 {
         match self {
@@ -328,6 +353,10 @@ impl Refusal {
 /// A resource server ready to check requests: built once per protected
 /// resource of an HTTP server (the server's, or one route's).
 pub struct ResourceServer {
+    /// Requests refused, by [`Refusal::reason`]'s index in [`REFUSAL_REASONS`].
+    refusals: [std::sync::atomic::AtomicU64; REFUSAL_REASONS.len()],
+    /// `tools/call`s refused for the tool's own scopes.
+    tool_scope_refusals: std::sync::atomic::AtomicU64,
     config: ResourceServerConfig,
     metadata_url: String,
     metadata_paths: Vec<String>,
@@ -417,6 +446,26 @@ fn unix_now() -> u64 {
 }
 
 impl ResourceServer {
+    /// Counts `refusal` (the one place a refusal becomes an answer calls it);
+    /// `tool`: a `tools/call` refused for the tool's own scopes.
+    pub(crate) fn count(&self, refusal: &Refusal, tool: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.refusals[refusal.reason_index()].fetch_add(1, Relaxed);
+        if tool {
+            self.tool_scope_refusals.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// What it refused so far: by reason ([`REFUSAL_REASONS`]), and the
+    /// `tools/call`s refused for the tool's own scopes.
+    pub fn refused(&self) -> ([u64; REFUSAL_REASONS.len()], u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            std::array::from_fn(|i| self.refusals[i].load(Relaxed)),
+            self.tool_scope_refusals.load(Relaxed),
+        )
+    }
+
     /// Checks `config` and builds the server for an MCP endpoint at
     /// `endpoint_path`. Nothing is fetched yet: the key set comes with the
     /// first token.
@@ -481,6 +530,8 @@ impl ResourceServer {
         let mut config = config;
         config.algorithms = algorithms;
         Ok(ResourceServer {
+            refusals: Default::default(),
+            tool_scope_refusals: Default::default(),
             metadata_paths: endpoints_metadata_paths(endpoint_paths, &resource_path),
             metadata_url,
             metadata: serde_json::to_vec(&document).unwrap_or_default(),
