@@ -585,7 +585,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
                 signals.next().await;
             }
         }
-        eprintln!(
+        tracing::info!(
             "switchboard bridge: stopping (draining requests in flight; a second signal stops at once)"
         );
         let code = tokio::select! {
@@ -594,7 +594,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             // the runtime kills each child's process group (SIGKILL), as
             // `ChildProcess` promises when its runtime ends first.
             stop = signals.next() => {
-                eprintln!("switchboard bridge: second signal: stopped at once, children killed");
+                tracing::warn!("switchboard bridge: second signal: stopped at once, children killed");
                 return ExitCode::from(stop.exit_code());
             }
         };
@@ -629,9 +629,9 @@ impl LockReload {
                         Ok(lock) => {
                             guard.reload(lock);
                             let file = self.file.display().to_string();
-                            eprintln!("switchboard bridge: SIGHUP: {} reloaded", one_line(&file));
+                            tracing::info!("switchboard bridge: SIGHUP: {file} reloaded");
                         }
-                        Err(e) => eprintln!(
+                        Err(e) => tracing::warn!(
                             "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {}",
                             one_line(&e)
                         ),

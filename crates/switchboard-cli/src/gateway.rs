@@ -305,9 +305,11 @@ async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, 
     let shown = path.display();
     let refused = |lines: Vec<String>| {
         for l in lines {
-            eprintln!("switchboard gateway: {why}: {l}");
+            tracing::warn!("switchboard gateway: {why}: {l}");
         }
-        eprintln!("switchboard gateway: {why}: reload refused, the running configuration is kept");
+        tracing::warn!(
+            "switchboard gateway: {why}: reload refused, the running configuration is kept"
+        );
     };
     let file = match config::load(path) {
         Ok(f) => f,
@@ -340,7 +342,7 @@ async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, 
             if args.lock.is_some() {
                 gateway.relist().await;
             }
-            eprintln!("switchboard gateway: {why}: {shown} reloaded: {summary}");
+            tracing::info!("switchboard gateway: {why}: {shown} reloaded: {summary}");
         }
         Err(e) => refused(vec![e]),
     }
@@ -470,11 +472,11 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 }
             }
         }
-        eprintln!("switchboard gateway: stopping (draining requests in flight; a second signal stops at once)");
+        tracing::info!("switchboard gateway: stopping (draining requests in flight; a second signal stops at once)");
         let code = tokio::select! {
             () = gateway.shutdown() => ExitCode::SUCCESS,
             stop = signals.next() => {
-                eprintln!("switchboard gateway: second signal: stopped at once");
+                tracing::warn!("switchboard gateway: second signal: stopped at once");
                 return ExitCode::from(stop.exit_code());
             }
         };

@@ -59,6 +59,24 @@ pub fn get() -> Option<&'static Metrics> {
     METRICS.get()
 }
 
+/// The `name` of a request's params, for a label only (never for policy:
+/// module `policy` reads it whole, duplicate keys refused): when the params
+/// begin `{"name":"…"` with no escape in it, read there without a parse.
+pub(crate) fn label_name(
+    params: Option<&serde_json::value::RawValue>,
+) -> Option<std::borrow::Cow<'_, str>> {
+    let text = params?.get();
+    if let Some(rest) = text.strip_prefix(r#"{"name":""#) {
+        if let Some(end) = rest.find('"') {
+            let name = &rest[..end];
+            if !name.contains('\\') {
+                return Some(std::borrow::Cow::Borrowed(name));
+            }
+        }
+    }
+    crate::policy::params_name(params)
+}
+
 /// A shared label value (a tool, prompt or upstream name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Name(Arc<str>);
@@ -99,12 +117,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome of a result or error `message` (a response of any kind).
-    pub fn of(message: &switchboard_protocol::jsonrpc::Message) -> Outcome {
+    /// The outcome of `message`, the answer to a request of `method` (a
+    /// label, [`crate::classify::method_label`]): a result is looked into
+    /// only for `tools/call`, the one whose result may say `isError`.
+    pub fn of(message: &switchboard_protocol::jsonrpc::Message, method: &str) -> Outcome {
         use switchboard_protocol::jsonrpc::Message;
         match message {
             Message::Error(e) => Outcome::Code(e.error.code),
-            Message::Response(r) => Outcome::of_result(r.result.get()),
+            Message::Response(r) if method == switchboard_protocol::types::TOOLS_CALL => {
+                Outcome::of_result(r.result.get())
+            }
             _ => Outcome::Ok,
         }
     }
@@ -191,6 +213,26 @@ impl<const N: usize> EncodeLabelSet for Pairs<N> {
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// Observes `took` into `op`'s histogram of `family`, found through `cache`.
+fn observe(
+    cache: &RwLock<foldhash::HashMap<Operation, Histogram>>,
+    family: &Histograms<Operation>,
+    op: &Operation,
+    took: Duration,
+) {
+    let secs = took.as_secs_f64();
+    if let Some(h) = cache.read().unwrap_or_else(|p| p.into_inner()).get(op) {
+        h.observe(secs);
+        return;
+    }
+    let h = family.get_or_create_owned(op);
+    h.observe(secs);
+    cache
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(op.clone(), h);
+}
+
 fn mcp_histogram() -> Histogram {
     Histogram::new(MCP_BUCKETS)
 }
@@ -258,6 +300,10 @@ pub struct Metrics {
     bytes: Family<Pairs<1>, Counter>,
     /// Tool and prompt names some upstream or route listed (label values).
     names: RwLock<HashSet<Name>>,
+    /// The histograms of the operations seen, by labels: looked up on every
+    /// call, with a faster hash than the registry's own.
+    server_cache: RwLock<foldhash::HashMap<Operation, Histogram>>,
+    client_cache: RwLock<foldhash::HashMap<Operation, Histogram>>,
     /// The HTTP servers whose counts are read at each render, with what
     /// was read last ([`Metrics::watch_server`]).
     servers: std::sync::Mutex<Vec<(ServerSource, ServerStats)>>,
@@ -296,6 +342,8 @@ impl Metrics {
             bytes: Family::default(),
             names: RwLock::new(HashSet::new()),
             servers: std::sync::Mutex::new(Vec::new()),
+            server_cache: RwLock::default(),
+            client_cache: RwLock::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -474,16 +522,19 @@ impl Metrics {
 
     /// One downstream request answered.
     pub fn server_operation(&self, op: &Operation, took: Duration) {
-        self.server_operation
-            .get_or_create(op)
-            .observe(took.as_secs_f64());
+        observe(&self.server_cache, &self.server_operation, op, took);
     }
 
     /// One upstream request answered (or failed).
     pub fn client_operation(&self, op: &Operation, took: Duration) {
-        self.client_operation
-            .get_or_create(op)
-            .observe(took.as_secs_f64());
+        observe(&self.client_cache, &self.client_operation, op, took);
+    }
+
+    /// The overhead histogram of `route`, to observe with
+    /// [`Metrics::overhead`] (looked up once per session).
+    pub fn overhead_of(&self, route: &Name) -> Histogram {
+        self.overhead
+            .get_or_create_owned(&Pairs([("route", route.clone())]))
     }
 
     /// A downstream session opened (`kind`: `streamable_http`, `sse`).
@@ -523,12 +574,10 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A forwarded call's time in this process, on `route` (its endpoint
-    /// path).
-    pub fn overhead(&self, route: &Name, took: Duration) {
-        self.overhead
-            .get_or_create(&Pairs([("route", route.clone())]))
-            .observe(took.as_secs_f64());
+    /// A forwarded call's time in this process, into its route's
+    /// histogram ([`Metrics::overhead_of`]).
+    pub fn overhead(histogram: &Histogram, took: Duration) {
+        histogram.observe(took.as_secs_f64());
     }
 
     /// A request refused by policy, meant for `upstream` (`""` when no

@@ -152,6 +152,10 @@ impl Extractor for Carrier {
 
 impl Injector for Carrier {
     fn set(&mut self, key: &str, value: String) {
+        // An empty tracestate says nothing: not written.
+        if value.is_empty() {
+            return;
+        }
         let key = match key {
             TRACEPARENT => TRACEPARENT,
             TRACESTATE => TRACESTATE,
@@ -161,11 +165,15 @@ impl Injector for Carrier {
     }
 }
 
-/// `_meta`'s `traceparent` and `tracestate` of `params`.
+/// `_meta`'s `traceparent` and `tracestate` of `params` (parsed only when
+/// the text names a `traceparent` at all).
 fn meta_carrier(params: Option<&RawValue>) -> Carrier {
     let mut c = Carrier::default();
-    let meta = params
-        .and_then(|p| RawObject::parse(p.get()).ok())
+    let Some(params) = params.filter(|p| p.get().contains("\"traceparent\"")) else {
+        return c;
+    };
+    let meta = RawObject::parse(params.get())
+        .ok()
         .and_then(|p| p.get_object("_meta"));
     if let Some(meta) = meta {
         for key in [TRACEPARENT, TRACESTATE] {
@@ -180,8 +188,18 @@ fn meta_carrier(params: Option<&RawValue>) -> Carrier {
     c
 }
 
+/// The opening this module gives params whose `_meta` it wrote alone
+/// ([`with_context`]), a `traceparent` of [`TRACEPARENT_LEN`] characters next.
+const OWN_META: &str = r#"{"_meta":{"traceparent":""#;
+
+/// A version-00 `traceparent`: `00-{32 hex}-{16 hex}-{2 hex}`.
+const TRACEPARENT_LEN: usize = 55;
+
 /// `params` with `_meta.traceparent` / `tracestate` those of `cx` (created
-/// when absent); every other member as it was.
+/// when absent); every other member as it was. Params with no `_meta` get it
+/// written first, without a parse ([`OWN_META`]); a `traceparent` in that
+/// place is replaced where it stands; anything else is parsed and written
+/// again.
 fn with_context(
     params: Option<&RawValue>,
     cx: &Context,
@@ -189,8 +207,35 @@ fn with_context(
 ) -> Option<Box<RawValue>> {
     let mut carrier = Carrier::default();
     propagator.inject_context(cx, &mut carrier);
-    if carrier.0.is_empty() {
-        return None;
+    let parent = carrier.0.get(TRACEPARENT)?;
+    let text = params.map_or("{}", |p| p.get());
+    // Ours, from the server span: the same length, replaced in place.
+    if let (Some(rest), true) = (text.strip_prefix(OWN_META), parent.len() == TRACEPARENT_LEN) {
+        if rest.len() > TRACEPARENT_LEN && rest.as_bytes()[TRACEPARENT_LEN] == b'"' {
+            let mut out = String::with_capacity(text.len());
+            out.push_str(OWN_META);
+            out.push_str(parent);
+            out.push_str(&rest[TRACEPARENT_LEN..]);
+            return RawValue::from_string(out).ok();
+        }
+    }
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') && !text.contains("\"_meta\"") {
+        let body = trimmed[1..].trim_start();
+        let mut out = String::with_capacity(text.len() + 128);
+        out.push_str(OWN_META);
+        out.push_str(parent);
+        out.push('"');
+        if let Some(state) = carrier.0.get(TRACESTATE) {
+            out.push_str(r#","tracestate":"#);
+            out.push_str(&serde_json::to_string(state).ok()?);
+        }
+        out.push('}');
+        if !body.starts_with('}') {
+            out.push(',');
+        }
+        out.push_str(body);
+        return RawValue::from_string(out).ok();
     }
     let mut params = match params {
         Some(p) => RawObject::parse(p.get()).ok()?,
@@ -212,7 +257,7 @@ pub(crate) struct Span {
 
 /// What a span names besides its method: the tool or prompt (`target`).
 pub(crate) struct Labels<'a> {
-    pub method: &'a str,
+    pub method: &'static str,
     pub target: Option<&'a str>,
     pub version: Option<&'a str>,
     pub session: Option<&'a str>,
@@ -221,7 +266,7 @@ pub(crate) struct Labels<'a> {
 
 fn attributes(r: &Request, l: &Labels<'_>, kind_tool: bool) -> Vec<KeyValue> {
     let mut a = vec![
-        KeyValue::new("mcp.method.name", l.method.to_owned()),
+        KeyValue::new("mcp.method.name", l.method),
         KeyValue::new("jsonrpc.request.id", r.id.to_string()),
         KeyValue::new("network.transport", l.transport),
     ];
@@ -242,17 +287,42 @@ fn attributes(r: &Request, l: &Labels<'_>, kind_tool: bool) -> Vec<KeyValue> {
     a
 }
 
-fn span_name(l: &Labels<'_>) -> String {
-    match l.target {
-        Some(t) => format!("{} {t}", l.method),
-        None => l.method.to_owned(),
-    }
-}
-
 impl Tracing {
+    /// A span of `kind` for `r`, child of `parent`: named by its method
+    /// alone at first, given its full name `{method} {target}` and its
+    /// attributes only when it is sampled (an unsampled one costs no more);
+    /// `r`'s `_meta` then carries its context on.
+    fn span(
+        &self,
+        kind: SpanKind,
+        r: &mut Request,
+        parent: &Context,
+        labels: &Labels<'_>,
+        tool: bool,
+        extra: Option<KeyValue>,
+    ) -> Span {
+        let mut span = self
+            .tracer
+            .span_builder(labels.method)
+            .with_kind(kind)
+            .start_with_context(&self.tracer, parent);
+        if span.is_recording() {
+            if let Some(t) = labels.target {
+                span.update_name(format!("{} {t}", labels.method));
+            }
+            let mut attrs = attributes(r, labels, tool);
+            attrs.extend(extra);
+            span.set_attributes(attrs);
+        }
+        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
+            r.params = Some(params);
+        }
+        Span { span }
+    }
+
     /// The server span of downstream request `r`, its parent from `_meta`
-    /// or else `headers` (a `traceparent` header's value and `tracestate`);
-    /// `r`'s `_meta` then carries the span's context on to its upstream.
+    /// or else `headers` (a `traceparent` header's value and `tracestate`).
     pub(crate) fn server_span(
         &self,
         r: &mut Request,
@@ -269,18 +339,11 @@ impl Tracing {
                 }
             }
         }
-        let parent = self.propagator.extract(&carrier);
-        let span = self
-            .tracer
-            .span_builder(span_name(labels))
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes(r, labels, tool))
-            .start_with_context(&self.tracer, &parent);
-        let cx = Context::new().with_remote_span_context(span.span_context().clone());
-        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
-            r.params = Some(params);
-        }
-        Span { span }
+        let parent = match carrier.0.is_empty() {
+            true => Context::new(),
+            false => self.propagator.extract(&carrier),
+        };
+        self.span(SpanKind::Server, r, &parent, labels, tool, None)
     }
 
     /// The client span of upstream request `r` to `upstream`, child of the
@@ -292,27 +355,33 @@ impl Tracing {
         labels: &Labels<'_>,
         tool: bool,
     ) -> Span {
-        let parent = self.propagator.extract(&meta_carrier(r.params.as_deref()));
-        let mut attrs = attributes(r, labels, tool);
-        attrs.push(KeyValue::new("server.address", upstream.to_owned()));
-        let span = self
-            .tracer
-            .span_builder(span_name(labels))
-            .with_kind(SpanKind::Client)
-            .with_attributes(attrs)
-            .start_with_context(&self.tracer, &parent);
-        let cx = Context::new().with_remote_span_context(span.span_context().clone());
-        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
-            r.params = Some(params);
-        }
-        Span { span }
+        let own = r
+            .params
+            .as_deref()
+            .and_then(|p| p.get().strip_prefix(OWN_META))
+            .and_then(|rest| rest.get(..TRACEPARENT_LEN));
+        let carrier = match own {
+            Some(parent) => {
+                let mut c = Carrier::default();
+                c.0.insert(TRACEPARENT, parent.to_owned());
+                c
+            }
+            None => meta_carrier(r.params.as_deref()),
+        };
+        let parent = match carrier.0.is_empty() {
+            true => Context::new(),
+            false => self.propagator.extract(&carrier),
+        };
+        let address = KeyValue::new("server.address", upstream.to_owned());
+        self.span(SpanKind::Client, r, &parent, labels, tool, Some(address))
     }
 }
 
 impl Span {
-    /// Its trace id (hex), for log lines.
-    pub(crate) fn trace_id(&self) -> String {
-        self.span.span_context().trace_id().to_string()
+    /// Its trace id (hex), for log lines, when it is sampled.
+    pub(crate) fn trace_id(&self) -> Option<String> {
+        let cx = self.span.span_context();
+        cx.is_sampled().then(|| cx.trace_id().to_string())
     }
 
     /// Ends it: `error.type` and an error status unless `outcome` is a result.
@@ -328,5 +397,86 @@ impl Span {
             self.span.set_status(Status::error(e));
         }
         self.span.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+
+    fn cx(span: u64) -> Context {
+        let sc = SpanContext::new(
+            TraceId::from(0x0af7651916cd43dd8448eb211c80319c_u128),
+            SpanId::from(span),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        Context::new().with_remote_span_context(sc)
+    }
+
+    fn meta_of(params: &RawValue) -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(params.get()).unwrap()
+    }
+
+    #[test]
+    fn the_context_goes_into_meta_and_nothing_else_changes() {
+        let p = TraceContextPropagator::new();
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let parent = |id: u64| format!("00-0af7651916cd43dd8448eb211c80319c-{id:016x}-01");
+        // No _meta: written first, the rest as it was.
+        for (params, rest) in [
+            (
+                Some(raw(r#"{"name":"echo","arguments":{"_x":1}}"#)),
+                r#","name":"echo","arguments":{"_x":1}}"#,
+            ),
+            (Some(raw("{ }")), "}"),
+            (None, "}"),
+        ] {
+            let out = with_context(params.as_deref(), &cx(1), &p).unwrap();
+            assert_eq!(
+                out.get(),
+                format!(r#"{{"_meta":{{"traceparent":"{}"}}{rest}"#, parent(1))
+            );
+        }
+        // Ours again (the client span's turn): replaced where it stands.
+        let first = with_context(Some(&raw(r#"{"name":"e"}"#)), &cx(1), &p).unwrap();
+        let second = with_context(Some(&first), &cx(2), &p).unwrap();
+        assert_eq!(
+            second.get(),
+            format!(
+                r#"{{"_meta":{{"traceparent":"{}"}},"name":"e"}}"#,
+                parent(2)
+            )
+        );
+        // A client's _meta: its other members, its tracestate included, kept.
+        let client = raw(
+            r#"{"name":"e","_meta":{"progressToken":7,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","example.com/k":"v"}}"#,
+        );
+        let out = meta_of(&with_context(Some(&client), &cx(3), &p).unwrap());
+        assert_eq!(out["_meta"]["traceparent"], parent(3));
+        assert_eq!(out["_meta"]["progressToken"], 7);
+        assert_eq!(out["_meta"]["example.com/k"], "v");
+        assert_eq!(out["name"], "e");
+        // "_meta" only inside the arguments: parsed, and still right.
+        let nested = raw(r#"{"name":"e","arguments":{"_meta":1}}"#);
+        let out = meta_of(&with_context(Some(&nested), &cx(4), &p).unwrap());
+        assert_eq!(out["_meta"]["traceparent"], parent(4));
+        assert_eq!(out["arguments"]["_meta"], 1);
+    }
+
+    #[test]
+    fn a_parent_is_read_from_meta_only_when_named() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert!(meta_carrier(Some(&raw(r#"{"name":"e"}"#))).0.is_empty());
+        let c = meta_carrier(Some(&raw(
+            r#"{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"a=b"}}"#,
+        )));
+        assert_eq!(c.get("tracestate"), Some("a=b"));
+        assert!(c.get("traceparent").is_some());
+        // Inside the arguments, it is not the request's.
+        let c = meta_carrier(Some(&raw(r#"{"arguments":{"_meta":{"traceparent":"x"}}}"#)));
+        assert!(c.0.is_empty());
     }
 }

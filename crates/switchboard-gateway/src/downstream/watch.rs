@@ -45,8 +45,9 @@ struct Watch {
     /// A stateless exchange's `traceparent` and `tracestate` headers: the
     /// parent of a request whose `_meta` names none.
     headers: Option<(String, Option<String>)>,
-    /// The endpoint path it came in on (a gateway route's, the bridge's).
-    route: Name,
+    /// The overhead histogram of the endpoint path it came in on (a
+    /// gateway route's, the bridge's), with metrics on.
+    overhead: Option<prometheus_client::metrics::histogram::Histogram>,
     /// `Some` for a session (counted open until dropped); `None` for one
     /// stateless exchange.
     session: Option<&'static str>,
@@ -109,7 +110,7 @@ impl Tx {
             tracing,
             session_id: http.session_id.into(),
             headers,
-            route: Name::new(http.path),
+            overhead: metrics.map(|m| m.overhead_of(&Name::new(http.path))),
             session,
             version,
             started: Instant::now(),
@@ -139,7 +140,7 @@ impl Tx {
         let (mut tool, mut prompt) = (None, None);
         let name = route
             .used()
-            .and_then(|_| crate::policy::params_name(r.params.as_deref()))
+            .and_then(|_| crate::metrics::label_name(r.params.as_deref()))
             .map(|n| n.into_owned());
         if let (Some(kind), Some(m)) = (route.used(), w.metrics) {
             let label = name.as_deref().map(|n| m.name_label(n));
@@ -172,10 +173,11 @@ impl Tx {
         lock(&w.open).insert(r.id.clone(), open);
     }
 
-    /// The trace id of open request `id`, when traced (for its log lines).
+    /// The trace id of open request `id`, when traced and sampled (for its
+    /// log lines).
     pub(crate) fn trace_id(&self, id: &Id) -> Option<String> {
         let w = self.watch.as_ref()?;
-        lock(&w.open).get(id)?.span.as_ref().map(|s| s.trace_id())
+        lock(&w.open).get(id)?.span.as_ref()?.trace_id()
     }
 
     /// The forwarded call of request `id` took `took` at its upstream.
@@ -197,7 +199,7 @@ impl Tx {
             return;
         };
         let took = open.at.elapsed();
-        let outcome = Outcome::of(message);
+        let outcome = Outcome::of(message, open.method);
         if let Some(span) = open.span {
             span.end(outcome);
         }
@@ -212,8 +214,8 @@ impl Tx {
             upstream: None,
         };
         m.server_operation(&op, took);
-        if let Some(upstream) = open.upstream {
-            m.overhead(&w.route, took.saturating_sub(upstream));
+        if let (Some(upstream), Some(h)) = (open.upstream, &w.overhead) {
+            Metrics::overhead(h, took.saturating_sub(upstream));
         }
     }
 

@@ -767,7 +767,7 @@ impl Upstream {
         let tool = route == Route::Use(crate::pin::Kind::Tool);
         let name = route
             .used()
-            .and_then(|_| crate::policy::params_name(request.params.as_deref()))
+            .and_then(|_| crate::metrics::label_name(request.params.as_deref()))
             .map(|n| n.into_owned());
         let method = crate::classify::method_label(&request.method);
         let span = tracing.map(|t| {
@@ -1320,7 +1320,7 @@ fn complete(inner: &Arc<Inner>, id: &Id, outcome: Result<Message, String>) {
 /// A call's metrics: its duration, and for a list its size and names.
 fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
     let kind = match outcome {
-        Ok(message) => crate::metrics::Outcome::of(message),
+        Ok(message) => crate::metrics::Outcome::of(message, timing.method),
         Err(_) => {
             crate::metrics::Outcome::Code(switchboard_protocol::jsonrpc::code::INTERNAL_ERROR)
         }

@@ -572,6 +572,9 @@ impl Inner {
         } else if let Some(Message::Request(r)) = body {
             modern_headers(&mut h, r, &st.tool_headers);
         }
+        if let Some(Message::Request(r)) = body {
+            trace_headers(&mut h, r);
+        }
         h
     }
 
@@ -697,6 +700,45 @@ fn param_header_value(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// W3C Trace Context over HTTP: a request whose `params._meta` carries a
+/// `traceparent` (and a `tracestate`; the keys MCP reserves there) carries
+/// them as headers too, for the proxies and servers that read only those.
+/// A value that is not a valid header is left out.
+fn trace_headers(h: &mut HeaderMap, r: &switchboard_protocol::jsonrpc::Request) {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<Meta<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow, default)]
+        traceparent: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        tracestate: Option<std::borrow::Cow<'a, str>>,
+    }
+    let Some(params) = r.params.as_deref() else {
+        return;
+    };
+    // Cheap first: most requests carry none.
+    if !params.get().contains("\"traceparent\"") {
+        return;
+    }
+    let Ok(Params { meta: Some(meta) }) = serde_json::from_str::<Params<'_>>(params.get()) else {
+        return;
+    };
+    let Some(parent) = meta
+        .traceparent
+        .and_then(|p| HeaderValue::from_str(&p).ok())
+    else {
+        return;
+    };
+    h.insert(http::HeaderName::from_static("traceparent"), parent);
+    if let Some(state) = meta.tracestate.and_then(|s| HeaderValue::from_str(&s).ok()) {
+        h.insert(http::HeaderName::from_static("tracestate"), state);
     }
 }
 
@@ -1617,6 +1659,34 @@ mod tests {
         );
         assert_eq!(param_header_value(&serde_json::json!(null)), None);
         assert_eq!(param_header_value(&serde_json::json!(1.5)), None);
+    }
+
+    #[test]
+    fn a_requests_trace_context_goes_in_its_headers_too() {
+        let request = |params: &str| Request {
+            id: Id::from(1u64),
+            method: "tools/call".into(),
+            params: Some(serde_json::value::RawValue::from_string(params.into()).unwrap()),
+        };
+        let mut h = HeaderMap::new();
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        trace_headers(
+            &mut h,
+            &request(&format!(
+                r#"{{"name":"x","_meta":{{"traceparent":"{parent}","tracestate":"a=b","other":1}}}}"#
+            )),
+        );
+        assert_eq!(h["traceparent"], parent);
+        assert_eq!(h["tracestate"], "a=b");
+        for none in [
+            r#"{"name":"x"}"#,
+            r#"{"name":"x","arguments":{"traceparent":"00-1-2-01"}}"#,
+            r#"{"_meta":{"traceparent":"bad\nvalue"}}"#,
+        ] {
+            let mut h = HeaderMap::new();
+            trace_headers(&mut h, &request(none));
+            assert!(h.get("traceparent").is_none(), "{none}");
+        }
     }
 
     #[test]
