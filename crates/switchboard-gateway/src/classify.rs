@@ -108,36 +108,32 @@ impl Route {
 /// (`&'static`, from the protocol crate), or `_OTHER` for any other name a
 /// caller chose (labels stay bounded).
 pub(crate) fn method_label(method: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        t::INITIALIZE,
-        t::PING,
-        t::SERVER_DISCOVER,
-        t::TOOLS_LIST,
-        t::TOOLS_CALL,
-        t::PROMPTS_LIST,
-        t::PROMPTS_GET,
-        t::RESOURCES_LIST,
-        t::RESOURCES_TEMPLATES_LIST,
-        t::RESOURCES_READ,
-        t::RESOURCES_SUBSCRIBE,
-        t::RESOURCES_UNSUBSCRIBE,
-        t::COMPLETION_COMPLETE,
-        t::LOGGING_SET_LEVEL,
-        t::SUBSCRIPTIONS_LISTEN,
-        t::TASKS_GET,
-        t::TASKS_RESULT,
-        t::TASKS_LIST,
-        t::TASKS_CANCEL,
-        t::TASKS_UPDATE,
-        t::SAMPLING_CREATE_MESSAGE,
-        t::ELICITATION_CREATE,
-        t::ROOTS_LIST,
-    ];
-    KNOWN
-        .iter()
-        .find(|m| **m == method)
-        .copied()
-        .unwrap_or("_OTHER")
+    match method {
+        t::INITIALIZE => t::INITIALIZE,
+        t::PING => t::PING,
+        t::SERVER_DISCOVER => t::SERVER_DISCOVER,
+        t::TOOLS_LIST => t::TOOLS_LIST,
+        t::TOOLS_CALL => t::TOOLS_CALL,
+        t::PROMPTS_LIST => t::PROMPTS_LIST,
+        t::PROMPTS_GET => t::PROMPTS_GET,
+        t::RESOURCES_LIST => t::RESOURCES_LIST,
+        t::RESOURCES_TEMPLATES_LIST => t::RESOURCES_TEMPLATES_LIST,
+        t::RESOURCES_READ => t::RESOURCES_READ,
+        t::RESOURCES_SUBSCRIBE => t::RESOURCES_SUBSCRIBE,
+        t::RESOURCES_UNSUBSCRIBE => t::RESOURCES_UNSUBSCRIBE,
+        t::COMPLETION_COMPLETE => t::COMPLETION_COMPLETE,
+        t::LOGGING_SET_LEVEL => t::LOGGING_SET_LEVEL,
+        t::SUBSCRIPTIONS_LISTEN => t::SUBSCRIPTIONS_LISTEN,
+        t::TASKS_GET => t::TASKS_GET,
+        t::TASKS_RESULT => t::TASKS_RESULT,
+        t::TASKS_LIST => t::TASKS_LIST,
+        t::TASKS_CANCEL => t::TASKS_CANCEL,
+        t::TASKS_UPDATE => t::TASKS_UPDATE,
+        t::SAMPLING_CREATE_MESSAGE => t::SAMPLING_CREATE_MESSAGE,
+        t::ELICITATION_CREATE => t::ELICITATION_CREATE,
+        t::ROOTS_LIST => t::ROOTS_LIST,
+        _ => "_OTHER",
+    }
 }
 
 /// What a server→client request asks of the client, for the capability

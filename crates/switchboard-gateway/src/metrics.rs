@@ -12,7 +12,6 @@
 //! This module must not know sessions, upstreams or HTTP: its callers say what
 //! happened, in the spec's terms.
 
-use std::collections::HashSet;
 use std::fmt::{self, Write as _};
 
 use std::sync::{Arc, OnceLock, RwLock};
@@ -67,11 +66,10 @@ pub(crate) fn label_name(
 ) -> Option<std::borrow::Cow<'_, str>> {
     let text = params?.get();
     if let Some(rest) = text.strip_prefix(r#"{"name":""#) {
-        if let Some(end) = rest.find('"') {
-            let name = &rest[..end];
-            if !name.contains('\\') {
-                return Some(std::borrow::Cow::Borrowed(name));
-            }
+        // The name's end, unless an escape comes first.
+        let end = rest.bytes().position(|b| b == b'"' || b == b'\\');
+        if let Some(end) = end.filter(|&e| rest.as_bytes()[e] == b'"') {
+            return Some(std::borrow::Cow::Borrowed(&rest[..end]));
         }
     }
     crate::policy::params_name(params)
@@ -299,7 +297,7 @@ pub struct Metrics {
     list_entries: Family<Pairs<2>, Gauge>,
     bytes: Family<Pairs<1>, Counter>,
     /// Tool and prompt names some upstream or route listed (label values).
-    names: RwLock<HashSet<Name>>,
+    names: RwLock<foldhash::HashSet<Name>>,
     /// The histograms of the operations seen, by labels: looked up on every
     /// call, with a faster hash than the registry's own.
     server_cache: RwLock<foldhash::HashMap<Operation, Histogram>>,
@@ -340,7 +338,7 @@ impl Metrics {
             list_bytes: Family::default(),
             list_entries: Family::default(),
             bytes: Family::default(),
-            names: RwLock::new(HashSet::new()),
+            names: RwLock::default(),
             servers: std::sync::Mutex::new(Vec::new()),
             server_cache: RwLock::default(),
             client_cache: RwLock::default(),

@@ -290,8 +290,10 @@ fn attributes(r: &Request, l: &Labels<'_>, kind_tool: bool) -> Vec<KeyValue> {
 impl Tracing {
     /// A span of `kind` for `r`, child of `parent`: named by its method
     /// alone at first, given its full name `{method} {target}` and its
-    /// attributes only when it is sampled (an unsampled one costs no more);
-    /// `r`'s `_meta` then carries its context on.
+    /// attributes only when it is sampled. A sampled span's context then
+    /// replaces the one in `r`'s `_meta`; an unsampled one leaves `r` as it
+    /// came (a caller's own context, unsampled, goes on as it was sent), so
+    /// that the 99 calls in 100 a 1% sampler drops cost next to nothing.
     fn span(
         &self,
         kind: SpanKind,
@@ -314,9 +316,11 @@ impl Tracing {
             attrs.extend(extra);
             span.set_attributes(attrs);
         }
-        let cx = Context::new().with_remote_span_context(span.span_context().clone());
-        if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
-            r.params = Some(params);
+        if span.span_context().is_sampled() {
+            let cx = Context::new().with_remote_span_context(span.span_context().clone());
+            if let Some(params) = with_context(r.params.as_deref(), &cx, &self.propagator) {
+                r.params = Some(params);
+            }
         }
         Span { span }
     }
@@ -347,14 +351,17 @@ impl Tracing {
     }
 
     /// The client span of upstream request `r` to `upstream`, child of the
-    /// context in its `_meta` (its server span's), which it then replaces.
+    /// context in its `_meta` (its server span's, or a caller's it did not
+    /// sample), which it then replaces when sampled. `None` for a request
+    /// with no context: the gateway's own (its lists), or one no sampled
+    /// span is above.
     pub(crate) fn client_span(
         &self,
         r: &mut Request,
         upstream: &str,
         labels: &Labels<'_>,
         tool: bool,
-    ) -> Span {
+    ) -> Option<Span> {
         let own = r
             .params
             .as_deref()
@@ -368,12 +375,12 @@ impl Tracing {
             }
             None => meta_carrier(r.params.as_deref()),
         };
-        let parent = match carrier.0.is_empty() {
-            true => Context::new(),
-            false => self.propagator.extract(&carrier),
-        };
+        if carrier.0.is_empty() {
+            return None;
+        }
+        let parent = self.propagator.extract(&carrier);
         let address = KeyValue::new("server.address", upstream.to_owned());
-        self.span(SpanKind::Client, r, &parent, labels, tool, Some(address))
+        Some(self.span(SpanKind::Client, r, &parent, labels, tool, Some(address)))
     }
 }
 

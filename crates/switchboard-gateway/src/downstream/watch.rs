@@ -220,19 +220,24 @@ impl Tx {
     }
 
     /// [`Sender::send`], measured.
-    pub(crate) async fn send(&self, message: Message) -> Result<(), SendError> {
+    /// The sender's own future, not one around it: the futures of the
+    /// tasks that send stay the size they were.
+    pub(crate) fn send(
+        &self,
+        message: Message,
+    ) -> impl std::future::Future<Output = Result<(), SendError>> + Send + '_ {
         self.answering(&message);
-        self.sender.send(message).await
+        self.sender.send(message)
     }
 
     /// [`Sender::send_related`], measured.
-    pub(crate) async fn send_related(
+    pub(crate) fn send_related(
         &self,
         message: Message,
         related: Option<Id>,
-    ) -> Result<(), SendError> {
+    ) -> impl std::future::Future<Output = Result<(), SendError>> + Send + '_ {
         self.answering(&message);
-        self.sender.send_related(message, related).await
+        self.sender.send_related(message, related)
     }
 
     /// [`Sender::forget`]: request `id` gets no answer (cancelled), and is

@@ -770,7 +770,7 @@ impl Upstream {
             .and_then(|_| crate::metrics::label_name(request.params.as_deref()))
             .map(|n| n.into_owned());
         let method = crate::classify::method_label(&request.method);
-        let span = tracing.map(|t| {
+        let span = tracing.and_then(|t| {
             let labels = crate::trace::Labels {
                 method,
                 target: name.as_deref(),
@@ -780,6 +780,9 @@ impl Upstream {
             };
             t.client_span(request, self.inner.label(), &labels, tool)
         });
+        if metrics.is_none() && span.is_none() {
+            return None;
+        }
         Some(Box::new(Timing {
             at: Instant::now(),
             method,
@@ -1331,7 +1334,9 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
     let Some(m) = crate::metrics::get() else {
         return;
     };
-    let upstream = inner.label();
+    let upstream = inner
+        .label_value
+        .get_or_init(|| crate::metrics::Name::new(inner.label()));
     let op = crate::metrics::Operation {
         method: timing.method,
         tool: timing.tool,
@@ -1339,12 +1344,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         outcome: kind,
         version: None,
         transport: inner.network_transport(),
-        upstream: Some(
-            inner
-                .label_value
-                .get_or_init(|| crate::metrics::Name::new(upstream))
-                .clone(),
-        ),
+        upstream: Some(upstream.clone()),
     };
     m.client_operation(&op, timing.at.elapsed());
     let (Ok(Message::Response(r)), Some(list)) = (outcome, Route::of(timing.method).list_key())
@@ -1367,7 +1367,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
     else {
         return;
     };
-    m.list_size(upstream, list, r.result.get().len(), entries.len());
+    m.list_size(upstream.as_str(), list, r.result.get().len(), entries.len());
     if matches!(list, "tools" | "prompts") {
         m.listed(entries.iter().filter_map(|e| e.name.as_deref()));
     }
