@@ -116,7 +116,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The outcome of `message`, the answer to a request of `method` (a
-    /// label, [`crate::classify::method_label`]): a result is looked into
+    /// label, as `classify::method_label` gives it): a result is looked into
     /// only for `tools/call`, the one whose result may say `isError`.
     pub fn of(message: &switchboard_protocol::jsonrpc::Message, method: &str) -> Outcome {
         use switchboard_protocol::jsonrpc::Message;
