@@ -80,8 +80,9 @@ pub(crate) fn start_traces() {
     }
 }
 
-/// Exports the traces still buffered (at most a few seconds).
+/// Exports the traces still buffered: at most 2 s (an export's own bound),
+/// so that a collector that does not answer does not hold the exit.
 pub(crate) async fn stop_traces() {
     let flush = tokio::task::spawn_blocking(switchboard_gateway::trace::shutdown);
-    let _ = tokio::time::timeout(Duration::from_secs(5), flush).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), flush).await;
 }

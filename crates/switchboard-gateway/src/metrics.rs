@@ -108,8 +108,12 @@ impl EncodeLabelValue for Name {
 pub enum Outcome {
     /// A result.
     Ok,
-    /// An error response with this code.
+    /// An error response with this code: one of JSON-RPC's reserved
+    /// range (-32768 to -32000); any other code is [`Outcome::OtherCode`].
     Code(i64),
+    /// An error response with a code outside the reserved range (a label
+    /// an upstream could otherwise grow without bound).
+    OtherCode,
     /// A result that says `isError: true`.
     ToolError,
 }
@@ -121,11 +125,19 @@ impl Outcome {
     pub fn of(message: &switchboard_protocol::jsonrpc::Message, method: &str) -> Outcome {
         use switchboard_protocol::jsonrpc::Message;
         match message {
-            Message::Error(e) => Outcome::Code(e.error.code),
+            Message::Error(e) => Outcome::code(e.error.code),
             Message::Response(r) if method == switchboard_protocol::types::TOOLS_CALL => {
                 Outcome::of_result(r.result.get())
             }
             _ => Outcome::Ok,
+        }
+    }
+
+    /// The outcome of an error response with `code`.
+    pub fn code(code: i64) -> Outcome {
+        match code {
+            -32768..=-32000 => Outcome::Code(code),
+            _ => Outcome::OtherCode,
         }
     }
 
@@ -184,6 +196,7 @@ impl EncodeLabelSet for Operation {
             Outcome::Ok => {}
             Outcome::Code(c) => label(e, "error_type", itoa::Buffer::new().format(c))?,
             Outcome::ToolError => label(e, "error_type", "tool_error")?,
+            Outcome::OtherCode => label(e, "error_type", OTHER)?,
         }
         if let Some(v) = self.version {
             label(e, "mcp_protocol_version", v)?;
@@ -663,6 +676,16 @@ mod tests {
         m.listed(many.iter().map(String::as_str));
         assert_eq!(m.names.read().unwrap().len(), MAX_NAMES);
         assert_eq!(m.name_label(&format!("t{}", MAX_NAMES + 5)).as_str(), OTHER);
+    }
+
+    #[test]
+    fn error_codes_outside_the_reserved_range_are_one_label() {
+        assert_eq!(Outcome::code(-32602), Outcome::Code(-32602));
+        assert_eq!(Outcome::code(-32768), Outcome::Code(-32768));
+        assert_eq!(Outcome::code(-32000), Outcome::Code(-32000));
+        for other in [1, 7, -1, -31999, -32769, i64::MAX] {
+            assert_eq!(Outcome::code(other), Outcome::OtherCode, "{other}");
+        }
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl opentelemetry_http::HttpClient for Client {
                 .request(parts.method, parts.uri.to_string())
                 .headers(parts.headers)
                 .body(body)
-                .timeout(std::time::Duration::from_secs(10));
+                .timeout(std::time::Duration::from_secs(2));
             out = out.version(http::Version::HTTP_11);
             let response = out.send().await?;
             let status = response.status();
@@ -210,8 +210,18 @@ fn with_context(
     let parent = carrier.0.get(TRACEPARENT)?;
     let text = params.map_or("{}", |p| p.get());
     // Ours, from the server span: the same length, replaced in place.
-    if let (Some(rest), true) = (text.strip_prefix(OWN_META), parent.len() == TRACEPARENT_LEN) {
-        if rest.len() > TRACEPARENT_LEN && rest.as_bytes()[TRACEPARENT_LEN] == b'"' {
+    // Only `traceparent` in it (ours as this module writes it), and no
+    // tracestate to write.
+    let alone = |rest: &str| {
+        rest.get(TRACEPARENT_LEN..)
+            .is_some_and(|r| r.starts_with("\"}"))
+    };
+    let stateless = !carrier.0.contains_key(TRACESTATE);
+    if let (Some(rest), true) = (
+        text.strip_prefix(OWN_META),
+        parent.len() == TRACEPARENT_LEN && stateless,
+    ) {
+        if alone(rest) {
             let mut out = String::with_capacity(text.len());
             out.push_str(OWN_META);
             out.push_str(parent);
@@ -241,7 +251,15 @@ fn with_context(
         Some(p) => RawObject::parse(p.get()).ok()?,
         None => RawObject::default(),
     };
-    let mut meta = params.get_object("_meta").unwrap_or_default();
+    // A `_meta` that is not an object is the caller's mistake: left as is.
+    let mut meta = match params.get("_meta") {
+        None => RawObject::default(),
+        Some(_) => params.get_object("_meta")?,
+    };
+    // A tracestate goes only with the traceparent it belongs to.
+    if !carrier.0.contains_key(TRACESTATE) {
+        meta.remove(TRACESTATE);
+    }
     for (k, v) in carrier.0 {
         meta.insert(k, serde_json::value::to_raw_value(&v).ok()?);
     }
@@ -366,6 +384,11 @@ impl Tracing {
             .params
             .as_deref()
             .and_then(|p| p.get().strip_prefix(OWN_META))
+            // Alone in its `_meta` (else a tracestate may be there too).
+            .filter(|rest| {
+                rest.get(TRACEPARENT_LEN..)
+                    .is_some_and(|r| r.starts_with("\"}"))
+            })
             .and_then(|rest| rest.get(..TRACEPARENT_LEN));
         let carrier = match own {
             Some(parent) => {
@@ -397,6 +420,7 @@ impl Span {
             Outcome::Ok => None,
             Outcome::Code(c) => Some(c.to_string()),
             Outcome::ToolError => Some("tool_error".to_owned()),
+            Outcome::OtherCode => Some(crate::metrics::OTHER.to_owned()),
         };
         if let Some(e) = error {
             self.span
@@ -471,6 +495,27 @@ mod tests {
         let out = meta_of(&with_context(Some(&nested), &cx(4), &p).unwrap());
         assert_eq!(out["_meta"]["traceparent"], parent(4));
         assert_eq!(out["arguments"]["_meta"], 1);
+    }
+
+    #[test]
+    fn a_tracestate_goes_only_with_its_traceparent_and_a_bad_meta_stays() {
+        let p = TraceContextPropagator::new();
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        // An invalid traceparent: a new root, and the caller's tracestate,
+        // which belonged to it, not sent on.
+        let bad = raw(r#"{"_meta":{"traceparent":"zzz","tracestate":"k=v","x":1},"name":"e"}"#);
+        let out = meta_of(&with_context(Some(&bad), &cx(5), &p).unwrap());
+        assert!(out["_meta"].get("tracestate").is_none(), "{out}");
+        assert_eq!(out["_meta"]["x"], 1);
+        // Our own shape followed by another member: parsed, not patched.
+        let own = raw(
+            r#"{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-0000000000000001-01","tracestate":"k=v"},"name":"e"}"#,
+        );
+        let out = meta_of(&with_context(Some(&own), &cx(6), &p).unwrap());
+        assert!(out["_meta"].get("tracestate").is_none(), "{out}");
+        // A _meta that is not an object: the request is left as it came.
+        let odd = raw(r#"{"_meta":"text","name":"e"}"#);
+        assert!(with_context(Some(&odd), &cx(7), &p).is_none());
     }
 
     #[test]

@@ -324,12 +324,20 @@ fn shape(value: &Value) -> Shape {
     }
 }
 
+/// The file's `admin`: `"IP:PORT"`, `"PORT"`, or a port as a number.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AdminValue {
+    Text(String),
+    Port(u64),
+}
+
 /// The project's own shape, as written (before cross-checks).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     listen: Option<String>,
-    admin: Option<String>,
+    admin: Option<AdminValue>,
     log_format: Option<String>,
     #[serde(default)]
     upstreams: BTreeMap<String, FileUpstream>,
@@ -449,8 +457,11 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
             None
         }
     });
-    let admin = file
-        .admin
+    let admin_text = file.admin.map(|a| match a {
+        AdminValue::Text(s) => s,
+        AdminValue::Port(p) => p.to_string(),
+    });
+    let admin = admin_text
         .as_deref()
         .and_then(|s| match crate::bridge::parse_admin(s) {
             Ok(addr) => Some(addr),

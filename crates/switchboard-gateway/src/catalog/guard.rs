@@ -231,6 +231,12 @@ impl DriftGuard {
         info!(upstream, found, refused, served, lock = %self.source, "drift guard: drifts found, uses refused (block mode), uses served (warn mode)");
     }
 
+    /// The upstream it guards, as named for metrics (`""` before
+    /// [`DriftGuard::guards`]).
+    pub(crate) fn upstream_label(&self) -> &str {
+        self.upstream.get().map_or("", |u| u)
+    }
+
     /// Names the upstream it guards (its drift events' label); the first
     /// name stays.
     pub(crate) fn guards(&self, upstream: &str) {

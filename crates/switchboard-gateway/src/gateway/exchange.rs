@@ -184,22 +184,18 @@ pub(crate) async fn resolve_listed(
         }
         if let Some(m) = crate::metrics::get() {
             use crate::metrics::Refusal;
-            let why = match (&withheld, served.as_deref()) {
-                (Some(_), _) => Refusal::Drift,
-                // Served by the route's upstreams, outside its allowlist.
-                (None, Some(s))
-                    if tool
-                        && !route.allow.permits(s)
-                        && layout
-                            .merged()
-                            .tool(s)
-                            .is_some_and(|e| route.members[e.member]) =>
-                {
-                    Refusal::Allowlist
-                }
-                _ => Refusal::UnknownTool,
+            // Served by one of the route's upstreams, outside its allowlist.
+            let listed = served
+                .as_deref()
+                .filter(|s| tool && !route.allow.permits(s))
+                .and_then(|s| layout.merged().tool(s).map(|e| e.member))
+                .filter(|&i| route.members[i]);
+            let (upstream, why) = match (&withheld, listed) {
+                (Some((guard, _)), _) => (guard.upstream_label(), Refusal::Drift),
+                (None, Some(i)) => (layout.members[i].name.as_str(), Refusal::Allowlist),
+                (None, None) => ("", Refusal::UnknownTool),
             };
-            m.refused("", why);
+            m.refused(upstream, why);
         }
     }
     if let (Err(Error::InvalidParams(_)), Route::Use(_), Some(m)) =

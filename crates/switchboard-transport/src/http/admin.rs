@@ -64,6 +64,7 @@ impl AdminServer {
     pub async fn bind(config: AdminConfig) -> std::io::Result<AdminServer> {
         let listener = TcpListener::bind(config.bind).await?;
         let addr = listener.local_addr()?;
+        tracing::info!(url = %format!("http://{addr}/metrics"), "admin listener");
         let (stop, mut stopped) = watch::channel(false);
         let config = Arc::new(config);
         tokio::spawn(async move {
@@ -116,13 +117,29 @@ impl Drop for AdminServer {
     }
 }
 
-/// Whether an `Accept` header asks for OpenMetrics.
-fn wants_openmetrics(req: &Request<Incoming>) -> bool {
-    req.headers()
-        .get_all(ACCEPT)
+/// Whether the `Accept` header prefers OpenMetrics: named with a weight
+/// above 0 and no lower than the classic text's (`text/plain`, `*/*`).
+fn wants_openmetrics(headers: &http::HeaderMap) -> bool {
+    let (mut open, mut text) = (0.0_f32, 0.0_f32);
+    let values = headers.get_all(ACCEPT);
+    for range in values
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("application/openmetrics-text"))
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = range.split(';');
+        let kind = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match kind.as_str() {
+            "application/openmetrics-text" => open = open.max(q),
+            "text/plain" | "text/*" | "*/*" => text = text.max(q),
+            _ => {}
+        }
+    }
+    open > 0.0 && open >= text
 }
 
 fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
@@ -136,7 +153,7 @@ fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
     match req.uri().path() {
         "/metrics" => match &config.metrics {
             Some(source) => {
-                let (body, content_type) = (source.0)(!wants_openmetrics(req));
+                let (body, content_type) = (source.0)(!wants_openmetrics(req.headers()));
                 text(StatusCode::OK, body, content_type)
             }
             None => text(
@@ -159,4 +176,30 @@ fn text(status: StatusCode, body: String, content_type: &'static str) -> Respons
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openmetrics_only_when_preferred() {
+        let wants = |accept: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert(ACCEPT, HeaderValue::from_str(accept).unwrap());
+            wants_openmetrics(&h)
+        };
+        // Prometheus 2.42's own header.
+        assert!(wants("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+        assert!(wants("application/openmetrics-text"));
+        assert!(!wants("text/plain"));
+        assert!(!wants("*/*"));
+        assert!(!wants("application/openmetrics-text;q=0, text/plain;q=1"));
+        assert!(!wants("application/openmetrics-text;q=0.5, text/plain"));
+        assert!(wants(
+            "text/plain;q=0.2, application/openmetrics-text;q=0.9"
+        ));
+        assert!(!wants("application/json"));
+        assert!(!wants_openmetrics(&http::HeaderMap::new()));
+    }
 }

@@ -913,7 +913,8 @@ impl HttpServer {
                     report: config.health_report.clone(),
                     metrics: config.metrics.clone(),
                 })
-                .await?,
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("the admin listener {bind}: {e}")))?,
             ),
             None => None,
         };
