@@ -691,12 +691,24 @@ fn the_documented_examples_are_valid() {
 
 #[test]
 fn the_admin_port_may_be_a_number_and_a_bad_one_is_a_problem() {
-    let c = ok("admin = 9464\n[upstreams.a]\ncommand = \"x\"\n", Format::Toml);
+    let c = ok(
+        "admin = 9464\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
     assert_eq!(c.admin, Some("127.0.0.1:9464".parse().unwrap()));
-    let c = ok("admin = \"0.0.0.0:9000\"\n[upstreams.a]\ncommand = \"x\"\n", Format::Toml);
+    let c = ok(
+        "admin = \"0.0.0.0:9000\"\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
     assert_eq!(c.admin, Some("0.0.0.0:9000".parse().unwrap()));
-    let p = problems("admin = 99999\n[upstreams.a]\ncommand = \"x\"\n", Format::Toml);
+    let p = problems(
+        "admin = 99999\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
     assert!(p.iter().any(|p| p.contains("admin")), "{p:?}");
-    let p = problems("log_format = \"xml\"\n[upstreams.a]\ncommand = \"x\"\n", Format::Toml);
+    let p = problems(
+        "log_format = \"xml\"\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
     assert!(p.iter().any(|p| p.contains("log_format")), "{p:?}");
 }
