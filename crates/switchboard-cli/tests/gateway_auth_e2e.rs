@@ -99,37 +99,51 @@ fn wait_ready(base: &str) {
 fn protected() -> Option<Protected> {
     let python = peers::python()?;
     let (oidc, issuer) = start_oidc()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
     let dir = peers::TempDir::new("e2e-gateway");
     let file = dir.path().join("gateway.toml");
-    std::fs::write(&file, gateway_file(&issuer, &base)).unwrap();
-    let mut gateway = Killed(
-        Command::new(common::exe())
-            .arg("gateway")
-            .arg("--config")
-            .arg(&file)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the gateway"),
-    );
-    let team = wait_for_line(&mut gateway, "the gateway", |line| {
-        Some(
-            line.trim()
-                .strip_prefix("route /team/mcp:")?
-                .trim()
-                .to_owned(),
-        )
-    });
-    assert_eq!(team, format!("{base}/team/mcp"));
+    // The port is chosen before the gateway binds it (the file names its
+    // URLs): another process may take it meanwhile, so a gateway that
+    // could not listen is tried again on another, a few times.
+    let mut tries = 0;
+    let (gateway, base, team) = loop {
+        tries += 1;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let base = format!("http://127.0.0.1:{port}");
+        std::fs::write(&file, gateway_file(&issuer, &base)).unwrap();
+        let mut gateway = Killed(
+            Command::new(common::exe())
+                .arg("gateway")
+                .arg("--config")
+                .arg(&file)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start the gateway"),
+        );
+        let team = try_wait_for_line(&mut gateway, "the gateway", |line| {
+            Some(
+                line.trim()
+                    .strip_prefix("route /team/mcp:")?
+                    .trim()
+                    .to_owned(),
+            )
+        });
+        match team {
+            Some(team) => {
+                assert_eq!(team, format!("{base}/team/mcp"));
+                break (gateway, base, team);
+            }
+            None if tries < 5 => continue,
+            None => panic!("the gateway could not start in {tries} tries"),
+        }
+    };
     wait_ready(&base);
     Some(Protected {
         _oidc: oidc,

@@ -98,20 +98,25 @@ async fn prometheus_reads_what_the_gateway_did() {
     // A second gateway, whose only upstream exits at once (no lock can
     // hold it); Prometheus scrapes both.
     let crashing_dir = TempDir::new("metrics-crash");
-    let crashing_admin = format!("127.0.0.1:{}", free_port());
-    let _crashing = GatewayProc::start_with_args(
+    let crashing = GatewayProc::start_with_args(
         crashing_dir.path(),
         "[upstreams.bad]\ncommand = \"false\"\n",
-        &["--admin", &crashing_admin],
+        &["--admin", "127.0.0.1:0"],
     )
     .await;
-    let admin = format!("127.0.0.1:{}", free_port());
+    let crashing_admin = crashing.admin.clone().expect("its admin listener");
     let gw = GatewayProc::start_with_args(
         dir.path(),
         &config,
-        &["--admin", &admin, "--lock", lock_file.to_str().unwrap()],
+        &[
+            "--admin",
+            "127.0.0.1:0",
+            "--lock",
+            lock_file.to_str().unwrap(),
+        ],
     )
     .await;
+    let admin = gw.admin.clone().expect("its admin listener");
     let client = connect(&gw, Leg::Streamable).await;
     // Wait for ex's tools (the catalog listed).
     eventually(LIMIT, "ex__echo listed", || async {
@@ -189,7 +194,6 @@ async fn prometheus_reads_what_the_gateway_did() {
     );
 
     // A real Prometheus scrapes the admin listener.
-    let web = format!("127.0.0.1:{}", free_port());
     let prom_yml = dir.path().join("prometheus.yml");
     std::fs::write(
         &prom_yml,
@@ -199,20 +203,45 @@ async fn prometheus_reads_what_the_gateway_did() {
         ),
     )
     .unwrap();
-    let _prometheus = tokio::process::Command::new(&prometheus_bin)
-        .arg(format!("--config.file={}", prom_yml.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("prometheus runs");
-    let prometheus = format!("http://{web}");
+    // Its port is chosen before it binds it: one another process took
+    // meanwhile ends it at once, and another port is tried.
+    let mut tries = 0;
+    let (_prometheus, prometheus) = loop {
+        tries += 1;
+        let web = format!("127.0.0.1:{}", free_port());
+        let mut child = tokio::process::Command::new(&prometheus_bin)
+            .arg(format!("--config.file={}", prom_yml.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("prometheus runs");
+        let url = format!("http://{web}");
+        let mut ready = None;
+        for _ in 0..300 {
+            if child.try_wait().ok().flatten().is_some() {
+                ready = Some(false);
+                break;
+            }
+            let answered = http.get(format!("{url}/-/ready")).send().await;
+            if answered.is_ok_and(|r| r.status().is_success()) {
+                ready = Some(true);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        match ready {
+            Some(true) => break (child, url),
+            Some(false) if tries < 5 => continue,
+            _ => panic!("prometheus did not start in {tries} tries"),
+        }
+    };
     let server = |tool: &str, error: &str| {
         format!(
             "sum(mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{tool}\",error_type=\"{error}\"}})"

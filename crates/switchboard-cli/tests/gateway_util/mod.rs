@@ -77,6 +77,8 @@ pub struct GatewayProc {
     pub url: String,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// With `--admin`: the admin listener's `IP:PORT`, as its banner said.
+    pub admin: Option<String>,
     /// Its stderr (logs at `RUST_LOG`, default `info`).
     pub log: PathBuf,
 }
@@ -141,12 +143,27 @@ impl GatewayProc {
         })
         .await
         .expect("the gateway prints its banner in time");
+        // With an admin listener, its line ends the banner (after `health:`).
+        let mut admin = None;
+        if extra_args.contains(&"--admin") {
+            admin = tokio::time::timeout(LIMIT, async {
+                while let Some(line) = lines.next_line().await.unwrap() {
+                    if let Some(rest) = line.trim().strip_prefix("admin: http://") {
+                        return rest.split('/').next().map(str::to_owned);
+                    }
+                }
+                None
+            })
+            .await
+            .expect("the gateway prints its admin listener in time");
+        }
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         assert!(url.starts_with("http://127.0.0.1:"), "{url}");
         let base = url.trim_end_matches("/mcp").to_owned();
         GatewayProc {
             child,
             url,
+            admin,
             base,
             log,
         }

@@ -37,6 +37,17 @@ impl Drop for Killed {
 /// The first line of `child`'s stdout that `pick` accepts, within [`WAIT`];
 /// the rest of its stdout is drained so it never blocks on a full pipe.
 pub fn wait_for_line(child: &mut Killed, what: &str, pick: fn(&str) -> Option<String>) -> String {
+    try_wait_for_line(child, what, pick)
+        .unwrap_or_else(|| panic!("{what} ended without printing its URL"))
+}
+
+/// [`wait_for_line`], `None` when `child` ends its stdout first (it could
+/// not start: a port another process took meanwhile).
+pub fn try_wait_for_line(
+    child: &mut Killed,
+    what: &str,
+    pick: fn(&str) -> Option<String>,
+) -> Option<String> {
     let stdout = child.0.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -51,8 +62,13 @@ pub fn wait_for_line(child: &mut Killed, what: &str, pick: fn(&str) -> Option<St
             }
         }
     });
-    rx.recv_timeout(WAIT)
-        .unwrap_or_else(|_| panic!("{what} did not print its URL within {WAIT:?}"))
+    match rx.recv_timeout(WAIT) {
+        Ok(line) => Some(line),
+        Err(mpsc::RecvTimeoutError::Disconnected) => None,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what} did not print its URL within {WAIT:?}")
+        }
+    }
 }
 
 /// Starts oidc-provider in its `--people` mode and reads its issuer; `None`
