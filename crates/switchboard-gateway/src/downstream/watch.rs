@@ -1,10 +1,10 @@
-//! A downstream session's sender, measured: each request from its arrival
-//! to its answer (`mcp.server.operation.duration`, with `error.type` from the
-//! answer), a forwarded call's own time here (its duration less its
-//! upstream's), and the session's life (open sessions, `mcp.server.session.duration`).
-//! One for the bridge's and the gateway's sessions and exchanges alike. With
-//! metrics off ([`crate::metrics::get`]) it keeps nothing and is the bare
-//! [`Sender`].
+//! A downstream session's sender, measured and traced: each request from
+//! its arrival to its answer (`mcp.server.operation.duration`, `error.type`
+//! from the answer; its server span, module `trace`), a forwarded call's own
+//! time here (its duration less its upstream's), and the session's life
+//! (open sessions, `mcp.server.session.duration`). One for the bridge's and
+//! the gateway's sessions and exchanges alike. With metrics and traces off it
+//! keeps nothing and is the bare [`Sender`].
 //!
 //! This module must not know routes, upstreams or policy: the session says
 //! when a request arrived and what an upstream took.
