@@ -48,12 +48,17 @@ pub(crate) fn get() -> Option<&'static Tracing> {
     TRACING.get()
 }
 
+/// Why traces could not be turned on ([`init_from_env`]).
+#[derive(Debug, thiserror::Error)]
+#[error("OTLP trace exporter: {0}")]
+pub struct InitError(#[from] opentelemetry_otlp::ExporterBuildError);
+
 /// Turns traces on from the standard `OTEL_*` variables, exporting on
 /// `runtime` (where the HTTP requests to the collector run). `Ok(false)`:
 /// no endpoint is set (or `OTEL_SDK_DISABLED=true`), traces stay off.
 ///
-/// Errors: the exporter cannot be built (a bad endpoint), as text.
-pub fn init_from_env(runtime: tokio::runtime::Handle) -> Result<bool, String> {
+/// Errors: [`InitError`], the exporter cannot be built (a bad endpoint).
+pub fn init_from_env(runtime: tokio::runtime::Handle) -> Result<bool, InitError> {
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
     let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
     if disabled
@@ -72,8 +77,7 @@ pub fn init_from_env(runtime: tokio::runtime::Handle) -> Result<bool, String> {
             http: reqwest::Client::new(),
             runtime,
         })
-        .build()
-        .map_err(|e| format!("OTLP trace exporter: {e}"))?;
+        .build()?;
     let mut resource = opentelemetry_sdk::Resource::builder();
     if !set("OTEL_SERVICE_NAME") {
         resource = resource.with_service_name("switchboard");
