@@ -483,7 +483,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("switchboard: {e}");
+            crate::telemetry::fatal(format_args!("{e}"));
             return ExitCode::from(2);
         }
     };
@@ -493,7 +493,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     // once, exit 2. One that starts and then dies is supervised as usual.
     if let Connector::Stdio(child) = &config.upstream {
         if let Err(e) = child.find_program() {
-            eprintln!("switchboard: cannot run the server command: {e}");
+            crate::telemetry::fatal(format_args!("cannot run the server command: {e}"));
             return ExitCode::from(2);
         }
     }
@@ -507,7 +507,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("switchboard: cannot start the runtime: {e}");
+            crate::telemetry::fatal(format_args!("cannot start the runtime: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -517,7 +517,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         let mut signals = match Signals::watch(&[Stop::Interrupt, Stop::Terminate], Inherited::Overridden) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("switchboard: cannot watch signals: {e}");
+                crate::telemetry::fatal(format_args!("cannot watch signals: {e}"));
                 return ExitCode::from(2);
             }
         };
@@ -527,7 +527,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             Some(_) => match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
                 Ok(h) => Some(h),
                 Err(e) => {
-                    eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                    crate::telemetry::fatal(format_args!("cannot watch SIGHUP: {e}"));
                     return ExitCode::from(2);
                 }
             },
@@ -536,7 +536,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             // ignored when inherited so (`nohup`).
             None => {
                 if let Err(e) = signals.also(Stop::Hangup, Inherited::Kept) {
-                    eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                    crate::telemetry::fatal(format_args!("cannot watch SIGHUP: {e}"));
                     return ExitCode::from(2);
                 }
                 None
@@ -546,7 +546,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("switchboard: cannot listen on {listen}: {e}");
+                crate::telemetry::fatal(format_args!("cannot listen on {listen}: {e}"));
                 return ExitCode::from(2);
             }
         };
@@ -681,7 +681,7 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
         match parse_header(h) {
             Ok(pair) => config.headers.push(pair),
             Err(e) => {
-                eprintln!("switchboard: {e}");
+                crate::telemetry::fatal(format_args!("{e}"));
                 return ExitCode::from(2);
             }
         }
@@ -692,7 +692,7 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("switchboard: cannot start the runtime: {e}");
+            crate::telemetry::fatal(format_args!("cannot start the runtime: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -717,7 +717,7 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
         // 128 + the signal's number, as for the other commands (`signals`).
         Ok(ConnectEnd::Signal(n)) => ExitCode::from(128 + n.clamp(0, 127) as u8),
         Err(e) => {
-            eprintln!("switchboard: {e}");
+            crate::telemetry::fatal(format_args!("{e}"));
             ExitCode::from(2)
         }
     }

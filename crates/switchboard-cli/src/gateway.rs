@@ -358,13 +358,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Err(problems) => {
             for p in &problems {
                 let sep = if p.pos.is_some() { ":" } else { ": " };
-                eprintln!("{}{sep}{p}", args.config.display());
+                crate::telemetry::problem(format_args!("{}{sep}{p}", args.config.display()));
             }
-            eprintln!(
-                "switchboard: {}: {} problem(s)",
+            crate::telemetry::fatal(format_args!(
+                "{}: {} problem(s)",
                 args.config.display(),
                 problems.len()
-            );
+            ));
             return ExitCode::from(2);
         }
     };
@@ -372,7 +372,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(c) => c,
         Err(problems) => {
             for p in problems {
-                eprintln!("{}: {p}", args.config.display());
+                crate::telemetry::problem(format_args!("{}: {p}", args.config.display()));
             }
             return ExitCode::from(2);
         }
@@ -380,7 +380,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
     let mut guards = Guards::new();
     if let Err(problems) = attach_guards(&args, &mut config, &mut guards) {
         for p in problems {
-            eprintln!("switchboard: {p}");
+            crate::telemetry::fatal(format_args!("{p}"));
         }
         return ExitCode::from(2);
     }
@@ -395,7 +395,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
     }
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         for p in problems {
-            eprintln!("switchboard: {p}");
+            crate::telemetry::fatal(format_args!("{p}"));
         }
         return ExitCode::from(2);
     }
@@ -405,7 +405,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("switchboard: cannot start the runtime: {e}");
+            crate::telemetry::fatal(format_args!("cannot start the runtime: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -414,7 +414,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             match Signals::watch(&[Stop::Interrupt, Stop::Terminate], Inherited::Overridden) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("switchboard: cannot watch signals: {e}");
+                    crate::telemetry::fatal(format_args!("cannot watch signals: {e}"));
                     return ExitCode::from(2);
                 }
             };
@@ -423,7 +423,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(h) => h,
             Err(e) => {
-                eprintln!("switchboard: cannot watch SIGHUP: {e}");
+                crate::telemetry::fatal(format_args!("cannot watch SIGHUP: {e}"));
                 return ExitCode::from(2);
             }
         };
@@ -432,7 +432,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         let mut gateway = match Gateway::start(config).await {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("switchboard: cannot listen on {listen}: {e}");
+                crate::telemetry::fatal(format_args!("cannot listen on {listen}: {e}"));
                 return ExitCode::from(2);
             }
         };

@@ -8,6 +8,8 @@
 //!
 //! This module must not know what is logged.
 
+use std::fmt::Display;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -29,6 +31,9 @@ type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
 
 /// Where [`set_log_format`] swaps the format.
 static RELOAD: OnceLock<reload::Handle<Boxed, Registry>> = OnceLock::new();
+
+/// Whether lines are JSON now (what [`fatal`] follows).
+static JSON: AtomicBool = AtomicBool::new(false);
 
 fn layer(format: LogFormat) -> Boxed {
     match format {
@@ -60,13 +65,40 @@ pub(crate) fn init_logs(level: tracing::Level, format: LogFormat) {
         .is_ok()
     {
         let _ = RELOAD.set(handle);
+        JSON.store(format == LogFormat::Json, Ordering::Relaxed);
     }
 }
 
 /// Writes the log lines from now on in `format` (a configuration file's).
 pub(crate) fn set_log_format(format: LogFormat) {
     if let Some(handle) = RELOAD.get() {
-        let _ = handle.reload(layer(format));
+        if handle.reload(layer(format)).is_ok() {
+            JSON.store(format == LogFormat::Json, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Says why the command cannot start or go on (before its exit 2): a
+/// JSON line at level ERROR when lines are JSON, else `switchboard: why`,
+/// the line the client commands write too. Never filtered away: a filter
+/// (`RUST_LOG`) that drops errors gets the text line.
+pub(crate) fn fatal(why: impl Display) {
+    say(format_args!("switchboard: {why}"), &why);
+}
+
+/// A problem at a place in a file (`FILE:LINE:COL: what`, as compilers
+/// write them) that stops the command: as [`fatal`], without the prefix.
+pub(crate) fn problem(at: impl Display) {
+    say(format_args!("{at}"), &at);
+}
+
+fn say(text: impl Display, message: impl Display) {
+    if JSON.load(Ordering::Relaxed) && tracing::enabled!(tracing::Level::ERROR) {
+        tracing::error!("{message}");
+    } else {
+        use std::io::Write;
+        let line = format!("{text}\n");
+        let _ = crate::log_writer::EscapedStderr.write_all(line.as_bytes());
     }
 }
 

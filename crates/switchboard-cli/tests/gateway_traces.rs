@@ -150,3 +150,66 @@ async fn one_trace_from_the_client_to_the_upstreams_meta() {
         .count();
     assert!(traced > 0, "no log line names the trace: {log}");
 }
+
+/// With `--log-format json`, even the lines of a start that fails (a broken
+/// file, a port taken) are JSON lines at level ERROR, and the exit is 2;
+/// in text they stay the plain lines they were.
+#[test]
+fn a_failed_start_is_logged_in_the_format_asked_for() {
+    let dir = TempDir::new("json-start");
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(&file, "listen = 3\n[upstreams.a]\n").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let gateway = |format: &str| {
+        let f = file.to_str().unwrap();
+        std::process::Command::new(bin)
+            .args(["gateway", "--log-format", format, "--config", f])
+            .output()
+            .unwrap()
+    };
+    let bridge = |format: &str| {
+        std::process::Command::new(bin)
+            .args([
+                "bridge",
+                "--log-format",
+                format,
+                "--listen",
+                &port,
+                "--",
+                "cat",
+            ])
+            .output()
+            .unwrap()
+    };
+    for (what, out, lines) in [
+        ("gateway", gateway("json"), 2),
+        ("bridge", bridge("json"), 1),
+    ] {
+        assert_eq!(out.status.code(), Some(2), "{what}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let events: Vec<Value> = stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: {e}: {l}")))
+            .collect();
+        assert_eq!(events.len(), lines, "{what}: {stderr}");
+        for e in &events {
+            assert_eq!(e["level"], "ERROR", "{what}: {e}");
+        }
+        let last = events[lines - 1]["fields"]["message"].as_str().unwrap();
+        let expected = if what == "gateway" {
+            "1 problem(s)"
+        } else {
+            "cannot listen on"
+        };
+        assert!(last.contains(expected), "{what}: {last}");
+    }
+    let text = String::from_utf8(gateway("text").stderr).unwrap();
+    assert!(
+        text.ends_with(": 1 problem(s)\n") && text.starts_with(file.to_str().unwrap()),
+        "{text}"
+    );
+    let text = String::from_utf8(bridge("text").stderr).unwrap();
+    assert!(text.starts_with("switchboard: cannot listen on "), "{text}");
+}
