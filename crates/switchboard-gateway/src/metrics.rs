@@ -224,24 +224,74 @@ impl<const N: usize> EncodeLabelSet for Pairs<N> {
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// An [`Operation`] as the cache's key: its label values by address, not
+/// text (no string is hashed or compared per call). Methods and versions
+/// are `'static`, and names come from one table ([`Metrics::name_label`],
+/// an upstream's one [`Name`]), so the same labels come back at the same
+/// addresses; the key holds its names, so no address is reused while it is
+/// cached. One text at two addresses makes two keys of the one series (the
+/// family is keyed by text), never a wrong series.
+struct Key(Operation);
+
+fn addr(s: &str) -> usize {
+    s.as_ptr() as usize
+}
+
+fn name_addr(n: &Option<Name>) -> usize {
+    n.as_ref().map_or(0, |n| addr(&n.0))
+}
+
+impl Key {
+    fn parts(&self) -> [usize; 7] {
+        let o = &self.0;
+        let (tag, code) = match o.outcome {
+            Outcome::Ok => (0, 0),
+            Outcome::Code(c) => (1, c as usize),
+            Outcome::OtherCode => (2, 0),
+            Outcome::ToolError => (3, 0),
+        };
+        [
+            addr(o.method) ^ tag,
+            name_addr(&o.tool),
+            name_addr(&o.prompt),
+            code,
+            o.version.map_or(0, addr),
+            addr(o.transport),
+            name_addr(&o.upstream),
+        ]
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.parts().hash(h);
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.parts() == other.parts() && self.0.outcome == other.0.outcome
+    }
+}
+
+impl Eq for Key {}
+
+type Cache = RwLock<foldhash::HashMap<Key, Histogram>>;
+
 /// Observes `took` into `op`'s histogram of `family`, found through `cache`.
-fn observe(
-    cache: &RwLock<foldhash::HashMap<Operation, Histogram>>,
-    family: &Histograms<Operation>,
-    op: &Operation,
-    took: Duration,
-) {
+fn observe(cache: &Cache, family: &Histograms<Operation>, op: Operation, took: Duration) {
     let secs = took.as_secs_f64();
-    if let Some(h) = cache.read().unwrap_or_else(|p| p.into_inner()).get(op) {
+    let key = Key(op);
+    if let Some(h) = cache.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
         h.observe(secs);
         return;
     }
-    let h = family.get_or_create_owned(op);
+    let h = family.get_or_create_owned(&key.0);
     h.observe(secs);
     cache
         .write()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(op.clone(), h);
+        .insert(key, h);
 }
 
 fn mcp_histogram() -> Histogram {
@@ -313,8 +363,8 @@ pub struct Metrics {
     names: RwLock<foldhash::HashSet<Name>>,
     /// The histograms of the operations seen, by labels: looked up on every
     /// call, with a faster hash than the registry's own.
-    server_cache: RwLock<foldhash::HashMap<Operation, Histogram>>,
-    client_cache: RwLock<foldhash::HashMap<Operation, Histogram>>,
+    server_cache: Cache,
+    client_cache: Cache,
     /// The HTTP servers whose counts are read at each render, with what
     /// was read last ([`Metrics::watch_server`]).
     servers: std::sync::Mutex<Vec<(ServerSource, ServerStats)>>,
@@ -532,12 +582,12 @@ impl Metrics {
     }
 
     /// One downstream request answered.
-    pub fn server_operation(&self, op: &Operation, took: Duration) {
+    pub fn server_operation(&self, op: Operation, took: Duration) {
         observe(&self.server_cache, &self.server_operation, op, took);
     }
 
     /// One upstream request answered (or failed).
-    pub fn client_operation(&self, op: &Operation, took: Duration) {
+    pub fn client_operation(&self, op: Operation, took: Duration) {
         observe(&self.client_cache, &self.client_operation, op, took);
     }
 
@@ -716,7 +766,7 @@ mod tests {
             transport: "tcp",
             upstream: None,
         };
-        m.server_operation(&op, Duration::from_millis(30));
+        m.server_operation(op, Duration::from_millis(30));
         let (open, kind) = m.render(false);
         assert!(kind.starts_with("application/openmetrics-text"));
         assert!(open.ends_with("# EOF\n"));
@@ -726,5 +776,47 @@ mod tests {
         assert!(classic.contains(line), "{classic}");
         assert!(classic.contains(r#"le="0.02"} 0"#));
         assert!(!classic.contains("# EOF"));
+    }
+
+    #[test]
+    fn the_cache_by_address_keeps_one_series_per_text() {
+        let m = Metrics::new();
+        let op = |tool: &str, outcome| Operation {
+            method: "tools/call",
+            tool: Some(Name::new(tool)),
+            prompt: None,
+            outcome,
+            version: None,
+            transport: "pipe",
+            upstream: None,
+        };
+        // One text at two addresses: two keys, one series of two.
+        m.client_operation(op("echo", Outcome::Ok), Duration::from_millis(1));
+        m.client_operation(op("echo", Outcome::Ok), Duration::from_millis(1));
+        // Other texts and outcomes: series of their own.
+        m.client_operation(op("add", Outcome::Ok), Duration::from_millis(1));
+        m.client_operation(op("echo", Outcome::Code(-32602)), Duration::from_millis(1));
+        m.client_operation(op("echo", Outcome::Code(-32601)), Duration::from_millis(1));
+        m.client_operation(op("echo", Outcome::ToolError), Duration::from_millis(1));
+        let (text, _) = m.render(true);
+        let count = |labels: &str| {
+            let head = format!("mcp_client_operation_duration_seconds_count{{{labels}}} ");
+            let line = text.lines().find(|l| l.starts_with(&head));
+            line.unwrap_or_else(|| panic!("{head} in {text}"))[head.len()..].to_owned()
+        };
+        let tool = r#"mcp_method_name="tools/call",gen_ai_tool_name="#;
+        let pipe = r#"network_transport="pipe""#;
+        assert_eq!(count(&format!(r#"{tool}"echo",{pipe}"#)), "2");
+        assert_eq!(count(&format!(r#"{tool}"add",{pipe}"#)), "1");
+        for e in ["-32602", "-32601", "tool_error"] {
+            assert_eq!(
+                count(&format!(r#"{tool}"echo",error_type="{e}",{pipe}"#)),
+                "1"
+            );
+        }
+        let series = text
+            .matches("mcp_client_operation_duration_seconds_count{")
+            .count();
+        assert_eq!(series, 5, "{text}");
     }
 }

@@ -134,14 +134,15 @@ impl Tx {
     /// request already open under its id keeps its start.
     pub(crate) fn arrived(&self, r: &mut Request, route: Route) {
         let Some(w) = &self.watch else { return };
-        if lock(&w.open).contains_key(&r.id) {
+        // One lookup: held while the span starts (it takes no lock of ours).
+        let mut open = lock(&w.open);
+        let std::collections::hash_map::Entry::Vacant(slot) = open.entry(r.id.clone()) else {
             return;
-        }
+        };
         let (mut tool, mut prompt) = (None, None);
         let name = route
             .used()
-            .and_then(|_| crate::metrics::label_name(r.params.as_deref()))
-            .map(|n| n.into_owned());
+            .and_then(|_| crate::metrics::label_name(r.params.as_deref()));
         if let (Some(kind), Some(m)) = (route.used(), w.metrics) {
             let label = name.as_deref().map(|n| m.name_label(n));
             match kind {
@@ -149,6 +150,8 @@ impl Tx {
                 _ => tool = label,
             }
         }
+        // A copy only for the span (its start rewrites `r`'s `_meta`).
+        let name = name.filter(|_| w.tracing.is_some()).map(|n| n.into_owned());
         let method = method_label(&r.method);
         let span = w.tracing.map(|t| {
             let labels = crate::trace::Labels {
@@ -162,15 +165,14 @@ impl Tx {
             let tool = route.used() == Some(crate::pin::Kind::Tool);
             t.server_span(r, headers, &labels, tool)
         });
-        let open = Open {
+        slot.insert(Open {
             at: Instant::now(),
             method,
             tool,
             prompt,
             upstream: None,
             span,
-        };
-        lock(&w.open).insert(r.id.clone(), open);
+        });
     }
 
     /// The trace id of open request `id`, when traced and sampled (for its
@@ -201,7 +203,8 @@ impl Tx {
         let took = open.at.elapsed();
         let outcome = Outcome::of(message, open.method);
         if let Some(span) = open.span {
-            span.end(outcome);
+            let initialize = open.method == switchboard_protocol::types::INITIALIZE;
+            span.end(outcome, w.version.get().copied().filter(|_| initialize));
         }
         let Some(m) = w.metrics else { return };
         let op = Operation {
@@ -213,7 +216,7 @@ impl Tx {
             transport: "tcp",
             upstream: None,
         };
-        m.server_operation(&op, took);
+        m.server_operation(op, took);
         if let (Some(upstream), Some(h)) = (open.upstream, &w.overhead) {
             Metrics::overhead(h, took.saturating_sub(upstream));
         }

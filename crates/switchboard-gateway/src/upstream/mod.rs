@@ -767,8 +767,12 @@ impl Upstream {
         let tool = route == Route::Use(crate::pin::Kind::Tool);
         let name = route
             .used()
-            .and_then(|_| crate::metrics::label_name(request.params.as_deref()))
-            .map(|n| n.into_owned());
+            .and_then(|_| crate::metrics::label_name(request.params.as_deref()));
+        let label = metrics
+            .zip(name.as_deref().filter(|_| tool))
+            .map(|(m, n)| m.name_label(n));
+        // A copy only for the span (its start rewrites the `_meta`).
+        let name = name.filter(|_| tracing.is_some()).map(|n| n.into_owned());
         let method = crate::classify::method_label(&request.method);
         let span = tracing.and_then(|t| {
             let labels = crate::trace::Labels {
@@ -786,9 +790,7 @@ impl Upstream {
         Some(Box::new(Timing {
             at: Instant::now(),
             method,
-            tool: metrics
-                .zip(name.as_deref().filter(|_| tool))
-                .map(|(m, n)| m.name_label(n)),
+            tool: label,
             span,
         }))
     }
@@ -1329,7 +1331,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         }
     };
     if let Some(span) = timing.span {
-        span.end(kind);
+        span.end(kind, None);
     }
     let Some(m) = crate::metrics::get() else {
         return;
@@ -1346,7 +1348,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         transport: inner.network_transport(),
         upstream: Some(upstream.clone()),
     };
-    m.client_operation(&op, timing.at.elapsed());
+    m.client_operation(op, timing.at.elapsed());
     let (Ok(Message::Response(r)), Some(list)) = (outcome, Route::of(timing.method).list_key())
     else {
         return;
