@@ -9,7 +9,8 @@
 //! both upstreams in each era; a per-tool scope (`--auth-tool-scope` on a
 //! served name) refused with 403 `insufficient_scope`; expired and foreign
 //! tokens refused with 401 `invalid_token`; and the token never reaching the
-//! HTTP upstream. Every wait is bounded.
+//! HTTP upstream; each refusal counted by its reason on the admin
+//! listener's `/metrics`. Every wait is bounded.
 
 mod auth_util;
 mod gateway_util;
@@ -145,6 +146,8 @@ impl Setup {
                 SCOPE,
                 "--auth-tool-scope",
                 &tool_scope,
+                "--admin",
+                "127.0.0.1:0",
             ],
         )
         .await;
@@ -398,4 +401,73 @@ async fn expired_and_foreign_tokens_get_401_invalid_token() {
         let reply = post(&url, Some(&basic_token()), &[], &initialize()).await;
         assert_eq!(reply.status, 200, "{url}: {}", reply.body);
     }
+}
+
+/// The value of the series `head` (name and labels, as written) in the
+/// gateway's `/metrics` (classic text), 0 when it is not there yet.
+async fn series(s: &Setup, head: &str) -> u64 {
+    let admin = s.gw.admin.clone().expect("its admin listener");
+    let text = bounded(async {
+        reqwest::get(format!("http://{admin}/metrics"))
+            .await
+            .expect("the admin listener answers")
+            .text()
+            .await
+            .expect("a body")
+    })
+    .await;
+    text.lines()
+        .find_map(|l| l.strip_prefix(head)?.strip_prefix(' '))
+        .map_or(0, |v| v.trim().parse().expect("a count"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_refusal_is_counted_by_its_reason() {
+    let s = Setup::start("auth-metrics").await;
+    let failures = |reason: &str| format!("switchboard_auth_failures_total{{reason=\"{reason}\"}}");
+    let scope = r#"switchboard_requests_refused_total{upstream="",reason="scope"}"#;
+    for head in [
+        failures("no_token"),
+        failures("invalid_token"),
+        scope.to_owned(),
+    ] {
+        assert_eq!(series(&s, &head).await, 0, "{head} before any request");
+    }
+    let expired = mint(&json!({"iss": ISSUER, "aud": RESOURCE, "sub": "alice",
+        "client_id": "cli", "scope": SCOPE, "exp": now() - 3600}));
+    for url in [s.gw.url.clone(), s.agent()] {
+        assert_eq!(post(&url, None, &[], &initialize()).await.status, 401);
+        assert_eq!(
+            post(&url, Some(&expired), &[], &initialize()).await.status,
+            401
+        );
+        let gated = json!({"a": 1, "b": 2});
+        let reply = modern_call(&url, &basic_token(), 1, GATED_TOOL, gated).await;
+        assert_eq!(reply.status, 403, "{}", reply.body);
+        // Allowed: not counted.
+        let reply = modern_call(&url, &full_token(), 2, GATED_TOOL, json!({"a": 1, "b": 2})).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    assert_eq!(series(&s, &failures("no_token")).await, 2);
+    assert_eq!(series(&s, &failures("invalid_token")).await, 2);
+    // A tool's own scope missing: an authorization failure and a refusal.
+    assert_eq!(series(&s, &failures("insufficient_scope")).await, 2);
+    assert_eq!(series(&s, scope).await, 2);
+    // Read twice, counted once.
+    assert_eq!(series(&s, &failures("no_token")).await, 2);
+    // No token and no argument is shown on the page.
+    let admin = s.gw.admin.clone().unwrap();
+    let text = bounded(async {
+        reqwest::get(format!("http://{admin}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(
+        !text.contains(&expired) && !text.contains("Bearer"),
+        "{text}"
+    );
 }

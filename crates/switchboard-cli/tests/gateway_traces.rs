@@ -125,6 +125,15 @@ async fn one_trace_from_the_client_to_the_upstreams_meta() {
     assert_eq!(a["network.transport"], "pipe");
     assert_eq!(a["server.address"], "fx");
 
+    // The session's initialize: a span of its own, with the revision its
+    // answer agreed.
+    let initialize = json_lines(&spans)
+        .into_iter()
+        .find(|s| s["name"] == "initialize" && s["kind"] == 2)
+        .expect("the initialize span");
+    let a = &initialize["attributes"];
+    assert_eq!(a["mcp.protocol.version"], "2025-11-25", "{initialize}");
+
     // What the upstream received: the client span as its parent, the
     // client's tracestate and its own member as sent.
     let call = json_lines(&requests)
@@ -212,4 +221,55 @@ fn a_failed_start_is_logged_in_the_format_asked_for() {
     );
     let text = String::from_utf8(bridge("text").stderr).unwrap();
     assert!(text.starts_with("switchboard: cannot listen on "), "{text}");
+}
+
+/// A collector that cannot be reached: the exports fail, the gateway says
+/// so once (a warning naming why), and its calls go on as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_is_said_once_and_calls_go_on() {
+    let dir = TempDir::new("traces-down");
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gw = GatewayProc::start_with_env(
+        dir.path(),
+        &gateway_util::example_upstream("ex", &[]),
+        &["--log-format", "json"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    )
+    .await;
+    let client = gateway_util::connect(&gw, gateway_util::Leg::Streamable).await;
+    let failed = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("trace export failed"))
+            .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect::<Vec<_>>()
+    };
+    for round in 0..3 {
+        let text = round.to_string();
+        let echoed =
+            gateway_util::call_text(&client, "ex__echo", serde_json::json!({"text": text})).await;
+        assert_eq!(echoed, text);
+        // Each round's spans are exported (and fail) before the next.
+        eventually(LIMIT, "a failed export", || {
+            let n = failed(&gw.log()).len();
+            async move { (n > 0).then_some(()) }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let said = failed(&gw.log());
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    assert_eq!(said[0]["level"], "WARN");
+    assert!(
+        said[0]["fields"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
+        "{}",
+        said[0]
+    );
 }

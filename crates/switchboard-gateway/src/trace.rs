@@ -76,6 +76,7 @@ pub fn init_from_env(runtime: tokio::runtime::Handle) -> Result<bool, InitError>
         .with_http_client(Client {
             http: reqwest::Client::new(),
             runtime,
+            failing: Default::default(),
         })
         .build()?;
     let mut resource = opentelemetry_sdk::Resource::builder();
@@ -110,6 +111,30 @@ pub fn shutdown() {
 struct Client {
     http: reqwest::Client,
     runtime: tokio::runtime::Handle,
+    /// Whether the last export failed: a failure is logged when it starts
+    /// (a warning) and when it ends, not once per batch.
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl Client {
+    fn exported(&self, outcome: Result<http::StatusCode, &reqwest::Error>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let why = match outcome {
+            Ok(status) if status.is_success() => {
+                if self.failing.swap(false, Relaxed) {
+                    tracing::info!("trace export works again");
+                }
+                return;
+            }
+            Ok(status) => format!("the collector answered {status}"),
+            Err(e) => e.to_string(),
+        };
+        if self.failing.swap(true, Relaxed) {
+            tracing::debug!(reason = %why, "trace export failed again");
+        } else {
+            tracing::warn!(reason = %why, "trace export failed: spans are dropped until it works again");
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -136,7 +161,9 @@ impl opentelemetry_http::HttpClient for Client {
             *answer.headers_mut() = headers;
             Ok::<_, reqwest::Error>(answer)
         });
-        Ok(sent.await??)
+        let answer = sent.await?;
+        self.exported(answer.as_ref().map(|a| a.status()));
+        Ok(answer?)
     }
 }
 
@@ -274,7 +301,9 @@ fn with_context(
 /// A request's span: a downstream request's (module `downstream::watch`
 /// keeps it until the answer) or an upstream call's (module `upstream`).
 pub(crate) struct Span {
-    span: opentelemetry_sdk::trace::Span,
+    /// Boxed: the SDK's span is hundreds of bytes, and the tables that
+    /// keep an open request (with metrics on, traced or not) move theirs.
+    span: Box<opentelemetry_sdk::trace::Span>,
 }
 
 /// What a span names besides its method: the tool or prompt (`target`).
@@ -344,7 +373,9 @@ impl Tracing {
                 r.params = Some(params);
             }
         }
-        Span { span }
+        Span {
+            span: Box::new(span),
+        }
     }
 
     /// The server span of downstream request `r`, its parent from `_meta`
@@ -418,8 +449,14 @@ impl Span {
         cx.is_sampled().then(|| cx.trace_id().to_string())
     }
 
-    /// Ends it: `error.type` and an error status unless `outcome` is a result.
-    pub(crate) fn end(mut self, outcome: Outcome) {
+    /// Ends it: `error.type` and an error status unless `outcome` is a result;
+    /// `mcp.protocol.version` when `version` is given (an `initialize`'s,
+    /// agreed only by its answer).
+    pub(crate) fn end(mut self, outcome: Outcome, version: Option<&'static str>) {
+        if let Some(v) = version {
+            self.span
+                .set_attribute(KeyValue::new("mcp.protocol.version", v));
+        }
         let error = match outcome {
             Outcome::Ok => None,
             Outcome::Code(c) => Some(c.to_string()),
