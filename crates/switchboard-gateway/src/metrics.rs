@@ -368,6 +368,8 @@ pub struct Metrics {
     /// The HTTP servers whose counts are read at each render, with what
     /// was read last ([`Metrics::watch_server`]).
     servers: std::sync::Mutex<Vec<(ServerSource, ServerStats)>>,
+    /// The newest generation of each upstream name that set its state.
+    generations: std::sync::Mutex<foldhash::HashMap<String, u64>>,
 }
 
 type ServerSource = Box<dyn Fn() -> ServerStats + Send + Sync>;
@@ -403,6 +405,7 @@ impl Metrics {
             bytes: Family::default(),
             names: RwLock::default(),
             servers: std::sync::Mutex::new(Vec::new()),
+            generations: Default::default(),
             server_cache: RwLock::default(),
             client_cache: RwLock::default(),
             registry: Registry::default(),
@@ -672,7 +675,15 @@ impl Metrics {
     }
 
     /// An upstream's state now: its series for `state` is 1, the others 0.
-    pub fn upstream_state(&self, upstream: &str, state: &'static str) {
+    /// `generation` orders the upstreams of one name (a reload's new one
+    /// is higher): a state from an older one than has written is dropped.
+    pub fn upstream_state(&self, upstream: &str, generation: u64, state: &'static str) {
+        let mut latest = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+        let last = latest.entry(upstream.to_owned()).or_insert(generation);
+        if generation < *last {
+            return;
+        }
+        *last = generation;
         let up = Name::new(upstream);
         for s in ["starting", "ready", "down", "stopped"] {
             let labels = Pairs([("upstream", up.clone()), ("state", Name::new(s))]);
@@ -818,5 +829,32 @@ mod tests {
             .matches("mcp_client_operation_duration_seconds_count{")
             .count();
         assert_eq!(series, 5, "{text}");
+    }
+
+    #[test]
+    fn an_upstream_replaced_by_a_reload_cannot_overwrite_its_successors_state() {
+        let m = Metrics::new();
+        let state = |m: &Metrics, s: &str| {
+            let (text, _) = m.render(true);
+            let head = format!("switchboard_upstream_state{{upstream=\"a\",state=\"{s}\"}} ");
+            let line = text.lines().find(|l| l.starts_with(&head));
+            line.unwrap_or_else(|| panic!("{head} in {text}"))[head.len()..].to_owned()
+        };
+        m.upstream_state("a", 1, "ready");
+        // The reload's new "a" (generation 2) is ready; the old one then stops.
+        m.upstream_state("a", 2, "starting");
+        m.upstream_state("a", 2, "ready");
+        m.upstream_state("a", 1, "stopped");
+        assert_eq!(state(&m, "ready"), "1");
+        assert_eq!(state(&m, "stopped"), "0");
+        // The new one's own changes still land.
+        m.upstream_state("a", 2, "down");
+        assert_eq!(
+            (state(&m, "down"), state(&m, "ready")),
+            ("1".into(), "0".into())
+        );
+        // Another name is its own.
+        m.upstream_state("b", 0, "stopped");
+        assert_eq!(state(&m, "down"), "1");
     }
 }

@@ -444,6 +444,10 @@ struct Inner {
     in_flight: Gauge,
     /// [`Inner::label`] as a metric label value, made once.
     label_value: OnceLock<crate::metrics::Name>,
+    /// When it was made, among the upstreams of this process: a reload's
+    /// new upstream of a name outranks the old one it replaces in the
+    /// state series, whichever of them writes last.
+    generation: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -502,7 +506,9 @@ impl Upstream {
         let (status, _) = watch::channel(Status::Starting);
         let (broadcast, _) = broadcast::channel(BROADCAST_QUEUE);
         let (stop, stop_rx) = watch::channel(false);
+        static GENERATIONS: AtomicU64 = AtomicU64::new(0);
         let inner = Arc::new(Inner {
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             name: config.name.clone(),
             config,
             status,
@@ -984,7 +990,7 @@ fn set_status(inner: &Inner, status: Status) {
             Status::Down(_) => "down",
             Status::Stopped => "stopped",
         };
-        m.upstream_state(inner.label(), state);
+        m.upstream_state(inner.label(), inner.generation, state);
     }
     inner.status.send_replace(status);
 }
