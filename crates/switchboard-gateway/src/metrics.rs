@@ -150,7 +150,9 @@ impl Outcome {
             is_error: bool,
         }
         // Cheap first: most results never mention it.
-        if !json.contains("\"isError\"") {
+        static IS_ERROR: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"isError\""));
+        if IS_ERROR.find(json.as_bytes()).is_none() {
             return Outcome::Ok;
         }
         match serde_json::from_str::<Flag>(json) {
@@ -278,20 +280,44 @@ impl Eq for Key {}
 
 type Cache = RwLock<foldhash::HashMap<Key, Histogram>>;
 
-/// Observes `took` into `op`'s histogram of `family`, found through `cache`.
-fn observe(cache: &Cache, family: &Histograms<Operation>, op: Operation, took: Duration) {
+/// The histogram one caller (a session, an upstream) observed into last,
+/// and its labels: a call like the one before skips the shared cache.
+#[derive(Default)]
+pub struct Last(Option<(Key, Histogram)>);
+
+/// Observes `took` into `op`'s histogram of `family`, found through `last`
+/// or else `cache`.
+fn observe(
+    cache: &Cache,
+    family: &Histograms<Operation>,
+    last: &mut Last,
+    op: Operation,
+    took: Duration,
+) {
     let secs = took.as_secs_f64();
     let key = Key(op);
-    if let Some(h) = cache.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        h.observe(secs);
-        return;
+    if let Some((k, h)) = &last.0 {
+        if *k == key {
+            h.observe(secs);
+            return;
+        }
     }
-    let h = family.get_or_create_owned(&key.0);
-    h.observe(secs);
-    cache
-        .write()
+    let cached = cache
+        .read()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, h);
+        .get(&key)
+        .cloned();
+    let h = match cached {
+        Some(h) => h,
+        None => {
+            let h = family.get_or_create_owned(&key.0);
+            let mut cache = cache.write().unwrap_or_else(|p| p.into_inner());
+            cache.insert(Key(key.0.clone()), h.clone());
+            h
+        }
+    };
+    h.observe(secs);
+    last.0 = Some((key, h));
 }
 
 fn mcp_histogram() -> Histogram {
@@ -584,14 +610,14 @@ impl Metrics {
         }
     }
 
-    /// One downstream request answered.
-    pub fn server_operation(&self, op: Operation, took: Duration) {
-        observe(&self.server_cache, &self.server_operation, op, took);
+    /// One downstream request answered; `last`: the caller's memo.
+    pub fn server_operation(&self, last: &mut Last, op: Operation, took: Duration) {
+        observe(&self.server_cache, &self.server_operation, last, op, took);
     }
 
-    /// One upstream request answered (or failed).
-    pub fn client_operation(&self, op: Operation, took: Duration) {
-        observe(&self.client_cache, &self.client_operation, op, took);
+    /// One upstream request answered (or failed); `last`: the caller's memo.
+    pub fn client_operation(&self, last: &mut Last, op: Operation, took: Duration) {
+        observe(&self.client_cache, &self.client_operation, last, op, took);
     }
 
     /// The overhead histogram of `route`, to observe with
@@ -777,7 +803,7 @@ mod tests {
             transport: "tcp",
             upstream: None,
         };
-        m.server_operation(op, Duration::from_millis(30));
+        m.server_operation(&mut Last::default(), op, Duration::from_millis(30));
         let (open, kind) = m.render(false);
         assert!(kind.starts_with("application/openmetrics-text"));
         assert!(open.ends_with("# EOF\n"));
@@ -801,14 +827,27 @@ mod tests {
             transport: "pipe",
             upstream: None,
         };
+        let mut last = Last::default();
         // One text at two addresses: two keys, one series of two.
-        m.client_operation(op("echo", Outcome::Ok), Duration::from_millis(1));
-        m.client_operation(op("echo", Outcome::Ok), Duration::from_millis(1));
+        m.client_operation(&mut last, op("echo", Outcome::Ok), Duration::from_millis(1));
+        m.client_operation(&mut last, op("echo", Outcome::Ok), Duration::from_millis(1));
         // Other texts and outcomes: series of their own.
-        m.client_operation(op("add", Outcome::Ok), Duration::from_millis(1));
-        m.client_operation(op("echo", Outcome::Code(-32602)), Duration::from_millis(1));
-        m.client_operation(op("echo", Outcome::Code(-32601)), Duration::from_millis(1));
-        m.client_operation(op("echo", Outcome::ToolError), Duration::from_millis(1));
+        m.client_operation(&mut last, op("add", Outcome::Ok), Duration::from_millis(1));
+        m.client_operation(
+            &mut last,
+            op("echo", Outcome::Code(-32602)),
+            Duration::from_millis(1),
+        );
+        m.client_operation(
+            &mut last,
+            op("echo", Outcome::Code(-32601)),
+            Duration::from_millis(1),
+        );
+        m.client_operation(
+            &mut last,
+            op("echo", Outcome::ToolError),
+            Duration::from_millis(1),
+        );
         let (text, _) = m.render(true);
         let count = |labels: &str| {
             let head = format!("mcp_client_operation_duration_seconds_count{{{labels}}} ");

@@ -53,7 +53,14 @@ struct Watch {
     session: Option<&'static str>,
     version: OnceLock<&'static str>,
     started: Instant,
-    open: Mutex<HashMap<Id, Open>>,
+    open: Mutex<Table>,
+}
+
+/// The requests not answered yet, and the histogram of the last answered.
+#[derive(Default)]
+struct Table {
+    open: HashMap<Id, Open>,
+    last: metrics::Last,
 }
 
 /// A request not answered yet.
@@ -114,7 +121,7 @@ impl Tx {
             session,
             version,
             started: Instant::now(),
-            open: Mutex::new(HashMap::default()),
+            open: Mutex::new(Table::default()),
         });
         Tx {
             sender,
@@ -135,8 +142,8 @@ impl Tx {
     pub(crate) fn arrived(&self, r: &mut Request, route: Route) {
         let Some(w) = &self.watch else { return };
         // One lookup: held while the span starts (it takes no lock of ours).
-        let mut open = lock(&w.open);
-        let std::collections::hash_map::Entry::Vacant(slot) = open.entry(r.id.clone()) else {
+        let mut table = lock(&w.open);
+        let std::collections::hash_map::Entry::Vacant(slot) = table.open.entry(r.id.clone()) else {
             return;
         };
         let (mut tool, mut prompt) = (None, None);
@@ -179,13 +186,13 @@ impl Tx {
     /// log lines).
     pub(crate) fn trace_id(&self, id: &Id) -> Option<String> {
         let w = self.watch.as_ref()?;
-        lock(&w.open).get(id)?.span.as_ref()?.trace_id()
+        lock(&w.open).open.get(id)?.span.as_ref()?.trace_id()
     }
 
     /// The forwarded call of request `id` took `took` at its upstream.
     pub(crate) fn upstream_took(&self, id: &Id, took: Duration) {
         let Some(w) = &self.watch else { return };
-        if let Some(open) = lock(&w.open).get_mut(id) {
+        if let Some(open) = lock(&w.open).open.get_mut(id) {
             open.upstream = Some(took);
         }
     }
@@ -197,7 +204,8 @@ impl Tx {
             return;
         };
         let Some(id) = message.id() else { return };
-        let Some(open) = lock(&w.open).remove(id) else {
+        let mut table = lock(&w.open);
+        let Some(open) = table.open.remove(id) else {
             return;
         };
         let took = open.at.elapsed();
@@ -216,7 +224,8 @@ impl Tx {
             transport: "tcp",
             upstream: None,
         };
-        m.server_operation(op, took);
+        m.server_operation(&mut table.last, op, took);
+        drop(table);
         if let (Some(upstream), Some(h)) = (open.upstream, &w.overhead) {
             Metrics::overhead(h, took.saturating_sub(upstream));
         }
@@ -247,7 +256,7 @@ impl Tx {
     /// not measured.
     pub(crate) fn forget(&self, id: &Id) {
         if let Some(w) = &self.watch {
-            lock(&w.open).remove(id);
+            lock(&w.open).open.remove(id);
         }
         self.sender.forget(id);
     }

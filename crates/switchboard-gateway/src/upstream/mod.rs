@@ -444,6 +444,8 @@ struct Inner {
     in_flight: Gauge,
     /// [`Inner::label`] as a metric label value, made once.
     label_value: OnceLock<crate::metrics::Name>,
+    /// The client operation histogram it observed into last.
+    last: Mutex<crate::metrics::Last>,
     /// When it was made, among the upstreams of this process: a reload's
     /// new upstream of a name outranks the old one it replaces in the
     /// state series, whichever of them writes last.
@@ -509,6 +511,7 @@ impl Upstream {
         static GENERATIONS: AtomicU64 = AtomicU64::new(0);
         let inner = Arc::new(Inner {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            last: Default::default(),
             name: config.name.clone(),
             config,
             status,
@@ -1354,7 +1357,7 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         transport: inner.network_transport(),
         upstream: Some(upstream.clone()),
     };
-    m.client_operation(op, timing.at.elapsed());
+    m.client_operation(&mut lock(&inner.last), op, timing.at.elapsed());
     let (Ok(Message::Response(r)), Some(list)) = (outcome, Route::of(timing.method).list_key())
     else {
         return;
