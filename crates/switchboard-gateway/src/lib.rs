@@ -35,6 +35,7 @@
 //! crate), nor about the command line (the `switchboard` binary).
 #![deny(missing_docs)]
 
+pub mod audit;
 mod catalog;
 mod classify;
 mod connect;

@@ -396,6 +396,47 @@ pub struct Metrics {
     servers: std::sync::Mutex<Vec<(ServerSource, ServerStats)>>,
     /// The newest generation of each upstream name that set its state.
     generations: std::sync::Mutex<foldhash::HashMap<String, u64>>,
+    /// The audit trail's head, read together ([`AuditHead`]).
+    audit: std::sync::Arc<AuditHead>,
+    audit_lost: Counter,
+}
+
+/// The audit trail's head as written: its record count and the first six
+/// bytes of its last hash, as an integer (exact in a float), one pair read
+/// under one lock, so that a scrape never pairs one record's count with
+/// another's hash. A verifier compares them with the trail's record
+/// `count - 1`.
+#[derive(Debug, Default)]
+struct AuditHead(std::sync::Mutex<Option<(u64, u64)>>);
+
+impl prometheus_client::collector::Collector for AuditHead {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let Some((count, head)) = *self.0.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return Ok(());
+        };
+        for (name, help, value) in [
+            (
+                "switchboard_audit_records",
+                "Records in the audit trail's chain, as written",
+                count,
+            ),
+            (
+                "switchboard_audit_head",
+                "The first 6 bytes of the audit trail's last record hash, as an integer",
+                head,
+            ),
+        ] {
+            let g = ConstGauge::new(value as i64);
+            let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
+            g.encode(e)?;
+        }
+        Ok(())
+    }
 }
 
 type ServerSource = Box<dyn Fn() -> ServerStats + Send + Sync>;
@@ -432,6 +473,8 @@ impl Metrics {
             names: RwLock::default(),
             servers: std::sync::Mutex::new(Vec::new()),
             generations: Default::default(),
+            audit: Default::default(),
+            audit_lost: Counter::default(),
             server_cache: RwLock::default(),
             client_cache: RwLock::default(),
             registry: Registry::default(),
@@ -525,7 +568,26 @@ impl Metrics {
             Unit::Bytes,
             m.bytes.clone(),
         );
+        r.register(
+            "switchboard_audit_lost",
+            "Audit records lost (a full queue, a failed write), each said by a gap record",
+            m.audit_lost.clone(),
+        );
+        r.register_collector(Box::new(m.audit.clone()));
         Metrics { registry, ..m }
+    }
+
+    /// The audit trail's head as written: `count` records, the last `hash`.
+    pub fn audit_head(&self, count: u64, hash: &[u8; 32]) {
+        let mut six = [0u8; 8];
+        six[2..].copy_from_slice(&hash[..6]);
+        *self.audit.0.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((count, u64::from_be_bytes(six)));
+    }
+
+    /// `n` audit records lost.
+    pub fn audit_lost(&self, n: u64) {
+        self.audit_lost.inc_by(n);
     }
 
     /// Reads an HTTP server's counts (traffic, evictions, authorization
