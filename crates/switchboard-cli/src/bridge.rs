@@ -50,6 +50,8 @@ pub struct BridgeArgs {
     /// alone for 127.0.0.1 (9464 is the usual one).
     #[arg(long, value_name = "ADDR", value_parser = parse_admin)]
     pub admin: Option<SocketAddr>,
+    #[command(flatten)]
+    pub audit: crate::audit::AuditArgs,
     /// How log lines are written on stderr: text, or one JSON object a line
     /// (for log collectors; a traced call's lines carry its `trace_id`).
     #[arg(long, value_enum, default_value = "text")]
@@ -480,6 +482,8 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         upstream: args.lock_upstream.clone(),
         key: args.lock_key.clone(),
     });
+    let audit = args.audit.config(None);
+    let admin = args.admin.is_some();
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -543,6 +547,10 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             }
         };
         crate::telemetry::start_traces();
+        if let Err(e) = crate::audit::start(audit, admin) {
+            crate::telemetry::fatal(e);
+            return ExitCode::from(2);
+        }
         let bridge = match Bridge::start(config).await {
             Ok(b) => b,
             Err(e) => {
@@ -595,9 +603,11 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             // `ChildProcess` promises when its runtime ends first.
             stop = signals.next() => {
                 tracing::warn!("switchboard bridge: second signal: stopped at once, children killed");
+                crate::audit::stop(Duration::from_millis(500)).await;
                 return ExitCode::from(stop.exit_code());
             }
         };
+        crate::audit::stop(Duration::from_secs(2)).await;
         crate::telemetry::stop_traces().await;
         code
     })

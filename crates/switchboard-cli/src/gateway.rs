@@ -36,6 +36,9 @@ pub struct GatewayArgs {
     /// one). Default: the file's `admin`.
     #[arg(long, value_name = "ADDR", value_parser = crate::bridge::parse_admin)]
     pub admin: Option<SocketAddr>,
+    /// The audit trail; the flags win over the file's `audit`.
+    #[command(flatten)]
+    pub audit: crate::audit::AuditArgs,
     /// How log lines are written on stderr: text, or one JSON object a line
     /// (a traced call's lines carry its `trace_id`). Default: the file's
     /// `log_format`, else text.
@@ -429,6 +432,11 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         };
         let paths: Vec<String> = config.routes.iter().map(|r| r.path.clone()).collect();
         crate::telemetry::start_traces();
+        let trail = args.audit.config(file.audit.as_ref().map(|a| a.to_config()).as_ref());
+        if let Err(e) = crate::audit::start(trail, config.http.admin.is_some()) {
+            crate::telemetry::fatal(e);
+            return ExitCode::from(2);
+        }
         let mut gateway = match Gateway::start(config).await {
             Ok(g) => g,
             Err(e) => {
@@ -477,9 +485,11 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             () = gateway.shutdown() => ExitCode::SUCCESS,
             stop = signals.next() => {
                 tracing::warn!("switchboard gateway: second signal: stopped at once");
+                crate::audit::stop(std::time::Duration::from_millis(500)).await;
                 return ExitCode::from(stop.exit_code());
             }
         };
+        crate::audit::stop(std::time::Duration::from_secs(2)).await;
         crate::telemetry::stop_traces().await;
         code
     })

@@ -65,6 +65,7 @@ macro_rules! print {
     }};
 }
 
+mod audit;
 mod auth;
 mod auth_args;
 mod bridge;
@@ -147,6 +148,9 @@ enum Command {
     /// Check a gateway configuration file, or print its JSON Schema.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Check an audit trail (`--audit FILE`).
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Print the shell completion script for SHELL on stdout (e.g. `switchboard
     /// completions bash > ~/.local/share/bash-completion/completions/switchboard`).
     Completions {
@@ -241,6 +245,7 @@ fn main() -> ExitCode {
         Command::Connect(a) => bridge::run_connect(a),
         Command::Gateway(a) => gateway::run_gateway(a),
         Command::Config(c) => config::run(c),
+        Command::Audit(c) => audit::run(c),
         Command::Keygen(a) => client::lock::keygen(a),
         Command::Lock(a) => {
             init_tracing(client_filter(cli.verbose));

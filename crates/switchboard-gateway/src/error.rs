@@ -16,8 +16,10 @@ pub(crate) enum Error {
     /// Refused by policy before any upstream saw it: a tool outside the
     /// allowlist, a definition that drifted from the lock. -32602 (the name is
     /// a parameter: MCP "Tools → Error Handling", unknown tools).
-    #[error("{0}")]
-    Refused(String),
+    /// Its data says why (`{"reason":"allowlist"}`, …): a caller, and the
+    /// audit trail, can tell the refusals apart.
+    #[error("{1}")]
+    Refused(crate::metrics::Refusal, String),
     /// The request's params are not what the method takes. -32602.
     #[error("{0}")]
     InvalidParams(String),
@@ -38,7 +40,7 @@ impl Error {
     pub(crate) fn code(&self) -> i64 {
         match self {
             Error::Upstream(_) | Error::Internal(_) => code::INTERNAL_ERROR,
-            Error::Refused(_) | Error::InvalidParams(_) => code::INVALID_PARAMS,
+            Error::Refused(..) | Error::InvalidParams(_) => code::INVALID_PARAMS,
             Error::InvalidRequest(_) => code::INVALID_REQUEST,
             Error::Unsupported(_) => code::METHOD_NOT_FOUND,
         }
@@ -46,7 +48,12 @@ impl Error {
 
     /// The error object of this error.
     pub(crate) fn to_object(&self) -> ErrorObject {
-        ErrorObject::new(self.code(), self.to_string())
+        let mut object = ErrorObject::new(self.code(), self.to_string());
+        if let Error::Refused(why, _) = self {
+            let data = format!("{{\"reason\":\"{}\"}}", why.as_str());
+            object.data = serde_json::value::RawValue::from_string(data).ok();
+        }
+        object
     }
 
     /// The error response to request `id`.
@@ -64,7 +71,10 @@ mod tests {
         let cases = [
             (Error::Upstream("down".into()), -32603),
             (Error::Internal("encode".into()), -32603),
-            (Error::Refused("not allowed".into()), -32602),
+            (
+                Error::Refused(crate::metrics::Refusal::Allowlist, "not allowed".into()),
+                -32602,
+            ),
             (Error::InvalidParams("no name".into()), -32602),
             (Error::InvalidRequest("not initialized".into()), -32600),
             (Error::Unsupported("no subscriptions".into()), -32601),

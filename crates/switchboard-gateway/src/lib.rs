@@ -513,7 +513,7 @@ impl Core {
         match &self.guard {
             Some(guard) => guard
                 .unjudged_change(list.plural(), judging.upstream.name(), wait)
-                .map_err(error::Error::Refused),
+                .map_err(|why| error::Error::Refused(metrics::Refusal::Drift, why)),
             None => Ok(()),
         }
     }
@@ -1078,6 +1078,7 @@ impl Bridge {
                             session_id: &session.session_id,
                             path: &session.path,
                             headers: &session.headers,
+                            principal: session.principal.as_ref(),
                         },
                     );
                     match session.kind {

@@ -344,7 +344,8 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    fn as_str(self) -> &'static str {
+    /// Its label value (and an error's `data.reason`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Refusal::Allowlist => "allowlist",
             Refusal::Drift => "drift",

@@ -85,7 +85,7 @@ impl Deny {
 
 impl From<Deny> for Error {
     fn from(d: Deny) -> Error {
-        Error::Refused(d.to_string())
+        Error::Refused(d.refusal(), d.to_string())
     }
 }
 

@@ -46,6 +46,8 @@ pub struct GatewayConfig {
     pub admin: Option<SocketAddr>,
     /// How log lines are written, when the file says.
     pub log_format: Option<crate::telemetry::LogFormat>,
+    /// The audit trail, when the file writes one.
+    pub audit: Option<AuditSettings>,
     /// The upstreams, by name in ascending order.
     pub upstreams: Vec<UpstreamConfig>,
     /// The routes, by path in ascending order; the default route included.
@@ -324,6 +326,68 @@ fn shape(value: &Value) -> Shape {
     }
 }
 
+/// The file's `audit`, resolved: the trail's file (as written: relative to
+/// the gateway's working directory) and settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditSettings {
+    pub file: PathBuf,
+    pub arguments: bool,
+    pub max_bytes: u64,
+    pub keep: usize,
+    pub checkpoint_seconds: u64,
+}
+
+impl AuditSettings {
+    /// The trail's configuration.
+    pub fn to_config(&self) -> switchboard_gateway::audit::AuditConfig {
+        let mut c = switchboard_gateway::audit::AuditConfig::new(&self.file);
+        c.arguments = self.arguments;
+        c.max_bytes = self.max_bytes;
+        c.keep = self.keep;
+        c.checkpoint_every = Duration::from_secs(self.checkpoint_seconds.max(1));
+        c
+    }
+}
+
+/// The file's `audit`: the trail's path, or a table.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AuditValue {
+    File(String),
+    Table(FileAudit),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAudit {
+    file: String,
+    arguments: Option<bool>,
+    max_bytes: Option<u64>,
+    keep: Option<usize>,
+    checkpoint_seconds: Option<u64>,
+}
+
+fn audit_settings(value: AuditValue) -> AuditSettings {
+    let d = switchboard_gateway::audit::AuditConfig::new("");
+    let t = match value {
+        AuditValue::File(file) => FileAudit {
+            file,
+            arguments: None,
+            max_bytes: None,
+            keep: None,
+            checkpoint_seconds: None,
+        },
+        AuditValue::Table(t) => t,
+    };
+    AuditSettings {
+        file: PathBuf::from(t.file),
+        arguments: t.arguments.unwrap_or(d.arguments),
+        max_bytes: t.max_bytes.unwrap_or(d.max_bytes),
+        keep: t.keep.unwrap_or(d.keep),
+        checkpoint_seconds: t.checkpoint_seconds.unwrap_or(d.checkpoint_every.as_secs()),
+    }
+}
+
 /// The file's `admin`: `"IP:PORT"`, `"PORT"`, or a port as a number.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -339,6 +403,7 @@ struct File {
     listen: Option<String>,
     admin: Option<AdminValue>,
     log_format: Option<String>,
+    audit: Option<AuditValue>,
     #[serde(default)]
     upstreams: BTreeMap<String, FileUpstream>,
     #[serde(default)]
@@ -555,10 +620,18 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
         route.auth = protection;
     }
     routes.sort_by(|a, b| a.path.cmp(&b.path));
+    let audit = file.audit.map(audit_settings);
+    if audit
+        .as_ref()
+        .is_some_and(|a| a.file.as_os_str().is_empty())
+    {
+        problems.push("/audit", "the trail's file is empty".to_owned());
+    }
     (problems.list.len() == before).then_some(GatewayConfig {
         listen,
         admin,
         log_format,
+        audit,
         upstreams,
         routes,
         auth,

@@ -274,21 +274,25 @@ impl Verifier {
             let at = c.head.count - 1;
             match self.seen.iter().find(|s| s.0 == at) {
                 Some((_, hash, _, _)) if *hash == c.head.hash => {}
-                Some((_, _, file, line)) => return Err(Broken {
-                    file: file.clone(),
-                    line: *line,
-                    why: format!(
+                Some((_, _, file, line)) => {
+                    return Err(Broken {
+                        file: file.clone(),
+                        line: *line,
+                        why: format!(
                         "record {at} is not the one the checkpoint names: the trail was rewritten"
                     ),
-                }),
-                None if c.head.count > self.head.count => return Err(Broken {
-                    file: self.file.clone(),
-                    line: self.line + 1,
-                    why: format!(
+                    })
+                }
+                None if c.head.count > self.head.count => {
+                    return Err(Broken {
+                        file: self.file.clone(),
+                        line: self.line + 1,
+                        why: format!(
                         "the trail ends after {} records; the checkpoint says {}: it was cut off",
                         self.head.count, c.head.count
                     ),
-                }),
+                    })
+                }
                 None => {
                     return Err(Broken {
                         file: self.file.clone(),
@@ -392,7 +396,7 @@ mod tests {
     #[test]
     fn a_trail_whose_older_files_were_removed_starts_later() {
         let (lines, head) = trail(5);
-        let intact = verify(&lines[2..].to_vec(), Some(&Checkpoint { head })).unwrap();
+        let intact = verify(&lines[2..], Some(&Checkpoint { head })).unwrap();
         assert_eq!(intact.first, 2);
     }
 

@@ -578,6 +578,7 @@ async fn run(
                 }
             }
             Step::Done(message) => {
+                tx.upstream_took(&id, &held.upstream, held.call.took());
                 let message = match held.list {
                     Some(l) => filter_list(core, l.kind, l.asked(&held.upstream), message),
                     None => message,

@@ -658,9 +658,7 @@ pub(crate) async fn pump<S: Downstream>(
             }
             Step::Done(message) => {
                 lock(&relay.calls).remove(&down_id);
-                if let Some(took) = call.took() {
-                    relay.tx.upstream_took(&down_id, took);
-                }
+                relay.tx.upstream_took(&down_id, &upstream, call.took());
                 let out = match message {
                     Message::Response(resp) => {
                         let result = session.finish(&upstream, list, resp.result);

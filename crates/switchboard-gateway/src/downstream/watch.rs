@@ -2,9 +2,11 @@
 //! its arrival to its answer (`mcp.server.operation.duration`, `error.type`
 //! from the answer; its server span, module `trace`), a forwarded call's own
 //! time here (its duration less its upstream's), and the session's life
-//! (open sessions, `mcp.server.session.duration`). One for the bridge's and
-//! the gateway's sessions and exchanges alike. With metrics and traces off it
-//! keeps nothing and is the bare [`Sender`].
+//! (open sessions, `mcp.server.session.duration`), and with an audit trail,
+//! each `tools/call`, `prompts/get` and `resources/read` as a record (module
+//! `audit`). One for the bridge's and the gateway's sessions and exchanges
+//! alike. With metrics, traces and the trail off it keeps nothing and is the
+//! bare [`Sender`].
 //!
 //! This module must not know routes, upstreams or policy: the session says
 //! when a request arrived and what an upstream took.
@@ -29,6 +31,7 @@ pub(crate) struct Http<'a> {
     pub(crate) session_id: &'a str,
     pub(crate) path: &'a str,
     pub(crate) headers: &'a http::HeaderMap,
+    pub(crate) principal: Option<&'a switchboard_transport::http::resource::Principal>,
 }
 
 /// A session's (or exchange's) sender, measured when metrics are on.
@@ -40,6 +43,7 @@ pub(crate) struct Tx {
 struct Watch {
     metrics: Option<&'static Metrics>,
     tracing: Option<&'static crate::trace::Tracing>,
+    audit: Option<Audited>,
     /// The session's id (a span attribute).
     session_id: Box<str>,
     /// A stateless exchange's `traceparent` and `tracestate` headers: the
@@ -63,6 +67,21 @@ struct Table {
     last: metrics::Last,
 }
 
+/// What a session's records share (with an audit trail).
+struct Audited {
+    trail: &'static crate::audit::Audit,
+    route: Name,
+    subject: Option<Name>,
+    client_id: Option<Name>,
+}
+
+/// What an audited request's record takes from its arrival.
+struct Asked {
+    name: Option<String>,
+    arguments: Option<Box<serde_json::value::RawValue>>,
+    upstream: Option<Name>,
+}
+
 /// A request not answered yet.
 struct Open {
     at: Instant,
@@ -72,6 +91,8 @@ struct Open {
     /// A forwarded call's time at its upstream, once answered there.
     upstream: Option<Duration>,
     span: Option<crate::trace::Span>,
+    /// With an audit trail, for an audited method.
+    asked: Option<Box<Asked>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -83,8 +104,8 @@ impl Tx {
     /// id, version as far as known, endpoint path, headers: all but its
     /// transport, split off already).
     pub(crate) fn new(sender: Sender, http: Http<'_>) -> Tx {
-        let (metrics, tracing) = (metrics::get(), crate::trace::get());
-        if metrics.is_none() && tracing.is_none() {
+        let (metrics, tracing, trail) = (metrics::get(), crate::trace::get(), crate::audit::get());
+        if metrics.is_none() && tracing.is_none() && trail.is_none() {
             return Tx {
                 sender,
                 watch: None,
@@ -112,9 +133,19 @@ impl Tx {
         if kind != SessionKind::Stateful {
             let _ = version.set(http.protocol_version.as_str());
         }
+        let audit = trail.map(|trail| Audited {
+            trail,
+            route: Name::new(http.path),
+            subject: http.principal.map(|p| Name::new(&p.subject)),
+            client_id: http
+                .principal
+                .and_then(|p| p.client_id.as_deref())
+                .map(Name::new),
+        });
         let watch = Box::new(Watch {
             metrics,
             tracing,
+            audit,
             session_id: http.session_id.into(),
             headers,
             overhead: metrics.map(|m| m.overhead_of(&Name::new(http.path))),
@@ -172,6 +203,7 @@ impl Tx {
             let tool = route.used() == Some(crate::pin::Kind::Tool);
             t.server_span(r, headers, &labels, tool)
         });
+        let asked = w.audit.as_ref().and_then(|_| asked(method, r));
         slot.insert(Open {
             at: Instant::now(),
             method,
@@ -179,6 +211,7 @@ impl Tx {
             prompt,
             upstream: None,
             span,
+            asked,
         });
     }
 
@@ -189,11 +222,20 @@ impl Tx {
         lock(&w.open).open.get(id)?.span.as_ref()?.trace_id()
     }
 
-    /// The forwarded call of request `id` took `took` at its upstream.
-    pub(crate) fn upstream_took(&self, id: &Id, took: Duration) {
+    /// The forwarded call of request `id` was answered by `upstream`,
+    /// after `took` there (known with metrics or traces on).
+    pub(crate) fn upstream_took(
+        &self,
+        id: &Id,
+        upstream: &crate::upstream::Upstream,
+        took: Option<Duration>,
+    ) {
         let Some(w) = &self.watch else { return };
         if let Some(open) = lock(&w.open).open.get_mut(id) {
-            open.upstream = Some(took);
+            open.upstream = took;
+            if let Some(asked) = &mut open.asked {
+                asked.upstream = Some(upstream.label_value());
+            }
         }
     }
 
@@ -210,6 +252,23 @@ impl Tx {
         };
         let took = open.at.elapsed();
         let outcome = Outcome::of(message, open.method);
+        if let (Some(a), Some(asked)) = (&w.audit, open.asked) {
+            // Only an answer no upstream gave can be a refusal of ours.
+            let refused = asked.upstream.is_none().then(|| refusal(message)).flatten();
+            a.trail.record(crate::audit::Entry {
+                time: std::time::SystemTime::now(),
+                route: a.route.clone(),
+                subject: a.subject.clone(),
+                client_id: a.client_id.clone(),
+                method: open.method,
+                name: asked.name,
+                upstream: asked.upstream,
+                arguments: asked.arguments,
+                outcome,
+                refused,
+                duration: took,
+            });
+        }
         if let Some(span) = open.span {
             let initialize = open.method == switchboard_protocol::types::INITIALIZE;
             span.end(outcome, w.version.get().copied().filter(|_| initialize));
@@ -260,6 +319,42 @@ impl Tx {
         }
         self.sender.forget(id);
     }
+}
+
+/// An audited request's name and arguments (`None`: not audited): a
+/// tool's or prompt's `name` and `arguments`, a resource's `uri`.
+fn asked(method: &'static str, r: &Request) -> Option<Box<Asked>> {
+    use switchboard_protocol::types as t;
+    let key = match method {
+        t::TOOLS_CALL | t::PROMPTS_GET => "name",
+        t::RESOURCES_READ => "uri",
+        _ => return None,
+    };
+    let params = r
+        .params
+        .as_deref()
+        .and_then(|p| crate::raw::RawObject::parse(p.get()).ok());
+    let field = |k: &str| params.as_ref().and_then(|p| p.get(k));
+    Some(Box::new(Asked {
+        name: field(key).and_then(|v| serde_json::from_str(v.get()).ok()),
+        arguments: field("arguments").map(ToOwned::to_owned),
+        upstream: None,
+    }))
+}
+
+/// Why policy refused a request, from its error answer's `data.reason`.
+fn refusal(message: &Message) -> Option<String> {
+    let Message::Error(e) = message else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct Data {
+        reason: String,
+    }
+    let data = e.error.data.as_deref()?;
+    serde_json::from_str::<Data>(data.get())
+        .ok()
+        .map(|d| d.reason)
 }
 
 impl Deref for Tx {

@@ -27,6 +27,7 @@ use crate::catalog::pin::Kind;
 use crate::classify::Route;
 use crate::downstream::watch::Tx;
 use crate::error::Error;
+use crate::metrics::Refusal;
 use crate::raw::RawObject;
 
 /// A request resolved to its upstream: the member's index and the request
@@ -95,12 +96,21 @@ pub(crate) fn resolve(
             } else {
                 merged.prompt(&served)
             };
-            let entry = entry
-                .filter(|e| route.members[e.member])
+            let in_route = entry.filter(|e| route.members[e.member]);
+            let entry = in_route
                 .filter(|_| !tool || route.allow.permits(&served))
                 .ok_or_else(|| match withheld(layout, route, &served, tool) {
-                    Some((_, why)) => Error::Refused(format!("{what} {served} is withheld: {why}")),
-                    None => Error::Refused(format!("unknown {what}: {served}")),
+                    Some((_, why)) => Error::Refused(
+                        Refusal::Drift,
+                        format!("{what} {served} is withheld: {why}"),
+                    ),
+                    // Listed, outside the allowlist: to the caller, as unknown.
+                    None if in_route.is_some() => {
+                        Error::Refused(Refusal::Allowlist, format!("unknown {what}: {served}"))
+                    }
+                    None => {
+                        Error::Refused(Refusal::UnknownTool, format!("unknown {what}: {served}"))
+                    }
                 })?;
             let original = entry.original.clone();
             params.insert("name", to_raw(&original));
@@ -167,7 +177,7 @@ pub(crate) async fn resolve_listed(
     r: &Request,
 ) -> Result<Target, Error> {
     let resolved = resolve_waiting(layout, route, kind, r).await;
-    if let (Err(Error::Refused(_)), Route::Use(used @ (Kind::Tool | Kind::Prompt))) =
+    if let (Err(Error::Refused(..)), Route::Use(used @ (Kind::Tool | Kind::Prompt))) =
         (&resolved, kind)
     {
         let served = r

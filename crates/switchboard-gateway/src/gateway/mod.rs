@@ -774,6 +774,7 @@ impl Gateway {
                             session_id: &session.session_id,
                             path: &session.path,
                             headers: &session.headers,
+                            principal: session.principal.as_ref(),
                         },
                     );
                     match session.kind {

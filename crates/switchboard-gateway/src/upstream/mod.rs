@@ -624,6 +624,15 @@ impl Upstream {
         self.inner.label()
     }
 
+    /// [`Upstream::label`] as a shared label value, made once.
+    pub(crate) fn label_value(&self) -> crate::metrics::Name {
+        let inner = &self.inner;
+        inner
+            .label_value
+            .get_or_init(|| crate::metrics::Name::new(inner.label()))
+            .clone()
+    }
+
     /// Notifications not tied to any call (list changes, resource updates, logs
     /// while idle). A receiver that falls more than 256 behind misses the oldest.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notification> {
