@@ -132,6 +132,7 @@ impl Setup {
             q(&rec.url)
         );
         let tool_scope = format!("{GATED_TOOL}={TOOL_SCOPE}");
+        let trail = dir.path().join("audit.jsonl");
         let gw = GatewayProc::start_with_args(
             dir.path(),
             &config,
@@ -148,6 +149,8 @@ impl Setup {
                 &tool_scope,
                 "--admin",
                 "127.0.0.1:0",
+                "--audit",
+                trail.to_str().unwrap(),
             ],
         )
         .await;
@@ -455,6 +458,28 @@ async fn each_refusal_is_counted_by_its_reason() {
     assert_eq!(series(&s, scope).await, 2);
     // Read twice, counted once.
     assert_eq!(series(&s, &failures("no_token")).await, 2);
+    // The audit trail names the caller of each call that reached policy.
+    let trail = s._dir.path().join("audit.jsonl");
+    let calls = eventually(LIMIT, "the allowed calls audited", || {
+        let text = std::fs::read_to_string(&trail).unwrap_or_default();
+        async move {
+            let calls: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|r| r["name"] == GATED_TOOL)
+                .collect();
+            (calls.len() == 2).then_some(calls)
+        }
+    })
+    .await;
+    for c in &calls {
+        assert_eq!(
+            (c["subject"].as_str(), c["client_id"].as_str()),
+            (Some("alice"), Some("cli")),
+            "{c}"
+        );
+        assert_eq!(c["outcome"], "ok");
+    }
     // No token and no argument is shown on the page.
     let admin = s.gw.admin.clone().unwrap();
     let text = bounded(async {
