@@ -153,6 +153,16 @@ fn verify(file: &Path, checkpoint: Option<&Path>) -> ExitCode {
         }
     }
     match v.finish(cp.as_ref()) {
+        // Older files are removed only after a rotation, which leaves a
+        // rotated file: a lone file that starts later lost its beginning.
+        Ok(intact) if intact.first > 0 && files.len() == 1 => {
+            println!(
+                "broken: {}:1: the trail starts at record {}, and no older file is here: its first records were deleted",
+                file.display(),
+                intact.first
+            );
+            ExitCode::from(1)
+        }
         Ok(intact) => {
             let against = match &cp_path {
                 Some(p) => format!("its end matches {}", p.display()),

@@ -193,6 +193,7 @@ async fn every_audited_request_is_a_record_of_one_intact_chain() {
     check(moved, 3, "reordered");
     let cut = owned()[..8].to_vec();
     check(cut, 9, "cut off");
+    check(owned()[2..].to_vec(), 1, "its beginning deleted");
     // Unreadable: no such file, a checkpoint that is not one.
     assert_eq!(verify(&dir.path().join("none.jsonl"), None).0, 2);
     std::fs::write(dir.path().join("bad.checkpoint"), "garbage").unwrap();

@@ -358,7 +358,8 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         .collect();
     // Every key the schema allows is read (the types deny unknown fields, so a
     // key the schema allows but the types lack would fail this load).
-    let mut all = String::from("admin = \"9464\"\nlog_format = \"json\"\n[upstreams.a]\n");
+    let mut all = String::from("admin = \"9464\"\nlog_format = \"json\"\n");
+    all.push_str("audit = { file = \"a.jsonl\", arguments = true, max_bytes = 10, keep = 2, checkpoint_seconds = 3 }\n[upstreams.a]\n");
     all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
     all.push_str("[auth]\nissuer = \"https://as\"\nresource = \"https://gw/mcp\"\njwks = \"https://as/jwks\"\nscopes = [\"s\"]\ntool_scopes = { t = [\"u\"] }\n");
@@ -367,6 +368,17 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     let c = ok(&all, Format::Toml);
     assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(120));
     assert_eq!(c.admin, Some("127.0.0.1:9464".parse().unwrap()));
+    let audit = c.audit.clone().expect("the audit table").to_config();
+    assert_eq!(
+        (
+            audit.path.to_str(),
+            audit.arguments,
+            audit.max_bytes,
+            audit.keep
+        ),
+        (Some("a.jsonl"), true, 10, 2)
+    );
+    assert_eq!(audit.checkpoint_every, Duration::from_secs(3));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     let names =
         |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
@@ -375,6 +387,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         names(&[
             "listen",
             "admin",
+            "audit",
             "log_format",
             "upstreams",
             "routes",
@@ -711,4 +724,25 @@ fn the_admin_port_may_be_a_number_and_a_bad_one_is_a_problem() {
         Format::Toml,
     );
     assert!(p.iter().any(|p| p.contains("log_format")), "{p:?}");
+}
+
+#[test]
+fn the_audit_trail_is_a_path_or_a_table_and_an_empty_one_is_a_problem() {
+    let c = ok(
+        "audit = \"trail.jsonl\"\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
+    let a = c.audit.expect("a trail").to_config();
+    assert_eq!(
+        (a.path.to_str(), a.arguments, a.keep),
+        (Some("trail.jsonl"), false, 16)
+    );
+    for bad in [
+        "audit = \"\"\n",
+        "audit = { arguments = true }\n",
+        "audit = 3\n",
+    ] {
+        let text = format!("{bad}[upstreams.a]\ncommand = \"x\"\n");
+        assert!(!problems(&text, Format::Toml).is_empty(), "{bad}");
+    }
 }
