@@ -8,8 +8,10 @@
 //! alike. With metrics, traces and the trail off it keeps nothing and is the
 //! bare [`Sender`].
 //!
-//! This module must not know routes, upstreams or policy: the session says
-//! when a request arrived and what an upstream took.
+//! This module must not know routes or policy, nor upstreams beyond their
+//! label: the session says when a request arrived, which upstream answered
+//! and what it took there; a refusal is read from its answer's
+//! `data.reason`, which module `error` writes.
 
 use std::ops::Deref;
 use std::sync::{Mutex, OnceLock};
