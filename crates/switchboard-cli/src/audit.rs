@@ -62,15 +62,15 @@ impl AuditArgs {
 }
 
 /// Starts the trail (metrics first, when the admin listener will serve
-/// them, so that its head is on `/metrics` from the start). Errors: why the
-/// file cannot be written, for the caller's exit 2.
-pub(crate) fn start(config: Option<AuditConfig>, metrics: bool) -> Result<(), String> {
+/// them, so that its head is on `/metrics` from the start). Errors: the
+/// file cannot be written ([`audit::AuditError`]), for the caller's exit 2.
+pub(crate) fn start(config: Option<AuditConfig>, metrics: bool) -> Result<(), audit::AuditError> {
     let Some(config) = config else { return Ok(()) };
     if metrics {
         switchboard_gateway::metrics::enable();
     }
     let path = config.path.display().to_string();
-    audit::start(config).map_err(|e| e.to_string())?;
+    audit::start(config)?;
     tracing::info!(file = %path, "audit trail: written");
     Ok(())
 }
@@ -122,7 +122,7 @@ fn verify(file: &Path, checkpoint: Option<&Path>) -> ExitCode {
         None => None,
         Some(p) => match std::fs::read_to_string(p)
             .map_err(|e| e.to_string())
-            .and_then(|t| Checkpoint::parse(&t))
+            .and_then(|t| Checkpoint::parse(&t).map_err(|e| e.to_string()))
         {
             Ok(c) => Some(c),
             Err(e) => return unreadable(p, &e),

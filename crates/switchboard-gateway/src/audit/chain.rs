@@ -164,14 +164,34 @@ impl Checkpoint {
     }
 
     /// Reads a checkpoint file's text.
-    pub fn parse(text: &str) -> Result<Checkpoint, String> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        let count = v["count"].as_u64().ok_or("no count")?;
-        let hash = v["hash"].as_str().and_then(unhex).ok_or("no hash")?;
+    ///
+    /// Errors: [`CheckpointError`], not JSON or without its count or hash.
+    pub fn parse(text: &str) -> Result<Checkpoint, CheckpointError> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| CheckpointError::NotJson(e.to_string()))?;
+        let count = v["count"].as_u64().ok_or(CheckpointError::NoCount)?;
+        let hash = v["hash"]
+            .as_str()
+            .and_then(unhex)
+            .ok_or(CheckpointError::NoHash)?;
         Ok(Checkpoint {
             head: Head { count, hash },
         })
     }
+}
+
+/// Why a checkpoint's text is not one ([`Checkpoint::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    /// Not JSON.
+    #[error("not a checkpoint: {0}")]
+    NotJson(String),
+    /// No `count` (a whole number).
+    #[error("not a checkpoint: no count")]
+    NoCount,
+    /// No `hash` (64 lowercase hex digits).
+    #[error("not a checkpoint: no hash")]
+    NoHash,
 }
 
 /// Where the trail is broken: the first bad line and why.
@@ -405,6 +425,6 @@ mod tests {
         let (_, head) = trail(2);
         let text = Checkpoint { head }.to_text("2026-12-07T00:00:00Z");
         assert_eq!(Checkpoint::parse(&text).unwrap().head, head);
-        assert!(Checkpoint::parse("{}").is_err());
+        assert_eq!(Checkpoint::parse("{}"), Err(CheckpointError::NoCount));
     }
 }
