@@ -43,6 +43,7 @@ mod downstream;
 mod error;
 mod gateway;
 mod gauge;
+mod live_page;
 pub mod metrics;
 mod policy;
 mod raw;
@@ -317,6 +318,37 @@ pub(crate) struct Core {
     owners: AtomicU64,
     /// The sessions' own children, for the drain and the shutdown.
     live: Mutex<Live<Upstream>>,
+}
+
+impl Core {
+    /// What the live page shows of the bridge serving at `path` (module
+    /// `live_page`): a gateway of one upstream and one route, its tools as
+    /// the shared child last listed them, judged by the drift guard.
+    fn live_view(&self, path: &str) -> serde_json::Value {
+        let up = &self.shared;
+        let name = up.label();
+        let mut upstream = up.report();
+        upstream.insert("name".into(), name.into());
+        upstream.insert("transport".into(), up.transport().into());
+        let tools: Vec<serde_json::Value> = up
+            .tool_names()
+            .iter()
+            .map(|tool| {
+                let drift = self.guard.as_ref().map_or(policy::Drift::Unguarded, |g| {
+                    g.drift_of(Scope::Shared, pin::Kind::Tool, tool)
+                });
+                let blocked = matches!(drift, policy::Drift::Drifted { block: true, .. });
+                let served = self.allow.permits(tool) && !blocked;
+                live_page::tool(name, tool, served, drift)
+            })
+            .collect();
+        serde_json::json!({
+            "kind": "bridge",
+            "upstreams": [upstream],
+            "routes": [{"name": "bridge", "path": path, "upstreams": [name], "allow": self.allow.names()}],
+            "tools": tools,
+        })
+    }
 }
 
 /// Whose announced list changes a use of an entry waits for, and how many
@@ -915,6 +947,7 @@ pub(crate) fn bridge_init_params() -> Box<RawValue> {
 pub(crate) fn with_metrics(http: &mut HttpServerConfig) {
     if http.admin.is_some() && http.metrics.is_none() {
         let m = metrics::enable();
+        live_page::enable();
         http.metrics = Some(switchboard_transport::http::admin::MetricsSource(Arc::new(
             move |classic| m.render(classic),
         )));
@@ -1053,6 +1086,14 @@ impl Bridge {
                 Status::Stopped => Err("the bridge is stopping".to_owned()),
             }
         })));
+        if let (Some(m), Some(_)) = (metrics::get(), http.admin) {
+            let view = Arc::downgrade(&core);
+            let path = http.path.clone();
+            http.live = Some(live_page::page(m, move || match view.upgrade() {
+                Some(core) => core.live_view(&path),
+                None => serde_json::Value::Null,
+            }));
+        }
         let (server, mut acceptor) = match HttpServer::bind(http).await {
             Ok(bound) => bound,
             Err(e) => {

@@ -133,6 +133,16 @@ impl Outcome {
         }
     }
 
+    /// Its word in records (`ok`, `tool_error`, `error`) and an error's code.
+    pub fn word(self) -> (&'static str, Option<i64>) {
+        match self {
+            Outcome::Ok => ("ok", None),
+            Outcome::ToolError => ("tool_error", None),
+            Outcome::Code(c) => ("error", Some(c)),
+            Outcome::OtherCode => ("error", None),
+        }
+    }
+
     /// The outcome of an error response with `code`.
     pub fn code(code: i64) -> Outcome {
         match code {

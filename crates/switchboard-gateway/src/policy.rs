@@ -141,6 +141,14 @@ impl Allowlist {
         Allowlist::Only(names.into_iter().map(Into::into).collect())
     }
 
+    /// The names allowed; `None`: every name.
+    pub(crate) fn names(&self) -> Option<&BTreeSet<String>> {
+        match self {
+            Allowlist::All => None,
+            Allowlist::Only(names) => Some(names),
+        }
+    }
+
     /// Whether the list restricts anything.
     pub fn is_restricted(&self) -> bool {
         matches!(self, Allowlist::Only(_))

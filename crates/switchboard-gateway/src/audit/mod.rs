@@ -102,7 +102,7 @@ pub fn files(path: &Path) -> io::Result<Vec<PathBuf>> {
 }
 
 /// One audited request, as its session saw it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// When it was answered.
     pub time: SystemTime,
@@ -571,12 +571,7 @@ fn body(e: &Entry, arguments: bool) -> String {
             out.push_str(a.get());
         }
     }
-    let (outcome, code) = match e.outcome {
-        Outcome::Ok => ("ok", None),
-        Outcome::ToolError => ("tool_error", None),
-        Outcome::Code(c) => ("error", Some(c)),
-        Outcome::OtherCode => ("error", None),
-    };
+    let (outcome, code) = e.outcome.word();
     push_str(&mut out, "outcome", outcome);
     if let Some(c) = code {
         out.push_str(",\"code\":");

@@ -2,9 +2,9 @@
 //! its arrival to its answer (`mcp.server.operation.duration`, `error.type`
 //! from the answer; its server span, module `trace`), a forwarded call's own
 //! time here (its duration less its upstream's), and the session's life
-//! (open sessions, `mcp.server.session.duration`), and with an audit trail,
-//! each `tools/call`, `prompts/get` and `resources/read` as a record (module
-//! `audit`). One for the bridge's and the gateway's sessions and exchanges
+//! (open sessions, `mcp.server.session.duration`), and with an audit trail
+//! or the live page, each `tools/call`, `prompts/get` and `resources/read`
+//! as a record (modules `audit`, `live_page`). One for the bridge's and the gateway's sessions and exchanges
 //! alike. With metrics, traces and the trail off it keeps nothing and is the
 //! bare [`Sender`].
 //!
@@ -69,9 +69,11 @@ struct Table {
     last: metrics::Last,
 }
 
-/// What a session's records share (with an audit trail).
+/// What a session's records share (with an audit trail, the live page's
+/// recent calls, or both).
 struct Audited {
-    trail: &'static crate::audit::Audit,
+    trail: Option<&'static crate::audit::Audit>,
+    recent: Option<&'static crate::live_page::Recent>,
     route: Name,
     subject: Option<Name>,
     client_id: Option<Name>,
@@ -107,7 +109,8 @@ impl Tx {
     /// transport, split off already).
     pub(crate) fn new(sender: Sender, http: Http<'_>) -> Tx {
         let (metrics, tracing, trail) = (metrics::get(), crate::trace::get(), crate::audit::get());
-        if metrics.is_none() && tracing.is_none() && trail.is_none() {
+        let recent = crate::live_page::recent();
+        if metrics.is_none() && tracing.is_none() && trail.is_none() && recent.is_none() {
             return Tx {
                 sender,
                 watch: None,
@@ -135,8 +138,9 @@ impl Tx {
         if kind != SessionKind::Stateful {
             let _ = version.set(http.protocol_version.as_str());
         }
-        let audit = trail.map(|trail| Audited {
+        let audit = (trail.is_some() || recent.is_some()).then(|| Audited {
             trail,
+            recent,
             route: Name::new(http.path),
             subject: http.principal.map(|p| Name::new(&p.subject)),
             client_id: http
@@ -205,7 +209,10 @@ impl Tx {
             let tool = route.used() == Some(crate::pin::Kind::Tool);
             t.server_span(r, headers, &labels, tool)
         });
-        let asked = w.audit.as_ref().and_then(|_| asked(method, r));
+        let asked = w
+            .audit
+            .as_ref()
+            .and_then(|a| asked(method, r, a.trail.is_some()));
         slot.insert(Open {
             at: Instant::now(),
             method,
@@ -257,7 +264,7 @@ impl Tx {
         if let (Some(a), Some(asked)) = (&w.audit, open.asked) {
             // Only an answer no upstream gave can be a refusal of ours.
             let refused = asked.upstream.is_none().then(|| refusal(message)).flatten();
-            a.trail.record(crate::audit::Entry {
+            let mut entry = crate::audit::Entry {
                 time: std::time::SystemTime::now(),
                 route: a.route.clone(),
                 subject: a.subject.clone(),
@@ -265,11 +272,18 @@ impl Tx {
                 method: open.method,
                 name: asked.name,
                 upstream: asked.upstream,
-                arguments: asked.arguments,
+                arguments: None,
                 outcome,
                 refused,
                 duration: took,
-            });
+            };
+            if let Some(recent) = a.recent {
+                recent.push(entry.clone());
+            }
+            if let Some(trail) = a.trail {
+                entry.arguments = asked.arguments;
+                trail.record(entry);
+            }
         }
         if let Some(span) = open.span {
             let initialize = open.method == switchboard_protocol::types::INITIALIZE;
@@ -324,8 +338,9 @@ impl Tx {
 }
 
 /// An audited request's name and arguments (`None`: not audited): a
-/// tool's or prompt's `name` and `arguments`, a resource's `uri`.
-fn asked(method: &'static str, r: &Request) -> Option<Box<Asked>> {
+/// tool's or prompt's `name` and (`arguments`: kept) `arguments`, a
+/// resource's `uri`.
+fn asked(method: &'static str, r: &Request, arguments: bool) -> Option<Box<Asked>> {
     use switchboard_protocol::types as t;
     let key = match method {
         t::TOOLS_CALL | t::PROMPTS_GET => "name",
@@ -339,7 +354,9 @@ fn asked(method: &'static str, r: &Request) -> Option<Box<Asked>> {
     let field = |k: &str| params.as_ref().and_then(|p| p.get(k));
     Some(Box::new(Asked {
         name: field(key).and_then(|v| serde_json::from_str(v.get()).ok()),
-        arguments: field("arguments").map(ToOwned::to_owned),
+        arguments: field("arguments")
+            .filter(|_| arguments)
+            .map(ToOwned::to_owned),
         upstream: None,
     }))
 }

@@ -585,28 +585,7 @@ impl Layout {
     pub(crate) fn readiness(&self) -> Value {
         let mut out = Map::new();
         for m in &self.members {
-            let mut v = Map::new();
-            match m.upstream().status() {
-                Status::Ready(info) => {
-                    v.insert("state".into(), "ready".into());
-                    let version = if info.modern {
-                        ProtocolVersion::V2026_07_28.as_str().to_owned()
-                    } else {
-                        info.result.protocol_version.clone()
-                    };
-                    v.insert("protocolVersion".into(), version.into());
-                }
-                Status::Starting => {
-                    v.insert("state".into(), "starting".into());
-                }
-                Status::Down(why) => {
-                    v.insert("state".into(), "down".into());
-                    v.insert("reason".into(), why.into());
-                }
-                Status::Stopped => {
-                    v.insert("state".into(), "stopped".into());
-                }
-            }
+            let mut v = m.upstream().report();
             v.insert("restarts".into(), m.upstream().restarts().into());
             v.insert("listed".into(), m.snapshot.borrow().is_some().into());
             if let Some(guard) = &m.core.guard {
@@ -615,6 +594,78 @@ impl Layout {
             out.insert(m.name.clone(), Value::Object(v));
         }
         Value::Object(out)
+    }
+}
+
+impl Layout {
+    /// What the live page shows of it (module `live_page`): its upstreams,
+    /// routes and tools, each tool as its upstream last listed it, judged
+    /// by the upstream's drift guard (`unpinned` without one) and `served`
+    /// when some route may list it.
+    pub(crate) fn live_view(&self) -> Value {
+        let merged = self
+            .merged
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut upstreams = Vec::new();
+        let mut tools = Vec::new();
+        for (i, m) in self.members.iter().enumerate() {
+            let mut v = m.upstream().report();
+            v.insert("name".into(), m.name.as_str().into());
+            v.insert("transport".into(), m.upstream().transport().into());
+            if let Some(p) = &m.prefix {
+                v.insert("prefix".into(), p.as_str().into());
+            }
+            upstreams.push(Value::Object(v));
+            let listed: Vec<String> = match &m.core.guard {
+                Some(_) => m
+                    .unjudged
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect(),
+                None => merged
+                    .tools
+                    .iter()
+                    .filter(|t| t.member == i)
+                    .map(|t| t.original.clone())
+                    .collect(),
+            };
+            for name in listed {
+                let served = catalog::served(m.prefix.as_deref(), &name);
+                let listed_by = self
+                    .routes
+                    .iter()
+                    .any(|r| r.members[i] && r.allow.permits(&served));
+                let served = merged.tool(&served).is_some_and(|t| t.member == i) && listed_by;
+                let drift = m
+                    .core
+                    .guard
+                    .as_ref()
+                    .map_or(crate::policy::Drift::Unguarded, |g| {
+                        g.drift_of(crate::Scope::Shared, crate::pin::Kind::Tool, &name)
+                    });
+                tools.push(crate::live_page::tool(&m.name, &name, served, drift));
+            }
+        }
+        let routes: Vec<Value> = self
+            .routes
+            .iter()
+            .map(|r| {
+                let members: Vec<&str> = self
+                    .members
+                    .iter()
+                    .zip(&r.members)
+                    .filter(|(_, on)| **on)
+                    .map(|(m, _)| m.name.as_str())
+                    .collect();
+                json!({"name": r.name, "path": r.path, "upstreams": members, "allow": r.allow.names()})
+            })
+            .collect();
+        json!({"kind": "gateway", "upstreams": upstreams, "routes": routes, "tools": tools})
     }
 }
 
@@ -750,6 +801,13 @@ impl Gateway {
             }
             None => (false, "{\"ready\":false}\n".to_owned()),
         })));
+        if let (Some(m), Some(_)) = (crate::metrics::get(), http.admin) {
+            let view = Arc::downgrade(&shared);
+            http.live = Some(crate::live_page::page(m, move || match view.upgrade() {
+                Some(shared) => shared.layout().live_view(),
+                None => Value::Null,
+            }));
+        }
         let (server, mut acceptor) = match HttpServer::bind(http).await {
             Ok(bound) => bound,
             Err(e) => {

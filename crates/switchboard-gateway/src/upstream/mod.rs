@@ -446,6 +446,9 @@ struct Inner {
     label_value: OnceLock<crate::metrics::Name>,
     /// The client operation histogram it observed into last.
     last: Mutex<crate::metrics::Last>,
+    /// The tool names of its last `tools/list` page, with metrics on (the
+    /// live page's).
+    tool_names: Mutex<Vec<String>>,
     /// When it was made, among the upstreams of this process: a reload's
     /// new upstream of a name outranks the old one it replaces in the
     /// state series, whichever of them writes last.
@@ -512,6 +515,7 @@ impl Upstream {
         let inner = Arc::new(Inner {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             last: Default::default(),
+            tool_names: Default::default(),
             name: config.name.clone(),
             config,
             status,
@@ -555,6 +559,45 @@ impl Upstream {
     /// The status as it changes.
     pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
         self.inner.status.subscribe()
+    }
+
+    /// Its status for reports (`/readyz`, the live page): `{"state":
+    /// "ready"|"starting"|"down"|"stopped", "protocolVersion"? (ready),
+    /// "reason"? (down)}`.
+    pub(crate) fn report(&self) -> Map<String, Value> {
+        let mut v = Map::new();
+        let (state, extra) = match &*self.inner.status.borrow() {
+            Status::Ready(info) => {
+                let version = match info.modern {
+                    true => ProtocolVersion::V2026_07_28.as_str(),
+                    false => &info.result.protocol_version,
+                };
+                ("ready", Some(("protocolVersion", version.to_owned())))
+            }
+            Status::Starting => ("starting", None),
+            Status::Down(why) => ("down", Some(("reason", why.clone()))),
+            Status::Stopped => ("stopped", None),
+        };
+        v.insert("state".into(), state.into());
+        if let Some((key, value)) = extra {
+            v.insert(key.into(), value.into());
+        }
+        v
+    }
+
+    /// The tool names of its last `tools/list` page, as it named them
+    /// (kept with metrics on).
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        lock(&self.inner.tool_names).clone()
+    }
+
+    /// How it is reached: `stdio`, `streamable_http` or `sse`.
+    pub(crate) fn transport(&self) -> &'static str {
+        match self.inner.config.connector {
+            Connector::Stdio(_) => "stdio",
+            Connector::StreamableHttp(_) => "streamable_http",
+            Connector::Sse(..) => "sse",
+        }
     }
 
     /// How many times the child has been started after the first time.
@@ -1388,6 +1431,10 @@ fn measure(inner: &Inner, timing: Timing, outcome: &Result<Message, String>) {
         return;
     };
     m.list_size(upstream.as_str(), list, r.result.get().len(), entries.len());
+    if list == "tools" {
+        let names = entries.iter().filter_map(|e| e.name.as_deref());
+        *lock(&inner.tool_names) = names.map(str::to_owned).collect();
+    }
     if matches!(list, "tools" | "prompts") {
         m.listed(entries.iter().filter_map(|e| e.name.as_deref()));
     }

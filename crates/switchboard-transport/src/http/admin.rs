@@ -1,7 +1,8 @@
-//! The admin listener: `/metrics` and the probes (`/healthz`, `/readyz`) on
-//! an address of their own, kept off the public port. It serves nothing
-//! else (404), takes no body, holds no secrets and knows no MCP: what it
-//! shows comes from its caller's closures.
+//! The admin listener: `/metrics`, the probes (`/healthz`, `/readyz`) and a
+//! live page (`/ui`, its state at `/ui/state` and as server-sent events at
+//! `/ui/events`) on an address of their own, kept off the public port. It
+//! serves nothing else (404), takes no body, holds no secrets and knows no
+//! MCP: what it shows comes from its caller's closures.
 //!
 //! `/metrics` answers the OpenMetrics text (`application/openmetrics-text`)
 //! when the scraper's `Accept` names it, as Prometheus does, and the classic
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
+use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -37,6 +38,111 @@ impl fmt::Debug for MetricsSource {
     }
 }
 
+/// The live page: `html` at `/ui` (one self-contained document: it may load
+/// nothing but `/ui/state` and `/ui/events`), `state()` (JSON) at
+/// `/ui/state`, and at `/ui/events` an SSE stream of it, one `data:` event
+/// at once and then one every `every`, for at most [`LivePage::MAX_VIEWERS`]
+/// streams at once (503 beyond).
+#[derive(Clone)]
+pub struct LivePage {
+    html: &'static str,
+    state: Arc<dyn Fn() -> String + Send + Sync>,
+    every: std::time::Duration,
+    viewers: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl LivePage {
+    /// Streams open at once, at most: each costs a state every `every`.
+    pub const MAX_VIEWERS: usize = 32;
+
+    /// The page `html`, its state as JSON from `state`, an event every `every`.
+    pub fn new(
+        html: &'static str,
+        every: std::time::Duration,
+        state: impl Fn() -> String + Send + Sync + 'static,
+    ) -> LivePage {
+        LivePage {
+            html,
+            state: Arc::new(state),
+            every,
+            viewers: Arc::default(),
+        }
+    }
+
+    /// `/ui/events`: the state now, then every `every` until the client goes.
+    fn events(&self) -> Response<Body> {
+        use std::sync::atomic::Ordering;
+        if self.viewers.fetch_add(1, Ordering::AcqRel) >= Self::MAX_VIEWERS {
+            self.viewers.fetch_sub(1, Ordering::AcqRel);
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("at most {} live pages at once\n", Self::MAX_VIEWERS),
+                "text/plain",
+            );
+        }
+        let event = |state: String| Bytes::from(format!("data: {state}\n\n"));
+        let first = event((self.state)());
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        let page = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(page.every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = tx.closed() => break,
+                }
+                if tx.send(event((page.state)())).await.is_err() {
+                    break;
+                }
+            }
+            page.viewers.fetch_sub(1, Ordering::AcqRel);
+        });
+        let mut response = Response::new(Body::stream_owned(
+            std::collections::VecDeque::from([first]),
+            Some(rx),
+        ));
+        let h = response.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+
+    /// `/ui`: the page, allowed to reach nothing but this listener.
+    fn page(&self) -> Response<Body> {
+        let mut response = text(
+            StatusCode::OK,
+            self.html.to_owned(),
+            "text/html; charset=utf-8",
+        );
+        let h = response.headers_mut();
+        h.insert(
+            "content-security-policy",
+            HeaderValue::from_static(
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+                 frame-ancestors 'none'",
+            ),
+        );
+        h.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
+        h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}
+
+impl fmt::Debug for LivePage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LivePage")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the admin listener serves.
 #[derive(Debug, Clone)]
 pub struct AdminConfig {
@@ -48,6 +154,8 @@ pub struct AdminConfig {
     pub report: Option<HealthReport>,
     /// `/metrics`; `None`: 404 there.
     pub metrics: Option<MetricsSource>,
+    /// `/ui`, `/ui/state`, `/ui/events`; `None`: 404 there.
+    pub live: Option<LivePage>,
 }
 
 /// A running admin listener; stops when dropped or [`shutdown`](Self::shutdown).
@@ -162,6 +270,21 @@ fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
                 "text/plain",
             ),
         },
+        "/ui" | "/ui/" | "/ui/state" | "/ui/events" if config.live.is_none() => text(
+            StatusCode::NOT_FOUND,
+            "the live page is off\n".into(),
+            "text/plain",
+        ),
+        "/ui" | "/ui/" => config.live.as_ref().expect("checked").page(),
+        "/ui/state" => {
+            let live = config.live.as_ref().expect("checked");
+            let mut response = text(StatusCode::OK, (live.state)(), "application/json");
+            response
+                .headers_mut()
+                .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        "/ui/events" => config.live.as_ref().expect("checked").events(),
         path => match super::server::probe_answer(path, &config.health, config.report.as_ref()) {
             Some(response) => response,
             None => text(StatusCode::NOT_FOUND, "not found\n".into(), "text/plain"),

@@ -291,6 +291,8 @@ pub struct HttpServerConfig {
     pub admin: Option<SocketAddr>,
     /// What the admin listener's `/metrics` renders; `None`: 404 there.
     pub metrics: Option<super::admin::MetricsSource>,
+    /// The admin listener's live page (`/ui`); `None`: 404 there.
+    pub live: Option<super::admin::LivePage>,
     /// MCP authorization ([`super::resource`]): when set, the server is an
     /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
@@ -366,6 +368,7 @@ impl Default for HttpServerConfig {
             health_report: None,
             admin: None,
             metrics: None,
+            live: None,
             auth: None,
             route_auth: std::collections::BTreeMap::new(),
         }
@@ -912,6 +915,7 @@ impl HttpServer {
                         .unwrap_or_else(|| HealthProbe(Arc::new(|| Ok(())))),
                     report: config.health_report.clone(),
                     metrics: config.metrics.clone(),
+                    live: config.live.clone(),
                 })
                 .await
                 .map_err(|e| io::Error::new(e.kind(), format!("the admin listener {bind}: {e}")))?,
