@@ -90,9 +90,22 @@ async fn every_audited_request_is_a_record_of_one_intact_chain() {
         assert_eq!(data.get(), format!(r#"{{"reason":"{reason}"}}"#));
     }
 
+    // Cancelled by the client while the upstream works on it: no answer,
+    // and a record that says so.
+    let client = connect(&gw, Leg::Streamable).await;
+    let token = switchboard::peer::CancelToken::new();
+    let options = switchboard::CallOptions::new().cancel(token.clone());
+    let call = client.call_tool_with("ex__progress", json!({"seconds": 60, "steps": 1}), options);
+    let cancel = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        token.cancel();
+    };
+    let (cancelled, ()) = bounded(async { tokio::join!(call, cancel) }).await;
+    assert!(cancelled.is_err(), "{cancelled:?}");
+
     // The head on /metrics: as many records as requests audited.
     let admin = gw.admin.clone().unwrap();
-    let want = 10;
+    let want = 11;
     let head = eventually(LIMIT, "all records written", || {
         let admin = admin.clone();
         async move {
@@ -158,12 +171,18 @@ async fn every_audited_request_is_a_record_of_one_intact_chain() {
     );
     assert!(x.get("upstream").is_none());
     assert_eq!(of("tools/call", "nope__x")[0]["reason"], "unknown_tool");
+    let cancelled = of("tools/call", "ex__progress");
+    assert_eq!(
+        (cancelled.len(), cancelled[0]["outcome"].as_str()),
+        (1, Some("cancelled"))
+    );
+    assert_eq!(cancelled[0]["upstream"], "ex", "{}", cancelled[0]);
 
     // Intact, its end against the checkpoint written at the stop.
     let (code, said) = verify(&trail, None);
     assert_eq!(code, 0, "{said}");
     assert!(
-        said.contains("intact: 10 record(s)") && said.contains("checkpoint"),
+        said.contains("intact: 11 record(s)") && said.contains("checkpoint"),
         "{said}"
     );
 
@@ -213,5 +232,5 @@ async fn every_audited_request_is_a_record_of_one_intact_chain() {
     gw.terminate().await;
     let (code, said) = verify(&trail, None);
     assert_eq!(code, 0, "{said}");
-    assert_eq!(records(&trail).last().unwrap()["seq"], 10);
+    assert_eq!(records(&trail).last().unwrap()["seq"], 11);
 }

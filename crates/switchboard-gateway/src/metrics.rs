@@ -116,6 +116,9 @@ pub enum Outcome {
     OtherCode,
     /// A result that says `isError: true`.
     ToolError,
+    /// No answer: the client cancelled it, or its session ended first
+    /// (`cancelled`; in records and spans, never in the histograms).
+    Cancelled,
 }
 
 impl Outcome {
@@ -140,6 +143,7 @@ impl Outcome {
             Outcome::ToolError => ("tool_error", None),
             Outcome::Code(c) => ("error", Some(c)),
             Outcome::OtherCode => ("error", None),
+            Outcome::Cancelled => ("cancelled", None),
         }
     }
 
@@ -209,6 +213,7 @@ impl EncodeLabelSet for Operation {
             Outcome::Code(c) => label(e, "error_type", itoa::Buffer::new().format(c))?,
             Outcome::ToolError => label(e, "error_type", "tool_error")?,
             Outcome::OtherCode => label(e, "error_type", OTHER)?,
+            Outcome::Cancelled => label(e, "error_type", "cancelled")?,
         }
         if let Some(v) = self.version {
             label(e, "mcp_protocol_version", v)?;
@@ -261,6 +266,7 @@ impl Key {
             Outcome::Code(c) => (1, c as usize),
             Outcome::OtherCode => (2, 0),
             Outcome::ToolError => (3, 0),
+            Outcome::Cancelled => (4, 0),
         };
         [
             addr(o.method) ^ tag,

@@ -462,6 +462,7 @@ impl Span {
             Outcome::Code(c) => Some(c.to_string()),
             Outcome::ToolError => Some("tool_error".to_owned()),
             Outcome::OtherCode => Some(crate::metrics::OTHER.to_owned()),
+            Outcome::Cancelled => Some("cancelled".to_owned()),
         };
         if let Some(e) = error {
             self.span

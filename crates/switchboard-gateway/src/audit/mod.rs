@@ -120,7 +120,7 @@ pub struct Entry {
     pub upstream: Option<Name>,
     /// The request's `arguments` (hashed when written).
     pub arguments: Option<Box<RawValue>>,
-    /// How it ended: a result, `isError`, or an error code.
+    /// How it ended: a result, `isError`, an error code, or cancelled.
     pub outcome: Outcome,
     /// Why policy refused it (`allowlist`, `drift`, …).
     pub refused: Option<String>,

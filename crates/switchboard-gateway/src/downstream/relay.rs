@@ -592,7 +592,9 @@ pub(crate) async fn pump<S: Downstream>(
                 call.cancel(&reason).await;
                 relay.cancel_forwarded(&down_id, "the call it was made for was cancelled").await;
                 // The client gets no response (it cancelled, or its session
-                // ended): its POST stops waiting for one.
+                // ended): its POST stops waiting for one. Its record names
+                // the upstream that had it.
+                relay.tx.upstream_took(&down_id, &upstream, None);
                 relay.tx.forget(&down_id);
                 return;
             }

@@ -79,6 +79,40 @@ struct Audited {
     client_id: Option<Name>,
 }
 
+impl Audited {
+    /// The record of a request of `method` that ended as `outcome` after
+    /// `took`, to the trail and the live page's recent calls.
+    fn record(
+        &self,
+        method: &'static str,
+        asked: Asked,
+        outcome: Outcome,
+        refused: Option<String>,
+        took: Duration,
+    ) {
+        let mut entry = crate::audit::Entry {
+            time: std::time::SystemTime::now(),
+            route: self.route.clone(),
+            subject: self.subject.clone(),
+            client_id: self.client_id.clone(),
+            method,
+            name: asked.name,
+            upstream: asked.upstream,
+            arguments: None,
+            outcome,
+            refused,
+            duration: took,
+        };
+        if let Some(recent) = self.recent {
+            recent.push(entry.clone());
+        }
+        if let Some(trail) = self.trail {
+            entry.arguments = asked.arguments;
+            trail.record(entry);
+        }
+    }
+}
+
 /// What an audited request's record takes from its arrival.
 struct Asked {
     name: Option<String>,
@@ -232,7 +266,8 @@ impl Tx {
     }
 
     /// The forwarded call of request `id` was answered by `upstream`,
-    /// after `took` there (known with metrics or traces on).
+    /// after `took` there (known with metrics or traces on; `None` too for
+    /// a call cancelled there).
     pub(crate) fn upstream_took(
         &self,
         id: &Id,
@@ -264,26 +299,7 @@ impl Tx {
         if let (Some(a), Some(asked)) = (&w.audit, open.asked) {
             // Only an answer no upstream gave can be a refusal of ours.
             let refused = asked.upstream.is_none().then(|| refusal(message)).flatten();
-            let mut entry = crate::audit::Entry {
-                time: std::time::SystemTime::now(),
-                route: a.route.clone(),
-                subject: a.subject.clone(),
-                client_id: a.client_id.clone(),
-                method: open.method,
-                name: asked.name,
-                upstream: asked.upstream,
-                arguments: None,
-                outcome,
-                refused,
-                duration: took,
-            };
-            if let Some(recent) = a.recent {
-                recent.push(entry.clone());
-            }
-            if let Some(trail) = a.trail {
-                entry.arguments = asked.arguments;
-                trail.record(entry);
-            }
+            a.record(open.method, *asked, outcome, refused, took);
         }
         if let Some(span) = open.span {
             let initialize = open.method == switchboard_protocol::types::INITIALIZE;
@@ -328,10 +344,19 @@ impl Tx {
     }
 
     /// [`Sender::forget`]: request `id` gets no answer (cancelled), and is
-    /// not measured.
+    /// not measured; its record and span say `cancelled`.
     pub(crate) fn forget(&self, id: &Id) {
         if let Some(w) = &self.watch {
-            lock(&w.open).open.remove(id);
+            let open = lock(&w.open).open.remove(id);
+            if let Some(open) = open {
+                let took = open.at.elapsed();
+                if let (Some(a), Some(asked)) = (&w.audit, open.asked) {
+                    a.record(open.method, *asked, Outcome::Cancelled, None, took);
+                }
+                if let Some(span) = open.span {
+                    span.end(Outcome::Cancelled, None);
+                }
+            }
         }
         self.sender.forget(id);
     }
