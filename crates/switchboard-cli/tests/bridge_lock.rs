@@ -184,6 +184,7 @@ async fn warn_mode_serves_changed_tools() {
     tokio::time::timeout(BOUND, async {
         let d = dir("warn");
         let (defs, lock) = lock_approved(&d.0);
+        let trail = d.0.join("audit.jsonl");
         let bridge = BridgeProc::start(
             &[
                 "--child",
@@ -192,6 +193,8 @@ async fn warn_mode_serves_changed_tools() {
                 lock.to_str().unwrap(),
                 "--lock-mode",
                 "warn",
+                "--audit",
+                trail.to_str().unwrap(),
             ],
             &["python3", &server(), defs.to_str().unwrap()],
         )
@@ -213,6 +216,34 @@ async fn warn_mode_serves_changed_tools() {
             )
             .await;
         assert!(r.response(&json!(2)).get("result").is_some(), "{}", r.body);
+        let r = s
+            .request(
+                &c,
+                &bridge.url,
+                json!(3),
+                "tools/call",
+                json!({"name": "delete_file", "arguments": {"path": "/x"}}),
+            )
+            .await;
+        assert!(r.response(&json!(3)).get("result").is_some(), "{}", r.body);
+        // Its record says which call was served though not as approved.
+        let records = loop {
+            let text = std::fs::read_to_string(&trail).unwrap_or_default();
+            let records: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if records.len() == 2 {
+                break records;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            (records[0]["name"].as_str(), records[0]["drift"].as_str()),
+            (Some("exec"), Some("drifted"))
+        );
+        assert_eq!(records[1]["name"], "delete_file", "as approved");
+        assert!(records[1].get("drift").is_none(), "{}", records[1]);
     })
     .await
     .expect("bounded");

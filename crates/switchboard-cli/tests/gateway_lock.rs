@@ -21,7 +21,7 @@ use gateway_util::{
     bounded, call_text, connect, eventually, example_upstream, fixture_upstream, tool_names,
     GatewayProc, Leg, TempDir, LEGS, LIMIT,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 use switchboard::Client;
 
 /// `tools/call` that must be refused with a JSON-RPC error; its code and
@@ -245,11 +245,13 @@ async fn an_upstream_changed_since_its_lock_is_judged_for_every_kind_of_client()
             }
         }
         let config = fixture_upstream("fx", &strs(&drifted), "");
+        let trail = dir.path().join("audit.jsonl");
         let mut args = vec!["--lock", lock.to_str().unwrap()];
+        args.extend(["--audit", trail.to_str().unwrap()]);
         if warn {
             args.extend(["--lock-mode", "warn"]);
         }
-        let gw = GatewayProc::start_with_args(dir.path(), &config, &args).await;
+        let mut gw = GatewayProc::start_with_args(dir.path(), &config, &args).await;
         for (i, &leg) in LEGS.iter().enumerate() {
             let client = connect(&gw, leg).await;
             let names = listed(&client, "fx__echo").await;
@@ -312,6 +314,32 @@ async fn an_upstream_changed_since_its_lock_is_judged_for_every_kind_of_client()
                 }
             }
         }
+        // The audit trail says which calls were not as approved: served
+        // in warn mode (`drift`), refused in block mode (`reason`).
+        gw.terminate().await;
+        let records: Vec<Value> = std::fs::read_to_string(&trail)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for r in &records {
+            let name = r["name"].as_str().unwrap_or_default();
+            let removed = name.starts_with("fx__remove");
+            let (drift, reason) = (r["drift"].as_str(), r["reason"].as_str());
+            let want = match (name, warn) {
+                ("fx__echo", _) => (None, None),
+                _ if removed => (None, reason),
+                (_, true) => (Some("drifted"), None),
+                (_, false) => (None, Some("drift")),
+            };
+            assert_eq!((drift, reason), want, "warn {warn}: {r}");
+        }
+        let drifted = records.iter().filter(|r| r["drift"] == "drifted").count();
+        assert_eq!(
+            drifted,
+            if warn { 4 * LEGS.len() } else { 0 },
+            "{records:#?}"
+        );
     }
 }
 

@@ -351,6 +351,17 @@ impl Core {
     }
 }
 
+/// How a request policy let through was judged ([`Core::check_request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Passed {
+    /// As approved, or nothing to judge.
+    Clean,
+    /// Not as approved, served in warn mode: its record says so
+    /// ([`downstream::watch::Tx::drifted`]).
+    Drifted,
+}
+
 /// Whose announced list changes a use of an entry waits for, and how many
 /// of them re-lists have judged (module `catalog::changes`): the shared
 /// child's ([`Core::shared_judging`]) or a session's own child's (module
@@ -435,13 +446,13 @@ enum Look {
 impl Core {
     /// Whether a request may reach the upstream: for `tools/call` the
     /// allowlist, then for it and `prompts/get` the drift guard; a refusal is
-    /// [`error::Error::Refused`].
+    /// [`error::Error::Refused`]; let through, whether it drifted (warn mode).
     pub(crate) fn check_request(
         &self,
         scope: catalog::guard::Scope<'_>,
         route: classify::Route,
         params: Option<&RawValue>,
-    ) -> Result<(), error::Error> {
+    ) -> Result<Passed, error::Error> {
         self.judge_request(scope, route, params, Look::Use)
     }
 
@@ -463,16 +474,16 @@ impl Core {
         route: classify::Route,
         params: Option<&RawValue>,
         look: Look,
-    ) -> Result<(), error::Error> {
+    ) -> Result<Passed, error::Error> {
         let Some(kind) = route.used() else {
-            return Ok(());
+            return Ok(Passed::Clean);
         };
         let allow = match kind {
             pin::Kind::Tool => &self.allow,
             _ => &Allowlist::All,
         };
         if self.guard.is_none() && !allow.is_restricted() {
-            return Ok(());
+            return Ok(Passed::Clean);
         }
         // Read once for the allowlist and the guard.
         let name = policy::params_name(params);
@@ -492,7 +503,8 @@ impl Core {
             }
         }
         match decision {
-            policy::Decision::Allow | policy::Decision::Warn { .. } => Ok(()),
+            policy::Decision::Allow => Ok(Passed::Clean),
+            policy::Decision::Warn { .. } => Ok(Passed::Drifted),
             policy::Decision::Deny(deny) => {
                 if let (Look::Use, Some(m)) = (look, metrics::get()) {
                     m.refused(self.shared.label(), deny.refusal());
@@ -557,7 +569,7 @@ impl Core {
         &self,
         route: classify::Route,
         params: Option<&RawValue>,
-    ) -> Result<(), error::Error> {
+    ) -> Result<Passed, error::Error> {
         if let Some(list) = self.unjudged(self.shared_judging(), route) {
             self.wait_judged(self.shared_judging(), list).await?;
         }

@@ -124,6 +124,8 @@ pub struct Entry {
     pub outcome: Outcome,
     /// Why policy refused it (`allowlist`, `drift`, …).
     pub refused: Option<String>,
+    /// Not as approved, served in warn mode (`"drift":"drifted"`).
+    pub drifted: bool,
     /// Its arrival to its answer.
     pub duration: Duration,
 }
@@ -579,6 +581,9 @@ fn body(e: &Entry, arguments: bool) -> String {
     }
     if let Some(r) = &e.refused {
         push_str(&mut out, "reason", r);
+    }
+    if e.drifted {
+        push_str(&mut out, "drift", "drifted");
     }
     out.push_str(",\"duration_ms\":");
     let ms = e.duration.as_secs_f64() * 1000.0;

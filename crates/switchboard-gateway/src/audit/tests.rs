@@ -59,6 +59,7 @@ fn entry(tool: &str) -> Entry {
         arguments: Some(RawValue::from_string(r#"{"b":1,"a":"x"}"#.into()).unwrap()),
         outcome: Outcome::Ok,
         refused: None,
+        drifted: false,
         duration: Duration::from_micros(1500),
     }
 }

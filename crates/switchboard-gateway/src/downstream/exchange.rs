@@ -195,8 +195,10 @@ pub(crate) async fn handle(
     }
     // With a drift guard, judged on a list that saw every change the child
     // announced (module `catalog::changes`).
-    if let Err(why) = core.check_judged_request(route, r.params.as_deref()).await {
-        return Some(why.answer(r.id));
+    match core.check_judged_request(route, r.params.as_deref()).await {
+        Err(why) => return Some(why.answer(r.id)),
+        Ok(crate::Passed::Drifted) => tx.drifted(&r.id),
+        Ok(crate::Passed::Clean) => {}
     }
     if info.modern {
         // The child speaks 2026-07-28 itself: forward the request as it is (its

@@ -436,16 +436,20 @@ async fn on_request(session: &Arc<Session>, mut r: Request, feeds: &mut Feeds) {
             // without holding up the session's task meanwhile.
             held = session.unjudged(route);
             let checked = match held {
-                Some(_) => Ok(()),
+                Some(_) => Ok(crate::Passed::Clean),
                 None => {
                     session
                         .core
                         .check_request(session.guard_scope(), route, r.params.as_deref())
                 }
             };
-            if let Err(why) = checked {
-                let _ = session.relay.tx.send(why.answer(r.id)).await;
-                return;
+            match checked {
+                Err(why) => {
+                    let _ = session.relay.tx.send(why.answer(r.id)).await;
+                    return;
+                }
+                Ok(crate::Passed::Drifted) => session.relay.tx.drifted(&r.id),
+                Ok(crate::Passed::Clean) => {}
             }
         }
         _ => {}
@@ -620,10 +624,17 @@ impl DirectSink for Direct {
         let judged = upstream.is_none()
             || !warns
             || !matches!(route, Route::Use(_))
-            || session
+            || match session
                 .core
                 .check_request(session.guard_scope(), route, r.params.as_deref())
-                .is_ok();
+            {
+                Ok(crate::Passed::Drifted) => {
+                    session.relay.tx.drifted(&r.id);
+                    true
+                }
+                Ok(crate::Passed::Clean) => true,
+                Err(_) => false,
+            };
         match upstream {
             Some(up) if judged => {
                 forward(session, up, route, r, None);
@@ -899,7 +910,12 @@ async fn judged(
         .core
         .check_request(session.guard_scope(), route, r.params.as_deref())
     {
-        Ok(()) => Some(TryCall::Later(r)),
+        Ok(passed) => {
+            if passed == crate::Passed::Drifted {
+                session.relay.tx.drifted(down_id);
+            }
+            Some(TryCall::Later(r))
+        }
         Err(why) => {
             session.relay.fail(down_id.clone(), why).await;
             None

@@ -101,6 +101,7 @@ impl Audited {
             arguments: None,
             outcome,
             refused,
+            drifted: asked.drifted,
             duration: took,
         };
         if let Some(recent) = self.recent {
@@ -118,6 +119,8 @@ struct Asked {
     name: Option<String>,
     arguments: Option<Box<serde_json::value::RawValue>>,
     upstream: Option<Name>,
+    /// Not as approved, served in warn mode.
+    drifted: bool,
 }
 
 /// A request not answered yet.
@@ -283,6 +286,19 @@ impl Tx {
         }
     }
 
+    /// Request `id` was let through though not as approved (warn mode):
+    /// its record says `drift: drifted`.
+    pub(crate) fn drifted(&self, id: &Id) {
+        let Some(w) = &self.watch else { return };
+        if let Some(asked) = lock(&w.open)
+            .open
+            .get_mut(id)
+            .and_then(|o| o.asked.as_mut())
+        {
+            asked.drifted = true;
+        }
+    }
+
     /// Measures `message` when it answers a request.
     fn answering(&self, message: &Message) {
         let Some(w) = &self.watch else { return };
@@ -383,6 +399,7 @@ fn asked(method: &'static str, r: &Request, arguments: bool) -> Option<Box<Asked
             .filter(|_| arguments)
             .map(ToOwned::to_owned),
         upstream: None,
+        drifted: false,
     }))
 }
 

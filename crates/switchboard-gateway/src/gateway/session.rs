@@ -424,7 +424,7 @@ async fn route_and_forward(
     // as approved is refused before the upstream sees it, judged on a list
     // that saw every change the upstream announced (`resolve_listed`; for a
     // child of this session's own, on that child's lists).
-    if let Err(why) = guard_own(&session, &target.member, route)
+    let judged = guard_own(&session, &target.member, route)
         .await
         .and_then(|own| {
             let scope = match &own {
@@ -435,9 +435,11 @@ async fn route_and_forward(
                 .member
                 .core
                 .check_request(scope, route, target.request.params.as_deref())
-        })
-    {
-        return reply(&session, refuse(why)).await;
+        });
+    match judged {
+        Err(why) => return reply(&session, refuse(why)).await,
+        Ok(crate::Passed::Drifted) => session.relay.tx.drifted(&r.id),
+        Ok(crate::Passed::Clean) => {}
     }
     ready_then_relay(session, target.member, target.request, cancel).await;
 }

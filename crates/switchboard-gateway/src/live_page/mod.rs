@@ -69,7 +69,7 @@ impl Recent {
 
     /// Newest first: `{"time": ms since the epoch, "route", "subject"?,
     /// "client_id"?, "method", "name"?, "upstream"?, "outcome", "code"?,
-    /// "reason"?, "ms"}`.
+    /// "reason"?, "drift"?: "drifted" (served in warn mode), "ms"}`.
     fn json(&self) -> Vec<Value> {
         lock(&self.0).iter().rev().map(call_json).collect()
     }
@@ -102,6 +102,9 @@ fn call_json(e: &Entry) -> Value {
     put("reason", e.refused.as_deref());
     if let Some(c) = code {
         o.insert("code".into(), c.into());
+    }
+    if e.drifted {
+        o.insert("drift".into(), "drifted".into());
     }
     v
 }
@@ -250,6 +253,7 @@ mod tests {
             ),
             outcome,
             refused: None,
+            drifted: false,
             duration: Duration::from_micros(1500),
         }
     }
