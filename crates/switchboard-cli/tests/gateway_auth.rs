@@ -458,21 +458,25 @@ async fn each_refusal_is_counted_by_its_reason() {
     assert_eq!(series(&s, scope).await, 2);
     // Read twice, counted once.
     assert_eq!(series(&s, &failures("no_token")).await, 2);
-    // The audit trail names the caller of each call that reached policy.
+    // The audit trail names the caller of each call that reached policy,
+    // and records each refusal by authorization but a missing token's:
+    // the expired token (its caller unknown) and the scope a tool lacked.
     let trail = s._dir.path().join("audit.jsonl");
-    let calls = eventually(LIMIT, "the allowed calls audited", || {
+    let records = eventually(LIMIT, "the calls and refusals audited", || {
         let text = std::fs::read_to_string(&trail).unwrap_or_default();
         async move {
-            let calls: Vec<Value> = text
+            let records: Vec<Value> = text
                 .lines()
                 .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .filter(|r| r["name"] == GATED_TOOL)
                 .collect();
-            (calls.len() == 2).then_some(calls)
+            (records.len() == 6).then_some(records)
         }
     })
     .await;
+    let calls: Vec<&Value> = records.iter().filter(|r| r["kind"] == "call").collect();
+    assert_eq!(calls.len(), 2, "{records:#?}");
     for c in &calls {
+        assert_eq!(c["name"], GATED_TOOL);
         assert_eq!(
             (c["subject"].as_str(), c["client_id"].as_str()),
             (Some("alice"), Some("cli")),
@@ -480,6 +484,47 @@ async fn each_refusal_is_counted_by_its_reason() {
         );
         assert_eq!(c["outcome"], "ok");
     }
+    let refused = |reason: &str| {
+        records
+            .iter()
+            .filter(|r| r["kind"] == "refused" && r["reason"] == reason)
+            .collect::<Vec<_>>()
+    };
+    let expired_ones = refused("invalid_token");
+    assert_eq!(expired_ones.len(), 2, "{records:#?}");
+    assert!(expired_ones
+        .iter()
+        .all(|r| r.get("subject").is_none() && r.get("method").is_none() && r["code"] == -32600));
+    let scoped = refused("insufficient_scope");
+    assert_eq!(scoped.len(), 2, "{records:#?}");
+    let routes: Vec<&str> = scoped
+        .iter()
+        .map(|r| r["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes, ["/mcp", "/agent"]);
+    for r in &scoped {
+        assert_eq!(
+            (
+                r["method"].as_str(),
+                r["name"].as_str(),
+                r["subject"].as_str()
+            ),
+            (Some("tools/call"), Some(GATED_TOOL), Some("bob")),
+            "the basic token's caller: {r}"
+        );
+    }
+    let (code, said) = {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["audit", "verify"])
+            .arg(&trail)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_eq!(code, Some(0), "{said}");
     // No token and no argument is shown on the page.
     let admin = s.gw.admin.clone().unwrap();
     let text = bounded(async {

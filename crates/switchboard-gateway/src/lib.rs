@@ -966,6 +966,48 @@ pub(crate) fn with_metrics(http: &mut HttpServerConfig) {
     }
 }
 
+/// Has the HTTP server tell each request its authorization refused (a
+/// token that did not pass, scopes it lacks) to the audit trail and the
+/// live page, when either is on then: a record of kind `refused`, its
+/// `reason` the authorization's (`invalid_token`, `insufficient_scope`),
+/// its method unknown unless a tool's scopes refused a `tools/call`. The
+/// bridge's start and the gateway's.
+pub(crate) fn with_refusals(http: &mut HttpServerConfig) {
+    use switchboard_transport::http::server::{RefusalSink, Refused};
+    http.refusals = Some(RefusalSink(Arc::new(|r: &Refused<'_>| {
+        let (trail, recent) = (audit::get(), live_page::recent());
+        if trail.is_none() && recent.is_none() {
+            return;
+        }
+        let entry = audit::Entry {
+            time: std::time::SystemTime::now(),
+            route: metrics::Name::new(r.path),
+            subject: r.principal.map(|p| metrics::Name::new(&p.subject)),
+            client_id: r
+                .principal
+                .and_then(|p| p.client_id.as_deref())
+                .map(metrics::Name::new),
+            method: match r.tool {
+                Some(_) => switchboard_protocol::types::TOOLS_CALL,
+                None => "",
+            },
+            name: r.tool.map(str::to_owned),
+            upstream: None,
+            arguments: None,
+            outcome: metrics::Outcome::code(switchboard_protocol::jsonrpc::code::INVALID_REQUEST),
+            refused: Some(r.reason.to_owned()),
+            drifted: false,
+            duration: Duration::ZERO,
+        };
+        if let Some(recent) = recent {
+            recent.push(entry.clone());
+        }
+        if let Some(trail) = trail {
+            trail.record(entry);
+        }
+    })));
+}
+
 /// Has the process's metrics, when on, read `server`'s counts (traffic,
 /// evictions, authorization refusals). The bridge's start and the
 /// gateway's, once bound.
@@ -1061,6 +1103,7 @@ impl Bridge {
     /// [`readiness`](Self::readiness) and in each request's error.
     pub async fn start(mut config: BridgeConfig) -> io::Result<Bridge> {
         with_metrics(&mut config.http);
+        with_refusals(&mut config.http);
         // 2026-07-28 exchanges come to the same endpoint.
         if !config
             .http

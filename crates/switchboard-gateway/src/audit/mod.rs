@@ -555,7 +555,9 @@ fn body(e: &Entry, arguments: bool) -> String {
     if let Some(c) = &e.client_id {
         push_str(&mut out, "client_id", c.as_str());
     }
-    push_str(&mut out, "method", e.method);
+    if !e.method.is_empty() {
+        push_str(&mut out, "method", e.method);
+    }
     if let Some(n) = &e.name {
         push_str(&mut out, "name", n);
     }

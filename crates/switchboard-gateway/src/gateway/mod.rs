@@ -742,6 +742,7 @@ impl Gateway {
     /// backoff and its entries are missing meanwhile.
     pub async fn start(mut config: GatewayConfig) -> io::Result<Gateway> {
         crate::with_metrics(&mut config.http);
+        crate::with_refusals(&mut config.http);
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         let Some(first) = config.routes.first() else {
             return Err(invalid("a gateway needs at least one route".into()));

@@ -488,7 +488,9 @@ async fn post(ctx: &Ctx<'_>, req: Request<Incoming>) -> Response<Body> {
             };
         }
     };
-    if let Some(refusal) = super::server::tool_scopes_refusal(ctx.auth, ctx.principal, &message) {
+    let at = (ctx.config, ctx.path);
+    if let Some(refusal) = super::server::tool_scopes_refusal(at, ctx.auth, ctx.principal, &message)
+    {
         return refusal;
     }
     if ctx.refusing.load(Ordering::Relaxed) {

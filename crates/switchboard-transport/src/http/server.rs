@@ -293,6 +293,10 @@ pub struct HttpServerConfig {
     pub metrics: Option<super::admin::MetricsSource>,
     /// The admin listener's live page (`/ui`); `None`: 404 there.
     pub live: Option<super::admin::LivePage>,
+    /// Told of each request [`auth`](Self::auth) refused for a token that
+    /// did not pass or scopes it lacks (not for a missing token, every
+    /// client's first step): the caller's audit trail. Default `None`.
+    pub refusals: Option<RefusalSink>,
     /// MCP authorization ([`super::resource`]): when set, the server is an
     /// OAuth resource server. It serves Protected Resource Metadata (RFC 9728)
     /// at [`ResourceServer::metadata_paths`](super::resource::ResourceServer::metadata_paths)
@@ -369,6 +373,7 @@ impl Default for HttpServerConfig {
             admin: None,
             metrics: None,
             live: None,
+            refusals: None,
             auth: None,
             route_auth: std::collections::BTreeMap::new(),
         }
@@ -1182,6 +1187,54 @@ async fn serve_connection(
     }
 }
 
+/// A request the resource server refused ([`HttpServerConfig::refusals`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Refused<'a> {
+    /// The endpoint path it came in at.
+    pub path: &'a str,
+    /// Why: one of [`REFUSAL_REASONS`](super::resource::REFUSAL_REASONS).
+    pub reason: &'static str,
+    /// The HTTP status it got (401, 403).
+    pub status: u16,
+    /// Whose token it was, when it passed (a refusal for scopes).
+    pub principal: Option<&'a Principal>,
+    /// The `tools/call`'s tool, refused for the tool's own scopes.
+    pub tool: Option<&'a str>,
+}
+
+/// Where refusals are told ([`HttpServerConfig::refusals`]).
+#[derive(Clone)]
+pub struct RefusalSink(pub Arc<dyn Fn(&Refused<'_>) + Send + Sync>);
+
+impl fmt::Debug for RefusalSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RefusalSink")
+    }
+}
+
+/// Tells `config`'s sink of `refusal` of a request at `path` (not of a
+/// missing token, nor of a token that could not be checked).
+fn tell_refused(
+    config: &HttpServerConfig,
+    path: &str,
+    refusal: &Refusal,
+    principal: Option<&Principal>,
+    tool: Option<&str>,
+) {
+    let Some(sink) = &config.refusals else { return };
+    if matches!(refusal, Refusal::NoToken | Refusal::Unavailable(_)) {
+        return;
+    }
+    (sink.0)(&Refused {
+        path,
+        reason: refusal.reason(),
+        status: refusal.status(),
+        principal,
+        tool,
+    });
+}
+
 /// The answer to a request the resource server refused: its status, a
 /// JSON-RPC error body (`id: null`; -32000 for a 503, else -32600) and the
 /// `WWW-Authenticate` challenge. The one place a [`Refusal`] becomes a
@@ -1240,6 +1293,7 @@ fn metadata_answer(auth: &ResourceServer, method: &Method) -> Response<Body> {
 /// ([`ResourceServerConfig::tool_scopes`](super::resource::ResourceServerConfig::tool_scopes))
 /// the caller's token lacks; `None` to go on.
 pub(crate) fn tool_scopes_refusal(
+    (config, path): (&HttpServerConfig, &str),
     auth: Option<&ResourceServer>,
     principal: Option<&Principal>,
     message: &Message,
@@ -1263,6 +1317,7 @@ pub(crate) fn tool_scopes_refusal(
     let required = auth.tool_scopes(&call.name)?;
     let refusal = auth.check_scopes(principal, &required).err()?;
     auth.count(&refusal, true);
+    tell_refused(config, path, &refusal, Some(principal), Some(&call.name));
     Some(refused_answer(auth, &refusal))
 }
 
@@ -1398,7 +1453,14 @@ async fn handle(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Response<Bo
                     debug!(subject = %principal.subject, client_id = principal.client_id.as_deref().unwrap_or(""), "authorized");
                     Some(principal)
                 }
-                Err(refusal) => return refused(auth, &refusal),
+                Err(refusal) => {
+                    let path = match at {
+                        Some(At::Endpoint(e) | At::Legacy(_, e)) => shared.endpoint_path(e),
+                        None => "",
+                    };
+                    tell_refused(&shared.config, path, &refusal, None, None);
+                    return refused(auth, &refusal);
+                }
             }
         }
     };
@@ -1710,8 +1772,9 @@ async fn post(
                         ),
                     );
                 }
+                let at = (&shared.config, shared.endpoint_path(endpoint));
                 if let Some(refusal) =
-                    tool_scopes_refusal(shared.auth_of(endpoint), principal, &message)
+                    tool_scopes_refusal(at, shared.auth_of(endpoint), principal, &message)
                 {
                     return refusal;
                 }
@@ -1765,7 +1828,9 @@ async fn post(
         Frame::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
     };
     for message in messages {
-        if let Some(refusal) = tool_scopes_refusal(shared.auth_of(endpoint), principal, message) {
+        let at = (&shared.config, shared.endpoint_path(endpoint));
+        if let Some(refusal) = tool_scopes_refusal(at, shared.auth_of(endpoint), principal, message)
+        {
             return refusal;
         }
     }
