@@ -11,7 +11,7 @@
 //!
 //! Pure: no I/O, no clock.
 
-use sha2::{Digest, Sha256};
+use crate::pin::{hex, sha256};
 
 /// The `prev` of a trail's first record.
 pub const GENESIS: [u8; 32] = [0; 32];
@@ -32,17 +32,6 @@ impl Default for Head {
             hash: GENESIS,
         }
     }
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    s
 }
 
 fn unhex(s: &str) -> Option<[u8; 32]> {
@@ -76,7 +65,7 @@ impl Head {
         line.push_str(",\"prev\":\"");
         line.push_str(&hex(&self.hash));
         line.push('"');
-        let hash: [u8; 32] = Sha256::digest(line.as_bytes()).into();
+        let hash = sha256(line.as_bytes());
         line.push_str(HASH_KEY);
         line.push_str(&hex(&hash));
         line.push_str(END);
@@ -138,7 +127,7 @@ pub fn open(line: &str) -> Result<Sealed, LineError> {
         .and_then(|v| v.as_str())
         .and_then(unhex)
         .ok_or(LineError::NoChain)?;
-    let own: [u8; 32] = Sha256::digest(&line.as_bytes()[..cut]).into();
+    let own = sha256(&line.as_bytes()[..cut]);
     if own != hash {
         return Err(LineError::Edited);
     }

@@ -130,6 +130,10 @@ pub struct Entry {
     pub duration: Duration,
 }
 
+/// How long the writer lets records gather once one arrives: at most
+/// this late on disk, and one write (and one wake) per batch under load.
+const LINGER: Duration = Duration::from_millis(5);
+
 enum Msg {
     Entry(Box<Entry>),
     /// Write the checkpoint and say so.
@@ -429,7 +433,15 @@ impl Writer {
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             let first = match inbox.recv_timeout(wait) {
-                Ok(m) => Some(m),
+                Ok(m) => {
+                    // Let a batch gather: sessions handing records to a
+                    // queue no one waits on wake no one (a wake per record
+                    // cost more than the record).
+                    if matches!(m, Msg::Entry(_)) {
+                        std::thread::sleep(LINGER);
+                    }
+                    Some(m)
+                }
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
             };

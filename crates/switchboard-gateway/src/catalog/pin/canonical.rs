@@ -6,7 +6,6 @@
 //! IEEE 754 double (`ryu-js`). Pure; no I/O.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The canonical form of `value` (RFC 8785 §3.2).
 ///
@@ -20,12 +19,26 @@ pub fn canonical(value: &Value) -> String {
 
 /// Lowercase hex SHA-256 of [`canonical`]`(value)`.
 pub fn sha256_hex(value: &Value) -> String {
-    let digest = Sha256::digest(canonical(value).as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
+    hex(&sha256(canonical(value).as_bytes()))
+}
+
+/// The SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
+    let mut out = [0; 32];
+    out.copy_from_slice(digest.as_ref());
+    out
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
     }
-    hex
+    s
 }
 
 fn write(value: &Value, out: &mut String) {

@@ -10,7 +10,7 @@ mod lock;
 mod sign;
 mod suspicious;
 
-pub use canonical::{canonical, sha256_hex};
+pub use canonical::{canonical, hex, sha256, sha256_hex};
 pub use diff::{describe, pointer_changes, word_diff, Line, Severity};
 pub use lock::{
     approve, compare, definition, Change, Discovery, Drift, Identity, Kind, Lock, Malformed,
