@@ -164,9 +164,24 @@ fn verify(file: &Path, checkpoint: Option<&Path>) -> ExitCode {
             ExitCode::from(1)
         }
         Ok(intact) => {
-            let against = match &cp_path {
-                Some(p) => format!("its end matches {}", p.display()),
-                None => "no checkpoint to check its end against".to_owned(),
+            // Records written after the checkpoint are as a trail still
+            // written has them; only the next checkpoint vouches for them.
+            let after = cp
+                .as_ref()
+                .map_or(0, |c| intact.head.count.saturating_sub(c.head.count));
+            let against = match (&cp_path, after) {
+                (Some(p), 0) => format!("its end matches {}", p.display()),
+                (Some(p), n) => match (intact.head.count - n).checked_sub(1) {
+                    Some(at) => format!(
+                        "record {at} matches {}; the {n} after it were written after that checkpoint (none vouches for them)",
+                        p.display()
+                    ),
+                    None => format!(
+                        "{} names no record; the {n} were written after it (none vouches for them)",
+                        p.display()
+                    ),
+                },
+                (None, _) => "no checkpoint to check its end against (a cut-off end is not found)".to_owned(),
             };
             let from = match intact.first {
                 0 => String::new(),

@@ -571,7 +571,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             "  health: {base}/healthz   readiness: {base}/readyz"
         ));
         if let Some(admin) = bridge.admin_addr() {
-            lines.push(format!("  admin: http://{admin}/metrics (and /healthz, /readyz)"));
+            lines.push(format!("  admin: http://{admin}/metrics (and /ui, /healthz, /readyz)"));
         }
         // The path of this very binary, so the line pastes as is (a newcomer who
         // ran `cargo run` has no `switchboard` on PATH).

@@ -455,7 +455,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         let base = format!("http://{}", gateway.local_addr());
         lines.push(format!("  health: {base}/healthz   readiness: {base}/readyz"));
         if let Some(admin) = gateway.admin_addr() {
-            lines.push(format!("  admin: http://{admin}/metrics (and /healthz, /readyz)"));
+            lines.push(format!("  admin: http://{admin}/metrics (and /ui, /healthz, /readyz)"));
         }
         println!("{}", lines.join("\n"));
         // A changed file is applied like SIGHUP (a ConfigMap update): its

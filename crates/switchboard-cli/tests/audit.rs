@@ -234,3 +234,28 @@ async fn every_audited_request_is_a_record_of_one_intact_chain() {
     assert_eq!(code, 0, "{said}");
     assert_eq!(records(&trail).last().unwrap()["seq"], 11);
 }
+
+/// A trail that is no regular file (a device, a FIFO) is refused at the
+/// start, saying why, rather than spinning on writes it cannot cut back or
+/// waiting for a reader.
+#[test]
+fn a_trail_that_is_no_regular_file_is_refused_at_the_start() {
+    let dir = TempDir::new("audit-fifo");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for target in [Path::new("/dev/full"), fifo.as_path()] {
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["bridge", "--listen", "127.0.0.1:0", "--audit"])
+            .arg(target)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{target:?}: {said}");
+        assert!(said.contains("not a regular file"), "{target:?}: {said}");
+    }
+}

@@ -302,13 +302,13 @@ async fn the_page_shows_what_happens_while_it_is_open() {
     assert!(!r.is_error());
     let page = until(&mut browser, "the drift on the page", |page| {
         page["tools"]["fx/t1"]["drift"] == "drifted"
+            && number(&page["upstreams"]["fx"]["drift"]) >= 1
     })
     .await;
     assert_eq!(
         page["tools"]["fx/t1"]["served"], "no",
         "withheld in block mode"
     );
-    assert!(number(&page["upstreams"]["fx"]["drift"]) >= 1);
     browser.shot(&artifacts.join("live-page-drift.png")).await;
 
     // A crash: fx is killed, and restarted.
@@ -359,6 +359,14 @@ async fn the_page_shows_what_happens_while_it_is_open() {
         .text()
         .await
         .unwrap();
+    // A web page that rebinds its own name to this address gets nothing.
+    let rebound = reqwest::Client::new()
+        .get(format!("http://{admin}/ui/state"))
+        .header("host", "evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 403);
     for shown in [page["text"].as_str().unwrap(), &state] {
         assert!(
             !shown.contains("s3cr3t-argument"),

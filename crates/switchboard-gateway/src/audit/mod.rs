@@ -275,6 +275,17 @@ struct Files {
 
 impl Files {
     fn open(config: &AuditConfig) -> io::Result<Files> {
+        // A device, a FIFO or a directory cannot be cut back, rotated or
+        // read again (and a FIFO would hold the start until read).
+        match std::fs::metadata(&config.path) {
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file (the trail is read back, cut and rotated)",
+                ))
+            }
+            _ => {}
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

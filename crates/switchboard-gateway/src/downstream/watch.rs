@@ -394,7 +394,12 @@ fn asked(method: &'static str, r: &Request, arguments: bool) -> Option<Box<Asked
         .and_then(|p| crate::raw::RawObject::parse(p.get()).ok());
     let field = |k: &str| params.as_ref().and_then(|p| p.get(k));
     Some(Box::new(Asked {
-        name: field(key).and_then(|v| serde_json::from_str(v.get()).ok()),
+        name: field(key)
+            .and_then(|v| serde_json::from_str(v.get()).ok())
+            .map(|mut name: String| {
+                crate::live_page::cut(&mut name, NAME_RECORDED);
+                name
+            }),
         arguments: field("arguments")
             .filter(|_| arguments)
             .map(ToOwned::to_owned),
@@ -402,6 +407,10 @@ fn asked(method: &'static str, r: &Request, arguments: bool) -> Option<Box<Asked
         drifted: false,
     }))
 }
+
+/// The longest name (or URI) a record keeps, in bytes (a longer one is
+/// cut, saying how long it was).
+const NAME_RECORDED: usize = 4096;
 
 /// Why policy refused a request, from its error answer's `data.reason`.
 fn refusal(message: &Message) -> Option<String> {

@@ -34,6 +34,25 @@ const HISTORY: usize = 300;
 /// How many recent calls the page lists.
 const RECENT: usize = 50;
 
+/// The longest name (or URI) the page shows, in bytes: a client may send
+/// one of megabytes, which every viewer would then get every second.
+const NAME_SHOWN: usize = 256;
+
+/// Cuts `s` to at most `max` bytes (at a character boundary), saying how
+/// long it was: `…[N bytes]`.
+pub(crate) fn cut(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let total = s.len();
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    s.push_str(&format!("…[{total} bytes]"));
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -57,9 +76,13 @@ pub(crate) fn recent() -> Option<&'static Recent> {
 }
 
 impl Recent {
-    /// `entry` was answered (its arguments, if any, are dropped here).
+    /// `entry` was answered (its arguments, if any, are dropped here, and
+    /// a name longer than [`NAME_SHOWN`] bytes is cut).
     pub(crate) fn push(&self, mut entry: Entry) {
         entry.arguments = None;
+        if let Some(name) = &mut entry.name {
+            cut(name, NAME_SHOWN);
+        }
         let mut calls = lock(&self.0);
         if calls.len() == RECENT {
             calls.pop_front();
@@ -176,29 +199,35 @@ struct Live {
     metrics: &'static Metrics,
     view: Box<dyn Fn() -> Value + Send + Sync>,
     readings: Mutex<Readings>,
+    /// The state as last read: every viewer gets this one.
+    state: Mutex<Arc<str>>,
 }
 
 impl Live {
+    /// Reads the metrics, the view and the recent calls at once, into the
+    /// state: `{"time", "view": the caller's, "metrics": this reading
+    /// ([`Sample`]), "series": the chart's readings, "calls": the recent
+    /// calls}`. Once a second, however many watch.
     fn read(&self, now: SystemTime) {
         let sample = sample(&self.metrics.render(false).0);
-        lock(&self.readings).read(millis(now), sample);
-    }
-
-    /// The page's state: `{"time", "view": the caller's, "metrics": the
-    /// last reading ([`Sample`]), "series": the chart's readings, "calls":
-    /// the recent calls}`.
-    fn state(&self) -> String {
         let view = (self.view)();
-        let readings = lock(&self.readings);
-        json!({
-            "time": millis(SystemTime::now()),
+        let mut readings = lock(&self.readings);
+        readings.read(millis(now), sample);
+        let state = json!({
+            "time": millis(now),
             "every_ms": EVERY.as_millis() as u64,
             "view": view,
             "metrics": readings.last,
             "series": readings.series(),
             "calls": recent().map(Recent::json).unwrap_or_default(),
         })
-        .to_string()
+        .to_string();
+        drop(readings);
+        *lock(&self.state) = state.into();
+    }
+
+    fn state(&self) -> String {
+        lock(&self.state).to_string()
     }
 }
 
@@ -216,6 +245,7 @@ pub(crate) fn page(
         metrics,
         view: Box::new(view),
         readings: Mutex::default(),
+        state: Mutex::new(Arc::from("{}")),
     });
     live.read(SystemTime::now());
     let weak: Weak<Live> = Arc::downgrade(&live);
@@ -275,6 +305,16 @@ mod tests {
         );
         assert_eq!(calls[1]["name"], "t56");
         assert!(!format!("{calls:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn long_names_are_cut_saying_how_long() {
+        let mut s = "é".repeat(200);
+        cut(&mut s, 255);
+        assert_eq!(s, format!("{}…[400 bytes]", "é".repeat(127)));
+        let mut short = "abc".to_owned();
+        cut(&mut short, 3);
+        assert_eq!(short, "abc");
     }
 
     #[test]

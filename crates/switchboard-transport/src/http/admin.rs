@@ -252,13 +252,27 @@ fn wants_openmetrics(headers: &http::HeaderMap) -> bool {
 
 fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return text(
+        let mut response = text(
             StatusCode::METHOD_NOT_ALLOWED,
-            "GET only\n".into(),
+            "GET and HEAD only\n".into(),
+            "text/plain",
+        );
+        response
+            .headers_mut()
+            .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let path = req.uri().path();
+    if path.starts_with("/ui") && !host_is_local(req.headers()) {
+        // What the page shows (callers, URIs) stays out of reach of a web
+        // page that rebinds its own name to this address.
+        return text(
+            StatusCode::FORBIDDEN,
+            "the live page answers only a Host that is an IP address or localhost\n".into(),
             "text/plain",
         );
     }
-    match req.uri().path() {
+    match path {
         "/metrics" => match &config.metrics {
             Some(source) => {
                 let (body, content_type) = (source.0)(!wants_openmetrics(req.headers()));
@@ -292,6 +306,25 @@ fn answer(config: &AdminConfig, req: &Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// Whether `Host` names an address, not a name someone's DNS could point
+/// here (DNS rebinding): an IP literal (v4, or v6 in brackets), or
+/// `localhost`, with or without a port.
+fn host_is_local(headers: &http::HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
+        return false;
+    };
+    if let Some(v6) = host.strip_prefix('[') {
+        return v6
+            .split_once(']')
+            .is_some_and(|(ip, _)| ip.parse::<std::net::Ipv6Addr>().is_ok());
+    }
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
 fn text(status: StatusCode, body: String, content_type: &'static str) -> Response<Body> {
     let mut response = Response::new(Body::full(Bytes::from(body)));
     *response.status_mut() = status;
@@ -304,6 +337,35 @@ fn text(status: StatusCode, body: String, content_type: &'static str) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_answers_addresses_not_names() {
+        let local = |host: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert(http::header::HOST, HeaderValue::from_str(host).unwrap());
+            host_is_local(&h)
+        };
+        for ok in [
+            "127.0.0.1:9464",
+            "10.1.2.3",
+            "localhost:9464",
+            "LOCALHOST",
+            "[::1]:9464",
+            "[fe80::1]",
+        ] {
+            assert!(local(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example.com",
+            "evil.example.com:9464",
+            "127.0.0.1.nip.io",
+            "[::1",
+            "localhost.evil.com",
+        ] {
+            assert!(!local(bad), "{bad}");
+        }
+        assert!(!host_is_local(&http::HeaderMap::new()));
+    }
 
     #[test]
     fn openmetrics_only_when_preferred() {
