@@ -10,13 +10,12 @@
 
 mod gateway_util;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use gateway_util::{
-    bounded, connect, eventually, example_upstream, fixture_upstream, qa, GatewayProc, Leg,
-    TempDir, BIN, LIMIT,
+    bounded, connect, eventually, example_upstream, fixture_upstream, lock_config, qa, GatewayProc,
+    Leg, TempDir, LIMIT,
 };
 use serde_json::{json, Value};
 
@@ -26,25 +25,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// `switchboard lock --config CONFIG --file LOCK`, which must succeed.
-fn lock(dir: &Path, config: &str, lock: &Path) {
-    let file = dir.join("approved.toml");
-    std::fs::write(&file, config).unwrap();
-    let out = std::process::Command::new(BIN)
-        .args(["lock", "--config"])
-        .arg(&file)
-        .arg("--file")
-        .arg(lock)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lock: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// One PromQL instant query's single value (`None`: no series yet).
@@ -74,7 +54,7 @@ async fn prometheus_reads_what_the_gateway_did() {
     let promtool = std::env::var("SWITCHBOARD_PROMTOOL").expect("SWITCHBOARD_PROMTOOL beside it");
     let dir = TempDir::new("metrics");
     let lock_file = dir.path().join("switchboard.lock");
-    lock(
+    lock_config(
         dir.path(),
         &format!(
             "{}{}",

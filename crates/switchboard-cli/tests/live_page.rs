@@ -16,8 +16,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use gateway_util::{
-    bounded, connect, example_upstream, fixture, fixture_upstream, qa, GatewayProc, Leg, TempDir,
-    BIN, LIMIT,
+    bounded, connect, example_upstream, fixture, fixture_upstream, lock_config, qa, GatewayProc,
+    Leg, TempDir, LIMIT,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -137,25 +137,6 @@ fn number(v: &Value) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// `switchboard lock --config CONFIG --file LOCK`, which must succeed.
-fn lock(dir: &Path, config: &str, lock: &Path) {
-    let file = dir.join("approved.toml");
-    std::fs::write(&file, config).unwrap();
-    let out = std::process::Command::new(BIN)
-        .args(["lock", "--config"])
-        .arg(&file)
-        .arg("--file")
-        .arg(lock)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lock: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The sum of `mcp_server_operation_duration_seconds_count` on `/metrics`.
 async fn answered(admin: &str) -> u64 {
     let text = reqwest::get(format!("http://{admin}/metrics"))
@@ -183,7 +164,7 @@ async fn the_page_shows_what_happens_while_it_is_open() {
     let dir = TempDir::new("live-page");
     let lock_file = dir.path().join("switchboard.lock");
     let fx = ["--name", "fx", "--tool", "t1", "--grow"];
-    lock(
+    lock_config(
         dir.path(),
         &format!(
             "{}{}",

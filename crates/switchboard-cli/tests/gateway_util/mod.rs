@@ -342,3 +342,22 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// `switchboard lock --config CONFIG --file LOCK`, which must succeed.
+pub fn lock_config(dir: &Path, config: &str, lock: &Path) {
+    let file = dir.join("approved.toml");
+    std::fs::write(&file, config).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["lock", "--config"])
+        .arg(&file)
+        .arg("--file")
+        .arg(lock)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lock: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
