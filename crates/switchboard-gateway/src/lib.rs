@@ -999,12 +999,7 @@ pub(crate) fn with_refusals(http: &mut HttpServerConfig) {
             drifted: false,
             duration: Duration::ZERO,
         };
-        if let Some(recent) = recent {
-            recent.push(entry.clone());
-        }
-        if let Some(trail) = trail {
-            trail.record(entry);
-        }
+        downstream::watch::keep(trail, recent, entry, None);
     })));
 }
 

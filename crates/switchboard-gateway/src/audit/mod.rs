@@ -549,6 +549,21 @@ impl Writer {
     }
 }
 
+/// Cuts `s` to at most `max` bytes (at a character boundary), saying how
+/// long it was: `…[N bytes]`.
+pub(crate) fn cut(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let total = s.len();
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    s.push_str(&format!("…[{total} bytes]"));
+}
+
 fn push_str(out: &mut String, key: &str, value: &str) {
     out.push_str(",\"");
     out.push_str(key);

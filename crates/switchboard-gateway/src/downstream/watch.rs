@@ -90,7 +90,7 @@ impl Audited {
         refused: Option<String>,
         took: Duration,
     ) {
-        let mut entry = crate::audit::Entry {
+        let entry = crate::audit::Entry {
             time: std::time::SystemTime::now(),
             route: self.route.clone(),
             subject: self.subject.clone(),
@@ -104,13 +104,29 @@ impl Audited {
             drifted: asked.drifted,
             duration: took,
         };
-        if let Some(recent) = self.recent {
-            recent.push(entry.clone());
-        }
-        if let Some(trail) = self.trail {
-            entry.arguments = asked.arguments;
+        keep(self.trail, self.recent, entry, asked.arguments);
+    }
+}
+
+/// Hands `entry` (without arguments) to the trail, with `arguments`, and
+/// to the live page's recent calls, whichever are on: copied only when
+/// both are.
+pub(crate) fn keep(
+    trail: Option<&crate::audit::Audit>,
+    recent: Option<&crate::live_page::Recent>,
+    mut entry: crate::audit::Entry,
+    arguments: Option<Box<serde_json::value::RawValue>>,
+) {
+    match (trail, recent) {
+        (Some(trail), recent) => {
+            if let Some(recent) = recent {
+                recent.push(entry.clone());
+            }
+            entry.arguments = arguments;
             trail.record(entry);
         }
+        (None, Some(recent)) => recent.push(entry),
+        (None, None) => {}
     }
 }
 
@@ -397,7 +413,7 @@ fn asked(method: &'static str, r: &Request, arguments: bool) -> Option<Box<Asked
         name: field(key)
             .and_then(|v| serde_json::from_str(v.get()).ok())
             .map(|mut name: String| {
-                crate::live_page::cut(&mut name, NAME_RECORDED);
+                crate::audit::cut(&mut name, NAME_RECORDED);
                 name
             }),
         arguments: field("arguments")

@@ -38,21 +38,6 @@ const RECENT: usize = 50;
 /// one of megabytes, which every viewer would then get every second.
 const NAME_SHOWN: usize = 256;
 
-/// Cuts `s` to at most `max` bytes (at a character boundary), saying how
-/// long it was: `…[N bytes]`.
-pub(crate) fn cut(s: &mut String, max: usize) {
-    if s.len() <= max {
-        return;
-    }
-    let total = s.len();
-    let mut at = max;
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    s.truncate(at);
-    s.push_str(&format!("…[{total} bytes]"));
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -81,7 +66,7 @@ impl Recent {
     pub(crate) fn push(&self, mut entry: Entry) {
         entry.arguments = None;
         if let Some(name) = &mut entry.name {
-            cut(name, NAME_SHOWN);
+            crate::audit::cut(name, NAME_SHOWN);
         }
         let mut calls = lock(&self.0);
         if calls.len() == RECENT {
@@ -310,10 +295,10 @@ mod tests {
     #[test]
     fn long_names_are_cut_saying_how_long() {
         let mut s = "é".repeat(200);
-        cut(&mut s, 255);
+        crate::audit::cut(&mut s, 255);
         assert_eq!(s, format!("{}…[400 bytes]", "é".repeat(127)));
         let mut short = "abc".to_owned();
-        cut(&mut short, 3);
+        crate::audit::cut(&mut short, 3);
         assert_eq!(short, "abc");
     }
 
