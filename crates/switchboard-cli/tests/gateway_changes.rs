@@ -387,3 +387,153 @@ async fn sigterm_ends_an_open_listen_with_its_final_result() {
     assert_eq!(last["id"], "to-the-end", "{seen:?}");
     assert_eq!(last["result"]["resultType"], "complete", "{seen:?}");
 }
+
+/// A `tools/call` that must fail with a JSON-RPC error: its code and message.
+async fn call_error(client: &Client, name: &str) -> (i64, String) {
+    match bounded(client.call_tool(name, json!({"text": "must not arrive"}))).await {
+        Ok(r) => panic!("{name} did not fail: {r:?}"),
+        Err(e) => {
+            let o = e
+                .error_object()
+                .unwrap_or_else(|| panic!("{name}: not a JSON-RPC error: {e}"));
+            (o.code, o.message.clone())
+        }
+    }
+}
+
+/// Upstreams known to be down (a command that cannot be started, a `cwd`
+/// that is not there, a server that exits before it is initialized, a URL that
+/// refuses connections), each with a list timeout of a minute: lists are
+/// answered at once without them (within [`LIMIT`], half that minute), their
+/// calls fail at once naming them and their state, none of them is ever
+/// sent a list or a call, and their lapse is logged once, not per list. When
+/// one comes back, its sessions are told and its tools are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_down_upstreams_are_left_out_at_once_and_told_when_back() {
+    let dir = TempDir::new("changes-down");
+    let flag = dir.path().join("flaky.ok");
+    let heard_by_flaky = dir.path().join("flaky.log");
+    // Logs what it is sent, and exits before answering, until `flag` exists;
+    // from then on it is a real server.
+    let flaky = dir.path().join("flaky.py");
+    std::fs::write(
+        &flaky,
+        format!(
+            r#"import json, os, sys
+if os.path.exists({flag}):
+    os.execvp("python3", ["python3", {upstream}, "--name", "flaky"])
+line = sys.stdin.readline()
+with open({log}, "a") as f:
+    f.write(json.loads(line).get("method", "?") + "\n")
+sys.exit(3)
+"#,
+            flag = gateway_util::q(flag.to_str().unwrap()),
+            upstream = gateway_util::q(&gateway_util::fixture("gateway_upstream.py")),
+            log = gateway_util::q(heard_by_flaky.to_str().unwrap()),
+        ),
+    )
+    .unwrap();
+    // Found and executable, but its interpreter is not there: the spawn fails.
+    let missing = dir.path().join("missing.sh");
+    std::fs::write(&missing, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(
+        &missing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let refusing = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let minute = "timeout = \"60s\"\n";
+    let config = [
+        fixture_upstream("good", &["--name", "good"], ""),
+        format!(
+            "[upstreams.missing]\ncommand = {}\n{minute}",
+            gateway_util::q(missing.to_str().unwrap())
+        ),
+        fixture_upstream(
+            "badcwd",
+            &["--name", "badcwd"],
+            &format!("cwd = \"/nonexistent-dir\"\n{minute}"),
+        ),
+        format!(
+            "[upstreams.flaky]\ncommand = \"python3\"\nargs = {}\n{minute}",
+            qa(&[flaky.to_str().unwrap()])
+        ),
+        format!(
+            "[upstreams.refused]\nurl = \"http://127.0.0.1:{refusing}/mcp\"\ntransport = \"streamable-http\"\n{minute}"
+        ),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let down = ["missing", "badcwd", "flaky", "refused"];
+    // /readyz knows: each of them down (or starting again) with a reason.
+    eventually(LIMIT, "/readyz names every broken upstream", || async {
+        let (_, body) = gw.readyz().await;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        down.iter()
+            .all(|n| v["upstreams"][n]["reason"].is_string())
+            .then_some(())
+    })
+    .await;
+
+    let (client, heard) = legacy_client(&gw.url, Leg::Streamable).await;
+    let modern = connect(&gw, Leg::Modern).await;
+    for _ in 0..3 {
+        // Bounded by half the broken ones' list timeout: not waited for.
+        assert_eq!(tool_names(&client).await, ["good__echo", "good__hang"]);
+        assert_eq!(tool_names(&modern).await, ["good__echo", "good__hang"]);
+    }
+    for (c, leg) in [(&client, "streamable"), (&modern, "modern")] {
+        for name in down {
+            let (code, message) = call_error(c, &format!("{name}__echo")).await;
+            assert_eq!(code, -32603, "{leg}: {name}: {message}");
+            assert!(
+                message.contains(&format!("upstream server {name} is "))
+                    && message.contains("could not be started"),
+                "{leg}: {name}: {message}"
+            );
+        }
+        assert_eq!(
+            call_text(c, "good__echo", json!({"text": leg})).await,
+            format!("good:echo:{leg}")
+        );
+    }
+    // Whatever it was sent, it never was a list or a call.
+    let sent = std::fs::read_to_string(&heard_by_flaky).unwrap_or_default();
+    assert!(!sent.is_empty(), "flaky was started");
+    for method in sent.lines() {
+        assert!(
+            matches!(method, "initialize" | "server/discover"),
+            "flaky was sent {method}: {sent}"
+        );
+    }
+    let log = gw.log();
+    for name in down {
+        let lapses = log
+            .lines()
+            .filter(|l| l.contains("left out of lists") && l.contains(&format!("upstream={name}")))
+            .count();
+        assert_eq!(lapses, 1, "{name}'s lapse logged once:\n{log}");
+    }
+
+    // Back: its sessions are told, and its tools are listed and called.
+    heard.clear();
+    std::fs::write(&flag, "").unwrap();
+    until_heard(&heard, "notifications/tools/list_changed", "the session").await;
+    let names = eventually(LIMIT, "flaky's tools listed", || async {
+        let names = tool_names(&client).await;
+        names.contains(&"flaky__echo".to_owned()).then_some(names)
+    })
+    .await;
+    assert_eq!(
+        names,
+        ["flaky__echo", "flaky__hang", "good__echo", "good__hang"]
+    );
+    assert_eq!(
+        call_text(&client, "flaky__echo", json!({"text": "back"})).await,
+        "flaky:echo:back"
+    );
+    assert!(gw.log().contains("upstream back"), "{}", gw.log());
+}

@@ -11,7 +11,10 @@
 //! - `evhttp`: server-everything over Streamable HTTP (`streamableHttp`, started
 //!   by the test on a free port with `bind-loopback.cjs`);
 //! - `evsse`: server-everything over legacy HTTP+SSE (`sse`, likewise);
-//! - `example`: `switchboard example-server --modern-only` (2026-07-28 only).
+//! - `example`: `switchboard example-server --modern-only` (2026-07-28 only);
+//! - `broken` and `refused`: down for good (a command that exits at once, a
+//!   URL nothing listens on), each with a list timeout of a minute: no list
+//!   or call of any client below waits for them.
 //!
 //! Clients, each listing every page of `tools/list` (every called tool must be
 //! listed) and calling a tool of EVERY upstream, checking the content:
@@ -200,6 +203,13 @@ async fn scene() -> Option<Scene> {
         ),
         format!("[upstreams.evsse]\nurl = \"http://127.0.0.1:{sse_port}/sse\"\ntransport = \"sse\"\n"),
         gateway_util::example_upstream("example", &["--modern-only"]),
+        // Two that are down for good, each with a list timeout of a minute:
+        // every client's lists and calls go on without waiting for them.
+        "[upstreams.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"exit 3\"]\ntimeout = \"60s\"\n".into(),
+        format!(
+            "[upstreams.refused]\nurl = \"http://127.0.0.1:{}/mcp\"\ntimeout = \"60s\"\n",
+            free_port()
+        ),
     ]
     .concat();
     let gw = GatewayProc::start(dir.path(), &config).await;

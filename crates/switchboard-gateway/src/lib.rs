@@ -71,7 +71,9 @@ use switchboard_protocol::jsonrpc::{ErrorResponse, Id, Message, Request, Respons
 use switchboard_protocol::types::LoggingLevel;
 use switchboard_protocol::version::Supported;
 use switchboard_protocol::ProtocolVersion;
-use switchboard_transport::http::server::{HealthProbe, HttpServer, HttpServerConfig, SessionKind};
+use switchboard_transport::http::server::{
+    HealthProbe, HealthReport, HttpServer, HttpServerConfig, SessionKind,
+};
 use switchboard_transport::{Sender, TransportConfig};
 use tokio::task::JoinHandle;
 use tracing::{info, warn, Instrument};
@@ -320,7 +322,28 @@ pub(crate) struct Core {
     live: Mutex<Live<Upstream>>,
 }
 
+/// The `/readyz` body of bridge and gateway alike: `{"ready": bool,
+/// "draining"?: true, "upstreams": {NAME: {"state", "reason"?,
+/// "protocolVersion"?, "restarts", "drift"?, "listed"? (gateway)}}}`, a line.
+pub(crate) fn readiness_body(ready: bool, draining: bool, upstreams: serde_json::Value) -> String {
+    let mut body = serde_json::json!({ "ready": ready, "upstreams": upstreams });
+    if draining {
+        body["draining"] = true.into();
+    }
+    format!("{body}\n")
+}
+
 impl Core {
+    /// Its shared upstream's part of `/readyz` ([`readiness_body`]).
+    pub(crate) fn readiness(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut v = self.shared.report();
+        v.insert("restarts".into(), self.shared.restarts().into());
+        if let Some(guard) = &self.guard {
+            v.insert("drift".into(), serde_json::json!(guard.counts()));
+        }
+        v
+    }
+
     /// What the live page shows of the bridge serving at `path` (module
     /// `live_page`): a gateway of one upstream and one route, its tools as
     /// the shared child last listed them, judged by the drift guard.
@@ -1123,8 +1146,22 @@ impl Bridge {
         let (core, tasks) = start_core(config, shared_name, draining.clone(), first, true);
         // /healthz and /readyz: ready when the shared child is initialized.
         let probe_upstream = core.shared.clone();
-        let probe_draining = draining;
+        let probe_draining = draining.clone();
         let mut http = http;
+        let report = Arc::downgrade(&core);
+        http.health_report = Some(HealthReport(Arc::new(move || match report.upgrade() {
+            Some(core) => {
+                let draining = draining.load(Ordering::Relaxed);
+                let ready = !draining && matches!(core.shared.status(), Status::Ready(_));
+                let mut upstreams = serde_json::Map::new();
+                upstreams.insert(
+                    core.shared.label().to_owned(),
+                    serde_json::Value::Object(core.readiness()),
+                );
+                (ready, readiness_body(ready, draining, upstreams.into()))
+            }
+            None => (false, readiness_body(false, true, serde_json::json!({}))),
+        })));
         http.health = Some(HealthProbe(Arc::new(move || {
             match probe_upstream.status() {
                 _ if probe_draining.load(Ordering::Relaxed) => {

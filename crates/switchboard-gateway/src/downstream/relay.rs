@@ -517,7 +517,10 @@ pub(crate) fn named(name: Option<&str>, why: Error) -> Error {
     if text.contains(&format!("upstream server {name}")) {
         return why;
     }
-    Error::Upstream(format!("the upstream server {name}: {text}"))
+    Error::Upstream(match text.strip_prefix("the upstream server ") {
+        Some(rest) => format!("the upstream server {name} {rest}"),
+        None => format!("the upstream server {name}: {text}"),
+    })
 }
 
 /// The most `input_required` rounds one call may take.

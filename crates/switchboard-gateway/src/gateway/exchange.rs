@@ -25,6 +25,7 @@ use switchboard_transport::{Inbound, Receiver};
 use super::{Layout, Member, RouteView, Shared};
 use crate::catalog::pin::Kind;
 use crate::classify::Route;
+use crate::downstream::relay::named;
 use crate::downstream::watch::Tx;
 use crate::error::Error;
 use crate::metrics::Refusal;
@@ -108,10 +109,19 @@ pub(crate) fn resolve(
                     None if in_route.is_some() => {
                         Error::Refused(Refusal::Allowlist, format!("unknown {what}: {served}"))
                     }
-                    None => {
-                        Error::Refused(Refusal::UnknownTool, format!("unknown {what}: {served}"))
-                    }
+                    None => match down_owner(layout, route, &served, tool) {
+                        Some((m, why)) => named(Some(&m.name), why),
+                        None => Error::Refused(
+                            Refusal::UnknownTool,
+                            format!("unknown {what}: {served}"),
+                        ),
+                    },
                 })?;
+            // Its upstream known down: at once, naming it and its state.
+            let member = &layout.members[entry.member];
+            if let Some(why) = member.upstream().lapsed() {
+                return Err(named(Some(&member.name), why));
+            }
             let original = entry.original.clone();
             params.insert("name", to_raw(&original));
             (entry.member, Some(original))
@@ -246,7 +256,7 @@ async fn resolve_waiting(
             // would have said: it reaches no upstream.
             let mut waited = false;
             for (i, m) in layout.members.iter().enumerate() {
-                if route.members[i] && m.core.guard.is_some() {
+                if route.members[i] && m.core.guard.is_some() && !m.lapsed() {
                     let _ = m.relisted(kind).await;
                     waited = true;
                 }
@@ -261,6 +271,51 @@ async fn resolve_waiting(
 
 fn to_raw(s: &str) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(s).expect("a string is JSON")
+}
+
+/// The known-down upstream of `route` ([`Member::lapsed`]) that may serve
+/// `served`, a name the merged lists lack, and its error: the one whose
+/// prefix it bears, or else one without a prefix that listed it last or was
+/// never listed. A tool outside the route's allowlist stays unknown.
+fn down_owner<'a>(
+    layout: &'a Layout,
+    route: &RouteView,
+    served: &str,
+    tool: bool,
+) -> Option<(&'a Arc<Member>, Error)> {
+    if tool && !route.allow.permits(served) {
+        return None;
+    }
+    let down = layout
+        .members
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| route.members[*i])
+        .filter_map(|(_, m)| Some((m, m.upstream().lapsed()?)));
+    let (mut prefixed, mut plain) = (None, None);
+    for (m, why) in down {
+        match &m.prefix {
+            Some(p) => {
+                let bears = served
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|rest| rest.starts_with(super::catalog::SEPARATOR));
+                if bears && prefixed.is_none() {
+                    prefixed = Some((m, why));
+                }
+            }
+            None if plain.is_none() => {
+                let listed = m.snapshot.borrow().as_deref().map(|s| {
+                    let list = if tool { &s.tools } else { &s.prompts };
+                    list.iter().any(|e| e["name"].as_str() == Some(served))
+                });
+                if listed != Some(false) {
+                    plain = Some((m, why));
+                }
+            }
+            None => {}
+        }
+    }
+    prefixed.or(plain)
 }
 
 /// Why a drift guard withholds the tool (`tool`) or prompt a client calls by

@@ -143,6 +143,13 @@ pub struct GatewayConfig {
     pub request_timeout: Duration,
     /// How long [`Gateway::shutdown`] waits for calls in flight. Default 10 s.
     pub drain_timeout: Duration,
+    /// How long a call held for a 2026-07-28 client's `input_required`
+    /// round trip waits for its retry ([`BridgeConfig::held_call_timeout`]).
+    /// Default 5 min.
+    pub held_call_timeout: Duration,
+    /// The most calls in flight on one upstream connection
+    /// ([`BridgeConfig::max_in_flight`]). Default 64.
+    pub max_in_flight: usize,
 }
 
 impl GatewayConfig {
@@ -156,6 +163,8 @@ impl GatewayConfig {
             init_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(300),
             drain_timeout: Duration::from_secs(10),
+            held_call_timeout: Duration::from_secs(300),
+            max_in_flight: 64,
         }
     }
 }
@@ -206,6 +215,43 @@ impl Member {
         &self.core.shared
     }
 
+    /// Whether its upstream is known to be down ([`Upstream::lapse`]): its
+    /// entries are left out of lists, its calls fail at once, and no list
+    /// waits for it.
+    pub(crate) fn lapsed(&self) -> bool {
+        self.upstream().lapse().is_some()
+    }
+
+    /// Waits until it has been listed once, up to `deadline`, or is known to
+    /// be down; whether it has been listed.
+    async fn wait_listed(&self, deadline: tokio::time::Instant) -> bool {
+        let mut listed = self.snapshot.subscribe();
+        let mut status = self.upstream().watch_status();
+        let wait = async {
+            loop {
+                if listed.borrow_and_update().is_some() {
+                    return true;
+                }
+                // Set before the status that goes with it.
+                status.borrow_and_update();
+                if self.lapsed() {
+                    return false;
+                }
+                tokio::select! {
+                    r = listed.changed() => if r.is_err() { return false },
+                    r = status.changed() => if r.is_err() { return false },
+                }
+            }
+        };
+        match tokio::time::timeout_at(deadline, wait).await {
+            Ok(listed) => listed,
+            Err(_) => {
+                warn!(upstream = %self.name, timeout = ?self.list_timeout, "upstream not listed in time: served without its entries");
+                false
+            }
+        }
+    }
+
     /// Whether each session gets a child of its own
     /// ([`GatewayUpstream::child`]).
     pub(crate) fn per_session(&self) -> bool {
@@ -226,6 +272,8 @@ impl Member {
         bridge.init_timeout = config.init_timeout;
         bridge.request_timeout = config.request_timeout;
         bridge.drain_timeout = config.drain_timeout;
+        bridge.held_call_timeout = config.held_call_timeout;
+        bridge.max_in_flight = config.max_in_flight;
         bridge.ready_wait = u.list_timeout;
         bridge.drift_guard = u.drift_guard.clone();
         // 2026-07-28 where the upstream speaks it: its own input_required
@@ -432,21 +480,17 @@ impl Layout {
             .clone()
     }
 
-    /// Waits until every member of `route` has been listed once, each up to
-    /// its list timeout from now (together: the deadlines run at once);
-    /// those that are not are logged.
+    /// Waits until every member of `route` has been listed once or is known
+    /// to be down ([`Member::lapsed`]: never waited for), each up to its list
+    /// timeout from now (together: the deadlines run at once); those not
+    /// listed in time are logged.
     pub(crate) async fn listed(&self, route: &RouteView) {
         let start = tokio::time::Instant::now();
         for (i, m) in self.members.iter().enumerate() {
             if !route.members[i] || m.snapshot.borrow().is_some() {
                 continue;
             }
-            let mut rx = m.snapshot.subscribe();
-            let got =
-                tokio::time::timeout_at(start + m.list_timeout, rx.wait_for(Option::is_some)).await;
-            if got.is_err() {
-                warn!(upstream = %m.name, timeout = ?m.list_timeout, "upstream not listed in time: served without its entries");
-            }
+            m.wait_listed(start + m.list_timeout).await;
         }
     }
 
@@ -585,12 +629,8 @@ impl Layout {
     pub(crate) fn readiness(&self) -> Value {
         let mut out = Map::new();
         for m in &self.members {
-            let mut v = m.upstream().report();
-            v.insert("restarts".into(), m.upstream().restarts().into());
+            let mut v = m.core.readiness();
             v.insert("listed".into(), m.snapshot.borrow().is_some().into());
-            if let Some(guard) = &m.core.guard {
-                v.insert("drift".into(), json!(guard.counts()));
-            }
             out.insert(m.name.clone(), Value::Object(v));
         }
         Value::Object(out)
@@ -797,10 +837,13 @@ impl Gateway {
         http.health_report = Some(HealthReport(Arc::new(move || match report.upgrade() {
             Some(shared) => {
                 let r = readiness_of(&shared);
-                let body = json!({ "ready": r.ready, "upstreams": r.upstreams });
-                (r.ready, format!("{body}\n"))
+                let draining = shared.draining.load(Ordering::Relaxed);
+                (
+                    r.ready,
+                    crate::readiness_body(r.ready, draining, r.upstreams),
+                )
             }
-            None => (false, "{\"ready\":false}\n".to_owned()),
+            None => (false, crate::readiness_body(false, true, json!({}))),
         })));
         if let (Some(m), Some(_)) = (crate::metrics::get(), http.admin) {
             let view = Arc::downgrade(&shared);
@@ -1058,12 +1101,30 @@ async fn follow(shared: Weak<Shared>, member: Weak<Member>) {
     };
     let mut handled: Option<u64> = None;
     let mut retry = crate::catalog::changes::Retry::new();
+    let mut lapsed = false;
     loop {
         let ready = matches!(&*status.borrow_and_update(), Status::Ready(_));
         {
             let (Some(s), Some(m)) = (shared.upgrade(), member.upgrade()) else {
                 return;
             };
+            // Known down: left out of lists, the sessions told once; back:
+            // told by the re-list below.
+            let now = m.upstream().lapse();
+            if now.is_some() != lapsed {
+                lapsed = now.is_some();
+                if let Some(why) = now {
+                    warn!(upstream = %m.name, reason = %why, "upstream down: its entries are left out of lists until it is back");
+                    for kind in ListKind::ALL {
+                        let _ = s.notices.send(GatewayNotice::ListChanged {
+                            kind,
+                            member: m.name.clone(),
+                        });
+                    }
+                } else {
+                    info!(upstream = %m.name, "upstream back: its entries are listed again");
+                }
+            }
             let generation = m.upstream().restarts();
             if ready && handled != Some(generation) {
                 handled = Some(generation);

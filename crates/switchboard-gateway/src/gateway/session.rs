@@ -479,7 +479,11 @@ async fn unjudged_members(layout: &Layout, route: &RouteView, key: &str) -> Vec<
     };
     let mut waits = tokio::task::JoinSet::new();
     for (i, m) in layout.members.iter().enumerate() {
-        if let Some(announced) = m.unjudged_change(kind).filter(|_| route.members[i]) {
+        // A lapsed one is left out anyway: nothing to wait for.
+        if !route.members[i] || m.lapsed() {
+            continue;
+        }
+        if let Some(announced) = m.unjudged_change(kind) {
             let m = m.clone();
             waits.spawn(async move { (i, m.judged_within_timeout(kind, announced).await) });
         }
@@ -521,7 +525,12 @@ pub(crate) async fn list(
             }
         }
     }
-    let withheld = unjudged_members(layout, route, key).await;
+    let mut withheld = unjudged_members(layout, route, key).await;
+    // A known-down upstream's entries are left out until it is back (its
+    // sessions are told both ways: `follow`).
+    for (i, m) in layout.members.iter().enumerate() {
+        withheld[i] |= m.lapsed();
+    }
     let merged = layout.merged();
     let entries: Vec<&Value> = match key {
         "tools" => merged
@@ -544,13 +553,13 @@ pub(crate) async fn list(
         "resources" => merged
             .resources
             .iter()
-            .filter(|e| route.members[e.member])
+            .filter(|e| route.members[e.member] && !withheld[e.member])
             .map(|e| &e.value)
             .collect(),
         _ => merged
             .templates
             .iter()
-            .filter(|e| route.members[e.member])
+            .filter(|e| route.members[e.member] && !withheld[e.member])
             .map(|e| &e.value)
             .collect(),
     };

@@ -440,6 +440,9 @@ struct Inner {
     orphans: Option<mpsc::Sender<CallEvent>>,
     /// The child has been ready at least once ([`Upstream::ready`]).
     was_ready: std::sync::atomic::AtomicBool,
+    /// Why its last start failed, while no start since has succeeded
+    /// ([`Upstream::lapse`]).
+    lapse: Mutex<Option<String>>,
     /// The calls in flight (listens excepted): what a drain waits for.
     in_flight: Gauge,
     /// [`Inner::label`] as a metric label value, made once.
@@ -459,7 +462,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A lapsed upstream's state as a caller reads it: `is down: it could not
+/// be started: …`, or `is starting again: …`.
+fn lapsed(status: &Status, why: &str) -> String {
+    let state = match status {
+        Status::Starting => "starting again",
+        _ => "down",
+    };
+    format!("the upstream server is {state}: it could not be started: {why}")
+}
+
 impl Inner {
+    /// Whether [`Upstream::lapse`] holds a reason.
+    fn lapse_is_set(&self) -> bool {
+        lock(&self.lapse).is_some()
+    }
+
     /// Its name as a metric label: the upstream's, without the `#…` that
     /// tells its children apart (one series per upstream, not per session).
     fn label(&self) -> &str {
@@ -527,6 +545,7 @@ impl Upstream {
             restarts: AtomicU64::new(0),
             orphans,
             was_ready: std::sync::atomic::AtomicBool::new(false),
+            lapse: Mutex::new(None),
             in_flight: Gauge::default(),
             label_value: OnceLock::new(),
             tool_headers: Mutex::new(Default::default()),
@@ -556,6 +575,22 @@ impl Upstream {
         self.inner.was_ready.load(Ordering::Relaxed)
     }
 
+    /// Why it is known to be down: its last start failed (it could not be
+    /// spawned or reached, exited or went silent before it was initialized,
+    /// or refused `initialize`) and no start since has succeeded. `None`
+    /// while it is ready, on its first start, and while it restarts after
+    /// a crash of a child that was serving. Set before the status it goes
+    /// with is sent: a waiter on [`Upstream::watch_status`] sees it.
+    pub(crate) fn lapse(&self) -> Option<String> {
+        lock(&self.inner.lapse).clone()
+    }
+
+    /// [`Upstream::lapse`] as the error a call gets.
+    pub(crate) fn lapsed(&self) -> Option<Error> {
+        let why = self.lapse()?;
+        Some(Error::Upstream(lapsed(&self.status(), &why)))
+    }
+
     /// The status as it changes.
     pub(crate) fn watch_status(&self) -> watch::Receiver<Status> {
         self.inner.status.subscribe()
@@ -574,7 +609,8 @@ impl Upstream {
                 };
                 ("ready", Some(("protocolVersion", version.to_owned())))
             }
-            Status::Starting => ("starting", None),
+            // Starting again after a start that failed: why it failed.
+            Status::Starting => ("starting", self.lapse().map(|why| ("reason", why))),
             Status::Down(why) => ("down", Some(("reason", why.clone()))),
             Status::Stopped => ("stopped", None),
         };
@@ -606,47 +642,42 @@ impl Upstream {
     }
 
     /// Waits up to `wait` for the child to be initialized; its `initialize` result,
-    /// or why it is not there. A child that has never been ready fails at once
-    /// when its start fails (the command cannot be started, it exits or refuses
-    /// `initialize`): a client then gets that reason now rather than after
-    /// `wait` (a restart seldom mends a missing command or bad arguments). Once
-    /// the child has been ready, a request waits through its restarts.
+    /// or why it is not there. While its last start failed ([`Upstream::lapse`]:
+    /// the command cannot be started, it exits or refuses `initialize`, its URL
+    /// refuses connections) it fails at once, naming its state and that
+    /// reason, rather than after `wait` (a restart seldom mends a missing
+    /// command or bad arguments). A child that crashed while serving is waited
+    /// for through its restart.
     pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<InitInfo>, Error> {
-        self.wait_ready(wait, false).await.map_err(Error::Upstream)
+        self.wait_ready(wait).await.map_err(Error::Upstream)
     }
 
-    async fn wait_ready(&self, wait: Duration, patient: bool) -> Result<Arc<InitInfo>, String> {
+    async fn wait_ready(&self, wait: Duration) -> Result<Arc<InitInfo>, String> {
         // The common case, without a timer.
         if let Status::Ready(info) = &*self.inner.status.borrow() {
             return Ok(info.clone());
         }
-        let fail_fast = !patient && !self.inner.was_ready.load(Ordering::Relaxed);
         let mut rx = self.inner.status.subscribe();
         let outcome = tokio::time::timeout(wait, async {
             loop {
-                let last_down = {
+                {
                     let status = rx.borrow_and_update();
                     match &*status {
                         Status::Ready(info) => return Ok(info.clone()),
                         Status::Stopped => {
                             return Err("the upstream server was shut down".to_owned())
                         }
-                        // Read again: a start that succeeded and then crashed
-                        // before this waiter ran shows only as `Down`.
-                        Status::Down(why)
-                            if fail_fast && !self.inner.was_ready.load(Ordering::Relaxed) =>
-                        {
-                            return Err(format!("the upstream server could not be started: {why}"))
+                        // Set before the status that goes with it.
+                        _ if self.inner.lapse_is_set() => {
+                            return Err(lapsed(&status, &self.lapse().unwrap_or_default()))
                         }
                         // Not restarted: nothing to wait for.
                         Status::Down(why) if self.inner.config.restart == Restart::Never => {
                             return Err(format!("the upstream server is gone: {why}"))
                         }
-                        Status::Down(why) => Some(why.clone()),
-                        Status::Starting => None,
+                        _ => {}
                     }
-                };
-                let _ = last_down;
+                }
                 if rx.changed().await.is_err() {
                     return Err("the upstream server was shut down".to_owned());
                 }
@@ -697,7 +728,7 @@ impl Upstream {
     async fn open_call(&self, mut request: Request, owner: u64) -> Result<Call, String> {
         let ready_by = Instant::now() + self.inner.config.ready_wait;
         loop {
-            self.wait_ready(ready_by.saturating_duration_since(Instant::now()), false)
+            self.wait_ready(ready_by.saturating_duration_since(Instant::now()))
                 .await?;
             let wait = self.inner.config.queue_wait;
             let slot = match self.inner.slots.clone().try_acquire_owned() {
@@ -1078,7 +1109,12 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
             () = stopped(&mut stop) => Err(STOPPED.to_owned()),
         };
         let why = match connected {
-            Err(why) => why,
+            Err(why) => {
+                if why != STOPPED {
+                    *lock(&inner.lapse) = Some(why.clone());
+                }
+                why
+            }
             Ok(connection) => run_child(&inner, connection, &mut stop).await,
         };
         fail_all(&inner, &why);
@@ -1138,7 +1174,13 @@ async fn run_child(
         () = stopped(stop) => Err(STOPPED.to_owned()),
     };
     let why = match outcome {
-        Err(why) => why,
+        // A start that failed: known down until one succeeds.
+        Err(why) => {
+            if why != STOPPED {
+                *lock(&inner.lapse) = Some(why.clone());
+            }
+            why
+        }
         Ok(info) => {
             info!(pid, server = %info.result.server_info.name, version = %info.result.protocol_version, "upstream server ready");
             let version = if info.modern {
@@ -1158,6 +1200,7 @@ async fn run_child(
             }
             lock(&inner.table).sender = Some(sender.clone());
             inner.was_ready.store(true, Ordering::Relaxed);
+            *lock(&inner.lapse) = None;
             set_status(inner, Status::Ready(Arc::new(info)));
             receiver.set_direct(Arc::new(Responses(inner.clone())));
             let ready_at = Instant::now();
