@@ -75,22 +75,6 @@ pub struct BridgeArgs {
     /// `--upstream`, a session of the remote server stands for the child.
     #[arg(long, default_value = "per-session", value_parser = parse_child_mode)]
     pub child: ChildMode,
-    /// End a session (and its child) after this long without requests: `90s`,
-    /// `30m`, `2h`, or plain seconds; `0` never.
-    #[arg(long, default_value = "30m", value_parser = parse_duration)]
-    pub idle_timeout: Duration,
-    /// The reconnection delay sent in each SSE stream's priming event to clients
-    /// of 2025-11-25 and later (the `retry` field): how long a client whose
-    /// stream broke (a proxy's idle timeout, a network change) waits before it
-    /// resumes the stream with `Last-Event-ID`. `0`: no `retry` field. At most
-    /// `1h`.
-    #[arg(long, default_value = "1s", value_parser = parse_sse_retry)]
-    pub sse_retry: Duration,
-    /// The most client sessions at once; beyond it a new session evicts the
-    /// least recently used idle one (and its child), or gets 503 when none
-    /// is idle.
-    #[arg(long, default_value_t = 1024)]
-    pub max_sessions: usize,
     /// Only this tool may be listed and called (repeatable); default: every tool.
     #[arg(long = "allow-tool", value_name = "NAME")]
     pub allow_tools: Vec<String>,
@@ -110,56 +94,9 @@ pub struct BridgeArgs {
     /// key itself, `ed25519:...`: `switchboard keygen`, `lock sign`).
     #[arg(long, value_name = "PUBKEY", requires = "lock")]
     pub lock_key: Option<String>,
-    /// Also accept this `Host` header value (repeatable): `NAME` with any port
-    /// or none, `NAME:PORT` with that port only. Always accepted unless
-    /// `--no-default-hosts`: `localhost`, `127.0.0.1` and `[::1]` with any port
-    /// or none, and the listen address.
-    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
-    pub allow_hosts: Vec<String>,
-    /// Accept only the `--allow-host` values, not the loopback names and the
-    /// listen address (at least one `--allow-host` is then needed).
-    #[arg(long)]
-    pub no_default_hosts: bool,
-    /// Also accept this `Origin` (repeatable). Always accepted unless
-    /// `--no-default-origins`: `http(s)://` with `localhost`, `127.0.0.1` and
-    /// `[::1]` at the listen port, and with the listen address. A request
-    /// without `Origin` (not from a browser) is always accepted.
-    #[arg(long = "allow-origin", value_name = "ORIGIN")]
-    pub allow_origins: Vec<String>,
-    /// Accept only the `--allow-origin` values as `Origin` (none: no browser
-    /// page may call the bridge).
-    #[arg(long)]
-    pub no_default_origins: bool,
-    /// The largest request body, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    pub max_body: usize,
-    /// Give up on a request when the child sends nothing for it this long (the
-    /// client gets an error, the child `notifications/cancelled`).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub request_timeout: Duration,
-    /// How long a call held for a 2026-07-28 client's `input_required` round
-    /// trip (its legacy child asked for sampling, elicitation or roots) waits
-    /// for the client's retry before it is cancelled in the child. Shorter
-    /// frees a legacy child sooner for the other 2026-07-28 clients' requests
-    /// of that kind; longer leaves a person more time to answer.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub held_call_timeout: Duration,
-    /// The most requests in flight on one child; more wait for a free slot.
-    #[arg(long, default_value_t = 64)]
-    pub max_in_flight: usize,
-    /// How long the child has to answer `initialize` at each (re)start.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub init_timeout: Duration,
-    /// How long requests in flight may finish after SIGTERM.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub drain_timeout: Duration,
-    /// Threads of the bridge's runtime. 1 (the default): everything on one
-    /// thread, no cross-thread wake-ups: the lowest latency and CPU per call
-    /// for a sidecar, whose stdio server is the bottleneck long before one
-    /// core of bridge is (docs/benchmarks.md measures both). N > 1: a
-    /// work-stealing runtime of N workers, for many sessions on a big machine.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Host and Origin checks, limits, timeouts, threads: as the gateway's.
+    #[command(flatten)]
+    pub serve: crate::serve_args::ServeArgs,
     /// The Linux scheduling policy of the children. `batch` (the default):
     /// `SCHED_BATCH` when the bridge runs in the usual `SCHED_OTHER` (in any
     /// other policy the children get the bridge's), the same CPU share, but a
@@ -273,63 +210,20 @@ pub(crate) fn parse_admin(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{text:?} is not an IP:PORT address or a port (e.g. 9464)"))
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?} (try 90s, 30m, 2h)"))?;
-    let too_long = || format!("{text:?} is too long a duration");
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n.checked_mul(60).ok_or_else(too_long)?)),
-        "h" => Ok(Duration::from_secs(
-            n.checked_mul(3600).ok_or_else(too_long)?,
-        )),
-        _ => Err(format!("unknown unit {unit:?} in {text:?} (ms, s, m, h)")),
-    }
-}
-
-/// `--sse-retry`: a duration of at most an hour. A longer reconnection delay is
-/// a mistake, and clients would misread one: browsers' `EventSource` keeps it in
-/// a timer that overflows past 2^31 - 1 ms and then fires at once.
-fn parse_sse_retry(text: &str) -> Result<Duration, String> {
-    const MAX: Duration = Duration::from_secs(3600);
-    let d = parse_duration(text)?;
-    if d > MAX {
-        return Err(format!("{text:?} is longer than the most, 1h"));
-    }
-    Ok(d)
-}
-
 pub(crate) fn init_tracing(format: crate::telemetry::LogFormat) {
     crate::telemetry::init_logs(tracing::Level::INFO, format);
 }
 
-/// Flag values that cannot work, refused before anything starts.
-fn check_args(args: &BridgeArgs) -> Result<(), String> {
-    if args.request_timeout.is_zero() {
-        return Err("--request-timeout must be more than 0".to_owned());
-    }
-    if args.init_timeout.is_zero() {
-        return Err("--init-timeout must be more than 0".to_owned());
-    }
-    if args.held_call_timeout.is_zero() {
-        return Err("--held-call-timeout must be more than 0".to_owned());
-    }
-    if args.max_body == 0 {
-        return Err("--max-body must be at least 1 byte".to_owned());
-    }
-    if args.threads == 0 {
-        return Err("--threads must be at least 1".to_owned());
-    }
-    if args.max_sessions == 0 || args.max_in_flight == 0 {
-        return Err("--max-sessions and --max-in-flight must be at least 1".to_owned());
-    }
+/// Flag values that cannot work, refused before anything starts; the shared
+/// settings resolved.
+fn check_args(args: &BridgeArgs) -> Result<crate::serve_args::Serve, String> {
+    let serve = args
+        .serve
+        .resolve(&crate::serve_args::ServeFile::default())
+        .map_err(|problems| {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            lines.join("; ")
+        })?;
     for (flag, path) in [
         ("--path", &args.path),
         ("--sse-path", &args.sse_path),
@@ -363,23 +257,14 @@ fn check_args(args: &BridgeArgs) -> Result<(), String> {
             ));
         }
     }
-    if args.no_default_hosts && args.allow_hosts.is_empty() {
-        return Err(
-            "--no-default-hosts needs at least one --allow-host (else every request gets 403)"
-                .to_owned(),
-        );
-    }
-    if let Some(bad) = args.allow_hosts.iter().find(|h| h.trim().is_empty()) {
-        return Err(format!("--allow-host needs a host name, got {bad:?}"));
-    }
     if let Some(bad) = args.allow_tools.iter().find(|t| t.trim().is_empty()) {
         return Err(format!("--allow-tool needs a tool name, got {bad:?}"));
     }
-    Ok(())
+    Ok(serve)
 }
 
 fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
-    check_args(&args)?;
+    let serve = check_args(&args)?;
     let (program, rest, default_name) = match args.command.split_first() {
         Some((program, rest)) => {
             let name = std::path::Path::new(program)
@@ -411,14 +296,7 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     http.path = args.path;
     http.sse_path = (!args.no_sse).then_some(args.sse_path);
     http.message_path = args.message_path;
-    http.max_sessions = args.max_sessions;
-    http.max_body_bytes = args.max_body;
-    http.session_idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
-    http.sse_retry = (!args.sse_retry.is_zero()).then_some(args.sse_retry);
-    http.allowed_hosts = args.allow_hosts;
-    http.default_hosts = !args.no_default_hosts;
-    http.allowed_origins = args.allow_origins;
-    http.default_origins = !args.no_default_origins;
+    serve.apply(&mut http);
     let mut config = BridgeConfig::new(upstream);
     config.http = http;
     config.mode = args.child;
@@ -438,11 +316,11 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
             },
         )?));
     }
-    config.drain_timeout = args.drain_timeout;
-    config.request_timeout = args.request_timeout;
-    config.held_call_timeout = args.held_call_timeout;
-    config.max_in_flight = args.max_in_flight;
-    config.init_timeout = args.init_timeout;
+    config.drain_timeout = serve.drain_timeout;
+    config.request_timeout = serve.request_timeout;
+    config.held_call_timeout = serve.held_call_timeout;
+    config.max_in_flight = serve.max_in_flight;
+    config.init_timeout = serve.init_timeout;
     Ok(config)
 }
 
@@ -474,7 +352,6 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         None if args.command.is_empty() => "the built-in example server".to_owned(),
         None => args.command.join(" "),
     };
-    let threads = args.threads;
     let listen = args.listen;
     // What SIGHUP reads again: the lock, checked as at start.
     let reload = args.lock.clone().map(|file| LockReload {
@@ -484,6 +361,13 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     });
     let audit = args.audit.config(None);
     let admin = args.admin.is_some();
+    let serve = match check_args(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::telemetry::fatal(format_args!("{e}"));
+            return ExitCode::from(2);
+        }
+    };
     let config = match config_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -501,14 +385,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let mut builder = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(threads);
-        b
-    };
-    let runtime = match builder.enable_all().build() {
+    let runtime = match serve.runtime() {
         Ok(r) => r,
         Err(e) => {
             crate::telemetry::fatal(format_args!("cannot start the runtime: {e}"));
@@ -792,31 +669,6 @@ pub(crate) fn read_lock_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("12").unwrap(), Duration::from_secs(12));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(
-            parse_duration("18446744073709551615h").is_err(),
-            "no overflow"
-        );
-    }
-
-    #[test]
-    fn sse_retry_is_at_most_an_hour() {
-        assert_eq!(parse_sse_retry("0").unwrap(), Duration::ZERO);
-        assert_eq!(parse_sse_retry("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["3601", "61m", "4294967296ms", "18446744073709551615", "abc"] {
-            assert!(parse_sse_retry(bad).is_err(), "{bad}");
-        }
-        assert_eq!(args(&[]).sse_retry, Duration::from_secs(1));
-    }
 
     fn args(extra: &[&str]) -> BridgeArgs {
         use clap::Parser;

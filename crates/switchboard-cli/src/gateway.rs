@@ -62,6 +62,65 @@ pub struct GatewayArgs {
     /// Refuse a lock not signed with this key (a file, or `ed25519:...`).
     #[arg(long, value_name = "PUBKEY", requires = "lock")]
     pub lock_key: Option<String>,
+    /// Host and Origin checks, limits, timeouts, threads: as the bridge's,
+    /// each also a key of the file (`allow_hosts`, `max_sessions`, …); a
+    /// flag wins over the file.
+    #[command(flatten)]
+    pub serve: crate::serve_args::ServeArgs,
+}
+
+/// What a reload cannot change: the listeners and their settings, as bound
+/// at start (the flags, else the file, else the defaults).
+#[derive(Debug, Clone, PartialEq)]
+struct Fixed {
+    listen: SocketAddr,
+    admin: Option<SocketAddr>,
+    serve: crate::serve_args::Serve,
+}
+
+impl Fixed {
+    /// The settings `file` asks for under `args`. Errors: one line each.
+    fn of(args: &GatewayArgs, file: &config::GatewayConfig) -> Result<Fixed, Vec<String>> {
+        let serve = args
+            .serve
+            .resolve(&file.serve)
+            .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        Ok(Fixed {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address")),
+            admin: args.admin.or(file.admin),
+            serve,
+        })
+    }
+
+    /// Writes them into `config`.
+    fn apply(&self, config: &mut GatewayConfig) {
+        config.http.bind = self.listen;
+        config.http.admin = self.admin;
+        self.serve.apply(&mut config.http);
+        config.init_timeout = self.serve.init_timeout;
+        config.request_timeout = self.serve.request_timeout;
+        config.drain_timeout = self.serve.drain_timeout;
+        config.held_call_timeout = self.serve.held_call_timeout;
+        config.max_in_flight = self.serve.max_in_flight;
+    }
+
+    /// What differs in `next`, by the file's keys (empty: nothing).
+    fn changed(&self, next: &Fixed) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.listen != next.listen {
+            keys.push("listen");
+        }
+        if self.admin != next.admin {
+            keys.push("admin");
+        }
+        if self.serve != next.serve {
+            keys.push("the listener's settings (allow_hosts, max_sessions, timeouts, threads, …)");
+        }
+        keys
+    }
 }
 
 /// The drift guards in force, by upstream name: kept across reloads (an
@@ -303,7 +362,13 @@ const FILE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// Reads the file again and applies it (`why`: what asked, for the log). A
 /// file that is invalid, or that the gateway refuses, keeps the running
 /// configuration; each problem is one line.
-async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, why: &str) {
+async fn reload(
+    gateway: &mut Gateway,
+    args: &GatewayArgs,
+    fixed: &Fixed,
+    guards: &mut Guards,
+    why: &str,
+) {
     let path = args.config.as_path();
     let shown = path.display();
     let refused = |lines: Vec<String>| {
@@ -331,6 +396,19 @@ async fn reload(gateway: &mut Gateway, args: &GatewayArgs, guards: &mut Guards, 
             )
         }
     };
+    match Fixed::of(args, &file) {
+        Err(problems) => return refused(problems),
+        Ok(next) => {
+            let changed = fixed.changed(&next);
+            if !changed.is_empty() {
+                return refused(vec![format!(
+                    "{shown}: {} changed: a restart applies it",
+                    changed.join(", ")
+                )]);
+            }
+            fixed.apply(&mut config);
+        }
+    }
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         return refused(problems);
     }
@@ -387,12 +465,17 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
-    let listen = args
-        .listen
-        .or(file.listen)
-        .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid address"));
-    config.http.bind = listen;
-    config.http.admin = args.admin.or(file.admin);
+    let fixed = match Fixed::of(&args, &file) {
+        Ok(f) => f,
+        Err(problems) => {
+            for p in problems {
+                crate::telemetry::fatal(format_args!("{}: {p}", args.config.display()));
+            }
+            return ExitCode::from(2);
+        }
+    };
+    fixed.apply(&mut config);
+    let listen = fixed.listen;
     if let (None, Some(format)) = (args.log_format, file.log_format) {
         crate::telemetry::set_log_format(format);
     }
@@ -402,10 +485,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match fixed.serve.runtime() {
         Ok(r) => r,
         Err(e) => {
             crate::telemetry::fatal(format_args!("cannot start the runtime: {e}"));
@@ -469,13 +549,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 _ = signals.next() => break,
                 _ = hup.recv() => {
                     seen = read(&args.config);
-                    reload(&mut gateway, &args, &mut guards, "SIGHUP").await;
+                    reload(&mut gateway, &args, &fixed, &mut guards, "SIGHUP").await;
                 }
                 _ = poll.tick() => {
                     let now = read(&args.config);
                     if now.is_some() && now != seen {
                         seen = now;
-                        reload(&mut gateway, &args, &mut guards, "file changed").await;
+                        reload(&mut gateway, &args, &fixed, &mut guards, "file changed").await;
                     }
                 }
             }
@@ -493,4 +573,43 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         crate::telemetry::stop_traces().await;
         code
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(argv: &[&str]) -> GatewayArgs {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: GatewayArgs,
+        }
+        let mut all = vec!["gateway", "--config", "g.toml"];
+        all.extend_from_slice(argv);
+        Wrap::parse_from(all).args
+    }
+
+    fn file(text: &str) -> config::GatewayConfig {
+        config::parse(text, config::Format::Toml, &config::Env::process()).expect("a valid file")
+    }
+
+    #[test]
+    fn a_reload_may_not_change_the_listeners() {
+        let base = "[upstreams.a]\ncommand = \"sh\"\n";
+        let running = Fixed::of(&args(&[]), &file(base)).unwrap();
+        assert_eq!(running.listen.to_string(), DEFAULT_LISTEN);
+        let changes = |text: &str, argv: &[&str]| {
+            let next = Fixed::of(&args(argv), &file(&format!("{text}{base}"))).unwrap();
+            Fixed::of(&args(argv), &file(base)).unwrap().changed(&next)
+        };
+        assert_eq!(changes("listen = \"0.0.0.0:9000\"\n", &[]), ["listen"]);
+        assert_eq!(changes("admin = 9464\n", &[]), ["admin"]);
+        assert_eq!(changes("max_sessions = 5\n", &[]).len(), 1);
+        // What a flag sets, the file cannot change.
+        let flags = ["--listen", "127.0.0.1:7000", "--max-sessions", "9"];
+        assert!(changes("listen = \"0.0.0.0:9000\"\nmax_sessions = 5\n", &flags).is_empty());
+        assert!(running.changed(&running.clone()).is_empty());
+    }
 }

@@ -76,6 +76,7 @@ mod example_server;
 mod files;
 mod gateway;
 mod log_writer;
+mod serve_args;
 mod signals;
 mod telemetry;
 
@@ -139,7 +140,7 @@ enum Command {
     /// Serve a remote HTTP MCP server on stdio.
     Connect(bridge::ConnectArgs),
     /// Serve many MCP servers behind one endpoint, from a configuration file.
-    Gateway(gateway::GatewayArgs),
+    Gateway(Box<gateway::GatewayArgs>),
     /// Lock a server's tool, prompt and template definitions, or check it
     /// against the lock (`--check`).
     Lock(Box<client::lock::LockArgs>),
@@ -243,7 +244,7 @@ fn main() -> ExitCode {
         }
         Command::Bridge(a) => bridge::run_bridge(*a),
         Command::Connect(a) => bridge::run_connect(a),
-        Command::Gateway(a) => gateway::run_gateway(a),
+        Command::Gateway(a) => gateway::run_gateway(*a),
         Command::Config(c) => config::run(c),
         Command::Audit(c) => audit::run(c),
         Command::Keygen(a) => client::lock::keygen(a),

@@ -524,7 +524,14 @@ async fn health_and_readiness_follow_the_child() {
     loop {
         let (status, body) = get("/readyz").await;
         if status == 503 {
-            assert!(body.starts_with("not ready"), "{body}");
+            // The gateway's format: each upstream's state, why it is down.
+            let v: Value = serde_json::from_str(&body).expect("a JSON /readyz");
+            assert_eq!(v["ready"], false, "{body}");
+            let upstreams = v["upstreams"].as_object().expect("upstreams");
+            assert_eq!(upstreams.len(), 1, "{body}");
+            let (_, up) = upstreams.iter().next().unwrap();
+            assert_ne!(up["state"], "ready", "{body}");
+            assert!(up["restarts"].is_u64(), "{body}");
             saw_not_ready = true;
         }
         if saw_not_ready && status == 200 {

@@ -864,8 +864,10 @@ async fn readyz_reports_a_dead_upstream() {
         call_text(&client, "fine__echo", json!({"text": "up"})).await,
         "fine:echo:up"
     );
+    // Known down: at once, naming it (not an unknown tool).
     let (code, message) = call_refused(&client, "dead__echo").await;
-    assert_eq!(code, -32602, "{message}");
+    assert_eq!(code, -32603, "{message}");
+    assert!(message.contains("upstream server dead is"), "{message}");
     drop(client);
     drop(gw);
 
@@ -1895,4 +1897,96 @@ async fn an_upstream_is_listed_once_at_its_start() {
         ["prompts/list", "tools/list"],
         "lists sent at the start"
     );
+}
+
+/// An `initialize` POSTed to the gateway's `/mcp` with `host` as its `Host`
+/// header and `body_pad` bytes of padding in its params: the status.
+async fn initialize_as(gw: &GatewayProc, host: &str, body_pad: usize) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "host-test", "version": "1"},
+        "_meta": {"pad": "x".repeat(body_pad)}}});
+    let r = bounded(
+        reqwest::Client::new()
+            .post(&gw.url)
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    r.status().as_u16()
+}
+
+/// The bridge's listener settings, as the gateway's file keys and flags: a
+/// `Host` behind an ingress is served when `allow_hosts` names it (before:
+/// 403 whatever the file said), another gets 403; a body over `max_body`
+/// gets 413; a flag's hosts replace the file's; a reload that changes
+/// `listen` or one of these settings is refused and the gateway serves on as
+/// it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridges_listener_settings_are_the_gateways_keys_and_flags() {
+    let dir = TempDir::new("listener");
+    let upstream = fixture_upstream("a", &["--name", "a"], "");
+    let config = format!("allow_hosts = [\"mcp.example.com\"]\nmax_body = 2000\n{upstream}");
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    assert_eq!(initialize_as(&gw, "mcp.example.com", 0).await, 200);
+    assert_eq!(initialize_as(&gw, "mcp.example.com:443", 0).await, 200);
+    assert_eq!(
+        initialize_as(&gw, "localhost", 0).await,
+        200,
+        "the defaults stay"
+    );
+    assert_eq!(initialize_as(&gw, "evil.example.com", 0).await, 403);
+    assert_eq!(initialize_as(&gw, "mcp.example.com", 4000).await, 413);
+
+    // A changed setting: refused, named (a changed `listen` likewise, in
+    // the unit tests: here `--listen` wins over the file's).
+    let file = dir.path().join("gateway.toml");
+    let pid = libc::pid_t::try_from(gw.child.id().unwrap()).unwrap();
+    for (changed, key) in [(config.replace("2000", "3000"), "the listener's settings")] {
+        let before = gw.log().matches("reload refused").count();
+        std::fs::write(&file, &changed).unwrap();
+        // SAFETY: a plain system call on the gateway this test started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+        let log = eventually(LIMIT, "the reload refused", || async {
+            let log = gw.log();
+            (log.matches("reload refused").count() > before).then_some(log)
+        })
+        .await;
+        assert!(
+            log.contains(key) && log.contains("a restart applies it"),
+            "{log}"
+        );
+        assert_eq!(initialize_as(&gw, "mcp.example.com", 0).await, 200);
+        assert_eq!(
+            initialize_as(&gw, "mcp.example.com", 2500).await,
+            413,
+            "as it was"
+        );
+    }
+    drop(gw);
+
+    let dir = TempDir::new("listener-flags");
+    let gw = GatewayProc::start_with_args(
+        dir.path(),
+        &config,
+        &[
+            "--allow-host",
+            "gw.internal",
+            "--no-default-hosts",
+            "--max-body",
+            "100000",
+        ],
+    )
+    .await;
+    assert_eq!(initialize_as(&gw, "gw.internal", 4000).await, 200);
+    assert_eq!(
+        initialize_as(&gw, "mcp.example.com", 0).await,
+        403,
+        "replaced"
+    );
+    assert_eq!(initialize_as(&gw, "localhost", 0).await, 403, "no defaults");
 }

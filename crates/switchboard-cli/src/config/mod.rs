@@ -54,6 +54,9 @@ pub struct GatewayConfig {
     pub routes: Vec<RouteConfig>,
     /// The top-level `auth` table: the global authorization settings.
     pub auth: Option<AuthConfig>,
+    /// What the bridge takes as flags (`allow_hosts`, `max_sessions`, the
+    /// timeouts, `threads`, …), as the file sets them; checked.
+    pub serve: crate::serve_args::ServeFile,
 }
 
 /// One upstream MCP server.
@@ -396,10 +399,13 @@ enum AdminValue {
     Port(u64),
 }
 
-/// The project's own shape, as written (before cross-checks).
+/// The project's own shape, as written (before cross-checks). Unknown keys
+/// are the schema's to find ([`own_shape`]): `serve` is flattened in, which
+/// serde's `deny_unknown_fields` does not allow.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct File {
+    #[serde(flatten)]
+    serve: crate::serve_args::ServeFile,
     listen: Option<String>,
     admin: Option<AdminValue>,
     log_format: Option<String>,
@@ -627,6 +633,11 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
     {
         problems.push("/audit", "the trail's file is empty".to_owned());
     }
+    if let Err(bad) = crate::serve_args::ServeArgs::default().resolve(&file.serve) {
+        for p in bad {
+            problems.push(&format!("/{}", p.key), p.what);
+        }
+    }
     (problems.list.len() == before).then_some(GatewayConfig {
         listen,
         admin,
@@ -635,6 +646,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
         upstreams,
         routes,
         auth,
+        serve: file.serve,
     })
 }
 

@@ -359,6 +359,11 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     // Every key the schema allows is read (the types deny unknown fields, so a
     // key the schema allows but the types lack would fail this load).
     let mut all = String::from("admin = \"9464\"\nlog_format = \"json\"\n");
+    all.push_str("allow_hosts = [\"mcp.example.com\"]\nno_default_hosts = true\nallow_origins = [\"https://app.example.com\"]\nno_default_origins = true\n");
+    all.push_str("max_body = 10\nmax_sessions = 11\nidle_timeout = \"90s\"\nsse_retry = \"2s\"\nrequest_timeout = \"1m\"\nheld_call_timeout = \"2m\"\n");
+    all.push_str(
+        "max_in_flight = 12\ninit_timeout = \"3s\"\ndrain_timeout = \"4s\"\nthreads = 2\n",
+    );
     all.push_str("audit = { file = \"a.jsonl\", arguments = true, max_bytes = 10, keep = 2, checkpoint_seconds = 3 }\n[upstreams.a]\n");
     all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
@@ -368,6 +373,38 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     let c = ok(&all, Format::Toml);
     assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(120));
     assert_eq!(c.admin, Some("127.0.0.1:9464".parse().unwrap()));
+    let serve = crate::serve_args::ServeArgs::default()
+        .resolve(&c.serve)
+        .unwrap();
+    assert_eq!(
+        (
+            serve.allow_hosts.as_slice(),
+            serve.default_hosts,
+            serve.default_origins
+        ),
+        (&["mcp.example.com".to_owned()][..], false, false)
+    );
+    assert_eq!(
+        (
+            serve.max_body,
+            serve.max_sessions,
+            serve.max_in_flight,
+            serve.threads
+        ),
+        (10, 11, 12, 2)
+    );
+    assert_eq!(
+        [
+            serve.idle_timeout.unwrap(),
+            serve.sse_retry.unwrap(),
+            serve.request_timeout,
+            serve.held_call_timeout,
+            serve.init_timeout,
+            serve.drain_timeout
+        ]
+        .map(|d| d.as_secs()),
+        [90, 2, 60, 120, 3, 4]
+    );
     let audit = c.audit.clone().expect("the audit table").to_config();
     assert_eq!(
         (
@@ -393,6 +430,9 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
             "routes",
             "auth"
         ])
+        .into_iter()
+        .chain(crate::serve_args::FILE_KEYS.map(String::from))
+        .collect::<BTreeSet<String>>()
     );
     assert_eq!(
         keys(&schema["$defs"]["route"]["properties"]),
