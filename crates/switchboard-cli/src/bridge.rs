@@ -23,7 +23,7 @@ use switchboard_transport::http::client::{
 };
 use switchboard_transport::http::server::HttpServerConfig;
 use switchboard_transport::http::sse_client::SseClientConfig;
-use switchboard_transport::stdio::{ChildConfig, ChildScheduling};
+use switchboard_transport::stdio::{ChildConfig, ChildScheduling, Inherit};
 
 use crate::client::render::one_line;
 use crate::signals::{Inherited, Signals, Stop};
@@ -111,6 +111,17 @@ pub struct BridgeArgs {
     /// The child's name in logs (default: the command's file name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Set a variable in the child's environment (repeatable): `NAME=VALUE`,
+    /// or `NAME` for ours under that name.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// The child inherits every variable of ours. By default it gets only
+    /// `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`, `TMPDIR` and the
+    /// locale, plus `--env`: a secret of the bridge's never reaches a server
+    /// that was not given it. For a sidecar whose server reads the pod's
+    /// environment.
+    #[arg(long)]
+    pub inherit_env: bool,
     /// A remote MCP server to serve instead of a command: its Streamable HTTP
     /// endpoint (2025-03-26 and later, 2026-07-28 included: its era is found as
     /// the library's client finds it). Clients of every era reach it through
@@ -284,6 +295,19 @@ fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
         }
     };
     let mut child = ChildConfig::new(args.name.clone().unwrap_or(default_name), program).args(rest);
+    if args.inherit_env {
+        child.inherit = Inherit::All;
+    }
+    for pair in &args.env {
+        child = match pair.split_once('=') {
+            Some((name, value)) if !name.is_empty() => child.env(name, value),
+            None if !pair.is_empty() => match std::env::var_os(pair) {
+                Some(value) => child.env(pair, value),
+                None => return Err(format!("--env {pair}: no such variable here")),
+            },
+            _ => return Err(format!("--env needs NAME or NAME=VALUE, got {pair:?}")),
+        };
+    }
     child.scheduling = match args.child_scheduling {
         SchedulingArg::Batch => ChildScheduling::Batch,
         SchedulingArg::Inherit => ChildScheduling::Inherit,

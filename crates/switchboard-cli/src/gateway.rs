@@ -14,7 +14,7 @@ use switchboard_gateway::{
 };
 use switchboard_transport::http::client::HttpClientConfig;
 use switchboard_transport::http::sse_client::SseClientConfig;
-use switchboard_transport::stdio::ChildConfig;
+use switchboard_transport::stdio::{ChildConfig, Inherit};
 
 use crate::config::{self, Allow, ChildMode, HttpTransport, Target};
 use crate::signals::{Inherited, Signals, Stop};
@@ -191,9 +191,13 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                 env,
                 cwd,
                 child,
+                inherit_env,
             } => {
                 child_mode = *child;
                 let mut c = ChildConfig::new(u.name.clone(), command).args(args);
+                if *inherit_env {
+                    c.inherit = Inherit::All;
+                }
                 for (k, v) in env {
                     c = c.env(k, v);
                 }

@@ -1748,3 +1748,55 @@ async fn a_2024_11_05_server_behind_the_bridge_serves_every_accept() {
     let gone = s.echo(&c, &bridge.url, 6, "gone").await;
     assert_eq!(gone.status, 404, "{}", gone.body);
 }
+
+/// The child's environment: by default only the safe set (a secret of the
+/// bridge's is not there: before, the child inherited it), `--env NAME=VALUE`
+/// and `--env NAME` add to it, `--inherit-env` gives it everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_child_gets_the_safe_environment_unless_it_inherits() {
+    let upstream =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gateway_upstream.py");
+    let cmd = [
+        "python3",
+        upstream.to_str().unwrap(),
+        "--name",
+        "b",
+        "--tool",
+        "env",
+    ];
+    let secret = [("BRIDGE_SECRET", "s3cret"), ("PASSED", "on")];
+    let c = client();
+    for (flags, expect_secret, expect_given) in [
+        (
+            &["--env", "GIVEN=yes", "--env", "PASSED"][..],
+            "(unset)",
+            "yes",
+        ),
+        (&["--inherit-env"][..], "s3cret", "(unset)"),
+    ] {
+        let mut args = vec!["--child", "shared"];
+        args.extend_from_slice(flags);
+        let bridge = BridgeProc::start_with_env(&args, &cmd, &secret).await;
+        let mut got = Vec::new();
+        for (id, var) in ["BRIDGE_SECRET", "GIVEN", "PASSED"].into_iter().enumerate() {
+            let params = json!({"name": "env", "arguments": {"text": var}});
+            let reply = modern(&c, &bridge.url, json!(id), "tools/call", params, json!({})).await;
+            got.push(first_text(&reply.response(&json!(id))["result"]).to_owned());
+        }
+        let expect_passed = if flags.contains(&"PASSED") || flags.contains(&"--inherit-env") {
+            "on"
+        } else {
+            "(unset)"
+        };
+        assert_eq!(
+            got,
+            [
+                format!("b:env:BRIDGE_SECRET={expect_secret}"),
+                format!("b:env:GIVEN={expect_given}"),
+                format!("b:env:PASSED={expect_passed}"),
+            ],
+            "{flags:?}"
+        );
+        bridge.terminate();
+    }
+}

@@ -1990,3 +1990,52 @@ async fn the_bridges_listener_settings_are_the_gateways_keys_and_flags() {
     );
     assert_eq!(initialize_as(&gw, "localhost", 0).await, 403, "no defaults");
 }
+
+/// A stdio upstream's environment: by default only the safe set and its own
+/// `env` (a secret of the gateway's, or a token meant for another
+/// upstream's headers, is not there: before, every child inherited it);
+/// `inherit_env = true` gives it everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_upstream_gets_the_safe_environment_unless_it_inherits() {
+    let dir = TempDir::new("env");
+    let config = [
+        fixture_upstream(
+            "plain",
+            &["--name", "plain", "--tool", "env"],
+            "env = { GIVEN = \"yes\" }",
+        ),
+        fixture_upstream(
+            "sidecar",
+            &["--name", "sidecar", "--tool", "env"],
+            "inherit_env = true",
+        ),
+    ]
+    .concat();
+    let gw = GatewayProc::start_with_env(
+        dir.path(),
+        &config,
+        &[],
+        &[("GW_SECRET", "s3cret"), ("LC_TIME", "C")],
+    )
+    .await;
+    let client = connect(&gw, Leg::Streamable).await;
+    let env = |upstream: &'static str, var: &'static str| {
+        let client = &client;
+        async move { call_text(client, &format!("{upstream}__env"), json!({"text": var})).await }
+    };
+    assert_eq!(
+        env("plain", "GW_SECRET").await,
+        "plain:env:GW_SECRET=(unset)"
+    );
+    assert_eq!(env("plain", "GIVEN").await, "plain:env:GIVEN=yes");
+    assert_eq!(
+        env("plain", "LC_TIME").await,
+        "plain:env:LC_TIME=C",
+        "the locale"
+    );
+    assert_ne!(env("plain", "PATH").await, "plain:env:PATH=(unset)");
+    assert_eq!(
+        env("sidecar", "GW_SECRET").await,
+        "sidecar:env:GW_SECRET=s3cret"
+    );
+}

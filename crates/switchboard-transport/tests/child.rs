@@ -629,7 +629,7 @@ async fn environment_and_working_directory_are_applied() {
         r#"printf '{"jsonrpc":"2.0","method":"m","params":{"v":"%s","d":"%s","h":"%s"}}\n' "$SB_TEST_VAR" "$(pwd)" "${HOME:-unset}"; exec cat"#,
     )
     .env("SB_TEST_VAR", "hello");
-    config.env_clear = true;
+    config.inherit = stdio::Inherit::Nothing;
     config = config.env("PATH", std::env::var_os("PATH").unwrap());
     config.current_dir = Some("/".into());
     let child = stdio::spawn(config, &TransportConfig::default()).unwrap();

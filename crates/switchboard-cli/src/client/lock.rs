@@ -253,10 +253,12 @@ fn config_targets(
                 args: argv,
                 env,
                 cwd,
+                inherit_env,
                 ..
             } => {
                 common.child_env = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 common.child_cwd = cwd.clone();
+                common.child_safe_env = !inherit_env;
                 Target::Command(std::iter::once(command).chain(argv).cloned().collect())
             }
             crate::config::Target::Http { url, headers, .. } => {

@@ -157,6 +157,11 @@ pub struct ConnectArgs {
     pub child_env: Vec<(String, String)>,
     #[arg(skip)]
     pub child_cwd: Option<std::path::PathBuf>,
+    /// The stdio server gets only the safe set of our environment, as the
+    /// gateway would start it (`inherit_env` off); else all of it, as the
+    /// command run from this shell would.
+    #[arg(skip)]
+    pub child_safe_env: bool,
 }
 
 /// `--era`: which era the client speaks (spec notes §6, connecting).
@@ -669,6 +674,10 @@ async fn connect(
                 config = config.env(k, v);
             }
             config.current_dir = common.child_cwd.clone();
+            config.inherit = match common.child_safe_env {
+                true => switchboard_transport::stdio::Inherit::Safe,
+                false => switchboard_transport::stdio::Inherit::All,
+            };
             config.shutdown.stdin_close_grace = CHILD_GRACE;
             config.shutdown.sigterm_grace = CHILD_GRACE;
             let ChildTransport {

@@ -81,6 +81,9 @@ pub enum Target {
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
         child: ChildMode,
+        /// Every variable of the gateway's environment, not only the safe
+        /// set (`HOME`, `PATH`, the locale, …) and `env`.
+        inherit_env: bool,
     },
     Http {
         url: String,
@@ -425,6 +428,7 @@ struct FileUpstream {
     env: Option<BTreeMap<String, String>>,
     cwd: Option<String>,
     child: Option<ChildMode>,
+    inherit_env: Option<bool>,
     url: Option<String>,
     transport: Option<HttpTransport>,
     headers: Option<BTreeMap<String, FileHeader>>,
@@ -698,6 +702,7 @@ fn upstream(
         ("env", u.env.is_some()),
         ("cwd", u.cwd.is_some()),
         ("child", u.child.is_some()),
+        ("inherit_env", u.inherit_env.is_some()),
     ];
     let http_keys = [
         ("transport", u.transport.is_some()),
@@ -733,6 +738,7 @@ fn upstream(
                 env: u.env.unwrap_or_default(),
                 cwd: u.cwd.map(PathBuf::from),
                 child: u.child.unwrap_or(ChildMode::Shared),
+                inherit_env: u.inherit_env.unwrap_or(false),
             })
         }
         (None, Some(url)) => {

@@ -78,6 +78,32 @@ impl Default for ShutdownConfig {
     }
 }
 
+/// Which of our environment variables a child inherits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inherit {
+    /// A short set that holds no secrets, as the official SDKs' clients
+    /// give: `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`, `TMPDIR`
+    /// and the locale (`LANG`, `LANGUAGE`, `LC_*`).
+    Safe,
+    /// All of them (a sidecar whose server reads the pod's environment).
+    All,
+    /// None: only [`ChildConfig::env`].
+    Nothing,
+}
+
+impl Inherit {
+    /// Whether `name` is in the [`Inherit::Safe`] set.
+    pub fn is_safe(name: &OsStr) -> bool {
+        const SAFE: [&str; 9] = [
+            "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "LANG", "LANGUAGE",
+        ];
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        SAFE.contains(&name) || name.starts_with("LC_")
+    }
+}
+
 /// What to run, and how ([`spawn`]).
 ///
 /// ```
@@ -97,13 +123,14 @@ pub struct ChildConfig {
     pub command: OsString,
     /// The arguments, without the program.
     pub args: Vec<OsString>,
-    /// Variables added to the child's environment (after
-    /// [`env_clear`](Self::env_clear) when it is set), in order; a later entry
-    /// overrides an earlier one.
+    /// Variables set in the child's environment, over what it inherits
+    /// ([`inherit`](Self::inherit)), in order; a later entry overrides an
+    /// earlier one.
     pub env: Vec<(OsString, OsString)>,
-    /// Whether the child starts from an empty environment (only [`env`](Self::env))
-    /// instead of inheriting ours. Default `false` (inherit).
-    pub env_clear: bool,
+    /// Which of our variables the child inherits. Default [`Inherit::Safe`]:
+    /// a secret in our environment (a token meant for another upstream's
+    /// headers) never reaches a server that was not given it.
+    pub inherit: Inherit,
     /// The child's working directory; `None` (default) inherits ours.
     pub current_dir: Option<PathBuf>,
     /// The longest stderr line logged whole, in bytes; a longer line is logged as
@@ -162,7 +189,7 @@ impl ChildConfig {
             command: command.as_ref().to_owned(),
             args: Vec::new(),
             env: Vec::new(),
-            env_clear: false,
+            inherit: Inherit::Safe,
             current_dir: None,
             stderr_max_line_len: DEFAULT_STDERR_MAX_LINE_LEN,
             log_limit: DEFAULT_LOG_LIMIT,
@@ -231,7 +258,7 @@ impl ChildConfig {
         }
         let path = match self.env.iter().rev().find(|(k, _)| k == "PATH") {
             Some((_, v)) => Some(v.clone()),
-            None if self.env_clear => None,
+            None if self.inherit == Inherit::Nothing => None,
             None => std::env::var_os("PATH"),
         };
         let Some(path) = path else {
@@ -506,8 +533,15 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
         // Its own process group (pgid = its pid), so shutdown signals reach what it
         // started too, and a terminal's Ctrl-C reaches only us (we stop it in order).
         .process_group(0);
-    if config.env_clear {
-        cmd.env_clear();
+    match config.inherit {
+        Inherit::All => {}
+        Inherit::Safe => {
+            cmd.env_clear();
+            cmd.envs(std::env::vars_os().filter(|(k, _)| Inherit::is_safe(k)));
+        }
+        Inherit::Nothing => {
+            cmd.env_clear();
+        }
     }
     cmd.envs(config.env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = &config.current_dir {
@@ -986,7 +1020,19 @@ mod tests {
         assert_eq!(c.stderr_max_line_len, 65_536);
         assert_eq!(c.log_limit, LogLimit::new(50, 10));
         assert_eq!(c.log_limit, DEFAULT_LOG_LIMIT);
-        assert!(!c.env_clear);
+        assert_eq!(c.inherit, Inherit::Safe);
+        for safe in ["HOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"] {
+            assert!(Inherit::is_safe(OsStr::new(safe)), "{safe}");
+        }
+        for secret in [
+            "GW_SECRET",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "LD_PRELOAD",
+            "PATHX",
+        ] {
+            assert!(!Inherit::is_safe(OsStr::new(secret)), "{secret}");
+        }
         assert_eq!(c.current_dir, None);
         assert_eq!(c.args, ["a", "b"]);
         assert_eq!(c.env, [("K".into(), "V".into())]);
@@ -1114,7 +1160,7 @@ mod tests {
         relative.current_dir = Some(dir.clone());
         assert_eq!(relative.find_program().unwrap(), None);
         let mut cleared = ChildConfig::new("n", "sh");
-        cleared.env_clear = true;
+        cleared.inherit = Inherit::Nothing;
         assert_eq!(cleared.find_program().unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -16,8 +16,8 @@ use tracing::info_span;
 
 pub use crate::log_limit::{LogLimit, LOG_SUMMARY_INTERVAL};
 pub use child::{
-    spawn, ChildConfig, ChildProcess, ChildScheduling, ChildTransport, KillSwitch, ShutdownConfig,
-    ShutdownReport, ShutdownStep, DEFAULT_LOG_LIMIT, DEFAULT_SIGTERM_GRACE,
+    spawn, ChildConfig, ChildProcess, ChildScheduling, ChildTransport, Inherit, KillSwitch,
+    ShutdownConfig, ShutdownReport, ShutdownStep, DEFAULT_LOG_LIMIT, DEFAULT_SIGTERM_GRACE,
     DEFAULT_STDERR_MAX_LINE_LEN, DEFAULT_STDIN_CLOSE_GRACE, EXIT_DRAIN, STDOUT_EOF_EXIT_WAIT,
 };
 
