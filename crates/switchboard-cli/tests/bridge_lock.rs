@@ -114,7 +114,7 @@ async fn block_mode_never_serves_a_changed_tool_in_any_era() {
         let d = dir("block");
         let (defs, lock) = lock_approved(&d.0);
         let log = d.0.join("calls.log");
-        let bridge = BridgeProc::start_with_env(
+        let bridge = BridgeProc::start_with_child_env(
             &["--child", "shared", "--lock", lock.to_str().unwrap()],
             &["python3", &server(), defs.to_str().unwrap()],
             &[("SCRIPTED_CALLS", log.to_str().unwrap())],
@@ -462,7 +462,7 @@ async fn a_change_approved_on_sighup_is_served_on_a_paged_server() {
         paged["pageSize"] = json!(1);
         let (defs, lock) = lock_definitions(&d.0, &paged);
         let lists = d.0.join("lists.log");
-        let bridge = BridgeProc::start_with_env(
+        let bridge = BridgeProc::start_with_child_env(
             &["--child", "shared", "--lock", lock.to_str().unwrap()],
             &["python3", &server(), defs.to_str().unwrap()],
             &[("SCRIPTED_LISTS", lists.to_str().unwrap())],
@@ -603,7 +603,7 @@ async fn per_session_children_are_judged_from_their_start() {
         let d = dir("per-session");
         let (defs, lock) = lock_approved(&d.0);
         let log = d.0.join("calls.log");
-        let bridge = BridgeProc::start_with_env(
+        let bridge = BridgeProc::start_with_child_env(
             &["--child", "per-session", "--lock", lock.to_str().unwrap()],
             &["python3", &server(), defs.to_str().unwrap()],
             &[("SCRIPTED_CALLS", log.to_str().unwrap())],
@@ -1248,7 +1248,7 @@ async fn block_mode_refuses_an_approved_tool_the_server_no_longer_lists() {
         let (defs, lock) = lock_approved(&d.0);
         std::fs::write(&defs, without_read_file().to_string()).unwrap();
         let log = d.0.join("calls.log");
-        let bridge = BridgeProc::start_with_env(
+        let bridge = BridgeProc::start_with_child_env(
             &["--child", "shared", "--lock", lock.to_str().unwrap()],
             &["python3", &server(), defs.to_str().unwrap()],
             &[("SCRIPTED_CALLS", log.to_str().unwrap())],
@@ -1312,13 +1312,13 @@ async fn a_tool_that_disappears_silently_is_refused_once_a_client_lists() {
         let log = d.0.join("calls.log");
         let env = [("SCRIPTED_CALLS", log.to_str().unwrap())];
         let command = ["python3", &server(), defs.to_str().unwrap()];
-        let shared = BridgeProc::start_with_env(
+        let shared = BridgeProc::start_with_child_env(
             &["--child", "shared", "--lock", lock.to_str().unwrap()],
             &command,
             &env,
         )
         .await;
-        let own = BridgeProc::start_with_env(
+        let own = BridgeProc::start_with_child_env(
             &["--child", "per-session", "--lock", lock.to_str().unwrap()],
             &command,
             &env,
@@ -1509,7 +1509,7 @@ async fn a_tool_listed_again_rewritten_on_another_page_stays_refused() {
             paged["pageSize"] = json!(1);
             let (defs, lock) = lock_definitions(&d.0, &paged);
             let log = d.0.join("calls.log");
-            let bridge = BridgeProc::start_with_env(
+            let bridge = BridgeProc::start_with_child_env(
                 &["--child", mode, "--lock", lock.to_str().unwrap()],
                 &["python3", &server(), defs.to_str().unwrap()],
                 &[("SCRIPTED_CALLS", log.to_str().unwrap())],

@@ -91,8 +91,8 @@ impl Leg {
 
 /// Starts the bridge in front of `spec` with `--child MODE` (`shared`: one child for
 /// every leg; `per-session`: one more per legacy session): its program and
-/// arguments after `--`, its environment through the bridge's (children inherit
-/// it).
+/// arguments after `--`, its environment passed on by the bridge (`--env
+/// NAME`: children get only the safe set otherwise).
 async fn bridge_for(spec: &peers::PeerSpec, mode: &str) -> BridgeProc {
     assert!(
         spec.current_dir.is_none(),
@@ -105,7 +105,7 @@ async fn bridge_for(spec: &peers::PeerSpec, mode: &str) -> BridgeProc {
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let args = ["--child", mode, "--name", spec.name.as_str()];
-    bounded(BridgeProc::start_with_env(&args, &cmd, &env)).await
+    bounded(BridgeProc::start_with_child_env(&args, &cmd, &env)).await
 }
 
 /// Our client on `leg` of `bridge`, checking that it got the era it asked for.

@@ -32,10 +32,24 @@ impl BridgeProc {
         BridgeProc::start_with_env(args, cmd, &[]).await
     }
 
-    /// [`start`](Self::start) with `env` added to the bridge's environment, which
-    /// its children inherit (the bridge has no flag for a child's environment).
+    /// [`start`](Self::start) with `env` added to the bridge's environment
+    /// only (its children get the safe set: not these).
     pub async fn start_with_env(args: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> BridgeProc {
         BridgeProc::start_with(args, cmd, env, Stdio::inherit()).await
+    }
+
+    /// [`start`](Self::start) with `env` set for its children too: in the
+    /// bridge's environment and passed on by name (`--env NAME`).
+    pub async fn start_with_child_env(
+        args: &[&str],
+        cmd: &[&str],
+        env: &[(&str, &str)],
+    ) -> BridgeProc {
+        let mut all: Vec<&str> = args.to_vec();
+        for (name, _) in env {
+            all.extend(["--env", name]);
+        }
+        BridgeProc::start_with(&all, cmd, env, Stdio::inherit()).await
     }
 
     /// [`start`](Self::start) with its stderr (its logs, at `info`) written
