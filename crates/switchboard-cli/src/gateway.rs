@@ -223,34 +223,32 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                         }
                     }
                 }
-                match transport {
-                    HttpTransport::Sse => {
-                        let mut c = SseClientConfig::default();
-                        for (name, value) in resolved {
-                            match (
-                                http::HeaderName::from_bytes(name.as_bytes()),
-                                http::HeaderValue::from_str(&value),
-                            ) {
-                                (Ok(n), Ok(v)) => {
-                                    c.headers.append(n, v);
-                                }
-                                _ => problems.push(format!(
-                                    "upstreams.{}.headers.{name}: not a valid header",
-                                    u.name
-                                )),
-                            }
+                let mut sse = SseClientConfig::default();
+                for (name, value) in &resolved {
+                    match (
+                        http::HeaderName::from_bytes(name.as_bytes()),
+                        http::HeaderValue::from_str(value),
+                    ) {
+                        (Ok(n), Ok(v)) => {
+                            sse.headers.append(n, v);
                         }
-                        Connector::Sse(url.clone(), c)
+                        _ => problems.push(format!(
+                            "upstreams.{}.headers.{name}: not a valid header",
+                            u.name
+                        )),
                     }
+                }
+                let mut streamable = HttpClientConfig::new(url.clone());
+                streamable.headers = resolved;
+                streamable.standalone_stream = true;
+                match transport {
+                    HttpTransport::Sse => Connector::Sse(url.clone(), sse),
+                    // Streamable HTTP, else legacy HTTP+SSE at the same URL.
+                    HttpTransport::Auto => Connector::Auto(streamable, (url.clone(), sse)),
                     // The era is found by the handshake (2026-07-28 or
                     // Streamable HTTP).
-                    HttpTransport::Auto
-                    | HttpTransport::StreamableHttp
-                    | HttpTransport::Stateless => {
-                        let mut c = HttpClientConfig::new(url.clone());
-                        c.headers = resolved;
-                        c.standalone_stream = true;
-                        Connector::StreamableHttp(c)
+                    HttpTransport::StreamableHttp | HttpTransport::Stateless => {
+                        Connector::StreamableHttp(streamable)
                     }
                 }
             }
@@ -345,7 +343,7 @@ fn set_auth(
 /// The outbound header values an upstream is connected with.
 fn header_values_of(connector: &Connector) -> Vec<(String, String)> {
     match connector {
-        Connector::StreamableHttp(c) => c.headers.clone(),
+        Connector::StreamableHttp(c) | Connector::Auto(c, _) => c.headers.clone(),
         Connector::Sse(_, c) => c
             .headers
             .iter()

@@ -2039,3 +2039,38 @@ async fn a_stdio_upstream_gets_the_safe_environment_unless_it_inherits() {
         "sidecar:env:GW_SECRET=s3cret"
     );
 }
+
+/// A URL upstream without a `transport` whose server speaks only the legacy
+/// HTTP+SSE transport (here another gateway's `/sse`, which refuses a POST
+/// with 405): found as such, its tools listed and called (before: a POST
+/// refused and retried forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_of_unknown_transport_falls_back_to_legacy_sse() {
+    let back_dir = TempDir::new("sse-back");
+    let back = GatewayProc::start(
+        back_dir.path(),
+        &fixture_upstream("a", &["--name", "a"], ""),
+    )
+    .await;
+    let dir = TempDir::new("sse-front");
+    let front = GatewayProc::start(
+        dir.path(),
+        &format!("[upstreams.x]\nurl = \"{}/sse\"\n", back.base),
+    )
+    .await;
+    for leg in [Leg::Streamable, Leg::Modern] {
+        let client = connect(&front, leg).await;
+        let names = eventually(LIMIT, "x's tools listed", || async {
+            let names = tool_names(&client).await;
+            (!names.is_empty()).then_some(names)
+        })
+        .await;
+        assert_eq!(names, ["x__a__echo", "x__a__hang"], "{leg:?}");
+        assert_eq!(
+            call_text(&client, "x__a__echo", json!({"text": "via sse"})).await,
+            "a:echo:via sse"
+        );
+    }
+    let (_, ready) = front.readyz().await;
+    assert!(ready.contains("\"state\":\"ready\""), "{ready}");
+}

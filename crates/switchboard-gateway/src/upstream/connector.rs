@@ -26,6 +26,11 @@ pub enum Connector {
     StreamableHttp(HttpClientConfig),
     /// A legacy HTTP+SSE endpoint (2024-11-05): the URL of its `GET` stream.
     Sse(String, SseClientConfig),
+    /// A URL whose transport is to be found: Streamable HTTP (2026-07-28
+    /// first, then `initialize`), and when its POST is refused with 400, 404
+    /// or 405, the legacy HTTP+SSE transport at the same URL (the URL and
+    /// the SSE client's settings here).
+    Auto(HttpClientConfig, (String, SseClientConfig)),
 }
 
 /// One connection to an upstream.
@@ -82,7 +87,7 @@ impl Connector {
     pub fn name(&self) -> &str {
         match self {
             Connector::Stdio(child) => &child.name,
-            Connector::StreamableHttp(config) => &config.url,
+            Connector::StreamableHttp(config) | Connector::Auto(config, _) => &config.url,
             Connector::Sse(url, _) => url,
         }
     }
@@ -114,7 +119,7 @@ impl Connector {
                     link: Link::Process(child.process),
                 })
             }
-            Connector::StreamableHttp(config) => {
+            Connector::StreamableHttp(config) | Connector::Auto(config, _) => {
                 let (transport, handle) =
                     switchboard_transport::http::client::connect(config.clone())
                         .map_err(|e| format!("could not connect to {}: {e}", config.url))?;

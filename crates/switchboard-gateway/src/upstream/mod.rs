@@ -631,7 +631,7 @@ impl Upstream {
     pub(crate) fn transport(&self) -> &'static str {
         match self.inner.config.connector {
             Connector::Stdio(_) => "stdio",
-            Connector::StreamableHttp(_) => "streamable_http",
+            Connector::StreamableHttp(_) | Connector::Auto(..) => "streamable_http",
             Connector::Sse(..) => "sse",
         }
     }
@@ -1156,22 +1156,65 @@ async fn run_child(
     stop: &mut watch::Receiver<bool>,
 ) -> String {
     let pid = connection.pid();
-    let Connection {
-        sender,
-        mut receiver,
-        link,
-    } = connection;
-    let handshake = tokio::time::timeout(
-        inner.config.init_timeout,
-        initialize(inner, &sender, &mut receiver, &link),
-    );
-    let outcome = tokio::select! {
-        r = handshake => match r {
-            Ok(Ok(info)) => Ok(info),
-            Ok(Err(why)) => Err(why),
-            Err(_) => Err(format!("no answer to initialize within {:?}", inner.config.init_timeout)),
+    let mut connection = connection;
+    let (
+        outcome,
+        Connection {
+            sender,
+            mut receiver,
+            link,
         },
-        () = stopped(stop) => Err(STOPPED.to_owned()),
+    ) = loop {
+        let Connection {
+            sender,
+            mut receiver,
+            link,
+        } = connection;
+        let handshake = tokio::time::timeout(
+            inner.config.init_timeout,
+            initialize(inner, &sender, &mut receiver, &link),
+        );
+        let outcome = tokio::select! {
+            r = handshake => match r {
+                Ok(Ok(info)) => Ok(info),
+                Ok(Err(why)) => Err(why),
+                Err(_) => Err(format!("no answer to initialize within {:?}", inner.config.init_timeout)),
+            },
+            () = stopped(stop) => Err(STOPPED.to_owned()),
+        };
+        let done = Connection {
+            sender,
+            receiver,
+            link,
+        };
+        // A URL of unknown transport that refused the Streamable HTTP POST
+        // (400, 404, 405: MCP 2025-03-26 "Backwards Compatibility"): the
+        // legacy HTTP+SSE transport at the same URL, in this same start.
+        let sse = match (&inner.config.connector, &outcome) {
+            (Connector::Auto(_, sse), Err(_)) => done
+                .link
+                .http()
+                .and_then(HttpClientHandle::last_error_status)
+                .filter(|status| matches!(status, 400 | 404 | 405))
+                .map(|_| sse.clone()),
+            _ => None,
+        };
+        let Some((url, config)) = sse else {
+            break (outcome, done);
+        };
+        done.close().await;
+        debug!(%url, "Streamable HTTP refused: trying the legacy HTTP+SSE transport");
+        match Connector::Sse(url, config)
+            .connect(&inner.config.transport)
+            .await
+        {
+            Ok(next) => connection = next,
+            Err(why) => {
+                *lock(&inner.lapse) = Some(why.clone());
+                set_status(inner, Status::Down(why.clone()));
+                return why;
+            }
+        }
     };
     let why = match outcome {
         // A start that failed: known down until one succeeds.
