@@ -635,3 +635,52 @@ async fn the_inspector_cli_reaches_every_real_upstream_through_the_gateway() {
         );
     }
 }
+
+/// The official Python SDK client reads a 2 MB tool result through the
+/// gateway and through the bridge (a 2025 session over Streamable HTTP): the
+/// SDK caps one SSE event at 1 MiB, and the answer alone comes as one JSON
+/// body (before: one SSE event, and the call failed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_reads_a_result_over_a_mebibyte() {
+    let _serial = SERIAL.lock().await;
+    let Some(spec) = peers::python_script("python-big-result", &interop("python_big_result.py"))
+    else {
+        return;
+    };
+    let dir = peers::TempDir::new("gateway-big");
+    let upstream = fixture("gateway_upstream.py");
+    let config = format!(
+        "[upstreams.a]\ncommand = \"python3\"\nargs = {}\n",
+        qa(&[&upstream, "--name", "a", "--tool", "big"])
+    );
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    run_script(
+        spec.clone(),
+        &[&gw.url, "a__big", "2000000"],
+        "python big result ok",
+    )
+    .await;
+    // The bridge, in front of the same server.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut bridge = Command::new(gateway_util::BIN)
+        .args(["bridge", "--listen", &listen, "--child", "shared", "--"])
+        .args(["python3", &upstream, "--name", "b", "--tool", "big"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bridge starts");
+    eventually(LIMIT, "the bridge listens", || async {
+        tokio::net::TcpStream::connect(&listen).await.ok().map(drop)
+    })
+    .await;
+    run_script(
+        spec,
+        &[&format!("http://{listen}/mcp"), "big", "2000000"],
+        "python big result ok",
+    )
+    .await;
+    let _ = bridge.start_kill();
+}
