@@ -100,10 +100,11 @@ async fn echo_round_trip_over_streamable_http() {
         let content_type = call.headers()["content-type"].to_str().unwrap().to_owned();
         // The answer alone, first thing to send: one JSON body.
         assert_eq!(content_type, "application/json", "a lone answer");
-        let messages = vec![serde_json::from_str::<serde_json::Value>(
-            &call.text().await.expect("body"),
-        )
-        .expect("JSON")];
+        let messages =
+            vec![
+                serde_json::from_str::<serde_json::Value>(&call.text().await.expect("body"))
+                    .expect("JSON"),
+            ];
         let reply = messages
             .iter()
             .find(|m| m.get("id").is_some())
