@@ -101,7 +101,7 @@ async fn echo_round_trip_over_streamable_http() {
         // The answer alone, first thing to send: one JSON body.
         assert_eq!(content_type, "application/json", "a lone answer");
         let messages =
-            vec![
+            [
                 serde_json::from_str::<serde_json::Value>(&call.text().await.expect("body"))
                     .expect("JSON"),
             ];
