@@ -365,7 +365,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
         "max_in_flight = 12\ninit_timeout = \"3s\"\ndrain_timeout = \"4s\"\nthreads = 2\n",
     );
     all.push_str("audit = { file = \"a.jsonl\", arguments = true, max_bytes = 10, keep = 2, checkpoint_seconds = 3 }\n[upstreams.a]\n");
-    all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\nprefix = \"p\"\ntimeout = \"2m\"\n");
+    all.push_str("command = \"x\"\nargs = []\nenv = {}\ncwd = \"/\"\nchild = \"shared\"\ninherit_env = true\nprefix = \"p\"\ntimeout = \"2m\"\n");
     all.push_str("[upstreams.b]\nurl = \"http://h/\"\ntransport = \"stateless\"\nheaders = {}\n");
     all.push_str("[auth]\nissuer = \"https://as\"\nresource = \"https://gw/mcp\"\njwks = \"https://as/jwks\"\nscopes = [\"s\"]\ntool_scopes = { t = [\"u\"] }\n");
     all.push_str("introspection = { endpoint = \"https://as/i\", client_id = \"c\", client_secret_env = \"TOKEN\", accept_missing_audience = true }\n");
@@ -466,6 +466,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
             "env",
             "cwd",
             "child",
+            "inherit_env",
             "url",
             "transport",
             "headers",
