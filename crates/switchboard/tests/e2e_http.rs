@@ -61,21 +61,11 @@ fn post(
 }
 
 /// Reads the JSON messages of an SSE reply as they arrive (priming events
-/// skipped), calling `on_message` for each, until the stream ends; a reply
-/// that is its answer alone comes as one JSON body.
+/// skipped), calling `on_message` for each, until the stream ends.
 async fn read_stream(
     resp: &mut reqwest::Response,
     mut on_message: impl AsyncFnMut(&Value),
 ) -> Vec<Value> {
-    if resp.headers()["content-type"].to_str().unwrap() == "application/json" {
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.unwrap() {
-            body.extend_from_slice(&chunk);
-        }
-        let v: Value = serde_json::from_slice(&body).unwrap();
-        on_message(&v).await;
-        return vec![v];
-    }
     assert_eq!(
         resp.headers()["content-type"].to_str().unwrap(),
         "text/event-stream"

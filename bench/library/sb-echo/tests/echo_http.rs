@@ -98,13 +98,11 @@ async fn echo_round_trip_over_streamable_http() {
         .await;
         assert_eq!(call.status(), 200);
         let content_type = call.headers()["content-type"].to_str().unwrap().to_owned();
-        // The answer alone, first thing to send: one JSON body.
-        assert_eq!(content_type, "application/json", "a lone answer");
-        let messages =
-            [
-                serde_json::from_str::<serde_json::Value>(&call.text().await.expect("body"))
-                    .expect("JSON"),
-            ];
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "default replies are SSE: {content_type}"
+        );
+        let messages = sse_messages(&call.text().await.expect("body"));
         let reply = messages
             .iter()
             .find(|m| m.get("id").is_some())

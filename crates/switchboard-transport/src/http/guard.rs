@@ -393,16 +393,6 @@ pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The data of an event [`message_event`] made with one `data:` line (every
-/// encoded message is one line of JSON): the message's bytes. `None` for
-/// another event (several lines, the priming event).
-pub(crate) fn event_data(event: &bytes::Bytes) -> Option<bytes::Bytes> {
-    let start = event.windows(7).position(|w| w == b"\ndata: ")? + 7;
-    let end = event.len().checked_sub(2).filter(|&e| e > start)?;
-    let data = &event[start..end];
-    (event.ends_with(b"\n\n") && !data.contains(&b'\n')).then(|| event.slice(start..end))
-}
-
 /// A priming event (id `stream-seq`, empty data; 2025-11-25 "Transports →
 /// Streamable HTTP") with `retry: millis` when given, in one allocation; the
 /// same bytes as `Event::priming(..).with_retry(..)`.
@@ -433,22 +423,6 @@ pub(crate) fn header_text(headers: &HeaderMap, name: impl AsHeaderName) -> Optio
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn an_events_data_is_its_message() {
-        let bytes = |v: Vec<u8>| bytes::Bytes::from(v);
-        let event = bytes(message_event(
-            3,
-            7,
-            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-        ));
-        assert_eq!(
-            event_data(&event).as_deref(),
-            Some(&br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..])
-        );
-        assert_eq!(event_data(&bytes(priming_event(3, 0, Some(1000)))), None);
-        assert_eq!(event_data(&bytes(message_event(3, 8, b"two\nlines"))), None);
-    }
-
     use super::*;
     use http::HeaderValue;
 

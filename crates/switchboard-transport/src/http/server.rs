@@ -1864,8 +1864,7 @@ async fn post(
     // bridge's child) until the idle timeout. Ended when this is dropped armed.
     let mut unclaimed = Unclaimed(opening.then(|| session.clone()));
     let json = shape.json(shared.config.json_response);
-    let either = shape == guard::ReplyShape::Either;
-    let mut response = answer(shared, &session, frame, (version, json, either), opening).await;
+    let mut response = answer(shared, &session, frame, (version, json), opening).await;
     unclaimed.0 = None;
     if let Some((id, initialize)) = created {
         if session.initialize_failed() {
@@ -2011,7 +2010,7 @@ async fn answer(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     frame: Frame,
-    (version, json, either): (ProtocolVersion, bool, bool),
+    (version, json): (ProtocolVersion, bool),
     opening: bool,
 ) -> Response<Body> {
     let (_answering, alone) = Answering::enter(&shared.answering);
@@ -2123,29 +2122,6 @@ async fn answer(
         return response;
     }
     let waiting = prefix.is_empty();
-    // One request, from a client that takes JSON too: nothing goes out
-    // before its first message; when that is its answer, the answer is the
-    // whole reply, as one JSON body (no stream opened, no priming event
-    // owed: a client that caps an SSE event's size reads any result). SSE
-    // when something else comes first (progress, a request of the server's),
-    // or the handler closes the stream (SEP-1699).
-    let rx = match rx {
-        Some(rx) if either && !opening && !batch && ids.len() == 1 && waiting => {
-            first_event(&mut prefix, rx).await
-        }
-        rx => rx,
-    };
-    if either && !opening && !batch && ids.len() == 1 && rx.is_none() && prefix.len() == 1 {
-        if let Some(data) = guard::event_data(&prefix[0]) {
-            drop(guard);
-            let mut response = Response::new(Body::full(data));
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return response;
-        }
-    }
-    let waiting = waiting && prefix.is_empty();
     if primed {
         prefix.push_front(priming(stream, 0, shared.config.sse_retry));
     }
@@ -2254,18 +2230,6 @@ async fn first_events(
             take_ready(prefix, rx)
         }
     }
-}
-
-/// Waits for the first event of `rx`, however long it takes, then appends it
-/// and every event queued behind it to `prefix`; the receiver comes back
-/// unless the stream ended.
-async fn first_event(
-    prefix: &mut std::collections::VecDeque<Bytes>,
-    mut rx: mpsc::Receiver<Bytes>,
-) -> Option<mpsc::Receiver<Bytes>> {
-    let event = rx.recv().await?;
-    prefix.push_back(event);
-    take_ready(prefix, rx)
 }
 
 /// Appends every event already queued on `rx` to `prefix`; the receiver comes

@@ -524,7 +524,22 @@ impl Drop for SpawnPolicy {
 ///
 /// Panics if called outside a Tokio runtime.
 pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<ChildTransport> {
-    let mut cmd = Command::new(&config.command);
+    // A program looked up in `PATH` with the environment rewritten makes the
+    // standard library fork (posix_spawnp would search our own `PATH`),
+    // write-protecting all our memory for the child's exec: looked up here
+    // instead, the spawn stays a vfork-like posix_spawn.
+    let program = match (
+        config.inherit,
+        config.command.as_encoded_bytes().contains(&b'/'),
+    ) {
+        (Inherit::All, _) | (_, true) => None,
+        _ => config.find_program().ok().flatten(),
+    };
+    let mut cmd = Command::new(
+        program
+            .as_deref()
+            .map_or(config.command.as_os_str(), |p| p.as_os_str()),
+    );
     cmd.args(&config.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
