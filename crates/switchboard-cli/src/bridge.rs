@@ -400,6 +400,13 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         }
     };
     let guard = config.drift_guard.clone();
+    let open: &[&str] = match config.http.auth {
+        Some(_) => &[],
+        None => &[config.http.path.as_str()],
+    };
+    if let Some(warning) = crate::serve_args::exposure_warning(listen, open) {
+        tracing::warn!("{warning}");
+    }
     // A command that can never start (a typo, a missing file) is a mistake in
     // this command line, not a child to restart with backoff forever: said at
     // once, exit 2. One that starts and then dies is supervised as usual.

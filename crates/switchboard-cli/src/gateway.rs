@@ -487,6 +487,20 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
+    // Routes served without authorization: their own `auth = false`, or
+    // none of their own and no global settings.
+    let open: Vec<&str> = config
+        .routes
+        .iter()
+        .map(|r| r.path.as_str())
+        .filter(|p| match config.http.route_auth.get(*p) {
+            Some(own) => own.is_none(),
+            None => config.http.auth.is_none(),
+        })
+        .collect();
+    if let Some(warning) = crate::serve_args::exposure_warning(listen, &open) {
+        tracing::warn!("{warning}");
+    }
     let runtime = match fixed.serve.runtime() {
         Ok(r) => r,
         Err(e) => {

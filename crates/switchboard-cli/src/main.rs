@@ -90,11 +90,21 @@ use switchboard_protocol::ProtocolVersion;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
+/// `--version`: the package's version and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("SWITCHBOARD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "switchboard",
-    version,
-    about = "MCP on the wire: decode, a terminal client, an example server, bridge and connect",
+    version = VERSION,
+    about = "MCP on the wire: a client (tools, resources, prompts), an example server, \
+             the bridge (a stdio server over HTTP) and connect, the gateway (many \
+             servers behind one endpoint) and the drift guard's lock",
     // No command: the usage on stderr, exit 2 (clap's usage error), as a CLI
     // with subcommands does; nothing is run by default.
     arg_required_else_help = true

@@ -371,6 +371,21 @@ impl Serve {
     }
 }
 
+/// The warning for a listener on `listen` that other hosts can reach
+/// (not loopback) while `open` paths serve MCP without authorization; `None`
+/// when there is nothing to warn of.
+pub fn exposure_warning(listen: std::net::SocketAddr, open: &[&str]) -> Option<String> {
+    if listen.ip().is_loopback() || open.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "listening on {listen}, which other hosts can reach, with no authorization on {}: \
+         anyone who reaches it may call every tool (give the --auth-* flags or an auth \
+         table, or listen on 127.0.0.1)",
+        open.join(", ")
+    ))
+}
+
 /// A duration: `250ms`, `90s`, `30m`, `2h`, or plain seconds (`12`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -427,6 +442,18 @@ mod tests {
         for bad in ["61m", "2h"] {
             assert!(parse_sse_retry(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_an_open_path_on_a_reachable_address_is_warned_of() {
+        let any: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let local: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let v6: std::net::SocketAddr = "[::1]:8080".parse().unwrap();
+        let warned = exposure_warning(any, &["/mcp", "/public/mcp"]).unwrap();
+        assert!(warned.contains("0.0.0.0:8080") && warned.contains("/mcp, /public/mcp"));
+        assert_eq!(exposure_warning(any, &[]), None, "every path protected");
+        assert_eq!(exposure_warning(local, &["/mcp"]), None);
+        assert_eq!(exposure_warning(v6, &["/mcp"]), None);
     }
 
     #[test]

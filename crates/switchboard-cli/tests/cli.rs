@@ -88,3 +88,36 @@ fn completions_for_each_shell() {
         "bridge flags"
     );
 }
+
+/// `--version` names the commit the binary was built from (the checkout's
+/// HEAD, when built from one), and the help names the gateway and the lock.
+#[test]
+fn the_version_names_the_commit_and_the_help_the_gateway() {
+    let r = run(&["--version"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let line = r.stdout.trim();
+    assert!(
+        line.starts_with(&format!("switchboard {} (", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_owned());
+    match head {
+        Some(head) => assert!(line.ends_with(&format!("({head})")), "{line}, HEAD {head}"),
+        None => assert!(line.ends_with("(unknown)"), "{line}"),
+    }
+    let r = run(&["--help"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    for word in ["gateway", "lock", "bridge"] {
+        assert!(
+            r.stdout.lines().next().unwrap_or("").contains(word),
+            "{word}: {}",
+            r.stdout
+        );
+    }
+}

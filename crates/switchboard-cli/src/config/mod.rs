@@ -231,6 +231,23 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
             })
             .collect::<Vec<_>>()
     })?;
+    if let Value::Object(m) = &source.value {
+        let keys: Vec<&str> = ["mcpServers", "servers", "upstreams"]
+            .into_iter()
+            .filter(|k| m.contains_key(*k))
+            .collect();
+        if keys.len() > 1 && keys.contains(&"mcpServers") {
+            let pos = source.place(&format!("/{}", keys[1]));
+            return Err(vec![Problem {
+                pos,
+                path: keys[1].to_owned(),
+                message: format!(
+                    "holds both `{}` and `{}`: one list of servers, in one of the shapes",
+                    keys[0], keys[1]
+                ),
+            }]);
+        }
+    }
     let shape = shape(&source.value);
     let mut problems = Problems {
         source: &source,

@@ -787,3 +787,26 @@ fn the_audit_trail_is_a_path_or_a_table_and_an_empty_one_is_a_problem() {
         assert!(!problems(&text, Format::Toml).is_empty(), "{bad}");
     }
 }
+
+#[test]
+fn a_file_with_two_lists_of_servers_is_one_problem() {
+    // Before: the `mcpServers` list was read and the other silently ignored.
+    for (text, other) in [
+        (
+            "{\n\"mcpServers\": {\"a\": {\"command\": \"x\"}},\n\"servers\": {\"b\": {\"command\": \"y\"}}\n}",
+            "servers",
+        ),
+        (
+            "{\n\"mcpServers\": {\"a\": {\"command\": \"x\"}},\n\"upstreams\": {\"b\": {\"command\": \"y\"}}\n}",
+            "upstreams",
+        ),
+    ] {
+        let p = problems(text, Format::Json);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(
+            p[0].starts_with("3:")
+                && p[0].contains(&format!(": {other}: holds both `mcpServers` and `{other}`")),
+            "{p:#?}"
+        );
+    }
+}
