@@ -467,6 +467,16 @@ impl Layout {
         })
     }
 
+    /// No upstreams and no routes: the gateway's until it has bound its
+    /// listener.
+    fn empty() -> Layout {
+        Layout {
+            members: Vec::new(),
+            routes: Vec::new(),
+            merged: RwLock::new(Arc::new(Merged::default())),
+        }
+    }
+
     /// The route at `path`.
     pub(crate) fn route(&self, path: &str) -> Option<&Arc<RouteView>> {
         self.routes.iter().find(|r| r.path == path)
@@ -788,21 +798,23 @@ impl Gateway {
             return Err(invalid("a gateway needs at least one route".into()));
         };
         let draining = Arc::new(AtomicBool::new(false));
-        let members: Vec<Arc<Member>> = config
-            .upstreams
-            .iter()
-            .map(|u| Member::start(u, &config, &draining))
-            .collect();
-        let layout = match Layout::new(members, &config.routes) {
-            Ok(l) => l,
-            Err(why) => {
-                // Nothing is serving yet: the upstreams just started go.
-                return Err(invalid(why));
+        // Checked before anything starts: a route naming no upstream.
+        for r in &config.routes {
+            if let Some(name) = r
+                .upstreams
+                .iter()
+                .find(|n| !config.upstreams.iter().any(|u| &u.name == *n))
+            {
+                return Err(invalid(format!(
+                    "route {}: unknown upstream {name:?}",
+                    r.name
+                )));
             }
-        };
+        }
         let (notices, _) = broadcast::channel(1024);
+        // No upstream until the listener is bound (a port in use starts none).
         let shared = Arc::new(Shared {
-            layout: RwLock::new(Arc::new(layout)),
+            layout: RwLock::new(Arc::new(Layout::empty())),
             reported: Mutex::new(BTreeSet::new()),
             notices,
             page_size: config.page_size.max(1),
@@ -812,9 +824,6 @@ impl Gateway {
             request_timeout: config.request_timeout,
             owners: std::sync::atomic::AtomicU64::new(1 << 48),
         });
-        for m in &shared.layout().members {
-            m.watch(&shared);
-        }
         let mut http = config.http.clone();
         http.path = first.path.clone();
 
@@ -852,15 +861,17 @@ impl Gateway {
                 None => Value::Null,
             }));
         }
-        let (server, mut acceptor) = match HttpServer::bind(http).await {
-            Ok(bound) => bound,
-            Err(e) => {
-                for m in &shared.layout().members {
-                    m.retire(Duration::ZERO).await;
-                }
-                return Err(e);
-            }
-        };
+        let (server, mut acceptor) = HttpServer::bind(http).await?;
+        let members: Vec<Arc<Member>> = config
+            .upstreams
+            .iter()
+            .map(|u| Member::start(u, &config, &draining))
+            .collect();
+        let layout = Layout::new(members, &config.routes).map_err(invalid)?;
+        *shared.layout.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(layout);
+        for m in &shared.layout().members {
+            m.watch(&shared);
+        }
         crate::watch_server(&server);
         let accept_shared = shared.clone();
         let accept = tokio::spawn(
