@@ -971,3 +971,82 @@ async fn a_route_does_not_tell_of_a_drift_outside_its_allowlist() {
     assert_eq!(code, -32602, "{message}");
     assert_eq!(message, "unknown tool: fx__sneaky");
 }
+
+/// Adding an upstream to an existing lock (`lock --config` again) locks the
+/// new one and re-approves none of the others: one whose definition was
+/// rewritten meanwhile (a rug pull) is reported as drifted, kept as it was
+/// approved, and the run exits 1 (before: silently approved, exit 0).
+/// `--name` with `--config` re-approves that one upstream; `--check` reports
+/// every upstream the lock lacks, not only the first.
+#[test]
+fn adding_an_upstream_to_a_lock_re_approves_no_other() {
+    let dir = TempDir::new("lock-add");
+    let lock = dir.path().join("switchboard.lock");
+    let first = fixture_upstream("fx", &["--name", "fx"], "");
+    lock_written(dir.path(), "one.toml", &first, &lock);
+    let before = std::fs::read_to_string(&lock).unwrap();
+    let two = dir.path().join("two.toml");
+    std::fs::write(
+        &two,
+        [
+            fixture_upstream("fx", &["--name", "fx", "--drift", "description:echo"], ""),
+            fixture_upstream("gx", &["--name", "gx"], ""),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let out = lock_config(&two, &lock, false, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("fx: drifted"), "{stdout}");
+    assert!(stdout.contains("fx: kept as approved"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("--file {} --name fx", lock.display())),
+        "the hint writes the same lock: {stdout}"
+    );
+    assert!(stdout.contains("gx: "), "{stdout}");
+    let after = std::fs::read_to_string(&lock).unwrap();
+    let fx = |text: &str| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["upstreams"]["fx"].clone()
+    };
+    assert_eq!(fx(&after), fx(&before), "fx as it was approved");
+    let v: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert!(v["upstreams"]["gx"].is_object(), "gx locked: {after}");
+    // The check still sees fx drifted; --name re-approves it alone.
+    assert_eq!(lock_config(&two, &lock, true, None).status.code(), Some(1));
+    let out = output_within(
+        std::process::Command::new(gateway_util::BIN)
+            .args(["lock", "--name", "fx", "--config"])
+            .arg(&two)
+            .arg("--file")
+            .arg(&lock),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lock_config(&two, &lock, true, None).status.code(), Some(0));
+
+    // A check of a configuration with two upstreams the lock lacks names both.
+    let three = dir.path().join("three.toml");
+    std::fs::write(
+        &three,
+        [
+            fixture_upstream("hx", &["--name", "hx"], ""),
+            fixture_upstream("ix", &["--name", "ix"], ""),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let out = lock_config(&three, &lock, true, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for name in ["hx", "ix"] {
+        assert!(
+            stderr.contains(&format!("no upstream \"{name}\"")),
+            "{stderr}"
+        );
+    }
+}

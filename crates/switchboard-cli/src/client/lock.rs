@@ -73,7 +73,10 @@ pub struct LockArgs {
     /// configuration, each under its name, reached as the gateway reaches it
     /// (its command, arguments, environment and directory; its URL and
     /// headers), instead of one server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "name"])]
+    /// An upstream already in the lock is never re-approved by this: one
+    /// whose definitions changed is reported as drifted (exit 1) and kept as
+    /// approved; `--name NAME` locks (re-approves) that one upstream only.
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
     pub config: Option<PathBuf>,
     /// Suspicious definitions (invisible characters, text addressed to the
     /// model, another upstream's tool named, an oversized description) fail the
@@ -82,6 +85,11 @@ pub struct LockArgs {
     pub strict: bool,
     #[command(flatten)]
     pub common: ConnectArgs,
+    /// The configuration being locked whole (`--config` without `--name`):
+    /// an entry already in the lock is kept, not replaced; one that differs
+    /// is reported as drifted.
+    #[arg(skip)]
+    pub keep_approved: Option<PathBuf>,
 }
 
 /// `switchboard lock sign|verify`.
@@ -170,7 +178,19 @@ pub fn run(args: LockArgs) -> std::process::ExitCode {
 fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
     let runtime = runtime()?;
     let mut all = Vec::new();
-    for (name, target, common) in config_targets(file, &args.common)? {
+    let targets = config_targets(file, &args.common)?;
+    if let Some(only) = &args.name {
+        if !targets.iter().any(|(n, _, _)| n == only) {
+            return Err(Failure::new(format!(
+                "--name {only}: no such upstream in {}",
+                file.display()
+            )));
+        }
+    }
+    let chosen = targets
+        .into_iter()
+        .filter(|(n, _, _)| args.name.as_ref().is_none_or(|only| only == n));
+    for (name, target, common) in chosen {
         let discovery = runtime.block_on(discover_target(&target, &common))?;
         all.push((name, target, common, discovery));
     }
@@ -187,10 +207,18 @@ fn lock_config(args: &LockArgs, file: &Path) -> Result<u8, Failure> {
     let mut decided = Vec::new();
     for (name, target, common, discovery) in all {
         let mut one = args.clone();
+        one.keep_approved = args.name.is_none().then(|| file.to_path_buf());
         one.name = Some(name);
         one.config = None;
         one.common = common;
-        decided.push(decide(&one, &target, discovery, &run, &mut lock)?);
+        // A check goes on past an upstream the lock lacks: every one reported.
+        match decide(&one, &target, discovery, &run, &mut lock) {
+            Err(e) if args.check && e.code == EXIT_FAILURE => {
+                eprintln!("switchboard: {}", e.message);
+                decided.push(Decided::Checked(EXIT_FAILURE));
+            }
+            other => decided.push(other?),
+        }
     }
     conclude(args, lock, decided)
 }
@@ -477,9 +505,10 @@ fn approve_all(
             .filter(|(n, _, _)| !lock.upstreams.contains_key(n))
         {
             sayln!(
-                "{n}: not in {} (lock it: `switchboard lock --config {}`)",
+                "{n}: not in {} (lock it: `switchboard lock --config {} --file {} --name {n}`)",
                 file.display(),
-                c.display()
+                c.display(),
+                file.display()
             );
             left += 1;
         }
@@ -499,11 +528,12 @@ fn approve_all(
                 // would keep an identity that no longer says what was approved.
                 if identity(target) != locked.identity {
                     return Err(Failure::new(format!(
-                        "{name}: {} reaches {}, the lock records {}: lock it again (`switchboard lock --config {}`)",
+                        "{name}: {} reaches {}, the lock records {}: lock it again (`switchboard lock --config {} --file {} --name {name}`)",
                         c.display(),
                         show_identity(&identity(target)),
                         show_identity(&locked.identity),
-                        c.display()
+                        c.display(),
+                        file.display()
                     )));
                 }
                 (target.clone(), reach.clone())
@@ -892,10 +922,25 @@ fn decide(
         });
     }
     // Locking again over an entry that differs replaces an approval: say what
-    // changes, and that a signature no longer holds.
+    // changes, and that a signature no longer holds. Not when locking a whole
+    // configuration (adding an upstream must not re-approve the others).
     if let Some(old) = existing.and_then(|l| l.upstreams.get(&name)) {
         let drift = compare(old, &found);
-        if !drift.is_empty() || old.identity != found.identity {
+        let differs = !drift.is_empty() || old.identity != found.identity;
+        if let Some(config) = &args.keep_approved {
+            if !differs {
+                sayln!("{name}: matches {}", args.file.display());
+                return Ok(Decided::Checked(EXIT_OK));
+            }
+            say!("{}", render_drift(&name, old, &found, &drift));
+            sayln!(
+                "{name}: kept as approved; to approve what it offers now: `switchboard lock --config {} --file {} --name {name}`",
+                config.display(),
+                args.file.display()
+            );
+            return Ok(Decided::Checked(EXIT_DRIFT));
+        }
+        if differs {
             say!(
                 "{}",
                 render_drift(&name, old, &found, &drift).replacen("drifted", "replaced", 1)
