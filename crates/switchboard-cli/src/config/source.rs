@@ -302,6 +302,13 @@ fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
 /// come from reading the same text as YAML (JSON is YAML 1.2's flow style),
 /// when that reads it to the same value. Otherwise problems name key paths only.
 fn parse_json(text: &str) -> Result<Source, Vec<SyntaxError>> {
+    // JSONC, as VS Code writes `.vscode/mcp.json`: comments and trailing
+    // commas become spaces, so every place stays where it was.
+    let mut stripped = text.to_owned();
+    if json_strip_comments::strip(&mut stripped).is_err() {
+        stripped = text.to_owned();
+    }
+    let text = stripped.as_str();
     // Through `Raw`, so that a key given twice is refused as in TOML and YAML
     // (serde_json's own `Value` keeps the last one silently).
     let value = serde_json::from_str::<JsonNode>(text).map(|root| {

@@ -422,6 +422,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
     assert_eq!(
         keys(&schema["properties"]),
         names(&[
+            "$schema",
             "listen",
             "admin",
             "audit",
@@ -809,4 +810,25 @@ fn a_file_with_two_lists_of_servers_is_one_problem() {
             "{p:#?}"
         );
     }
+}
+
+#[test]
+fn vs_code_jsonc_and_a_schema_key_are_read() {
+    // Comments and trailing commas, as VS Code writes .vscode/mcp.json.
+    let text = "{\n  // the servers\n  \"$schema\": \"x\",\n  \"servers\": {\n    /* time */ \"time\": {\"command\": \"uvx\", \"args\": [\"mcp-server-time\",],},\n  },\n}\n";
+    let c = ok(text, Format::Json);
+    assert_eq!(c.upstreams[0].name, "time");
+    // A problem's place is still the file's own line and column.
+    let bad = "{\n  // one\n  \"servers\": {\"t\": {\"command\": 5,},},\n}\n";
+    let p = problems(bad, Format::Json);
+    assert!(p.iter().any(|l| l.starts_with("3:")), "{p:#?}");
+    // `$schema` in the project's own shape, in every format.
+    ok(
+        "\"$schema\" = \"x\"\n[upstreams.a]\ncommand = \"x\"\n",
+        Format::Toml,
+    );
+    ok(
+        "$schema: x\nupstreams:\n  a:\n    command: x\n",
+        Format::Yaml,
+    );
 }

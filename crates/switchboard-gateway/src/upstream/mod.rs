@@ -441,8 +441,10 @@ struct Inner {
     /// The child has been ready at least once ([`Upstream::ready`]).
     was_ready: std::sync::atomic::AtomicBool,
     /// Why its last start failed, while no start since has succeeded
-    /// ([`Upstream::lapse`]).
+    /// ([`Upstream::lapse`]); `lapsed` says whether it holds one, read on
+    /// every call without the lock.
     lapse: Mutex<Option<String>>,
+    lapsed: std::sync::atomic::AtomicBool,
     /// The calls in flight (listens excepted): what a drain waits for.
     in_flight: Gauge,
     /// [`Inner::label`] as a metric label value, made once.
@@ -475,7 +477,14 @@ fn lapsed(status: &Status, why: &str) -> String {
 impl Inner {
     /// Whether [`Upstream::lapse`] holds a reason.
     fn lapse_is_set(&self) -> bool {
-        lock(&self.lapse).is_some()
+        self.lapsed.load(Ordering::Acquire)
+    }
+
+    /// Sets (`Some`) or clears the lapse.
+    fn set_lapse(&self, why: Option<String>) {
+        let mut lapse = lock(&self.lapse);
+        self.lapsed.store(why.is_some(), Ordering::Release);
+        *lapse = why;
     }
 
     /// Its name as a metric label: the upstream's, without the `#…` that
@@ -546,6 +555,7 @@ impl Upstream {
             orphans,
             was_ready: std::sync::atomic::AtomicBool::new(false),
             lapse: Mutex::new(None),
+            lapsed: std::sync::atomic::AtomicBool::new(false),
             in_flight: Gauge::default(),
             label_value: OnceLock::new(),
             tool_headers: Mutex::new(Default::default()),
@@ -582,6 +592,9 @@ impl Upstream {
     /// a crash of a child that was serving. Set before the status it goes
     /// with is sent: a waiter on [`Upstream::watch_status`] sees it.
     pub(crate) fn lapse(&self) -> Option<String> {
+        if !self.inner.lapse_is_set() {
+            return None;
+        }
         lock(&self.inner.lapse).clone()
     }
 
@@ -1111,7 +1124,7 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         let why = match connected {
             Err(why) => {
                 if why != STOPPED {
-                    *lock(&inner.lapse) = Some(why.clone());
+                    inner.set_lapse(Some(why.clone()));
                 }
                 why
             }
@@ -1210,7 +1223,7 @@ async fn run_child(
         {
             Ok(next) => connection = next,
             Err(why) => {
-                *lock(&inner.lapse) = Some(why.clone());
+                inner.set_lapse(Some(why.clone()));
                 set_status(inner, Status::Down(why.clone()));
                 return why;
             }
@@ -1220,7 +1233,7 @@ async fn run_child(
         // A start that failed: known down until one succeeds.
         Err(why) => {
             if why != STOPPED {
-                *lock(&inner.lapse) = Some(why.clone());
+                inner.set_lapse(Some(why.clone()));
             }
             why
         }
@@ -1243,7 +1256,7 @@ async fn run_child(
             }
             lock(&inner.table).sender = Some(sender.clone());
             inner.was_ready.store(true, Ordering::Relaxed);
-            *lock(&inner.lapse) = None;
+            inner.set_lapse(None);
             set_status(inner, Status::Ready(Arc::new(info)));
             receiver.set_direct(Arc::new(Responses(inner.clone())));
             let ready_at = Instant::now();
