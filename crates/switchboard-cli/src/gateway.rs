@@ -116,8 +116,29 @@ impl Fixed {
         if self.admin != next.admin {
             keys.push("admin");
         }
-        if self.serve != next.serve {
-            keys.push("the listener's settings (allow_hosts, max_sessions, timeouts, threads, …)");
+        let (a, b) = (&self.serve, &next.serve);
+        for (key, differs) in [
+            ("allow_hosts", a.allow_hosts != b.allow_hosts),
+            ("no_default_hosts", a.default_hosts != b.default_hosts),
+            ("allow_origins", a.allow_origins != b.allow_origins),
+            ("no_default_origins", a.default_origins != b.default_origins),
+            ("max_body", a.max_body != b.max_body),
+            ("max_sessions", a.max_sessions != b.max_sessions),
+            ("idle_timeout", a.idle_timeout != b.idle_timeout),
+            ("sse_retry", a.sse_retry != b.sse_retry),
+            ("request_timeout", a.request_timeout != b.request_timeout),
+            (
+                "held_call_timeout",
+                a.held_call_timeout != b.held_call_timeout,
+            ),
+            ("max_in_flight", a.max_in_flight != b.max_in_flight),
+            ("init_timeout", a.init_timeout != b.init_timeout),
+            ("drain_timeout", a.drain_timeout != b.drain_timeout),
+            ("threads", a.threads != b.threads),
+        ] {
+            if differs {
+                keys.push(key);
+            }
         }
         keys
     }
@@ -622,7 +643,11 @@ mod tests {
         };
         assert_eq!(changes("listen = \"0.0.0.0:9000\"\n", &[]), ["listen"]);
         assert_eq!(changes("admin = 9464\n", &[]), ["admin"]);
-        assert_eq!(changes("max_sessions = 5\n", &[]).len(), 1);
+        assert_eq!(changes("max_sessions = 5\n", &[]), ["max_sessions"]);
+        assert_eq!(
+            changes("idle_timeout = \"1m\"\nthreads = 2\n", &[]),
+            ["idle_timeout", "threads"]
+        );
         // What a flag sets, the file cannot change.
         let flags = ["--listen", "127.0.0.1:7000", "--max-sessions", "9"];
         assert!(changes("listen = \"0.0.0.0:9000\"\nmax_sessions = 5\n", &flags).is_empty());

@@ -1663,3 +1663,58 @@ async fn a_change_whose_relist_fails_is_retried_and_never_served_unjudged() {
     .await
     .expect("bounded");
 }
+
+/// `switchboard lock -- CMD` starts the server as the bridge does (the safe
+/// environment): a definition that depends on a variable of the shell's
+/// (here `LOCK_ENV_VAR`, in the description) is locked as the bridge's child
+/// offers it, so the bridge serves it. Before, the lock saw the shell's
+/// value and the bridge withheld every such tool as drifted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_and_bridge_start_the_server_alike() {
+    let d = dir("env-alike");
+    let upstream = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/gateway_upstream.py")
+        .display()
+        .to_string();
+    let cmd = [
+        "python3",
+        upstream.as_str(),
+        "--name",
+        "e",
+        "--describe-env",
+        "LOCK_ENV_VAR",
+    ];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(&d.0)
+        .env("LOCK_ENV_VAR", "the-shells")
+        .args(["lock", "--name", "e", "--"])
+        .args(cmd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock = d.0.join("switchboard.lock");
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("LOCK_ENV_VAR=(unset)"), "{text}");
+    let bridge = BridgeProc::start_with_env(
+        &["--child", "shared", "--lock", lock.to_str().unwrap()],
+        &cmd,
+        &[("LOCK_ENV_VAR", "the-shells")],
+    )
+    .await;
+    let c = client();
+    let reply = modern(
+        &c,
+        &bridge.url,
+        json!(1),
+        "tools/list",
+        json!({}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(listed(&reply, json!(1)), ["echo", "hang"], "{}", reply.body);
+    bridge.terminate();
+}

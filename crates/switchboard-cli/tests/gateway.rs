@@ -1946,7 +1946,7 @@ async fn the_bridges_listener_settings_are_the_gateways_keys_and_flags() {
     // the unit tests: here `--listen` wins over the file's).
     let file = dir.path().join("gateway.toml");
     let pid = libc::pid_t::try_from(gw.child.id().unwrap()).unwrap();
-    for (changed, key) in [(config.replace("2000", "3000"), "the listener's settings")] {
+    for (changed, key) in [(config.replace("2000", "3000"), "max_body changed")] {
         let before = gw.log().matches("reload refused").count();
         std::fs::write(&file, &changed).unwrap();
         // SAFETY: a plain system call on the gateway this test started.

@@ -148,7 +148,11 @@ pub enum LockAction {
 }
 
 /// Runs `switchboard lock`.
-pub fn run(args: LockArgs) -> std::process::ExitCode {
+pub fn run(mut args: LockArgs) -> std::process::ExitCode {
+    // A stdio server is started as the bridge and the gateway start it (the
+    // safe environment; an upstream of `--config` as its `inherit_env` says):
+    // else the definitions locked could differ from those they serve.
+    args.common.child_safe_env = true;
     if let Some(action) = &args.action {
         return super::finish(signature(action));
     }
@@ -420,7 +424,10 @@ fn signature(action: &LockAction) -> Result<u8, Failure> {
                 yes: *yes,
                 strict: *strict,
             };
-            approve_all(file, which.as_deref(), how, config.as_deref(), common)
+            // The server as the bridge and the gateway start it.
+            let mut common = common.clone();
+            common.child_safe_env = true;
+            approve_all(file, which.as_deref(), how, config.as_deref(), &common)
         }
         LockAction::Verify { key, file } => {
             check_signature(file, key, "--key").map_err(Failure::new)?;

@@ -158,8 +158,9 @@ pub struct ConnectArgs {
     #[arg(skip)]
     pub child_cwd: Option<std::path::PathBuf>,
     /// The stdio server gets only the safe set of our environment, as the
-    /// gateway would start it (`inherit_env` off); else all of it, as the
-    /// command run from this shell would.
+    /// bridge and the gateway start it (`switchboard lock`, always: an
+    /// upstream of `--config` unless its `inherit_env`); else all of it, as
+    /// the command run from this shell would (`tools`, `resources`, …).
     #[arg(skip)]
     pub child_safe_env: bool,
 }

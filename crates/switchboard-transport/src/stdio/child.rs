@@ -181,8 +181,9 @@ pub enum ChildScheduling {
 }
 
 impl ChildConfig {
-    /// A child named `name` running `command` with no arguments, our environment
-    /// and working directory, and the default limits and shutdown graces.
+    /// A child named `name` running `command` with no arguments, the safe set
+    /// of our environment ([`Inherit::Safe`]), our working directory, and the
+    /// default limits and shutdown graces.
     pub fn new(name: impl Into<String>, command: impl AsRef<OsStr>) -> Self {
         ChildConfig {
             name: name.into(),
