@@ -180,13 +180,15 @@ fn sampling_is_not_declared_so_the_tool_fails() {
 }
 
 #[test]
-fn an_unknown_tool_exits_2_with_one_line() {
+fn an_unknown_tool_is_called_and_its_refusal_shown_in_one_line() {
     let r = against_example(&["tools", "call", "no_such_tool"]);
     assert_eq!(r.code, Some(2), "{r:?}");
     assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    // Called all the same: the server's own refusal, then what it lists.
     assert!(
         r.stderr.starts_with(
-            "switchboard: unknown tool \"no_such_tool\" (the server offers: echo, add"
+            "switchboard: tools/call: peer answered error -32602: unknown tool \"no_such_tool\" \
+             (\"no_such_tool\" is not listed; the server offers: echo, add"
         ),
         "{}",
         r.stderr

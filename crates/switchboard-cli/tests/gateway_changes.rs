@@ -500,6 +500,23 @@ sys.exit(3)
             format!("good:echo:{leg}")
         );
     }
+    // `switchboard tools call` sends the call of a tool not listed and shows
+    // the gateway's answer (before: its own "unknown tool", never sent).
+    let out = bounded(
+        tokio::process::Command::new(gateway_util::BIN)
+            .args(["tools", "call", &gw.url, "missing__echo", "--arg", "text=x"])
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("upstream server missing is down")
+            && stderr.contains("is not listed; the server offers: good__echo"),
+        "{stderr}"
+    );
     // Whatever it was sent, it never was a list or a call.
     let sent = std::fs::read_to_string(&heard_by_flaky).unwrap_or_default();
     assert!(!sent.is_empty(), "flaky was started");

@@ -867,15 +867,20 @@ async fn call_tool(
     args_json: Option<&str>,
 ) -> Result<u8, Failure> {
     let tools = client.list_tools().await?;
-    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+    // A tool not listed is called all the same: the server's own refusal says
+    // why (a gateway's "the upstream is down", a drift guard's reason), with
+    // what it lists beside it.
+    let listed = tools.iter().find(|t| t.name == name);
+    let unlisted = listed.is_none().then(|| {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        return Err(Failure::new(format!(
-            "unknown tool {name:?} (the server offers: {})",
+        format!(
+            "{name:?} is not listed; the server offers: {}",
             names.join(", ")
-        )));
-    };
-    let arguments =
-        args::tool_arguments(&tool.input_schema, args_json, pairs).map_err(Failure::new)?;
+        )
+    });
+    let no_schema = serde_json::Map::new();
+    let schema = listed.map_or(&no_schema, |t| &t.input_schema);
+    let arguments = args::tool_arguments(schema, args_json, pairs).map_err(Failure::new)?;
     let params = to_raw(&CallToolRequestParams::new(name, Some(arguments)))?;
     let progress_ui = ui.clone();
     let options = CallOptions::new()
@@ -885,7 +890,14 @@ async fn call_tool(
         });
     let answer = client.request("tools/call", params, options).await;
     ui.finish();
-    let raw = answer?;
+    let raw = match (answer, &unlisted) {
+        (Err(e), Some(why)) => {
+            let mut failure = Failure::from(e);
+            failure.message = format!("{} ({why})", failure.message);
+            return Err(failure);
+        }
+        (answer, _) => answer?,
+    };
     let result = parse(&raw)?;
     let typed = match serde_json::from_value::<CallToolResult>(result.clone()) {
         Ok(t) => t,
