@@ -274,8 +274,15 @@ fn check_args(args: &BridgeArgs) -> Result<crate::serve_args::Serve, String> {
     Ok(serve)
 }
 
+#[cfg(test)]
 fn config_from(args: BridgeArgs) -> Result<BridgeConfig, String> {
     let serve = check_args(&args)?;
+    config_with(args, &serve)
+}
+
+/// The bridge's configuration from flags checked into `serve`
+/// ([`check_args`]).
+fn config_with(args: BridgeArgs, serve: &crate::serve_args::Serve) -> Result<BridgeConfig, String> {
     let (program, rest, default_name) = match args.command.split_first() {
         Some((program, rest)) => {
             let name = std::path::Path::new(program)
@@ -392,7 +399,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match config_from(args) {
+    let config = match config_with(args, &serve) {
         Ok(c) => c,
         Err(e) => {
             crate::telemetry::fatal(format_args!("{e}"));

@@ -233,7 +233,7 @@ impl ServeArgs {
                     match parsed {
                         Ok(v) => (v, false),
                         Err(e) => {
-                            bad(key, false, e);
+                            bad(key, false, e.to_string());
                             return None;
                         }
                     }
@@ -386,38 +386,59 @@ pub fn exposure_warning(listen: std::net::SocketAddr, open: &[&str]) -> Option<S
     ))
 }
 
+/// Why a duration was refused ([`parse_duration`], [`parse_sse_retry`]);
+/// each says what was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a number before the unit.
+    #[error("{0:?} is not a duration: write e.g. \"5s\", \"30m\", \"2h\" or \"250ms\"")]
+    NotANumber(String),
+    /// A unit other than `ms`, `s`, `m`, `h`.
+    #[error("unknown unit {unit:?} in {text:?}: write e.g. \"5s\", \"30m\", \"2h\" or \"250ms\"")]
+    UnknownUnit { unit: String, text: String },
+    /// More seconds than a `u64` holds.
+    #[error("{0:?} is too long a duration")]
+    TooLong(String),
+    /// An SSE `retry` over an hour.
+    #[error("{0:?} is longer than the most, 1h")]
+    OverAnHour(String),
+}
+
 /// A duration: `250ms`, `90s`, `30m`, `2h`, or plain seconds (`12`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
         None => (text, "s"),
     };
-    let n: u64 = number.parse().map_err(|_| {
-        format!("{text:?} is not a duration: write e.g. \"5s\", \"30m\", \"2h\" or \"250ms\"")
-    })?;
-    let too_long = || format!("{text:?} is too long a duration");
+    let n: u64 = number
+        .parse()
+        .map_err(|_| DurationError::NotANumber(text.to_owned()))?;
+    let secs = |factor: u64| {
+        n.checked_mul(factor)
+            .map(Duration::from_secs)
+            .ok_or_else(|| DurationError::TooLong(text.to_owned()))
+    };
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n.checked_mul(60).ok_or_else(too_long)?)),
-        "h" => Ok(Duration::from_secs(
-            n.checked_mul(3600).ok_or_else(too_long)?,
-        )),
-        _ => Err(format!(
-            "unknown unit {unit:?} in {text:?}: write e.g. \"5s\", \"30m\", \"2h\" or \"250ms\""
-        )),
+        "s" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        _ => Err(DurationError::UnknownUnit {
+            unit: unit.to_owned(),
+            text: text.to_owned(),
+        }),
     }
 }
 
 /// `--sse-retry`: a duration of at most an hour. A longer reconnection delay is
 /// a mistake, and clients would misread one: browsers' `EventSource` keeps it in
 /// a timer that overflows past 2^31 - 1 ms and then fires at once.
-pub fn parse_sse_retry(text: &str) -> Result<Duration, String> {
+pub fn parse_sse_retry(text: &str) -> Result<Duration, DurationError> {
     const MAX: Duration = Duration::from_secs(3600);
     let d = parse_duration(text)?;
     if d > MAX {
-        return Err(format!("{text:?} is longer than the most, 1h"));
+        return Err(DurationError::OverAnHour(text.to_owned()));
     }
     Ok(d)
 }
@@ -434,7 +455,7 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("12").unwrap(), Duration::from_secs(12));
         for bad in ["soon", "5d", "s", "18446744073709551615h"] {
-            let e = parse_duration(bad).unwrap_err();
+            let e = parse_duration(bad).unwrap_err().to_string();
             assert!(e.contains("\"5s\"") || e.contains("too long"), "{bad}: {e}");
         }
         assert_eq!(parse_sse_retry("0").unwrap(), Duration::ZERO);
