@@ -351,7 +351,7 @@ fn check_all(args: &LockArgs) -> Result<u8, Failure> {
         let discovery =
             runtime.block_on(discover_target(&target_of(&locked.identity), &args.common))?;
         let (found, _) = UpstreamLock::pin(locked.identity.clone(), &discovery);
-        let suspicious = report_suspicious(name, &found, Some(&lock), &[]);
+        let suspicious = report_suspicious(name, &found, &discovery, Some(&lock), &[]);
         strict_summary(args, name, suspicious);
         let drift = compare(locked, &found);
         if drift.is_empty() {
@@ -876,7 +876,7 @@ fn decide(
         )));
     }
     let (mut found, malformed) = UpstreamLock::pin(identity(target), &discovery);
-    let suspicious = report_suspicious(&name, &found, existing, run);
+    let suspicious = report_suspicious(&name, &found, &discovery, existing, run);
     if args.check {
         strict_summary(args, &name, suspicious);
         let Some(locked) = existing.and_then(|l| l.upstreams.get(&name)) else {
@@ -1001,6 +1001,7 @@ fn strict_summary(args: &LockArgs, name: &str, suspicious: usize) {
 fn report_suspicious(
     name: &str,
     found: &UpstreamLock,
+    discovery: &Discovery,
     lock: Option<&Lock>,
     run: &[(String, Vec<String>)],
 ) -> usize {
@@ -1010,19 +1011,34 @@ fn report_suspicious(
     if let Some(i) = &found.instructions {
         entries.push((Kind::Instructions, "", &i.definition));
     }
-    for (kind, table) in [
-        (Kind::Tool, &found.tools),
-        (Kind::Prompt, &found.prompts),
-        (Kind::ResourceTemplate, &found.resource_templates),
+    for (kind, table, listed) in [
+        (Kind::Tool, &found.tools, &discovery.tools),
+        (Kind::Prompt, &found.prompts, &discovery.prompts),
+        (
+            Kind::ResourceTemplate,
+            &found.resource_templates,
+            &discovery.resource_templates,
+        ),
     ] {
         for (n, p) in table {
             entries.push((kind, n, &p.definition));
         }
+        // The lock keeps no `_meta`, but a host may show its text: read it
+        // as listed.
+        for entry in listed.iter().filter(|e| e.get("_meta").is_some()) {
+            let n = entry.get(kind.key()).and_then(Value::as_str).unwrap_or("");
+            entries.push((kind, n, entry));
+        }
     }
     let mut flagged = 0;
+    let mut seen = std::collections::BTreeSet::new();
     for (kind, entry, definition) in entries {
-        let list = findings(definition, &others);
-        if !list.is_empty() {
+        let mut list = findings(definition, &others);
+        if definition.get("_meta").is_some() {
+            // The listed entry again: only what its `_meta` holds.
+            list.retain(|f| f.at.starts_with("/_meta"));
+        }
+        if !list.is_empty() && seen.insert((kind.noun(), entry)) {
             flagged += 1;
         }
         for f in list {
