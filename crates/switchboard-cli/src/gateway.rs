@@ -222,11 +222,8 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
                 for (k, v) in env {
                     c = c.env(k, v);
                 }
+                // `config::load` checked the program and the directory.
                 c.current_dir = cwd.clone();
-                if let Err(e) = c.find_program() {
-                    problems.push(format!("upstreams.{}: cannot run {command:?}: {e}", u.name));
-                    continue;
-                }
                 Connector::Stdio(c)
             }
             Target::Http {
@@ -464,11 +461,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 let sep = if p.pos.is_some() { ":" } else { ": " };
                 crate::telemetry::problem(format_args!("{}{sep}{p}", args.config.display()));
             }
-            crate::telemetry::fatal(format_args!(
-                "{}: {} problem(s)",
-                args.config.display(),
-                problems.len()
-            ));
+            let n = problems.len();
+            let s = if n == 1 { "" } else { "s" };
+            crate::telemetry::fatal(format_args!("{}: {n} problem{s}", args.config.display()));
             return ExitCode::from(2);
         }
     };
@@ -501,6 +496,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
     let listen = fixed.listen;
     if let (None, Some(format)) = (args.log_format, file.log_format) {
         crate::telemetry::set_log_format(format);
+    }
+    for note in &file.notes {
+        tracing::info!("switchboard gateway: {}: {note}", args.config.display());
     }
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         for p in problems {
@@ -629,7 +627,12 @@ mod tests {
     }
 
     fn file(text: &str) -> config::GatewayConfig {
-        config::parse(text, config::Format::Toml, &config::Env::process()).expect("a valid file")
+        config::parse(
+            text,
+            config::Format::Toml,
+            &config::Env::process(std::path::PathBuf::from("/")),
+        )
+        .expect("a valid file")
     }
 
     #[test]

@@ -445,6 +445,8 @@ sys.exit(3)
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
     let minute = "timeout = \"60s\"\n";
     let config = [
         fixture_upstream("good", &["--name", "good"], ""),
@@ -452,10 +454,13 @@ sys.exit(3)
             "[upstreams.missing]\ncommand = {}\n{minute}",
             gateway_util::q(missing.to_str().unwrap())
         ),
-        fixture_upstream(
-            "badcwd",
-            &["--name", "badcwd"],
-            &format!("cwd = \"/nonexistent-dir\"\n{minute}"),
+        // Its directory exists at start (a missing one is the file's problem,
+        // refused at load); the child removes it and exits, and every restart
+        // then fails on it.
+        format!(
+            "[upstreams.badcwd]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"cd / && rmdir {gone}; exit 3\"]\ncwd = {gone_q}\n{minute}",
+            gone = gone.display(),
+            gone_q = gateway_util::q(gone.to_str().unwrap()),
         ),
         format!(
             "[upstreams.flaky]\ncommand = \"python3\"\nargs = {}\n{minute}",

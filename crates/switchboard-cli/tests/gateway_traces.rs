@@ -208,7 +208,7 @@ fn a_failed_start_is_logged_in_the_format_asked_for() {
         }
         let last = events[lines - 1]["fields"]["message"].as_str().unwrap();
         let expected = if what == "gateway" {
-            "1 problem(s)"
+            "1 problem"
         } else {
             "cannot listen on"
         };
@@ -216,7 +216,7 @@ fn a_failed_start_is_logged_in_the_format_asked_for() {
     }
     let text = String::from_utf8(gateway("text").stderr).unwrap();
     assert!(
-        text.ends_with(": 1 problem(s)\n") && text.starts_with(file.to_str().unwrap()),
+        text.ends_with(": 1 problem\n") && text.starts_with(file.to_str().unwrap()),
         "{text}"
     );
     let text = String::from_utf8(bridge("text").stderr).unwrap();

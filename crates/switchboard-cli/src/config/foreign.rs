@@ -1,13 +1,16 @@
 //! Other applications' server lists, read as they are: the `mcpServers` object
 //! of Claude Desktop and Cursor, and VS Code's `servers`. Each entry becomes an
-//! upstream of the same name (prefix: the name). Keys of the file beside the
-//! list belong to the application and are left alone; unknown keys inside an
-//! entry are problems.
+//! upstream of the same name (prefix: the name; a name with other characters
+//! is served by a valid one, said in a note), its editor variables expanded.
+//! Keys of the file beside the list belong to the application and are left
+//! alone, but the gateway's own keys there are problems (they would not be
+//! read); unknown keys inside an entry are problems.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::expand::{expand, Vars};
 use super::source::pointer_token;
 use super::{File, FileHeader, FileUpstream, HttpTransport, Problems};
 
@@ -21,8 +24,14 @@ const KEYS: &[&str] = &[
 const CLIENT_KEYS: &[&str] = &["autoApprove", "alwaysAllow", "disabledTools", "dev"];
 
 /// Reads the list under `key` (`mcpServers` or `servers`). Disabled entries
-/// (`"disabled": true`) are skipped.
-pub(super) fn mcp_servers(problems: &mut Problems<'_>, key: &str) -> Option<File> {
+/// (`"disabled": true`) are skipped. A name the gateway cannot serve (a space,
+/// a slash) is served as [`servable_name`] of it, said in `notes`.
+pub(super) fn mcp_servers(
+    problems: &mut Problems<'_>,
+    key: &str,
+    vars: &Vars<'_>,
+    notes: &mut Vec<String>,
+) -> Option<File> {
     let at = format!("/{key}");
     let Some(Value::Object(entries)) = problems.source.value.get(key).cloned() else {
         problems.push(&at, "must be an object of servers by name");
@@ -30,14 +39,49 @@ pub(super) fn mcp_servers(problems: &mut Problems<'_>, key: &str) -> Option<File
     };
     let before = problems.list.len();
     let mut upstreams = BTreeMap::new();
+    // Served name → the entry's name as written.
+    let mut written: BTreeMap<String, String> = BTreeMap::new();
     for (name, entry) in &entries {
         let at = format!("{at}/{}", pointer_token(name));
         let Value::Object(entry) = entry else {
             problems.push(&at, "a server must be an object");
             continue;
         };
-        if let Some(u) = entry_upstream(entry, &at, problems) {
-            upstreams.insert(name.clone(), u);
+        let served = if super::valid_name(name) {
+            name.clone()
+        } else {
+            match servable_name(name) {
+                Some(s) => {
+                    notes.push(format!(
+                        "{key}.{name:?} is served as upstream {s:?} (its tools as {s}__NAME): \
+                         a name is 1 to 32 letters, digits, '-' or '_'"
+                    ));
+                    s
+                }
+                None => {
+                    problems.push(
+                        &at,
+                        format!("the name {name:?} has no letters or digits to serve it by"),
+                    );
+                    continue;
+                }
+            }
+        };
+        if let Some(other) = written.get(&served) {
+            problems.push(
+                &at,
+                format!(
+                    "{name:?} and {other:?} would both be served as upstream {served:?}: rename one"
+                ),
+            );
+            continue;
+        }
+        written.insert(served.clone(), name.clone());
+        if let Some(mut u) = entry_upstream(entry, &at, problems, vars) {
+            if served != *name {
+                u.written = Some(name.clone());
+            }
+            upstreams.insert(served, u);
         }
     }
     if upstreams.is_empty() && problems.list.len() == before {
@@ -50,28 +94,44 @@ pub(super) fn mcp_servers(problems: &mut Problems<'_>, key: &str) -> Option<File
     })
 }
 
-/// One entry; `None` when disabled or a problem was found.
+/// One entry, its editor variables expanded; `None` when disabled or a
+/// problem was found.
 fn entry_upstream(
     entry: &Map<String, Value>,
     at: &str,
     problems: &mut Problems<'_>,
+    vars: &Vars<'_>,
 ) -> Option<FileUpstream> {
     let before = problems.list.len();
+    let mut known: Vec<&str> = KEYS.to_vec();
+    known.extend_from_slice(CLIENT_KEYS);
     for key in entry.keys() {
         if key == "envFile" {
             problems.push(
                 &format!("{at}/envFile"),
                 "envFile is not read by switchboard: give the variables under `env`",
             );
-        } else if !KEYS.contains(&key.as_str()) && !CLIENT_KEYS.contains(&key.as_str()) {
+        } else if !known.contains(&key.as_str()) {
             problems.push(
                 &format!("{at}/{}", pointer_token(key)),
-                format!("unknown key (known: {})", KEYS.join(", ")),
+                super::unknown_key(key, KEYS),
             );
         }
     }
+    if entry.get("disabled") == Some(&Value::Bool(true)) {
+        return None;
+    }
+    let mut entry = entry.clone();
+    for (key, value) in entry.iter_mut() {
+        expand_all(
+            value,
+            &format!("{at}/{}", pointer_token(key)),
+            problems,
+            vars,
+        );
+    }
     let mut r = Reader {
-        entry,
+        entry: &entry,
         at,
         problems,
     };
@@ -109,34 +169,49 @@ fn entry_upstream(
     if u.transport.is_some() && u.command.is_some() {
         r.push("type", "an HTTP type with a `command`");
     }
-    // The editors expand `${input:…}`, `${env:…}`, `${workspaceFolder}`;
-    // switchboard would send them as they are.
-    for (key, value) in entry {
-        variables(value, &format!("{at}/{}", pointer_token(key)), r.problems);
-    }
     (r.problems.list.len() == before).then_some(u)
 }
 
-/// Each string under `value` that holds an editor variable (`${...}`) is a
-/// problem.
-fn variables(value: &Value, at: &str, problems: &mut Problems<'_>) {
+/// Each string under `value` with its editor variables expanded in place;
+/// each one that cannot be is a problem.
+fn expand_all(value: &mut Value, at: &str, problems: &mut Problems<'_>, vars: &Vars<'_>) {
     match value {
-        Value::String(s) if s.contains("${") => problems.push(
-            at,
-            "holds an editor variable (`${...}`), which switchboard does not expand: give the value itself",
-        ),
+        Value::String(s) => match expand(s, vars) {
+            Ok(done) => *s = done,
+            Err(e) => problems.push(at, e.to_string()),
+        },
         Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                variables(item, &format!("{at}/{i}"), problems);
+            for (i, item) in items.iter_mut().enumerate() {
+                expand_all(item, &format!("{at}/{i}"), problems, vars);
             }
         }
         Value::Object(m) => {
-            for (k, item) in m {
-                variables(item, &format!("{at}/{}", pointer_token(k)), problems);
+            for (k, item) in m.iter_mut() {
+                expand_all(item, &format!("{at}/{}", pointer_token(k)), problems, vars);
             }
         }
         _ => {}
     }
+}
+
+/// A name the gateway can serve for an entry named `name` (its upstream name
+/// and prefix): letters, digits, '-' and '_' kept, any other run of
+/// characters one '-', at most 32. `None` when nothing is left.
+pub(super) fn servable_name(name: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    while out.contains("__") {
+        out = out.replace("__", "_");
+    }
+    let out: String = out.trim_matches('-').chars().take(32).collect();
+    let out = out.trim_end_matches('-').to_owned();
+    (!out.is_empty()).then_some(out)
 }
 
 /// Typed reads of an entry's members, each wrong type a problem.

@@ -8,6 +8,7 @@
 //! connected or how routes are served.
 
 pub mod auth;
+mod expand;
 mod foreign;
 mod source;
 
@@ -57,6 +58,10 @@ pub struct GatewayConfig {
     /// What the bridge takes as flags (`allow_hosts`, `max_sessions`, the
     /// timeouts, `threads`, …), as the file sets them; checked.
     pub serve: crate::serve_args::ServeFile,
+    /// What was read differently from how it was written (a server name
+    /// served by another), one line each, for the reader to see.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// One upstream MCP server.
@@ -190,24 +195,40 @@ pub fn load(path: &Path) -> Result<GatewayConfig, Vec<Problem>> {
         .map_err(|e| whole(format!("cannot read: {e}")))?;
     // A byte order mark (Windows editors write one) is not part of the text.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    parse(text, format, &Env::process())
+    let dir = std::path::absolute(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    parse(text, format, &Env::process(dir))
 }
 
-/// What validation reads of the outside world: environment variables and files
-/// named by outbound headers. Passed in so that tests do not depend on the host.
+/// What validation reads of the outside world: environment variables, the
+/// file's directory, and the files and programs the file names — the checks
+/// the gateway would otherwise meet only at start. Passed in so that tests do
+/// not depend on the host.
 pub struct Env {
     var: Box<VarFn>,
-    readable: Box<ReadableFn>,
+    /// Whether a file can be read (headers' `file`).
+    readable: Box<PathFn>,
+    /// Whether a directory can be a child's working directory (`cwd`).
+    directory: Box<PathFn>,
+    /// Whether a child could be started as configured.
+    program: Box<ProgramFn>,
+    /// The file's directory, absolute: relative paths in the file are
+    /// resolved against it.
+    dir: PathBuf,
 }
 
 /// An environment variable's value, if set.
 type VarFn = dyn Fn(&str) -> Option<String>;
-/// Whether a file can be read (the error's text if not).
-type ReadableFn = dyn Fn(&Path) -> Result<(), String>;
+/// A check of a path (the error's text if it fails).
+type PathFn = dyn Fn(&Path) -> Result<(), String>;
+/// A check that a child's program can be found and run.
+type ProgramFn = dyn Fn(&switchboard_transport::stdio::ChildConfig) -> Result<(), String>;
 
 impl Env {
-    /// The process's environment and file system.
-    pub fn process() -> Env {
+    /// The process's environment and file system, for a file in `dir`.
+    pub fn process(dir: PathBuf) -> Env {
         Env {
             var: Box::new(|name| std::env::var(name).ok()),
             readable: Box::new(|path| {
@@ -215,7 +236,61 @@ impl Env {
                     .map(drop)
                     .map_err(|e| e.to_string())
             }),
+            directory: Box::new(|path| match std::fs::metadata(path) {
+                Ok(m) if m.is_dir() => Ok(()),
+                Ok(_) => Err("not a directory".to_owned()),
+                Err(e) => Err(e.to_string()),
+            }),
+            program: Box::new(|child| child.find_program().map(drop).map_err(|e| e.to_string())),
+            dir,
         }
+    }
+
+    /// `path` as the file means it: a relative one against [`Env::base`].
+    fn path(&self, path: &str) -> PathBuf {
+        joined(self.base(), Path::new(path))
+    }
+
+    /// Where the file's relative paths start, and what `${workspaceFolder}`
+    /// names: the folder holding `.vscode` or `.cursor` for a file in one (as
+    /// the editors mean them), else the file's own directory.
+    fn base(&self) -> &Path {
+        let editor = matches!(
+            self.dir.file_name().and_then(|n| n.to_str()),
+            Some(".vscode" | ".cursor")
+        );
+        match self.dir.parent() {
+            Some(parent) if editor => parent,
+            _ => &self.dir,
+        }
+    }
+}
+
+/// `path` against `base` (an absolute `path` as it is), without `.` steps.
+fn joined(base: &Path, path: &Path) -> PathBuf {
+    base.join(path)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+/// `unknown key`, with the nearest of `known` when one is close (a typo or
+/// another case).
+fn unknown_key(key: &str, known: &[&str]) -> String {
+    let lower = key.to_ascii_lowercase();
+    let near = known
+        .iter()
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&lower, &k.to_ascii_lowercase()),
+                k,
+            )
+        })
+        .filter(|(d, k)| *d <= 2 && *d < k.len())
+        .min_by_key(|(d, _)| *d);
+    match near {
+        Some((_, k)) => format!("unknown key (did you mean `{k}`?)"),
+        None => format!("unknown key (known: {})", known.join(", ")),
     }
 }
 
@@ -258,10 +333,19 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
             _ => "/upstreams",
         },
     };
+    let mut notes = Vec::new();
+    let workspace = env.base().to_string_lossy().into_owned();
+    let vars = expand::Vars {
+        workspace: &workspace,
+        var: &*env.var,
+    };
     let file = match shape {
         Shape::Own => own_shape(&mut problems),
-        Shape::McpServers => foreign::mcp_servers(&mut problems, "mcpServers"),
-        Shape::VsCode => foreign::mcp_servers(&mut problems, "servers"),
+        Shape::McpServers | Shape::VsCode => {
+            let key = problems.upstreams_at.trim_start_matches('/');
+            own_keys_beside(&mut problems, key);
+            foreign::mcp_servers(&mut problems, key, &vars, &mut notes)
+        }
         Shape::NotATable => {
             problems.push("", "the file must hold a table (an object) of settings");
             None
@@ -269,13 +353,44 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
     };
     let config = file.and_then(|file| resolve(file, &mut problems, env));
     match config {
-        Some(config) if problems.list.is_empty() => Ok(config),
+        Some(mut config) if problems.list.is_empty() => {
+            config.notes = notes;
+            Ok(config)
+        }
         _ => {
             // In the file's order; problems of the whole file first.
             let mut list = problems.list;
             list.sort_by_key(|p| p.pos.map(|p| (p.line, p.column)));
             Err(list)
         }
+    }
+}
+
+/// The gateway's own top-level keys in another application's file are not
+/// read there (the application owns the file's other keys): each is a
+/// problem rather than a setting silently ignored.
+fn own_keys_beside(problems: &mut Problems<'_>, list: &str) {
+    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
+    let Some(Value::Object(own)) = schema.get("properties") else {
+        return;
+    };
+    let Value::Object(top) = &problems.source.value else {
+        return;
+    };
+    let found: Vec<String> = top
+        .keys()
+        .filter(|k| k.as_str() != list && !k.starts_with('$') && own.contains_key(k.as_str()))
+        .cloned()
+        .collect();
+    for key in found {
+        problems.push(
+            &format!("/{}", pointer_token(&key)),
+            format!(
+                "`{key}` is a setting of the gateway's own file shape, not read beside \
+                 `{list}`: give it as a flag of `switchboard gateway`, or move the servers \
+                 under `upstreams`"
+            ),
+        );
     }
 }
 
@@ -349,8 +464,8 @@ fn shape(value: &Value) -> Shape {
     }
 }
 
-/// The file's `audit`, resolved: the trail's file (as written: relative to
-/// the gateway's working directory) and settings.
+/// The file's `audit`, resolved: the trail's file (a relative one against the
+/// configuration file's directory) and settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditSettings {
     pub file: PathBuf,
@@ -451,6 +566,9 @@ struct FileUpstream {
     headers: Option<BTreeMap<String, FileHeader>>,
     prefix: Option<String>,
     timeout: Option<String>,
+    /// Its name as the file writes it, when it is served by another.
+    #[serde(skip)]
+    written: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -481,10 +599,12 @@ fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
         let pointer = error.instance_path().to_string();
         match error.kind() {
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known = known_keys(&schema, &pointer);
+                let known: Vec<&str> = known.iter().map(String::as_str).collect();
                 for key in unexpected {
                     errors.push((
                         format!("{pointer}/{}", pointer_token(key)),
-                        "unknown key".to_owned(),
+                        unknown_key(key, &known),
                     ));
                 }
             }
@@ -503,6 +623,17 @@ fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
                     "not an OAuth scope: printable ASCII without space, '\"' or '\\' (RFC 6749 §3.3)"
                         .to_owned(),
                 ))
+            }
+            // A duration: said by example, as the flags say it.
+            jsonschema::error::ValidationErrorKind::Pattern { pattern }
+                if pattern.as_str() == DURATION_PATTERN =>
+            {
+                let text = error.instance().as_str().unwrap_or_default();
+                let why = match crate::serve_args::parse_duration(text) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("{text:?} is not a duration: write e.g. \"5s\""),
+                };
+                errors.push((pointer, why))
             }
             _ => errors.push((pointer, schema_message(&error.to_string()))),
         }
@@ -523,6 +654,40 @@ fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
             None
         }
     }
+}
+
+/// The schema's pattern of a duration (`5s`, `250ms`, `30m`, `2h`, `12`).
+const DURATION_PATTERN: &str = "^[0-9]+(ms|s|m|h)?$";
+
+/// The keys the schema knows for the object at `pointer` (for "did you
+/// mean"): its `properties`, followed through `properties`,
+/// `additionalProperties` (a map's values) and local `$ref`s.
+fn known_keys(schema: &Value, pointer: &str) -> Vec<String> {
+    fn resolve<'s>(schema: &'s Value, mut s: &'s Value) -> &'s Value {
+        while let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            match r.strip_prefix('#').and_then(|p| schema.pointer(p)) {
+                Some(next) => s = next,
+                None => break,
+            }
+        }
+        s
+    }
+    let mut at = resolve(schema, schema);
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        let next = at
+            .get("properties")
+            .and_then(|p| p.get(&token))
+            .or_else(|| at.get("additionalProperties").filter(|a| a.is_object()));
+        match next {
+            Some(n) => at = resolve(schema, n),
+            None => return Vec::new(),
+        }
+    }
+    at.get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().filter(|k| !k.starts_with('$')).cloned().collect())
+        .unwrap_or_default()
 }
 
 /// jsonschema's messages quote the whole offending value; keep them short.
@@ -571,7 +736,10 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
             None
         }
     };
-    if file.upstreams.is_empty() {
+    // Another application's entries with problems are left out: they are
+    // the problem, not the empty list.
+    let left_out = problems.upstreams_at != "/upstreams" && !problems.list.is_empty();
+    if file.upstreams.is_empty() && !left_out {
         problems.push("", "no upstreams: at least one is needed");
     }
     let names: BTreeSet<String> = file.upstreams.keys().cloned().collect();
@@ -647,7 +815,12 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
         route.auth = protection;
     }
     routes.sort_by(|a, b| a.path.cmp(&b.path));
-    let audit = file.audit.map(audit_settings);
+    let audit = file.audit.map(audit_settings).map(|mut a| {
+        if !a.file.as_os_str().is_empty() {
+            a.file = joined(env.base(), &a.file);
+        }
+        a
+    });
     if audit
         .as_ref()
         .is_some_and(|a| a.file.as_os_str().is_empty())
@@ -668,6 +841,7 @@ fn resolve(file: File, problems: &mut Problems<'_>, env: &Env) -> Option<Gateway
         routes,
         auth,
         serve: file.serve,
+        notes: Vec::new(),
     })
 }
 
@@ -677,7 +851,8 @@ fn upstream(
     problems: &mut Problems<'_>,
     env: &Env,
 ) -> Option<UpstreamConfig> {
-    let at = format!("{}/{}", problems.upstreams_at, pointer_token(name));
+    let written = u.written.as_deref().unwrap_or(name);
+    let at = format!("{}/{}", problems.upstreams_at, pointer_token(written));
     if !valid_name(name) {
         problems.push(
             &at,
@@ -699,7 +874,7 @@ fn upstream(
             Some(p)
         }
     };
-    let list_timeout = match u.timeout.as_deref().map(parse_duration) {
+    let list_timeout = match u.timeout.as_deref().map(crate::serve_args::parse_duration) {
         None => DEFAULT_LIST_TIMEOUT,
         Some(Ok(d)) if !d.is_zero() => d,
         Some(Ok(_)) => {
@@ -710,7 +885,7 @@ fn upstream(
             DEFAULT_LIST_TIMEOUT
         }
         Some(Err(e)) => {
-            problems.push(&format!("{at}/timeout"), e);
+            problems.push(&format!("{at}/timeout"), e.to_string());
             DEFAULT_LIST_TIMEOUT
         }
     };
@@ -749,14 +924,15 @@ fn upstream(
                     );
                 }
             }
-            Some(Target::Stdio {
+            let stdio = Target::Stdio {
                 command,
                 args: u.args.unwrap_or_default(),
                 env: u.env.unwrap_or_default(),
-                cwd: u.cwd.map(PathBuf::from),
+                cwd: u.cwd.map(|c| env.path(&c)),
                 child: u.child.unwrap_or(ChildMode::Shared),
                 inherit_env: u.inherit_env.unwrap_or(false),
-            })
+            };
+            Some(check_start(stdio, &at, problems, env))
         }
         (None, Some(url)) => {
             for (key, set) in stdio_keys {
@@ -827,14 +1003,72 @@ fn header(
                 None
             }
         },
-        FileHeader::File { file } => match (env.readable)(Path::new(&file)) {
-            Ok(()) => Some(HeaderSource::File(PathBuf::from(file))),
+        FileHeader::File { file } => match (env.readable)(&env.path(&file)) {
+            Ok(()) => Some(HeaderSource::File(env.path(&file))),
             Err(e) => {
                 problems.push(&format!("{at}/file"), format!("cannot read {file}: {e}"));
                 None
             }
         },
     }
+}
+
+/// What the gateway checks as it starts a stdio upstream, checked now: its
+/// `cwd` is a directory, and its `command` is found and executable. A relative
+/// command path (`./server`) is resolved against `cwd`, else the file's
+/// directory. Only the first failure is a problem (a missing `cwd` is not
+/// also blamed on the command); the target is kept either way, for the
+/// routes' checks.
+fn check_start(target: Target, at: &str, problems: &mut Problems<'_>, env: &Env) -> Target {
+    let Target::Stdio {
+        mut command,
+        args,
+        env: vars,
+        cwd,
+        child,
+        inherit_env,
+    } = target
+    else {
+        return target;
+    };
+    let checked = |command| Target::Stdio {
+        command,
+        args: args.clone(),
+        env: vars.clone(),
+        cwd: cwd.clone(),
+        child,
+        inherit_env,
+    };
+    if let Some(dir) = &cwd {
+        if let Err(e) = (env.directory)(dir) {
+            problems.push(
+                &format!("{at}/cwd"),
+                format!(
+                    "the working directory {} cannot be used: {e}",
+                    dir.display()
+                ),
+            );
+            return checked(command);
+        }
+    }
+    if command.contains('/') && Path::new(&command).is_relative() {
+        let base = cwd.as_deref().unwrap_or(env.base());
+        command = joined(base, Path::new(&command))
+            .to_string_lossy()
+            .into_owned();
+    }
+    let mut c = switchboard_transport::stdio::ChildConfig::new("check", &command);
+    if inherit_env {
+        c.inherit = switchboard_transport::stdio::Inherit::All;
+    }
+    for (k, v) in &vars {
+        c = c.env(k, v);
+    }
+    c.current_dir = cwd.clone();
+    if let Err(e) = (env.program)(&c) {
+        problems.push(&format!("{at}/command"), format!("cannot be run: {e}"));
+    }
+    checked(command)
 }
 
 /// Two upstreams with the same prefix would serve clashing names: a problem
@@ -849,7 +1083,8 @@ fn check_prefixes(upstreams: &[UpstreamConfig], problems: &mut Problems<'_>) {
             problems.push(
                 &format!("{}/{}", problems.upstreams_at, pointer_token(&u.name)),
                 format!(
-                    "its prefix {prefix:?} is also upstream {other:?}'s: their tools and prompts would clash"
+                    "upstreams {other:?} and {:?} both have the prefix {prefix:?}: their tools and prompts would clash",
+                    u.name
                 ),
             );
         }
@@ -892,19 +1127,6 @@ fn valid_name(s: &str) -> bool {
         && !s.contains("__")
 }
 
-/// `500ms`, `10s`, `2m`.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration such as 500ms, 10s or 2m");
-    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    match &s[digits.len()..] {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => n.checked_mul(60).map(Duration::from_secs).ok_or_else(bad),
-        _ => Err(bad()),
-    }
-}
-
 fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
@@ -938,13 +1160,16 @@ pub fn run(command: ConfigCommand) -> std::process::ExitCode {
             ExitCode::SUCCESS
         }
         ConfigCommand::Check { file, json } => match load(&file) {
-            Ok(config) if json => {
-                let text = serde_json::to_string_pretty(&config).expect("plain data");
-                out(&format!("{text}\n"));
-                ExitCode::SUCCESS
-            }
             Ok(config) => {
-                out(&summary(&config));
+                for note in &config.notes {
+                    eprintln!("{}: note: {note}", file.display());
+                }
+                if json {
+                    let text = serde_json::to_string_pretty(&config).expect("plain data");
+                    out(&format!("{text}\n"));
+                } else {
+                    out(&summary(&config));
+                }
                 ExitCode::SUCCESS
             }
             Err(problems) => {

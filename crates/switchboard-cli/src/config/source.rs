@@ -294,8 +294,22 @@ fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
     });
     SyntaxError {
         pos,
-        message: first_line(&e.to_string()),
+        message: without_yaml_place(&first_line(&e.to_string())),
     }
+}
+
+/// serde-saphyr starts its message with `error: line L column C: `; the place
+/// is printed once, before it.
+fn without_yaml_place(message: &str) -> String {
+    let m = message.strip_prefix("error: ").unwrap_or(message);
+    if let Some(rest) = m.strip_prefix("line ") {
+        if let Some((place, what)) = rest.split_once(": ") {
+            if place.split(" column ").all(|n| n.parse::<u64>().is_ok()) {
+                return what.to_owned();
+            }
+        }
+    }
+    m.to_owned()
 }
 
 /// JSON: `serde_json` decides what is valid JSON and gives the value; places
@@ -402,6 +416,10 @@ mod tests {
         assert!(!e[0].message.contains("at line"), "{}", e[0].message);
         let e = Source::parse("a: [1\nb: 2\n", Format::Yaml).unwrap_err();
         assert!(e[0].pos.is_some(), "{e:?}");
+        // The place once: before the message, not inside it too.
+        let e = Source::parse("b:\n - x: [\n", Format::Yaml).unwrap_err();
+        assert_eq!(e[0].pos, at(2, 7), "{e:?}");
+        assert_eq!(e[0].message, "unclosed bracket '['");
     }
 
     #[test]

@@ -1,9 +1,15 @@
 use super::*;
 
-/// An environment with `TOKEN` set and only `/run/secret` readable.
+/// An environment with `TOKEN` and `HOME` set, only `/run/secret` readable,
+/// every directory but `/nowhere` usable, every program but `missing` found,
+/// for a file in `/work/proj/.vscode`.
 fn env() -> Env {
     Env {
-        var: Box::new(|name| (name == "TOKEN").then(|| "t".to_owned())),
+        var: Box::new(|name| match name {
+            "TOKEN" => Some("t".to_owned()),
+            "HOME" => Some("/home/u".to_owned()),
+            _ => None,
+        }),
         readable: Box::new(|path| {
             if path == Path::new("/run/secret") {
                 Ok(())
@@ -11,6 +17,21 @@ fn env() -> Env {
                 Err("No such file or directory".to_owned())
             }
         }),
+        directory: Box::new(|path| {
+            if path.starts_with("/nowhere") {
+                Err("No such file or directory (os error 2)".to_owned())
+            } else {
+                Ok(())
+            }
+        }),
+        program: Box::new(|child| {
+            if child.command == "missing" {
+                Err("missing: not found in PATH".to_owned())
+            } else {
+                Ok(())
+            }
+        }),
+        dir: PathBuf::from("/work/proj/.vscode"),
     }
 }
 
@@ -211,7 +232,7 @@ upstreams = []
         "15:13: upstreams.c.transport: applies to HTTP upstreams",
         "16:11: upstreams.c.timeout: a timeout of zero",
         "upstreams.e__f: the name \"e__f\" must be",
-        "upstreams.d: its prefix \"c\" is also upstream \"c\"'s",
+        "upstreams.d: upstreams \"c\" and \"d\" both have the prefix \"c\"",
         "routes.r1.path: /healthz is the gateway's own probe",
         "routes.r1.upstreams[1]: no upstream is named \"zz\"",
         "routes.r1.tools[1]: no upstream of this route serves \"d__not_served\"",
@@ -305,10 +326,11 @@ fn vs_code_servers_as_they_are() {
 
 #[test]
 fn foreign_entries_with_unknown_keys_or_types_are_problems() {
-    let text = "{\n\"mcpServers\": {\n  \"a\": {\"command\": \"x\", \"colour\": []},\n  \"b\": {\"type\": \"websocket\", \"url\": \"ws://h\"},\n  \"c\": {\"command\": 5},\n  \"bad.name\": {\"command\": \"x\"}\n}\n}";
+    let text = "{\n\"mcpServers\": {\n  \"a\": {\"command\": \"x\", \"colour\": []},\n  \"b\": {\"type\": \"websocket\", \"url\": \"ws://h\"},\n  \"c\": {\"command\": 5},\n  \"d\": {\"comand\": \"x\"}\n}\n}";
     let p = problems(text, Format::Json);
     let expect = [
         "3:35: mcpServers.a.colour: unknown key (known: type, command, args,",
+        "6:19: mcpServers.d.comand: unknown key (did you mean `command`?)",
         "4:17: mcpServers.b.type: unknown server type \"websocket\"",
         "5:20: mcpServers.c.command: must be a string",
     ];
@@ -318,10 +340,8 @@ fn foreign_entries_with_unknown_keys_or_types_are_problems() {
             "missing {e:?} in {p:#?}"
         );
     }
-    assert!(
-        p.iter().any(|l| l.contains("\"bad.name\" must be")),
-        "{p:#?}"
-    );
+    // Nothing else: no "needs `command`" beside the misspelt one.
+    assert_eq!(p.len(), expect.len(), "{p:#?}");
 }
 
 #[test]
@@ -413,7 +433,7 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
             audit.max_bytes,
             audit.keep
         ),
-        (Some("a.jsonl"), true, 10, 2)
+        (Some("/work/proj/a.jsonl"), true, 10, 2)
     );
     assert_eq!(audit.checkpoint_every, Duration::from_secs(3));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
@@ -478,12 +498,35 @@ fn the_schema_is_valid_and_names_every_key_the_types_read() {
 }
 
 #[test]
-fn durations() {
-    assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-    assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
-    assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-    assert!(parse_duration("2h").is_err());
-    assert!(parse_duration("s").is_err());
+fn durations_are_the_flags_durations_and_explained_by_example() {
+    let c = ok(
+        "[upstreams.a]\ncommand = \"x\"\ntimeout = \"2h\"\n",
+        Format::Toml,
+    );
+    assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(7200));
+    let c = ok(
+        "[upstreams.a]\ncommand = \"x\"\ntimeout = \"7\"\n",
+        Format::Toml,
+    );
+    assert_eq!(c.upstreams[0].list_timeout, Duration::from_secs(7));
+    assert_eq!(
+        problems(
+            "[upstreams.a]\ncommand = \"x\"\ntimeout = \"5 seconds\"\n",
+            Format::Toml
+        ),
+        [
+            r#"3:11: upstreams.a.timeout: unknown unit " seconds" in "5 seconds": write e.g. "5s", "30m", "2h" or "250ms""#
+        ]
+    );
+    assert_eq!(
+        problems(
+            "idle_timeout = \"soon\"\n[upstreams.a]\ncommand = \"x\"\n",
+            Format::Toml
+        ),
+        [
+            r#"1:16: idle_timeout: "soon" is not a duration: write e.g. "5s", "30m", "2h" or "250ms""#
+        ]
+    );
 }
 
 #[test]
@@ -498,19 +541,133 @@ fn another_applications_file_is_placed_at_its_own_keys() {
 }
 
 #[test]
-fn editor_variables_and_env_files_are_problems() {
+fn editor_variables_are_expanded_and_an_input_refused() {
+    // The file is in /work/proj/.vscode: the workspace is /work/proj.
+    let text = r#"{"servers": {
+        "a": {"command": "${workspaceFolder}/bin/srv", "args": ["${userHome}/data", "${workspaceFolderBasename}"],
+              "env": {"T": "${env:TOKEN}"}},
+        "w": {"type": "http", "url": "http://h/mcp", "headers": {"Authorization": "Bearer ${env:TOKEN}"}}}}"#;
+    let c = ok(text, Format::Json);
+    match &c.upstreams[0].target {
+        Target::Stdio {
+            command, args, env, ..
+        } => {
+            assert_eq!(command, "/work/proj/bin/srv");
+            assert_eq!(args, &["/home/u/data", "proj"]);
+            assert_eq!(env["T"], "t");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(&c.upstreams[1].target, Target::Http { headers, .. }
+        if headers == &vec![("Authorization".to_owned(), HeaderSource::Value("Bearer t".into()))])
+    );
+
     let text = r#"{"servers": {"a": {"type": "http", "url": "http://h/mcp",
         "headers": {"Authorization": "Bearer ${input:token}"}},
-        "b": {"command": "x", "envFile": "${workspaceFolder}/.env"}}}"#;
-    let p = problems(text, Format::Json);
-    assert!(
-        p.iter()
-            .any(|l| l.contains("servers.a.headers.Authorization: holds an editor variable")),
-        "{p:#?}"
+        "b": {"command": "x", "envFile": "${workspaceFolder}/.env"},
+        "c": {"command": "x", "args": ["${env:NOPE}", "${cwd}"]},
+        "off": {"command": "x", "args": ["${input:unused}"], "disabled": true}}}"#;
+    assert_eq!(
+        problems(text, Format::Json),
+        [
+            "2:38: servers.a.headers.Authorization: `${input:token}` asks the user in the editor, and switchboard cannot ask: give the value itself, or `${env:NAME}` to read it from the environment",
+            "3:42: servers.b.envFile: envFile is not read by switchboard: give the variables under `env`",
+            "4:40: servers.c.args[0]: `${env:NOPE}`: the environment variable NOPE is not set",
+            "4:55: servers.c.args[1]: unknown variable `${cwd}` (known: workspaceFolder, workspaceFolderBasename, userHome, env:NAME, pathSeparator)",
+        ]
     );
+}
+
+#[test]
+fn relative_paths_are_the_files_and_start_checks_run_at_load() {
+    // Against the workspace (/work/proj) for a file in .vscode.
+    let text = r#"{"servers": {
+        "a": {"command": "./run.sh", "cwd": "srv"},
+        "b": {"command": "bin/b"},
+        "c": {"command": "node", "cwd": "/abs"}}}"#;
+    let c = ok(text, Format::Json);
+    let stdio = |i: usize| match &c.upstreams[i].target {
+        Target::Stdio { command, cwd, .. } => (command.clone(), cwd.clone()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        stdio(0),
+        (
+            "/work/proj/srv/run.sh".to_owned(),
+            Some(PathBuf::from("/work/proj/srv"))
+        )
+    );
+    assert_eq!(stdio(1), ("/work/proj/bin/b".to_owned(), None));
+    assert_eq!(stdio(2), ("node".to_owned(), Some(PathBuf::from("/abs"))));
+    // A missing directory is named as such, not blamed on the command too.
+    let text = "[upstreams.a]\ncommand = \"missing\"\ncwd = \"/nowhere/x\"\n\n[upstreams.b]\ncommand = \"missing\"\n\n[upstreams.c]\nurl = \"http://h/mcp\"\nheaders = { K = { file = \"secret\" } }\n";
+    assert_eq!(
+        problems(text, Format::Toml),
+        [
+            "3:7: upstreams.a.cwd: the working directory /nowhere/x cannot be used: No such file or directory (os error 2)",
+            "6:11: upstreams.b.command: cannot be run: missing: not found in PATH",
+            "10:26: upstreams.c.headers.K.file: cannot read secret: No such file or directory",
+        ]
+    );
+}
+
+#[test]
+fn names_a_gateway_cannot_serve_are_given_one_with_a_note() {
+    let text = r#"{"mcpServers": {"My Server": {"command": "x"}, "a/b": {"command": "x"}, "ok": {"command": "x"}}}"#;
+    let c = ok(text, Format::Json);
+    let names: Vec<(&str, Option<&str>)> = c
+        .upstreams
+        .iter()
+        .map(|u| (u.name.as_str(), u.prefix.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("My-Server", Some("My-Server")),
+            ("a-b", Some("a-b")),
+            ("ok", Some("ok"))
+        ]
+    );
+    assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
     assert!(
-        p.iter()
-            .any(|l| l.contains("servers.b.envFile: envFile is not read")),
+        c.notes[0].starts_with(r#"mcpServers."My Server" is served as upstream "My-Server""#),
+        "{:?}",
+        c.notes
+    );
+    // Two that would be served by one name: both named, at the second.
+    let text = r#"{"mcpServers": {"a b": {"command": "x"}, "a-b": {"command": "x"}, "!!": {"command": "x"}}}"#;
+    assert_eq!(
+        problems(text, Format::Json),
+        [
+            r#"1:49: mcpServers.a-b: "a-b" and "a b" would both be served as upstream "a-b": rename one"#,
+            r#"1:73: mcpServers."!!": the name "!!" has no letters or digits to serve it by"#,
+        ]
+    );
+}
+
+#[test]
+fn unknown_keys_get_the_nearest_known_one() {
+    let text = "listn = \"127.0.0.1:1\"\nidle_timout = \"5s\"\n[upstreams.a]\ncomand = \"x\"\ncommand = \"x\"\n[routes.r]\npath = \"/r\"\ntols = []\nzzzzzz = 1\n";
+    assert_eq!(
+        problems(text, Format::Toml),
+        [
+            "1:9: listn: unknown key (did you mean `listen`?)",
+            "2:15: idle_timout: unknown key (did you mean `idle_timeout`?)",
+            "4:10: upstreams.a.comand: unknown key (did you mean `command`?)",
+            "8:8: routes.r.tols: unknown key (did you mean `tools`?)",
+            "9:10: routes.r.zzzzzz: unknown key (known: path, upstreams, tools, auth)",
+        ]
+    );
+}
+
+#[test]
+fn the_gateways_own_keys_beside_an_applications_list_are_problems() {
+    let text = r#"{"globalShortcut": "Ctrl+Space", "listen": "0.0.0.0:9", "mcpServers": {"a": {"command": "x"}}}"#;
+    let p = problems(text, Format::Json);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].starts_with("1:44: listen: `listen` is a setting of the gateway's own file shape, not read beside `mcpServers`"),
         "{p:#?}"
     );
 }
@@ -777,7 +934,7 @@ fn the_audit_trail_is_a_path_or_a_table_and_an_empty_one_is_a_problem() {
     let a = c.audit.expect("a trail").to_config();
     assert_eq!(
         (a.path.to_str(), a.arguments, a.keep),
-        (Some("trail.jsonl"), false, 16)
+        (Some("/work/proj/trail.jsonl"), false, 16)
     );
     for bad in [
         "audit = \"\"\n",

@@ -574,10 +574,19 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     #[cfg(target_os = "linux")]
     drop(policy);
     let mut child = spawned.map_err(|e| {
+        // The OS says ENOENT for a missing working directory as for a missing
+        // program: name the one that is missing.
+        let gone = |d: &PathBuf| e.kind() == io::ErrorKind::NotFound && !d.is_dir();
+        let what = match &config.current_dir {
+            Some(dir) if gone(dir) => {
+                format!("its working directory {} does not exist", dir.display())
+            }
+            _ => e.to_string(),
+        };
         io::Error::new(
             e.kind(),
             format!(
-                "cannot start child {:?} ({:?}): {e}",
+                "cannot start child {:?} ({:?}): {what}",
                 config.name, config.command
             ),
         )
@@ -1053,6 +1062,23 @@ mod tests {
         assert_eq!(c.args, ["a", "b"]);
         assert_eq!(c.env, [("K".into(), "V".into())]);
         assert_eq!(c.scheduling, ChildScheduling::Inherit);
+    }
+
+    /// A missing working directory is named as such, not blamed on the
+    /// program (the OS says ENOENT for both).
+    #[tokio::test]
+    async fn a_missing_working_directory_is_named() {
+        let mut config = ChildConfig::new("gone", "/bin/cat");
+        config.current_dir = Some(PathBuf::from("/nonexistent-switchboard-dir"));
+        let Err(e) = spawn(config, &TransportConfig::default()) else {
+            panic!("started in a missing directory");
+        };
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            "cannot start child \"gone\" (\"/bin/cat\"): its working directory \
+             /nonexistent-switchboard-dir does not exist"
+        );
     }
 
     /// `Batch` starts the child in `SCHED_BATCH` (set before exec: the program
