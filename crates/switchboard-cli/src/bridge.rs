@@ -552,9 +552,15 @@ impl LockReload {
                     let read = read_lock_entry(&self.file, self.upstream.as_deref(), self.key.as_deref());
                     match read {
                         Ok(lock) => {
-                            guard.reload(lock);
+                            let changed = guard.reload(lock);
                             let file = self.file.display().to_string();
-                            tracing::info!("switchboard bridge: SIGHUP: {file} reloaded");
+                            let what = if changed.is_empty() {
+                                "what is served is unchanged".to_owned()
+                            } else {
+                                let kinds: Vec<&str> = changed.iter().map(|k| k.noun()).collect();
+                                format!("the {} served change: sessions are told", kinds.join(", "))
+                            };
+                            tracing::info!("switchboard bridge: SIGHUP: {file} reloaded: {what}");
                         }
                         Err(e) => tracing::warn!(
                             "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {}",

@@ -1718,3 +1718,71 @@ async fn lock_and_bridge_start_the_server_alike() {
     assert_eq!(listed(&reply, json!(1)), ["echo", "hang"], "{}", reply.body);
     bridge.terminate();
 }
+
+/// A SIGHUP that changes nothing served tells the sessions nothing (the log
+/// says so); approving a withheld tool and SIGHUP tell every session
+/// `tools/list_changed` on its standalone stream, and the tool is listed.
+#[tokio::test]
+async fn an_approval_on_sighup_is_announced_to_sessions() {
+    tokio::time::timeout(BOUND, async {
+        let d = dir("sighup-announce");
+        let (defs, lock) = lock_approved(&d.0);
+        // The server changes read_file after the approval: withheld.
+        std::fs::write(&defs, pulled().to_string()).unwrap();
+        let log = d.0.join("bridge.log");
+        let bridge = BridgeProc::start_logged(
+            &["--child", "shared", "--lock", lock.to_str().unwrap()],
+            &["python3", &server(), defs.to_str().unwrap()],
+            &log,
+        )
+        .await;
+        let c = client();
+        let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
+        let mut get = c.get(&bridge.url).header("accept", "text/event-stream");
+        for (k, v) in s.headers() {
+            get = get.header(k, v);
+        }
+        let resp = get.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut stream = bridge_util::SseStream::new(resp);
+        let r = s
+            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(1)), ["delete_file"]);
+        let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+        bridge.signal(libc::SIGHUP);
+        bridge_util::wait_until("the first reload logged", || {
+            logged().contains("reloaded: what is served is unchanged")
+        })
+        .await;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(&d.0)
+            .args(["lock", "approve", "--yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bridge.signal(libc::SIGHUP);
+        let told = loop {
+            let m = stream.next_message().await.expect("the stream stays open");
+            if m.get("id").is_none() {
+                break m;
+            }
+        };
+        assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
+        assert!(
+            logged().contains("reloaded: the tool served change"),
+            "{}",
+            logged()
+        );
+        let r = s
+            .request(&c, &bridge.url, json!(2), "tools/list", json!({}))
+            .await;
+        assert_eq!(listed(&r, json!(2)), ["delete_file", "read_file", "exec"]);
+    })
+    .await
+    .expect("bounded");
+}

@@ -161,6 +161,9 @@ pub struct DriftGuard {
     /// Each reload's generation, for the bridge's own re-lists
     /// (`DriftGuard::reloads`).
     reloaded: tokio::sync::watch::Sender<u64>,
+    /// Kinds whose served entries a reload changed, not yet announced to the
+    /// shared child's sessions ([`DriftGuard::take_unannounced`]).
+    unannounced: Mutex<Vec<Kind>>,
     /// The drifts sessions' own children showed, logged and counted once
     /// for them all (per definition and lock): (kind, name, what it was
     /// listed as, lock generation). At most [`OWN_DRIFTS_KEPT`].
@@ -199,6 +202,7 @@ impl DriftGuard {
             source: source.into(),
             shared: Verdicts::default(),
             reloaded: tokio::sync::watch::Sender::new(0),
+            unannounced: Mutex::new(Vec::new()),
             own_drifts: Mutex::new(std::collections::HashSet::new()),
             found: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -278,13 +282,28 @@ impl DriftGuard {
     /// bridge lists its children again (`DriftGuard::reloads`): an entry
     /// the server changed since its last whole list, now approved as it is,
     /// is served again without waiting for a `list_changed`.
-    pub fn reload(&self, lock: UpstreamLock) {
+    ///
+    /// Returns the kinds whose served entries changed (block mode: an entry
+    /// withheld before is served now, or the other way), in the order of
+    /// [`Kind`]; the bridge tells its sessions of those (and of none when
+    /// nothing changed).
+    pub fn reload(&self, lock: UpstreamLock) -> Vec<Kind> {
         let lock = Arc::new(lock);
-        *self.lock.write().unwrap_or_else(|p| p.into_inner()) = lock.clone();
+        let old = std::mem::replace(
+            &mut *self.lock.write().unwrap_or_else(|p| p.into_inner()),
+            lock.clone(),
+        );
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut changed = Vec::new();
         let mut table = self.shared.lock();
         for (kind, names) in table.iter_mut() {
             let approved = Self::approved(&lock, *kind);
+            if self.mode == GuardMode::Block
+                && *kind != Kind::Instructions
+                && served_differ(Self::approved(&old, *kind), approved, names)
+            {
+                changed.push(*kind);
+            }
             for name in approved.keys() {
                 if !names.contains_key(name) {
                     names.insert(name.clone(), (generation, Listed::Gone));
@@ -314,7 +333,21 @@ impl DriftGuard {
             }
         }
         drop(table);
+        changed.sort_unstable();
+        {
+            let mut pending = self.unannounced.lock().unwrap_or_else(|p| p.into_inner());
+            pending.extend(&changed);
+            pending.sort_unstable();
+            pending.dedup();
+        }
         self.reloaded.send_replace(generation);
+        changed
+    }
+
+    /// The kinds reloads changed since the last call (the bridge's follower
+    /// tells the shared child's sessions of them once it listed again).
+    pub(crate) fn take_unannounced(&self) -> Vec<Kind> {
+        std::mem::take(&mut *self.unannounced.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Wakes at each [`DriftGuard::reload`]: the bridge's followers list
@@ -762,6 +795,22 @@ fn name_counts<'a>(
         }
     }
     counts
+}
+
+/// Whether an entry last listed as `names` says is served under one of the
+/// two approvals and withheld under the other (block mode).
+fn served_differ(
+    before: &std::collections::BTreeMap<String, crate::catalog::pin::Pinned>,
+    after: &std::collections::BTreeMap<String, crate::catalog::pin::Pinned>,
+    names: &std::collections::HashMap<String, (u64, Listed)>,
+) -> bool {
+    let served =
+        |approved: &std::collections::BTreeMap<String, crate::catalog::pin::Pinned>,
+         name: &str,
+         listed: &Listed| { approved.get(name).is_some_and(|a| listed.is(&a.sha256)) };
+    names
+        .iter()
+        .any(|(name, (_, listed))| served(before, name, listed) != served(after, name, listed))
 }
 
 #[cfg(test)]
@@ -1218,7 +1267,20 @@ mod tests {
         };
         // The operator approves the new definitions: judged at once, for
         // the shared child and for the session's own.
-        g.reload(pin(vec![pulled.clone()], vec![prompt.clone()]));
+        // Both lists now serve what they withheld: the bridge tells of both,
+        // once.
+        assert_eq!(
+            g.reload(pin(vec![pulled.clone()], vec![prompt.clone()])),
+            [Kind::Tool, Kind::Prompt]
+        );
+        assert_eq!(g.take_unannounced(), [Kind::Tool, Kind::Prompt]);
+        assert_eq!(g.take_unannounced(), []);
+        // The same lock again changes nothing served: nothing to tell.
+        assert_eq!(
+            g.reload(pin(vec![pulled.clone()], vec![prompt.clone()])),
+            []
+        );
+        assert_eq!(g.take_unannounced(), []);
         assert_eq!(g.check(Scope::Shared, Kind::Tool, "rm"), Ok(()));
         assert_eq!(g.check(Scope::Own(&own), Kind::Tool, "rm"), Ok(()));
         assert_eq!(g.check(Scope::Shared, Kind::Prompt, "brief"), Ok(()));

@@ -346,8 +346,49 @@ pub(crate) async fn follow(
                 if matches!(&*status.borrow(), Status::Ready(_)) {
                     refresh(&strong, &mut logged).await;
                     judge_prompts(&strong).await;
+                    announce_reload(&strong).await;
                 }
             }
+        }
+    }
+}
+
+/// After a reload listed again: the sessions told of each list the guard
+/// now serves differently (`list_changed`, for the kinds the child declared
+/// it for: a client expects none otherwise); of none when nothing changed.
+async fn announce_reload(core: &Arc<Core>) {
+    let Some(guard) = &core.guard else { return };
+    let kinds = guard.take_unannounced();
+    if kinds.is_empty() {
+        return;
+    }
+    let Ok(info) = core.shared.ready(Duration::ZERO).await else {
+        return;
+    };
+    let caps = &info.result.capabilities;
+    for kind in kinds {
+        let (declared, method) = match kind {
+            Kind::Tool => (
+                caps.tools.as_ref().and_then(|c| c.list_changed),
+                "notifications/tools/list_changed",
+            ),
+            Kind::Prompt => (
+                caps.prompts.as_ref().and_then(|c| c.list_changed),
+                "notifications/prompts/list_changed",
+            ),
+            Kind::ResourceTemplate => (
+                caps.resources.as_ref().and_then(|c| c.list_changed),
+                "notifications/resources/list_changed",
+            ),
+            Kind::Instructions => continue,
+        };
+        if declared == Some(true) {
+            info!(method, "the lock changed what is served: sessions told");
+            core.shared
+                .announce(switchboard_protocol::jsonrpc::Notification {
+                    method: method.to_owned(),
+                    params: None,
+                });
         }
     }
 }

@@ -726,6 +726,12 @@ impl Upstream {
         self.inner.broadcast.subscribe()
     }
 
+    /// Sends `n` to every [`subscribe`](Self::subscribe)r as if the server
+    /// had (a list the drift guard now serves differently).
+    pub(crate) fn announce(&self, n: Notification) {
+        let _ = self.inner.broadcast.send(n);
+    }
+
     /// Sends `request` upstream under an id of ours, for `owner` (a downstream
     /// session or exchange; used only to route server→client requests and logs).
     ///
