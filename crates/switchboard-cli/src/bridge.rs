@@ -477,16 +477,29 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         // The legacy endpoints and the probes are at the listener's root, not
         // beside `--path` (`--path /a/b/mcp` has `/sse`, not `/a/b/sse`).
         let base = origin_of(&url).to_owned();
+        let path = url.strip_prefix(base.as_str()).unwrap_or("/mcp").to_owned();
+        let mut endpoints = vec![(format!("route {path}"), url.clone())];
         let mut lines = vec![format!("switchboard bridge: serving {command_text}")];
-        lines.push(format!("  Streamable HTTP and 2026-07-28: {url}"));
-        if let Some(sse) = sse {
-            lines.push(format!("  legacy HTTP+SSE (2024-11-05):  {base}{sse}"));
+        match sse {
+            Some(sse) => {
+                endpoints.push(("sse".to_owned(), format!("{base}{sse}")));
+                lines.push(format!(
+                    "switchboard bridge: Streamable HTTP and 2026-07-28 at {url}, \
+                     legacy HTTP+SSE (2024-11-05) at {base}{sse}"
+                ));
+            }
+            None => lines.push(format!(
+                "switchboard bridge: Streamable HTTP and 2026-07-28 at {url}"
+            )),
         }
         lines.push(format!(
-            "  health: {base}/healthz   readiness: {base}/readyz"
+            "switchboard bridge: health at {base}/healthz, readiness at {base}/readyz"
         ));
         if let Some(admin) = bridge.admin_addr() {
-            lines.push(format!("  admin: http://{admin}/metrics (and /ui, /healthz, /readyz)"));
+            endpoints.push(("admin".to_owned(), format!("http://{admin}")));
+            lines.push(format!(
+                "switchboard bridge: admin at http://{admin}/metrics (and /ui, /healthz, /readyz)"
+            ));
         }
         // The path of this very binary, so the line pastes as is (a newcomer who
         // ran `cargo run` has no `switchboard` on PATH).
@@ -494,12 +507,15 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
             .ok()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "switchboard".to_owned());
-        lines.push("try it (in another terminal):".to_owned());
-        lines.push(format!("  {me} tools list {url}"));
+        lines.push(format!(
+            "switchboard bridge: try it in another terminal: {me} tools list {url}"
+        ));
         if let Some(call) = sample_call {
-            lines.push(format!("  {me} tools call {url} {call}"));
+            lines.push(format!(
+                "switchboard bridge: and: {me} tools call {url} {call}"
+            ));
         }
-        println!("{}", lines.join("\n"));
+        crate::telemetry::banner(&endpoints, &lines);
         match (&reload, &guard, hup) {
             (Some(reload), Some(guard), Some(mut hup)) => {
                 reload.serve_until(guard, &mut hup, &mut signals).await

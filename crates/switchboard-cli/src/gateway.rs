@@ -559,20 +559,29 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+        let n = file.upstreams.len();
         let mut lines = vec![format!(
-            "switchboard gateway: {} upstream(s) from {}",
-            file.upstreams.len(),
+            "switchboard gateway: {n} upstream{} from {}",
+            if n == 1 { "" } else { "s" },
             args.config.display()
         )];
+        let mut endpoints = Vec::new();
         for p in &paths {
-            lines.push(format!("  route {p}: {}", gateway.url_of(p)));
+            let url = gateway.url_of(p);
+            lines.push(format!("switchboard gateway: route {p} at {url}"));
+            endpoints.push((format!("route {p}"), url));
         }
         let base = format!("http://{}", gateway.local_addr());
-        lines.push(format!("  health: {base}/healthz   readiness: {base}/readyz"));
+        lines.push(format!(
+            "switchboard gateway: health at {base}/healthz, readiness at {base}/readyz"
+        ));
         if let Some(admin) = gateway.admin_addr() {
-            lines.push(format!("  admin: http://{admin}/metrics (and /ui, /healthz, /readyz)"));
+            endpoints.push(("admin".to_owned(), format!("http://{admin}")));
+            lines.push(format!(
+                "switchboard gateway: admin at http://{admin}/metrics (and /ui, /healthz, /readyz)"
+            ));
         }
-        println!("{}", lines.join("\n"));
+        crate::telemetry::banner(&endpoints, &lines);
         // A changed file is applied like SIGHUP (a ConfigMap update): its
         // bytes compared every FILE_POLL.
         let read = |p: &std::path::Path| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok();

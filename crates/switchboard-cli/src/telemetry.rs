@@ -51,6 +51,25 @@ fn layer(format: LogFormat) -> Boxed {
     }
 }
 
+/// What a server says as it starts listening: `lines` logged (info, like
+/// every other line), and its endpoints alone on stdout, one `NAME: URL` a
+/// line, for a script that listens on port 0 (`route /mcp: http://…`).
+pub(crate) fn banner(endpoints: &[(String, String)], lines: &[String]) {
+    use std::io::Write;
+    for line in lines {
+        info!("{line}");
+    }
+    let mut text = String::new();
+    for (name, url) in endpoints {
+        text.push_str(&format!("{name}: {url}\n"));
+    }
+    let mut stdout = std::io::stdout().lock();
+    // A closed stdout (`| head -1`) is not an error.
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
 /// Logs at `level` (`RUST_LOG` wins) in `format`, to stderr.
 pub(crate) fn init_logs(level: tracing::Level, format: LogFormat) {
     let filter = std::env::var("RUST_LOG")

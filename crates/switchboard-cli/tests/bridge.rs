@@ -1479,16 +1479,18 @@ async fn priming_events_carry_the_configured_retry() {
 /// command (read with a bound); the bridge runs on (killed when dropped).
 async fn bridge_and_banner(args: &[&str]) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
+    // The banner is logged (info, on stderr) like every other line.
     let mut child = tokio::process::Command::new(BIN)
         .args(["bridge", "--listen", "127.0.0.1:0"])
         .args(args)
+        .env("RUST_LOG", "info")
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut text = String::new();
     // The banner is printed at once; a short quiet spell ends it.
     while let Ok(Ok(Some(line))) =
@@ -1500,7 +1502,8 @@ async fn bridge_and_banner(args: &[&str]) -> (tokio::process::Child, String) {
     (child, text)
 }
 
-/// The banner's lines (see [`bridge_and_banner`]), then the bridge is stopped.
+/// The banner's log lines (see [`bridge_and_banner`]), then the bridge is
+/// stopped.
 async fn banner(args: &[&str]) -> String {
     let (mut child, text) = bridge_and_banner(args).await;
     let _ = child.kill().await;
@@ -1594,9 +1597,10 @@ async fn the_banner_names_the_urls_served_with_a_nested_path() {
     let (mut child, text) = bridge_and_banner(&["--path", "/a/b/mcp"]).await;
     let urls: Vec<&str> = text
         .lines()
-        .filter(|line| !line.contains(" tools "))
+        .filter(|line| line.contains("switchboard bridge: ") && !line.contains(" tools "))
         .flat_map(str::split_whitespace)
         .filter(|word| word.starts_with("http://"))
+        .map(|word| word.trim_end_matches(','))
         .collect();
     assert_eq!(urls.len(), 4, "mcp, sse, healthz, readyz: {urls:?}");
     assert!(urls[0].ends_with("/a/b/mcp"), "{urls:?}");
@@ -1799,4 +1803,60 @@ async fn the_child_gets_the_safe_environment_unless_it_inherits() {
         );
         bridge.terminate();
     }
+}
+
+/// The banner goes through the logger (a timestamp and a level on each line,
+/// JSON with `--log-format json`); stdout has the endpoints alone, one
+/// `NAME: URL` a line, for a script that listened on port 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_banner_is_logged_and_stdout_has_the_endpoints_alone() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["bridge", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut logged = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            let v: serde_json::Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let message = v["fields"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let done = message.contains("try it in another terminal");
+            logged.push((v["level"].as_str().unwrap_or_default().to_owned(), message));
+            if done {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the banner is logged in time");
+    assert!(
+        logged
+            .iter()
+            .any(|(level, m)| level == "INFO" && m.starts_with("switchboard bridge: serving ")),
+        "{logged:?}"
+    );
+    let _ = child.kill().await;
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).await.unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("route /mcp: http://127.0.0.1:") && lines[0].ends_with("/mcp"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("sse: http://127.0.0.1:") && lines[1].ends_with("/sse"),
+        "{out}"
+    );
 }

@@ -1332,7 +1332,7 @@ async fn calls_to_a_2026_http_upstream_carry_its_param_headers() {
     let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
     let url = bounded(async {
         while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some((_, url)) = line.split_once("Streamable HTTP and 2026-07-28:") {
+            if let Some(url) = line.strip_prefix("route /mcp: ") {
                 return url.trim().to_owned();
             }
         }

@@ -111,6 +111,18 @@ pub enum HttpTransport {
     Stateless,
 }
 
+impl fmt::Display for HttpTransport {
+    /// As the file writes it (`auto`, `streamable-http`, `sse`, `stateless`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HttpTransport::Auto => "auto",
+            HttpTransport::StreamableHttp => "streamable-http",
+            HttpTransport::Sse => "sse",
+            HttpTransport::Stateless => "stateless",
+        })
+    }
+}
+
 /// Where an outbound header's value comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -1215,7 +1227,7 @@ fn summary(config: &GatewayConfig) -> String {
             } => {
                 format!("stdio ({child}): {command} {}", args.join(" "))
             }
-            Target::Http { url, transport, .. } => format!("http ({transport:?}): {url}"),
+            Target::Http { url, transport, .. } => format!("http ({transport}): {url}"),
         };
         out.push_str(&format!(
             "upstream  {}  prefix {prefix}  {}\n",

@@ -88,10 +88,10 @@ impl BridgeProc {
         let mut lines = BufReader::new(stdout).lines();
         let url = tokio::time::timeout(WAIT, async {
             while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(i) = line.find("http://") {
-                    if line.contains("Streamable HTTP") {
-                        return line[i..].trim().to_owned();
-                    }
+                // stdout: `route PATH: URL`, then the other endpoints.
+                if let Some((_, url)) = line.strip_prefix("route ").and_then(|l| l.split_once(": "))
+                {
+                    return url.trim().to_owned();
                 }
             }
             panic!("the bridge ended without printing its URL");

@@ -38,6 +38,16 @@ pub enum GuardMode {
     Warn,
 }
 
+impl std::fmt::Display for GuardMode {
+    /// `block` or `warn`, as `--lock-mode` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GuardMode::Block => "block",
+            GuardMode::Warn => "warn",
+        })
+    }
+}
+
 /// The most distinct drifts of sessions' own children kept to tell each
 /// once: 4,096.
 const OWN_DRIFTS_KEPT: usize = 4096;
@@ -317,12 +327,12 @@ impl DriftGuard {
                     Some(_) if *listed == Listed::Gone => gone.push(name.as_str()),
                     Some(a) => {
                         self.found("changed", 1);
-                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = ?self.mode, "drift: a definition is not the approved one")
+                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, approved = %a.sha256, listed = %listed.hash(), mode = %self.mode, "drift: a definition is not the approved one")
                     }
                     None if *listed == Listed::Gone => {}
                     None => {
                         self.found("not_in_lock", 1);
-                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock")
+                        warn!(kind = kind.noun(), name = name.as_str(), lock = %self.source, mode = %self.mode, "drift: an entry that is not in the lock")
                     }
                 }
             }
@@ -428,7 +438,7 @@ impl DriftGuard {
         let Some(approved) = approved else {
             if news {
                 self.found("not_in_lock", 1);
-                warn!(kind = what, name, lock = %self.source, mode = ?self.mode, "drift: an entry that is not in the lock");
+                warn!(kind = what, name, lock = %self.source, mode = %self.mode, "drift: an entry that is not in the lock");
             }
             return self.mode == GuardMode::Warn;
         };
@@ -437,7 +447,7 @@ impl DriftGuard {
         }
         if news {
             self.found("changed", 1);
-            warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %now.hash(), mode = ?self.mode, "drift: a definition is not the approved one");
+            warn!(kind = what, name, lock = %self.source, approved = %approved.sha256, listed = %now.hash(), mode = %self.mode, "drift: a definition is not the approved one");
         }
         self.mode == GuardMode::Warn
     }

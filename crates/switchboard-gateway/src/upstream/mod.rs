@@ -1454,7 +1454,13 @@ async fn dispatch(inner: &Arc<Inner>, message: Message) {
                 None => Some("no single downstream call in flight to route this request to"),
             };
             if let Some(why) = refused {
-                warn!(method = %r.method, why, "refusing the upstream server's request");
+                // server-filesystem and server-everything ask for the roots
+                // as they start, before any call: expected, not a warning.
+                if routed.is_none() && r.method == "roots/list" {
+                    debug!(method = %r.method, why, "refusing the upstream server's request");
+                } else {
+                    warn!(method = %r.method, why, "refusing the upstream server's request");
+                }
                 let answer = Message::Error(ErrorResponse::new(
                     Some(r.id),
                     ErrorObject::new(code::INTERNAL_ERROR, why),

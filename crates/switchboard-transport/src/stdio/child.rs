@@ -669,6 +669,91 @@ pub fn spawn(config: ChildConfig, transport: &TransportConfig) -> io::Result<Chi
     })
 }
 
+/// `line` without the timestamp a server's logger starts it with (ours
+/// stamps each line already): `2026-12-07T23:47:07.532Z`, Python's
+/// `2026-12-07 23:47:07,532`, `23:47:07.532`, or any of them (or rich's
+/// `12/07/26 23:47:07`) in brackets; then the separator after it (spaces, a
+/// `|` or a `-`). A line that does not start with one is kept whole.
+fn without_timestamp(line: &str) -> &str {
+    let b = line.as_bytes();
+    let digits =
+        |at: usize, n: usize| b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit);
+    // HH:MM:SS, then a fraction: the end.
+    let time = |at: usize| -> Option<usize> {
+        if !(digits(at, 2)
+            && b.get(at + 2) == Some(&b':')
+            && digits(at + 3, 2)
+            && b.get(at + 5) == Some(&b':')
+            && digits(at + 6, 2))
+        {
+            return None;
+        }
+        let mut end = at + 8;
+        if matches!(b.get(end), Some(b'.' | b',')) && digits(end + 1, 1) {
+            end += 1;
+            while b.get(end).is_some_and(u8::is_ascii_digit) {
+                end += 1;
+            }
+        }
+        Some(end)
+    };
+    // A date (YYYY-MM-DD or MM/DD/YY[YY]), a `T` or a space, a time, a zone.
+    let stamp = |at: usize| -> Option<usize> {
+        let after_date = if digits(at, 4)
+            && b.get(at + 4) == Some(&b'-')
+            && digits(at + 5, 2)
+            && b.get(at + 7) == Some(&b'-')
+            && digits(at + 8, 2)
+        {
+            Some(at + 10)
+        } else if digits(at, 2)
+            && b.get(at + 2) == Some(&b'/')
+            && digits(at + 3, 2)
+            && b.get(at + 5) == Some(&b'/')
+            && digits(at + 6, 2)
+        {
+            Some(if digits(at + 6, 4) { at + 10 } else { at + 8 })
+        } else {
+            None
+        };
+        let mut end = match after_date {
+            Some(d) if matches!(b.get(d), Some(b'T' | b' ')) => time(d + 1)?,
+            Some(_) => return None,
+            None => time(at)?,
+        };
+        if b.get(end) == Some(&b'Z') {
+            end += 1;
+        } else if matches!(b.get(end), Some(b'+' | b'-')) && digits(end + 1, 2) {
+            end += 3;
+            if b.get(end) == Some(&b':') {
+                end += 1;
+            }
+            if digits(end, 2) {
+                end += 2;
+            }
+        }
+        Some(end)
+    };
+    let end = match b.first() {
+        Some(b'[') => match stamp(1) {
+            Some(e) if b.get(e) == Some(&b']') => e + 1,
+            _ => return line,
+        },
+        _ => match stamp(0) {
+            Some(e) => e,
+            None => return line,
+        },
+    };
+    // A stamp runs into text only through a separator.
+    match b.get(end) {
+        None => "",
+        Some(b' ' | b'\t' | b'|' | b'-' | b':') => {
+            line[end..].trim_start_matches([' ', '\t', '|', '-', ':'])
+        }
+        Some(_) => line,
+    }
+}
+
 /// Logs each stderr line of the child until end of file, within `limit` (the
 /// lines beyond it counted in summaries instead), and keeps the last non-empty
 /// one in `tail` (cut to [`STDERR_TAIL_CHARS`] characters), logged or not.
@@ -692,7 +777,7 @@ async fn log_stderr<R: AsyncRead + Unpin>(
     let log = |line: Result<String, _>, limit: &mut LogLines| match line {
         Ok(text) => {
             if limit.admit() {
-                info!(child = %name, "stderr: {text}");
+                info!(child = %name, "stderr: {}", without_timestamp(&text));
             }
             let text = text.trim();
             if !text.is_empty() {
@@ -1062,6 +1147,35 @@ mod tests {
         assert_eq!(c.args, ["a", "b"]);
         assert_eq!(c.env, [("K".into(), "V".into())]);
         assert_eq!(c.scheduling, ChildScheduling::Inherit);
+    }
+
+    #[test]
+    fn a_servers_own_timestamp_is_left_out_of_our_line() {
+        for (line, kept) in [
+            ("2026-12-07T23:47:07.532Z INFO started", "INFO started"),
+            (
+                "2026-12-07 23:47:07,532 - mcp.server - INFO - ready",
+                "mcp.server - INFO - ready",
+            ),
+            (
+                "[12/07/26 23:47:07] INFO     Processing request",
+                "INFO     Processing request",
+            ),
+            ("[2026-12-07T23:47:07+01:00] listening", "listening"),
+            ("23:47:07.5 | debug", "debug"),
+            ("2026-12-07T23:47:07.532+0000: x", "x"),
+            // Not a stamp at the start: kept whole.
+            (
+                "Secure MCP Filesystem Server running on stdio",
+                "Secure MCP Filesystem Server running on stdio",
+            ),
+            ("2026-12-07 was a Monday", "2026-12-07 was a Monday"),
+            ("12:30:00pm meeting", "12:30:00pm meeting"),
+            ("[INFO] 23:47:07 started", "[INFO] 23:47:07 started"),
+            ("", ""),
+        ] {
+            assert_eq!(without_timestamp(line), kept, "{line:?}");
+        }
     }
 
     /// A missing working directory is named as such, not blamed on the
