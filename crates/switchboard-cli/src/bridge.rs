@@ -82,6 +82,7 @@ pub struct BridgeArgs {
     /// `--lock-mode block` (the default) a tool that is new or whose definition
     /// is not the approved one is withheld from `tools/list` and its calls are
     /// refused (-32602, never reaching the server); `warn` serves and logs it.
+    /// Read again on SIGHUP and when it (or the `--lock-key` file) changes.
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// What `--lock` does with a tool that is not as approved.
@@ -544,7 +545,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     })
 }
 
-/// `--lock` read again on SIGHUP (a changed lock: `lock approve`, a new
+/// `--lock` read again on SIGHUP or when it changes (`lock approve`, a new
 /// ConfigMap), checked as at start (`--lock-key`); a refused one keeps the
 /// lock in force and says why in one line.
 struct LockReload {
@@ -554,37 +555,69 @@ struct LockReload {
 }
 
 impl LockReload {
-    /// Reloads on each SIGHUP until a stopping signal comes.
+    /// Reloads on each SIGHUP, and when the lock (or the key's file)
+    /// changes, as the gateway does; until a stopping signal comes.
     async fn serve_until(
         &self,
         guard: &DriftGuard,
         hup: &mut tokio::signal::unix::Signal,
         signals: &mut Signals,
     ) {
+        let mut watched = vec![self.file.clone()];
+        if let Some(key) = self.key.as_deref().filter(|k| !k.starts_with("ed25519:")) {
+            watched.push(PathBuf::from(key));
+        }
+        let read_all = || {
+            watched
+                .iter()
+                .map(|p| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok())
+                .collect::<Vec<_>>()
+        };
+        let mut seen = read_all();
+        let mut poll = tokio::time::interval(crate::gateway::FILE_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
+            let why = tokio::select! {
                 _ = signals.next() => return,
-                _ = hup.recv() => {
-                    let read = read_lock_entry(&self.file, self.upstream.as_deref(), self.key.as_deref());
-                    match read {
-                        Ok(lock) => {
-                            let changed = guard.reload(lock);
-                            let file = self.file.display().to_string();
-                            let what = if changed.is_empty() {
-                                "what is served is unchanged".to_owned()
-                            } else {
-                                let kinds: Vec<&str> = changed.iter().map(|k| k.noun()).collect();
-                                format!("the {} served change: sessions are told", kinds.join(", "))
-                            };
-                            tracing::info!("switchboard bridge: SIGHUP: {file} reloaded: {what}");
-                        }
-                        Err(e) => tracing::warn!(
-                            "switchboard bridge: SIGHUP: reload refused, the lock in force is kept: {}",
-                            one_line(&e)
-                        ),
+                _ = hup.recv() => "SIGHUP".to_owned(),
+                _ = poll.tick() => {
+                    let now = read_all();
+                    let changed: Vec<String> = watched
+                        .iter()
+                        .zip(now.iter().zip(&seen))
+                        .filter(|(_, (n, s))| n.is_some() && n != s)
+                        .map(|(p, _)| p.display().to_string())
+                        .collect();
+                    // A file caught mid-swap (unreadable) waits for the next poll.
+                    if changed.is_empty() || now.iter().any(Option::is_none) {
+                        continue;
                     }
+                    format!("{} changed", changed.join(" and "))
                 }
+            };
+            seen = read_all();
+            self.reload(guard, &why);
+        }
+    }
+
+    /// Reads the lock again and puts it in force; a refused one is said.
+    fn reload(&self, guard: &DriftGuard, why: &str) {
+        match read_lock_entry(&self.file, self.upstream.as_deref(), self.key.as_deref()) {
+            Ok(lock) => {
+                let changed = guard.reload(lock);
+                let file = self.file.display().to_string();
+                let what = if changed.is_empty() {
+                    "what is served is unchanged".to_owned()
+                } else {
+                    let kinds: Vec<&str> = changed.iter().map(|k| k.noun()).collect();
+                    format!("the {} served change: sessions are told", kinds.join(", "))
+                };
+                tracing::info!("switchboard bridge: {why}: {file} reloaded: {what}");
             }
+            Err(e) => tracing::warn!(
+                "switchboard bridge: {why}: reload refused, the lock in force is kept: {}",
+                one_line(&e)
+            ),
         }
     }
 }

@@ -275,11 +275,13 @@ fn gateway_config(file: &config::GatewayConfig) -> Result<GatewayConfig, Vec<Str
         g.prefix = u.prefix.clone();
         g.list_timeout = u.list_timeout;
         g.child = child_mode;
-        // What a reload compares: the file's entry, and the header values as
-        // read now (a rotated token restarts the upstream). Never logged.
+        // What a reload compares: how the file says to reach it (its prefix
+        // and timeout are compared apart: a new prefix keeps the child), and
+        // the header values as read now (a rotated token restarts the
+        // upstream). Never logged.
         g.identity = format!(
             "{}|{:?}",
-            serde_json::to_string(u).unwrap_or_default(),
+            serde_json::to_string(&u.target).unwrap_or_default(),
             header_values_of(&g.connector)
         );
         upstreams.push(g);
@@ -376,8 +378,24 @@ fn header_values_of(connector: &Connector) -> Vec<(String, String)> {
     }
 }
 
-/// How often the configuration file is read to see whether it changed: 2 s.
-const FILE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+/// The files a reload reads: the configuration, and with `--lock` the lock
+/// and a key given as a file (not an `ed25519:` value).
+fn watched_files(args: &GatewayArgs) -> Vec<PathBuf> {
+    let mut files = vec![args.config.clone()];
+    files.extend(args.lock.clone());
+    if let Some(key) = args
+        .lock_key
+        .as_deref()
+        .filter(|k| !k.starts_with("ed25519:"))
+    {
+        files.push(PathBuf::from(key));
+    }
+    files
+}
+
+/// How often the watched files (the configuration, the lock, its key) are
+/// read to see whether they changed: 2 s.
+pub(crate) const FILE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Reads the file again and applies it (`why`: what asked, for the log). A
 /// file that is invalid, or that the gateway refuses, keeps the running
@@ -443,7 +461,11 @@ async fn reload(
             if args.lock.is_some() {
                 gateway.relist().await;
             }
-            tracing::info!("switchboard gateway: {why}: {shown} reloaded: {summary}");
+            let read = match &args.lock {
+                Some(lock) => format!("{shown} and {}", lock.display()),
+                None => shown.to_string(),
+            };
+            tracing::info!("switchboard gateway: {why}: {read} reloaded: {summary}");
         }
         Err(e) => refused(vec![e]),
     }
@@ -582,24 +604,35 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             ));
         }
         crate::telemetry::banner(&endpoints, &lines);
-        // A changed file is applied like SIGHUP (a ConfigMap update): its
-        // bytes compared every FILE_POLL.
+        // A changed file (the configuration, the lock, the lock's key) is
+        // applied like SIGHUP (a ConfigMap update): their bytes compared
+        // every FILE_POLL.
+        let watched = watched_files(&args);
         let read = |p: &std::path::Path| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok();
-        let mut seen = read(&args.config);
+        let read_all = || watched.iter().map(|p| read(p)).collect::<Vec<_>>();
+        let mut seen = read_all();
         let mut poll = tokio::time::interval(FILE_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = signals.next() => break,
                 _ = hup.recv() => {
-                    seen = read(&args.config);
+                    seen = read_all();
                     reload(&mut gateway, &args, &fixed, &mut guards, "SIGHUP").await;
                 }
                 _ = poll.tick() => {
-                    let now = read(&args.config);
-                    if now.is_some() && now != seen {
+                    let now = read_all();
+                    // A file caught mid-swap (unreadable) waits for the next poll.
+                    let changed: Vec<String> = watched
+                        .iter()
+                        .zip(now.iter().zip(&seen))
+                        .filter(|(_, (n, s))| n.is_some() && n != s)
+                        .map(|(p, _)| p.display().to_string())
+                        .collect();
+                    if !changed.is_empty() && now.iter().all(Option::is_some) {
                         seen = now;
-                        reload(&mut gateway, &args, &fixed, &mut guards, "file changed").await;
+                        let why = format!("{} changed", changed.join(" and "));
+                        reload(&mut gateway, &args, &fixed, &mut guards, &why).await;
                     }
                 }
             }

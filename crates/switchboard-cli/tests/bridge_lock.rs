@@ -1720,8 +1720,9 @@ async fn lock_and_bridge_start_the_server_alike() {
 }
 
 /// A SIGHUP that changes nothing served tells the sessions nothing (the log
-/// says so); approving a withheld tool and SIGHUP tell every session
-/// `tools/list_changed` on its standalone stream, and the tool is listed.
+/// says so); approving a withheld tool (the lock watched: no signal) tells
+/// every session `tools/list_changed` on its standalone stream, and the tool
+/// is listed.
 #[tokio::test]
 async fn an_approval_on_sighup_is_announced_to_sessions() {
     tokio::time::timeout(BOUND, async {
@@ -1765,7 +1766,7 @@ async fn an_approval_on_sighup_is_announced_to_sessions() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        bridge.signal(libc::SIGHUP);
+        // No signal: the lock is watched.
         let told = loop {
             let m = stream.next_message().await.expect("the stream stays open");
             if m.get("id").is_none() {

@@ -1017,7 +1017,70 @@ async fn a_reload_under_load_drops_no_call_of_an_unchanged_upstream() {
         .contains(&"keep__echo".to_owned()));
     let log = gw.log();
     assert!(
-        log.contains("reloaded: added [fresh], removed [gone], restarted [], kept [keep]"),
+        log.contains(
+            "reloaded: added [fresh], removed [gone], restarted [], prefix changed [], kept [keep]"
+        ),
+        "{log}"
+    );
+    let (_, status) = gw.terminate().await;
+    assert!(status.success());
+}
+
+/// A reload that changes only an upstream's prefix serves its tools under
+/// the new one from the same child: not restarted (its state kept), the
+/// sessions' lists renamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_prefix_alone_keeps_the_child() {
+    let dir = TempDir::new("reprefix");
+    let pidfile = dir.path().join("keep.pid");
+    let p = pidfile.to_str().unwrap();
+    let mut gw = GatewayProc::start(
+        dir.path(),
+        &fixture_upstream("keep", &["--name", "keep", "--pidfile", p], ""),
+    )
+    .await;
+    let c = connect(&gw, Leg::Streamable).await;
+    eventually(LIMIT, "keep listed", || {
+        let c = &c;
+        async move {
+            tool_names(c)
+                .await
+                .contains(&"keep__echo".to_owned())
+                .then_some(())
+        }
+    })
+    .await;
+    let pid_before = read_pid(&pidfile).expect("keep wrote its pid");
+    std::fs::write(
+        dir.path().join("gateway.toml"),
+        fixture_upstream(
+            "keep",
+            &["--name", "keep", "--pidfile", p],
+            "prefix = \"kept\"",
+        ),
+    )
+    .unwrap();
+    eventually(LIMIT, "the new prefix in the session's list", || {
+        let c = &c;
+        async move {
+            let names = tool_names(c).await;
+            (names.contains(&"kept__echo".to_owned())
+                && !names.iter().any(|n| n.starts_with("keep__")))
+            .then_some(())
+        }
+    })
+    .await;
+    assert!(call_text(&c, "kept__echo", json!({"text": "x"}))
+        .await
+        .contains("keep:echo:x"));
+    assert_eq!(
+        read_pid(&pidfile),
+        Some(pid_before),
+        "the child was not restarted"
+    );
+    let log = gw.log();
+    assert!(
+        log.contains("restarted [], prefix changed [keep], kept []"),
         "{log}"
     );
     let (_, status) = gw.terminate().await;

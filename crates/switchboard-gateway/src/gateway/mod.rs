@@ -206,8 +206,10 @@ pub(crate) struct Member {
     /// What the gateway's subscribers hold on it when it speaks 2026-07-28
     /// (asked on its listen stream, module `listen`).
     pub(crate) subscriptions: listen::Subscriptions,
-    /// Its core's tasks, and the gateway's for it (listing, listening).
+    /// Its core's tasks (supervising the upstream).
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The gateway's tasks for it (listing, listening): [`Member::watch`].
+    watching: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Member {
@@ -302,6 +304,35 @@ impl Member {
             list_timeout: u.list_timeout,
             subscriptions: listen::Subscriptions::default(),
             tasks: Mutex::new(tasks),
+            watching: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The same upstream under `u`'s prefix, its child kept: this member's
+    /// core and its tasks move to the new one, the gateway's tasks for this
+    /// one end. The new one lists its upstream afresh once
+    /// [`watch`](Member::watch)ed.
+    fn renamed(&self, u: &GatewayUpstream) -> Arc<Member> {
+        for t in std::mem::take(&mut *self.watching.lock().unwrap_or_else(|p| p.into_inner())) {
+            t.abort();
+        }
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        Arc::new(Member {
+            name: self.name.clone(),
+            named: self.named.clone(),
+            prefix: u.prefix.clone(),
+            identity: self.identity.clone(),
+            core: self.core.clone(),
+            snapshot: watch::Sender::new(None),
+            unjudged: Mutex::new(Snapshot::default()),
+            failed: Mutex::new(Vec::new()),
+            listed_at: Mutex::new([None; 3]),
+            refreshing: AtomicBool::new(false),
+            refresh_tried: Mutex::new([None; 3]),
+            list_timeout: self.list_timeout,
+            subscriptions: listen::Subscriptions::default(),
+            tasks: Mutex::new(tasks),
+            watching: Mutex::new(Vec::new()),
         })
     }
 
@@ -313,9 +344,9 @@ impl Member {
             Arc::downgrade(shared),
             Arc::downgrade(self),
         ));
-        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        tasks.push(follow);
-        tasks.push(listen);
+        let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+        watching.push(follow);
+        watching.push(listen);
     }
 
     /// With a drift guard: waits until every change of the list `method`
@@ -389,8 +420,9 @@ impl Member {
     /// Drains its calls (up to `drain`), then ends it in the spec's order.
     async fn retire(&self, drain: Duration) {
         self.upstream().drained(drain).await;
-        let tasks: Vec<JoinHandle<()>> =
+        let mut tasks: Vec<JoinHandle<()>> =
             std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        tasks.append(&mut self.watching.lock().unwrap_or_else(|p| p.into_inner()));
         for t in tasks {
             t.abort();
         }
@@ -988,21 +1020,28 @@ impl Gateway {
             }
         }
         let old = self.shared.layout();
-        let same = |m: &Member, u: &GatewayUpstream| {
+        // The same child: all but the prefix as it was.
+        let same_child = |m: &Member, u: &GatewayUpstream| {
             m.identity == u.identity
-                && m.prefix == u.prefix
                 && m.list_timeout == u.list_timeout
                 && m.core.mode == u.child
                 && same_guard(&m.core.guard, &u.drift_guard)
         };
         let (mut added, mut changed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+        let mut renamed = Vec::new();
         let members: Vec<Arc<Member>> = config
             .upstreams
             .iter()
             .map(|u| match old.members.iter().find(|m| m.name == u.name) {
-                Some(m) if same(m, u) => {
+                Some(m) if same_child(m, u) && m.prefix == u.prefix => {
                     kept.push(u.name.clone());
                     m.clone()
+                }
+                Some(m) if same_child(m, u) => {
+                    renamed.push(u.name.clone());
+                    let m = m.renamed(u);
+                    m.watch(&self.shared);
+                    m
                 }
                 found => {
                     if found.is_some() {
@@ -1022,6 +1061,8 @@ impl Gateway {
             .members
             .iter()
             .filter(|m| !layout.members.iter().any(|n| Arc::ptr_eq(m, n)))
+            // A renamed one's child serves on under its new prefix.
+            .filter(|m| !renamed.contains(&m.name))
             .cloned()
             .collect();
         let removed: Vec<String> = retired
@@ -1043,10 +1084,11 @@ impl Gateway {
         config.http = self.config.http.clone();
         self.config = config;
         Ok(format!(
-            "added [{}], removed [{}], restarted [{}], kept [{}]",
+            "added [{}], removed [{}], restarted [{}], prefix changed [{}], kept [{}]",
             added.join(", "),
             removed.join(", "),
             changed.join(", "),
+            renamed.join(", "),
             kept.join(", ")
         ))
     }
@@ -1080,6 +1122,7 @@ impl Gateway {
         let mut tasks = Vec::new();
         for m in &members {
             tasks.append(&mut m.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+            tasks.append(&mut m.watching.lock().unwrap_or_else(|p| p.into_inner()));
         }
         let cores: Vec<(&str, &Arc<Core>)> =
             members.iter().map(|m| (m.name.as_str(), &m.core)).collect();
