@@ -121,3 +121,92 @@ fn the_version_names_the_commit_and_the_help_the_gateway() {
         );
     }
 }
+
+/// `keygen` over an existing key file refuses, naming it and `--force`, and
+/// leaves both files as they were; `--force` replaces the pair (the secret
+/// key readable by its owner alone).
+#[test]
+fn keygen_refuses_an_existing_key_unless_forced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("sb-cli-keygen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("k").display().to_string();
+    let (key, public) = (format!("{prefix}.key"), format!("{prefix}.pub"));
+    let read = |p: &str| std::fs::read_to_string(p).unwrap();
+
+    let r = run(&["keygen", "--out", &prefix]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let (first_key, first_pub) = (read(&key), read(&public));
+    assert_eq!(r.stdout, first_pub);
+
+    let r = run(&["keygen", "--out", &prefix]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with(&format!("switchboard: {key}: File exists: not replaced")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--force replaces it"), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert_eq!(
+        (read(&key), read(&public)),
+        (first_key.clone(), first_pub.clone())
+    );
+
+    // The public key alone is not replaced either.
+    std::fs::remove_file(&key).unwrap();
+    let r = run(&["keygen", "--out", &prefix]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr
+            .starts_with(&format!("switchboard: {public}: File exists")),
+        "{}",
+        r.stderr
+    );
+    assert!(!std::path::Path::new(&key).exists(), "nothing written");
+    assert_eq!(read(&public), first_pub);
+
+    std::fs::write(&key, &first_key).unwrap();
+    let r = run(&["keygen", "--out", &prefix, "--force"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let (second_key, second_pub) = (read(&key), read(&public));
+    assert_ne!(second_key, first_key);
+    assert_ne!(second_pub, first_pub);
+    assert_eq!(r.stdout, second_pub);
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lock approve --help` says what WHICH takes: an upstream, or one entry of
+/// it as `UPSTREAM__NAME` (a tool, prompt or resource template), and no more.
+#[test]
+fn lock_approve_help_says_what_it_takes() {
+    let r = run(&["lock", "approve", "--help"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    for text in [
+        "[UPSTREAM[__NAME]]",
+        "every upstream of the lock",
+        "the tool, prompt or resource template (by its `uriTemplate`) named NAME",
+        "Split at the first `__`",
+        "no `tool NAME`",
+        "instructions",
+        "`-- CMD` is refused",
+        "--yes is required",
+        "lock approve calc__add",
+    ] {
+        assert!(r.stdout.contains(text), "{text:?} in: {}", r.stdout);
+    }
+    let r = run(&["lock", "approve", "-h"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains(
+            "Only this upstream (`UPSTREAM`) or one entry of it (`UPSTREAM__NAME`); default: every upstream of the lock"
+        ),
+        "{}",
+        r.stdout
+    );
+}

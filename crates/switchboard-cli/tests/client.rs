@@ -81,12 +81,8 @@ fn text_arguments_stay_strings() {
 fn structured_output_and_typed_arguments() {
     let r = against_example(&["tools", "call", "add", "--arg", "a=2", "--arg", "b=40"]);
     assert_eq!(r.code, Some(0), "{r:?}");
-    assert!(r.stdout.starts_with("{\"sum\":42}\n"), "{}", r.stdout);
-    assert!(
-        r.stdout.contains("structuredContent:\n{\n  \"sum\": 42\n}"),
-        "{}",
-        r.stdout
-    );
+    // The text block is the structured content serialized: shown once.
+    assert_eq!(r.stdout, "{\n  \"sum\": 42\n}\n");
     // --arg overrides a key of --args.
     let r = against_example(&[
         "tools",
@@ -159,14 +155,18 @@ fn a_tool_error_exits_1_with_one_line() {
         "message=broken on purpose",
     ]);
     assert_eq!(r.code, Some(1), "{r:?}");
+    // The error's text once: on stdout, as the result; stderr says only that
+    // it was an error.
     assert_eq!(r.stdout, "broken on purpose\n");
-    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .starts_with("switchboard: tool \"fail\" returned an error: broken on purpose"),
-        "{}",
-        r.stderr
+    assert_eq!(
+        r.stderr,
+        "switchboard: tool \"fail\" returned an error (isError; its content is on stdout)\n"
     );
+    let r = against_example(&["tools", "call", "fail", "--json"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(json_line(&r.stdout)["isError"], true);
+    assert!(!r.stderr.contains("always fails"), "{}", r.stderr);
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
 }
 
 #[test]
@@ -1316,12 +1316,7 @@ fn the_client_over_https() {
         .unwrap();
     let mut lines = std::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
     let url = lines
-        .find_map(|l| {
-            let l = l.unwrap();
-            let i = l.find("http://")?;
-            l.contains("Streamable HTTP")
-                .then(|| l[i..].trim().to_owned())
-        })
+        .find_map(|l| l.unwrap().strip_prefix("route /mcp: ").map(str::to_owned))
         .expect("the bridge prints its URL");
     std::thread::spawn(move || lines.for_each(drop));
     let rest = url.strip_prefix("http://").unwrap();

@@ -737,15 +737,19 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
     );
     // No SIGHUP: the lock is watched like the configuration.
     let client = connect(&gw, Leg::Streamable).await;
-    eventually(LIMIT, "the approved tool served once the lock changed", || {
-        let c = &client;
-        async move {
-            tool_names(c)
-                .await
-                .contains(&"fx__sneaky".to_owned())
-                .then_some(())
-        }
-    })
+    eventually(
+        LIMIT,
+        "the approved tool served once the lock changed",
+        || {
+            let c = &client;
+            async move {
+                tool_names(c)
+                    .await
+                    .contains(&"fx__sneaky".to_owned())
+                    .then_some(())
+            }
+        },
+    )
     .await;
     assert!(call_text(&client, "fx__sneaky", json!({"text": "now"}))
         .await

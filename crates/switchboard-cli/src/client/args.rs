@@ -20,7 +20,13 @@
 //! - an undeclared property or no `type`: JSON if the text parses as JSON, else the
 //!   text as a string.
 //!
-//! `--args` gives the whole object; each `--arg` then sets (overrides) one key.
+//! `--args` gives the whole object (`--args @FILE` from a file, `--args -` from
+//! stdin: [`args_source`]; the reading is the caller's); each `--arg` then sets
+//! (overrides) one key.
+//!
+//! Before a listed tool is called, its arguments are checked against its
+//! `inputSchema` for what is certain ([`check_arguments`]): an argument it does
+//! not declare, a required one missing.
 //!
 //! This module must not know about connections or output: it is pure.
 
@@ -135,12 +141,86 @@ pub fn split_pair(pair: &str) -> Result<(&str, &str), String> {
     }
 }
 
-/// Parses `--args JSON`, which must be a JSON object.
-fn parse_object(json: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str::<Value>(json) {
+/// Where `--args VALUE` takes its JSON from ([`args_source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgsSource {
+    /// The value itself is the JSON.
+    Inline(String),
+    /// `@FILE`: the file's contents.
+    File(std::path::PathBuf),
+    /// `-`: standard input, to its end.
+    Stdin,
+}
+
+/// What `--args VALUE` names: `-` is standard input, `@FILE` a file (no JSON
+/// text starts with either), anything else the JSON itself.
+pub fn args_source(value: &str) -> ArgsSource {
+    match value {
+        "-" => ArgsSource::Stdin,
+        _ => match value.strip_prefix('@') {
+            Some(path) => ArgsSource::File(path.into()),
+            None => ArgsSource::Inline(value.to_owned()),
+        },
+    }
+}
+
+/// The JSON text of `--args` and where it came from (`--args`, `--args
+/// @FILE`, `--args -`), which its errors name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgsJson {
+    /// How the errors name it, e.g. `--args @big.json`.
+    pub origin: String,
+    /// The JSON text.
+    pub text: String,
+}
+
+impl ArgsJson {
+    /// `--args JSON`, given on the command line.
+    pub fn inline(text: impl Into<String>) -> Self {
+        ArgsJson {
+            origin: "--args".to_owned(),
+            text: text.into(),
+        }
+    }
+}
+
+/// The kind of a JSON value, as an error names it.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses `--args`, which must be a JSON object. Errors name its origin and,
+/// for text that is not JSON, the line and column (both from 1) where it
+/// stops being JSON.
+fn parse_object(json: &ArgsJson) -> Result<Map<String, Value>, String> {
+    let origin = &json.origin;
+    if json.text.trim().is_empty() {
+        return Err(format!("{origin}: empty; expected a JSON object"));
+    }
+    match serde_json::from_str::<Value>(&json.text) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err("--args: expected a JSON object".to_owned()),
-        Err(e) => Err(format!("--args: not JSON: {e}")),
+        Ok(other) => Err(format!(
+            "{origin}: expected a JSON object, not {}",
+            kind_of(&other)
+        )),
+        Err(e) => {
+            // serde_json ends its message with the position; said once, first.
+            let text = e.to_string();
+            let position = format!(" at line {} column {}", e.line(), e.column());
+            let why = text.strip_suffix(&position).unwrap_or(&text);
+            Err(format!(
+                "{origin}: not JSON at line {}, column {}: {why}",
+                e.line(),
+                e.column()
+            ))
+        }
     }
 }
 
@@ -149,7 +229,7 @@ fn parse_object(json: &str) -> Result<Map<String, Value>, String> {
 /// `inputSchema` object). Errors: one line naming the bad argument.
 pub fn tool_arguments(
     input_schema: &Map<String, Value>,
-    args_json: Option<&str>,
+    args_json: Option<&ArgsJson>,
     pairs: &[String],
 ) -> Result<Map<String, Value>, String> {
     let mut arguments = match args_json {
@@ -165,10 +245,132 @@ pub fn tool_arguments(
     Ok(arguments)
 }
 
+/// `"a"` or `"a", "b"`: names quoted, for a message.
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The checks made locally of a listed tool's `arguments` against its
+/// `inputSchema` before the call is sent ([`check_arguments`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// One line each (without `switchboard: warning: `): arguments the schema
+    /// does not declare, which it does not forbid either; sent all the same.
+    pub warnings: Vec<String>,
+    /// Why the call is not sent (one line), when the schema refuses it:
+    /// an argument it forbids, or a required one missing.
+    pub refusal: Option<String>,
+}
+
+/// Checks `arguments` of the tool `tool` against its `inputSchema`, only for
+/// what a reader of the schema can be sure of, leaving everything else to the
+/// server:
+/// - a key `properties` does not declare, when it declares some (or none,
+///   given `additionalProperties: false`), and no `patternProperties` may
+///   match it: with `additionalProperties: false` the schema forbids it (a
+///   refusal); with no `additionalProperties` a warning (a typo, most
+///   likely); with `additionalProperties` `true` or a schema, nothing. For
+///   the warning, the properties of `allOf`/`anyOf`/`oneOf` members count as
+///   declared too, and a `$ref` or `if` at the top skips it;
+/// - a key of `required` missing: a refusal naming it and the required ones.
+pub fn check_arguments(
+    tool: &str,
+    input_schema: &Map<String, Value>,
+    arguments: &Map<String, Value>,
+) -> Checked {
+    let mut checked = Checked::default();
+    let mut refusals = Vec::new();
+    let properties = input_schema.get("properties").and_then(Value::as_object);
+    let closed = input_schema.get("additionalProperties") == Some(&Value::Bool(false));
+    let open_ended = input_schema.contains_key("additionalProperties")
+        || input_schema.contains_key("patternProperties");
+    let declared: Vec<&str> = properties
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let listing = if declared.is_empty() {
+        "it takes no arguments".to_owned()
+    } else {
+        format!("its arguments: {}", declared.join(", "))
+    };
+    let unknown = |known: &[&str]| -> Vec<&str> {
+        arguments
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect()
+    };
+    let no_argument = |names: &[&str]| match names {
+        [one] => format!("tool {tool:?} has no argument {one:?}"),
+        _ => format!("tool {tool:?} has no arguments {}", quoted(names)),
+    };
+    if closed && !input_schema.contains_key("patternProperties") {
+        let extra = unknown(&declared);
+        if !extra.is_empty() {
+            refusals.push(format!(
+                "{} ({listing}; its inputSchema allows no others)",
+                no_argument(&extra)
+            ));
+        }
+    } else if properties.is_some()
+        && !open_ended
+        && !["$ref", "$dynamicRef", "if", "dependentSchemas"]
+            .iter()
+            .any(|k| input_schema.contains_key(*k))
+    {
+        let mut known = declared.clone();
+        for key in ["allOf", "anyOf", "oneOf"] {
+            for member in input_schema
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(p) = member.get("properties").and_then(Value::as_object) {
+                    known.extend(p.keys().map(String::as_str));
+                }
+            }
+        }
+        let extra = unknown(&known);
+        if !extra.is_empty() {
+            checked
+                .warnings
+                .push(format!("{} ({listing})", no_argument(&extra)));
+        }
+    }
+    let required: Vec<&str> = input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|k| !arguments.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        let what = match missing.as_slice() {
+            [one] => format!("the argument {one:?}"),
+            _ => format!("the arguments {}", quoted(&missing)),
+        };
+        refusals.push(format!(
+            "tool {tool:?} needs {what} (its required arguments: {})",
+            required.join(", ")
+        ));
+    }
+    if !refusals.is_empty() {
+        checked.refusal = Some(format!("{}: not sent", refusals.join("; ")));
+    }
+    checked
+}
+
 /// The `arguments` of a `prompts/get` (a string map): `--args` (every value must be
 /// a string), then each `--arg` as text. Errors: one line naming the bad argument.
 pub fn prompt_arguments(
-    args_json: Option<&str>,
+    args_json: Option<&ArgsJson>,
     pairs: &[String],
 ) -> Result<std::collections::BTreeMap<String, String>, String> {
     let mut arguments = std::collections::BTreeMap::new();
@@ -180,7 +382,8 @@ pub fn prompt_arguments(
                 }
                 other => {
                     return Err(format!(
-                        "--args: prompt argument {k:?} must be a string, not {other}"
+                        "{}: prompt argument {k:?} must be a string, not {other}",
+                        j.origin
                     ))
                 }
             }
@@ -290,25 +493,172 @@ mod tests {
     #[test]
     fn arg_overrides_keys_of_args() {
         let pairs = vec!["n=2".to_owned(), "s=new".to_owned(), "n=3".to_owned()];
-        let m = tool_arguments(&schema(), Some(r#"{"n": 1, "keep": true}"#), &pairs).unwrap();
+        let args = ArgsJson::inline(r#"{"n": 1, "keep": true}"#);
+        let m = tool_arguments(&schema(), Some(&args), &pairs).unwrap();
         assert_eq!(Value::Object(m), json!({"n": 3, "keep": true, "s": "new"}));
-        assert!(tool_arguments(&schema(), Some("[1]"), &[])
-            .unwrap_err()
-            .contains("JSON object"));
-        assert!(tool_arguments(&schema(), Some("{"), &[])
-            .unwrap_err()
-            .contains("not JSON"));
+    }
+
+    #[test]
+    fn args_come_inline_from_a_file_or_from_stdin() {
+        assert_eq!(args_source("-"), ArgsSource::Stdin);
+        assert_eq!(
+            args_source("@dir/big args.json"),
+            ArgsSource::File("dir/big args.json".into())
+        );
+        assert_eq!(
+            args_source(r#"{"a": 1}"#),
+            ArgsSource::Inline(r#"{"a": 1}"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn bad_args_json_is_named_with_its_origin_and_position() {
+        let from = |origin: &str, text: &str| ArgsJson {
+            origin: origin.to_owned(),
+            text: text.to_owned(),
+        };
+        let e = |j: ArgsJson| tool_arguments(&schema(), Some(&j), &[]).unwrap_err();
+        assert_eq!(
+            e(ArgsJson::inline("[1]")),
+            "--args: expected a JSON object, not an array"
+        );
+        assert_eq!(
+            e(from("--args @a.json", "\"x\"")),
+            "--args @a.json: expected a JSON object, not a string"
+        );
+        assert_eq!(
+            e(from("--args @a.json", "{\n  \"a\": 1,\n}\n")),
+            "--args @a.json: not JSON at line 3, column 1: trailing comma"
+        );
+        assert_eq!(
+            e(ArgsJson::inline("{")),
+            "--args: not JSON at line 1, column 1: EOF while parsing an object"
+        );
+        assert_eq!(
+            e(from("--args - (stdin)", " \n")),
+            "--args - (stdin): empty; expected a JSON object"
+        );
+        let e = prompt_arguments(Some(&from("--args @p.json", "1")), &[]).unwrap_err();
+        assert_eq!(e, "--args @p.json: expected a JSON object, not a number");
+    }
+
+    fn check(schema: Value, arguments: Value) -> Checked {
+        check_arguments(
+            "t",
+            schema.as_object().expect("a schema object"),
+            arguments.as_object().expect("an arguments object"),
+        )
+    }
+
+    #[test]
+    fn an_undeclared_argument_is_warned_of_or_refused_as_the_schema_says() {
+        let open = json!({"type": "object", "properties": {"a": {}, "b": {}}});
+        assert_eq!(
+            check(open.clone(), json!({"a": 1, "b": 2})),
+            Checked::default()
+        );
+        assert_eq!(
+            check(open.clone(), json!({"a": 1, "foo": 2})),
+            Checked {
+                warnings: vec![r#"tool "t" has no argument "foo" (its arguments: a, b)"#.into()],
+                refusal: None
+            }
+        );
+        assert_eq!(
+            check(open, json!({"x": 1, "y": 2})).warnings,
+            [r#"tool "t" has no arguments "x", "y" (its arguments: a, b)"#]
+        );
+        let closed = json!({"type": "object", "properties": {"a": {}, "b": {}},
+            "additionalProperties": false});
+        assert_eq!(
+            check(closed.clone(), json!({"a": 1, "foo": 2})),
+            Checked {
+                warnings: vec![],
+                refusal: Some(
+                    r#"tool "t" has no argument "foo" (its arguments: a, b; its inputSchema allows no others): not sent"#
+                        .into()
+                )
+            }
+        );
+        assert_eq!(check(closed, json!({"b": 1})), Checked::default());
+        // No properties at all, and closed: it takes none.
+        let none = json!({"type": "object", "additionalProperties": false});
+        assert_eq!(
+            check(none, json!({"q": 1})).refusal.unwrap(),
+            r#"tool "t" has no argument "q" (it takes no arguments; its inputSchema allows no others): not sent"#
+        );
+        let empty = json!({"type": "object", "properties": {}});
+        assert_eq!(
+            check(empty, json!({"q": 1})).warnings,
+            [r#"tool "t" has no argument "q" (it takes no arguments)"#]
+        );
+    }
+
+    #[test]
+    fn what_the_schema_may_allow_is_left_to_the_server() {
+        for schema in [
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true}),
+            json!({"type": "object", "properties": {"a": {}},
+                "additionalProperties": {"type": "string"}}),
+            json!({"type": "object", "properties": {"a": {}},
+                "patternProperties": {"^x": {}}}),
+            json!({"type": "object", "properties": {"a": {}},
+                "patternProperties": {"^x": {}}, "additionalProperties": false}),
+            json!({"type": "object", "properties": {"a": {}}, "$ref": "#/$defs/more"}),
+        ] {
+            assert_eq!(
+                check(schema.clone(), json!({"a": 1, "xyz": 2})),
+                Checked::default(),
+                "{schema}"
+            );
+        }
+        // A member of allOf declares it.
+        let composed = json!({"type": "object", "properties": {"a": {}},
+            "allOf": [{"properties": {"xyz": {}}}]});
+        assert_eq!(
+            check(composed, json!({"a": 1, "xyz": 2})),
+            Checked::default()
+        );
+    }
+
+    #[test]
+    fn a_missing_required_argument_is_refused_naming_it() {
+        let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+            "required": ["a", "b"]});
+        assert_eq!(
+            check(schema.clone(), json!({"a": 1, "b": null})),
+            Checked::default()
+        );
+        assert_eq!(
+            check(schema.clone(), json!({"a": 1})).refusal.unwrap(),
+            r#"tool "t" needs the argument "b" (its required arguments: a, b): not sent"#
+        );
+        assert_eq!(
+            check(schema, json!({"c": 1})).refusal.unwrap(),
+            r#"tool "t" needs the arguments "a", "b" (its required arguments: a, b): not sent"#
+        );
+        // Both at once, in one line.
+        let closed = json!({"type": "object", "properties": {"a": {}},
+            "required": ["a"], "additionalProperties": false});
+        assert_eq!(
+            check(closed, json!({"z": 1})).refusal.unwrap(),
+            r#"tool "t" has no argument "z" (its arguments: a; its inputSchema allows no others); tool "t" needs the argument "a" (its required arguments: a): not sent"#
+        );
     }
 
     #[test]
     fn prompt_arguments_are_strings() {
         let pairs = vec!["name=Ada".to_owned(), "n=1".to_owned()];
-        let m = prompt_arguments(Some(r#"{"style": "formal", "name": "x"}"#), &pairs).unwrap();
+        let args = ArgsJson::inline(r#"{"style": "formal", "name": "x"}"#);
+        let m = prompt_arguments(Some(&args), &pairs).unwrap();
         assert_eq!(m["name"], "Ada");
         assert_eq!(m["n"], "1");
         assert_eq!(m["style"], "formal");
-        assert!(prompt_arguments(Some(r#"{"n": 1}"#), &[])
-            .unwrap_err()
-            .contains("must be a string"));
+        assert!(
+            prompt_arguments(Some(&ArgsJson::inline(r#"{"n": 1}"#)), &[])
+                .unwrap_err()
+                .contains("must be a string")
+        );
     }
 }

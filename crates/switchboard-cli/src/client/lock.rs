@@ -111,9 +111,31 @@ pub enum LockAction {
     /// unapproved, 1 when something is (a difference refused, or one of
     /// another entry than `UPSTREAM__NAME`'s), said as `N difference(s) left
     /// unapproved`.
+    ///
+    /// A difference is an entry added, changed or removed: a tool, a prompt, a
+    /// resource template, or the server's instructions. Without WHICH, every
+    /// upstream of the lock is reviewed. The servers are those the lock
+    /// records (`-- CMD` is refused: to lock another server, run `switchboard
+    /// lock -- CMD`); an upstream the lock lacks is added by `switchboard lock
+    /// --config FILE --name NAME`, not here. At a terminal each difference is
+    /// asked about (y/N); elsewhere --yes is required.
+    ///
+    /// Examples: `lock approve` (everything), `lock approve calc` (the upstream
+    /// `calc`), `lock approve calc__add` (the entry `add` of `calc`, as the
+    /// gateway names its tool), `lock approve --yes --strict calc`.
     Approve {
-        /// Only this upstream (`UPSTREAM`), or one entry of it
-        /// (`UPSTREAM__NAME`).
+        /// Only this upstream (`UPSTREAM`) or one entry of it
+        /// (`UPSTREAM__NAME`); default: every upstream of the lock.
+        ///
+        /// `UPSTREAM`: one upstream of the lock by its name there (every
+        /// difference of it, instructions included). Or
+        /// `UPSTREAM__NAME`, one entry of it: the tool, prompt or resource
+        /// template (by its `uriTemplate`) named NAME, of every kind that has
+        /// one by that name, in the lock or in what the server lists now.
+        /// Split at the first `__` (NAME may hold more). There is no form for
+        /// one kind alone (no `tool NAME`) nor for the instructions alone (use
+        /// `UPSTREAM`).
+        #[arg(value_name = "UPSTREAM[__NAME]")]
         which: Option<String>,
         /// Approve every difference without asking (for scripts).
         #[arg(long)]
@@ -732,10 +754,25 @@ pub struct KeygenArgs {
     /// Write PREFIX.key (the secret key, readable by you alone) and PREFIX.pub.
     #[arg(long, value_name = "PREFIX", default_value = "switchboard")]
     pub out: PathBuf,
+    /// Replace PREFIX.key and PREFIX.pub if they exist (without it, an
+    /// existing one is refused). The old key is lost: a lock it signed no
+    /// longer verifies against the new PREFIX.pub.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Why `keygen` does not replace `existing` (a key file it would write):
+/// names it and the flag that would.
+fn key_exists(existing: &Path) -> Failure {
+    Failure::new(format!(
+        "{}: File exists: not replaced (--force replaces it; the old key is then lost, and a lock it signed no longer verifies)",
+        existing.display()
+    ))
 }
 
 /// Runs `switchboard keygen`: a new Ed25519 key pair for signing locks; an
-/// existing key file is never overwritten.
+/// existing key file (secret or public) is refused, unless `--force`, which
+/// replaces both.
 pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
     let outcome = (|| {
         let with = |ext: &str| {
@@ -744,9 +781,28 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
             PathBuf::from(p)
         };
         let (secret_path, public_path) = (with(".key"), with(".pub"));
+        let fail = |p: &Path, e: std::io::Error| Failure::new(format!("{}: {e}", p.display()));
+        // Checked before anything is written: neither file is replaced
+        // without --force (a dangling link counts as existing).
+        let exists = |path: &Path| match std::fs::symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(fail(path, e)),
+        };
+        for path in [&secret_path, &public_path] {
+            if exists(path)? && !args.force {
+                return Err(key_exists(path));
+            }
+        }
         let (secret, public) =
             pin::generate().map_err(|e| Failure::new(format!("no randomness: {e}")))?;
-        let fail = |p: &Path, e: std::io::Error| Failure::new(format!("{}: {e}", p.display()));
+        for path in [&secret_path, &public_path] {
+            if args.force && exists(path)? {
+                // Removed, then created anew: the key 0600, neither written
+                // through a link.
+                std::fs::remove_file(path).map_err(|e| fail(path, e))?;
+            }
+        }
         {
             use std::io::Write;
             use std::os::unix::fs::OpenOptionsExt;
@@ -755,7 +811,11 @@ pub fn keygen(args: KeygenArgs) -> std::process::ExitCode {
                 .create_new(true)
                 .mode(0o600)
                 .open(&secret_path)
-                .map_err(|e| fail(&secret_path, e))?;
+                .map_err(|e| match e.kind() {
+                    // Created meanwhile by another.
+                    std::io::ErrorKind::AlreadyExists => key_exists(&secret_path),
+                    _ => fail(&secret_path, e),
+                })?;
             writeln!(f, "{secret}").map_err(|e| fail(&secret_path, e))?;
         }
         std::fs::write(&public_path, format!("{public}\n")).map_err(|e| fail(&public_path, e))?;

@@ -18,7 +18,10 @@
 //! - stderr: progress (`notifications/progress`) as a bar when stderr is a terminal,
 //!   else one `progress: P/T message` line per notification; the server's log
 //!   messages (`notifications/message`) as `[LEVEL] data`; `--quiet` silences both;
-//!   a failure as one line `switchboard: ...`.
+//!   an argument of a listed tool that its `inputSchema` does not declare as
+//!   `switchboard: warning: ...` (before the call); a failure as one line
+//!   `switchboard: ...` (a tool's `isError` says so without repeating the
+//!   content, which is on stdout).
 //!
 //! Exit status ([`EXIT_OK`], [`EXIT_TOOL_ERROR`], [`EXIT_FAILURE`]): 0 on success, 1
 //! when the tool returned `isError: true`, 2 on a protocol or transport error (the
@@ -229,8 +232,12 @@ pub enum ToolsCommand {
         /// a string stays a string). Repeatable; overrides keys of --args.
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         arg: Vec<String>,
-        /// All arguments as one JSON object.
-        #[arg(long = "args", value_name = "JSON")]
+        /// All arguments as one JSON object; `@FILE` reads it from FILE, `-`
+        /// from stdin (for large arguments). Checked before sending, when the
+        /// server lists the tool: an argument its inputSchema does not declare
+        /// is warned of (refused, exit 2, when the schema says
+        /// `additionalProperties: false`), a required one missing is refused.
+        #[arg(long = "args", value_name = "JSON|@FILE|-")]
         args: Option<String>,
         #[command(flatten)]
         common: CommonArgs,
@@ -299,8 +306,9 @@ pub enum PromptsCommand {
         /// overrides keys of --args.
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         arg: Vec<String>,
-        /// All arguments as one JSON object of strings.
-        #[arg(long = "args", value_name = "JSON")]
+        /// All arguments as one JSON object of strings; `@FILE` reads it from
+        /// FILE, `-` from stdin.
+        #[arg(long = "args", value_name = "JSON|@FILE|-")]
         args: Option<String>,
         #[command(flatten)]
         common: CommonArgs,
@@ -646,7 +654,82 @@ async fn connect_target(
     }
     Client::connect_url(url, options, config)
         .await
-        .map_err(|e| Failure::new(format!("cannot connect to {url}: {}", error_chain(&e))))
+        .map_err(|e| {
+            let mut message = format!("cannot connect to {url}: {}", error_chain(&e));
+            if http_status(&e) == Some(404) {
+                if let Some(endpoint) = mcp_endpoint_hint(url) {
+                    message.push_str(&format!(" (did you mean {endpoint}?)"));
+                }
+            }
+            Failure::new(message)
+        })
+}
+
+/// The HTTP status an error of the HTTP transport carries (`data.httpStatus`
+/// of its -32000), if any.
+fn http_status(e: &switchboard::Error) -> Option<u64> {
+    let data = e.error_object()?.data.as_ref()?;
+    serde_json::from_str::<Value>(data.get())
+        .ok()?
+        .get("httpStatus")?
+        .as_u64()
+}
+
+/// For a URL that got 404: the same URL with `/mcp` appended to its path,
+/// the MCP endpoint's usual place (`http://127.0.0.1:8080` →
+/// `http://127.0.0.1:8080/mcp`); `None` when the path already has an `mcp`
+/// segment (`/mcp`, `/mcp/`, `/mcp/x`: that guess is no better) or the URL
+/// does not parse.
+fn mcp_endpoint_hint(url: &str) -> Option<String> {
+    let mut parsed = url::Url::parse(url).ok()?;
+    let path = parsed.path().trim_end_matches('/');
+    if path.split('/').any(|segment| segment == "mcp") {
+        return None;
+    }
+    let path = format!("{path}/mcp");
+    parsed.set_path(&path);
+    parsed.set_fragment(None);
+    Some(parsed.to_string())
+}
+
+/// The most `--args @FILE` or `--args -` reads: 64 MiB.
+const MAX_ARGS_BYTES: u64 = 64 << 20;
+
+/// The JSON of `--args VALUE`: the value itself, FILE's contents for `@FILE`,
+/// stdin's to its end for `-` ([`args::args_source`]). Errors name the file.
+fn read_args(value: Option<String>) -> Result<Option<args::ArgsJson>, Failure> {
+    use std::io::Read;
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let (origin, read) = match args::args_source(&value) {
+        args::ArgsSource::Inline(text) => return Ok(Some(args::ArgsJson::inline(text))),
+        args::ArgsSource::File(path) => (
+            format!("--args @{}", path.display()),
+            std::fs::File::open(&path).and_then(|f| {
+                let mut bytes = Vec::new();
+                f.take(MAX_ARGS_BYTES + 1).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }),
+        ),
+        args::ArgsSource::Stdin => ("--args - (stdin)".to_owned(), {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(MAX_ARGS_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map(|_| bytes)
+        }),
+    };
+    let bytes = read.map_err(|e| Failure::new(format!("{origin}: cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_ARGS_BYTES {
+        return Err(Failure::new(format!(
+            "{origin}: larger than {MAX_ARGS_BYTES} bytes"
+        )));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| Failure::new(format!("{origin}: not UTF-8 text ({e})")))?;
+    Ok(Some(args::ArgsJson { origin, text }))
 }
 
 /// Connects to `target`; a signal (Ctrl-C, SIGTERM, SIGHUP: see [`Signals`])
@@ -841,7 +924,7 @@ enum Action {
     CallTool {
         name: String,
         arg: Vec<String>,
-        args: Option<String>,
+        args: Option<args::ArgsJson>,
     },
     ListResources,
     ListTemplates,
@@ -853,7 +936,7 @@ enum Action {
     GetPrompt {
         name: String,
         arg: Vec<String>,
-        args: Option<String>,
+        args: Option<args::ArgsJson>,
     },
     Ping,
 }
@@ -864,7 +947,7 @@ async fn call_tool(
     ui: &Arc<Ui>,
     name: &str,
     pairs: &[String],
-    args_json: Option<&str>,
+    args_json: Option<&args::ArgsJson>,
 ) -> Result<u8, Failure> {
     let tools = client.list_tools().await?;
     // A tool not listed is called all the same: the server's own refusal says
@@ -881,6 +964,17 @@ async fn call_tool(
     let no_schema = serde_json::Map::new();
     let schema = listed.map_or(&no_schema, |t| &t.input_schema);
     let arguments = args::tool_arguments(schema, args_json, pairs).map_err(Failure::new)?;
+    // What the listed schema makes certain is checked here, before anything is
+    // sent; an unlisted tool's call is left to the server.
+    if let Some(tool) = listed {
+        let checked = args::check_arguments(name, &tool.input_schema, &arguments);
+        for warning in &checked.warnings {
+            eprintln!("switchboard: warning: {}", render::printable(warning));
+        }
+        if let Some(refusal) = checked.refusal {
+            return Err(Failure::new(refusal));
+        }
+    }
     let params = to_raw(&CallToolRequestParams::new(name, Some(arguments)))?;
     let progress_ui = ui.clone();
     let options = CallOptions::new()
@@ -918,16 +1012,16 @@ async fn call_tool(
     if let Err(e) = client.check_structured_content(name, typed) {
         return Err(Failure::new(e.to_string()));
     }
+    // The error's content was printed above, as any result is: the line on
+    // stderr says what the exit status says, without repeating it.
     if result.get("isError") == Some(&Value::Bool(true)) {
-        let first = result
-            .get("content")
-            .and_then(Value::as_array)
-            .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))
-            .and_then(|t| t.lines().next())
-            .unwrap_or("no message");
+        let shown = match result.get("content").and_then(Value::as_array) {
+            Some(c) if !c.is_empty() => "its content is on stdout",
+            _ => "with no content",
+        };
         return Err(Failure {
             code: EXIT_TOOL_ERROR,
-            message: format!("tool {name:?} returned an error: {first}"),
+            message: format!("tool {name:?} returned an error (isError; {shown})"),
         });
     }
     Ok(EXIT_OK)
@@ -959,7 +1053,7 @@ async fn act(
             print_listing(common.json, "tools", pages, &items, render::tools_table);
         }
         Action::CallTool { name, arg, args } => {
-            return call_tool(client, common, ui, &name, &arg, args.as_deref()).await
+            return call_tool(client, common, ui, &name, &arg, args.as_ref()).await
         }
         Action::ListResources => {
             let (pages, items) = list_pages(client, "resources/list", "resources").await?;
@@ -1011,7 +1105,7 @@ async fn act(
             print_listing(common.json, "prompts", pages, &items, render::prompts_table);
         }
         Action::GetPrompt { name, arg, args } => {
-            let arguments = args::prompt_arguments(args.as_deref(), &arg).map_err(Failure::new)?;
+            let arguments = args::prompt_arguments(args.as_ref(), &arg).map_err(Failure::new)?;
             let params = to_raw(&GetPromptRequestParams {
                 name,
                 arguments: (!arguments.is_empty()).then_some(arguments),
@@ -1144,13 +1238,19 @@ pub fn run_tools(command: ToolsCommand) -> ExitCode {
             arg,
             args,
             common,
-        } => run_on_runtime(operands, common, &["the tool's NAME"], |mut rest| {
-            Action::CallTool {
-                name: rest.remove(0),
-                arg,
-                args,
-            }
-        }),
+        } => {
+            let args = match read_args(args) {
+                Ok(args) => args,
+                Err(failure) => return finish(Err(failure)),
+            };
+            run_on_runtime(operands, common, &["the tool's NAME"], |mut rest| {
+                Action::CallTool {
+                    name: rest.remove(0),
+                    arg,
+                    args,
+                }
+            })
+        }
     }
 }
 
@@ -1193,13 +1293,19 @@ pub fn run_prompts(command: PromptsCommand) -> ExitCode {
             arg,
             args,
             common,
-        } => run_on_runtime(operands, common, &["the prompt's NAME"], |mut rest| {
-            Action::GetPrompt {
-                name: rest.remove(0),
-                arg,
-                args,
-            }
-        }),
+        } => {
+            let args = match read_args(args) {
+                Ok(args) => args,
+                Err(failure) => return finish(Err(failure)),
+            };
+            run_on_runtime(operands, common, &["the prompt's NAME"], |mut rest| {
+                Action::GetPrompt {
+                    name: rest.remove(0),
+                    arg,
+                    args,
+                }
+            })
+        }
     }
 }
 
@@ -1264,5 +1370,28 @@ mod tests {
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
         assert!(parse_seconds("inf").is_err());
+    }
+
+    #[test]
+    fn a_404_hints_at_the_mcp_path() {
+        for (url, hint) in [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080/mcp"),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/mcp"),
+            ("https://h.example/review", "https://h.example/review/mcp"),
+            ("https://h.example/review/", "https://h.example/review/mcp"),
+            ("http://h/x?k=1#frag", "http://h/x/mcp?k=1"),
+            ("http://h/mcpx", "http://h/mcpx/mcp"),
+        ] {
+            assert_eq!(mcp_endpoint_hint(url).as_deref(), Some(hint), "{url}");
+        }
+        for url in [
+            "http://h/mcp",
+            "http://h/mcp/",
+            "http://h/a/mcp",
+            "http://h/mcp/x",
+            "not a url",
+        ] {
+            assert_eq!(mcp_endpoint_hint(url), None, "{url}");
+        }
     }
 }

@@ -289,21 +289,36 @@ pub fn content_block(block: &Value) -> String {
 }
 
 /// A `tools/call` result: each content block on its own line(s), then, if present,
-/// `structuredContent:` and the structured content as pretty JSON.
+/// `structuredContent:` and the structured content as pretty JSON. A text block
+/// that is the structured content serialized (the spec's backward-compatible
+/// form, "Tools" → "Structured Content": the same JSON value, however spaced) is
+/// shown once: as that pretty JSON, in the block's place, with no
+/// `structuredContent:` section.
 pub fn tool_result(result: &Value) -> String {
-    let mut out = String::new();
-    for block in result
+    let structured = result.get("structuredContent");
+    let blocks: &[Value] = result
         .get("content")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        out.push_str(&content_block(block));
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let same = structured.and_then(|s| {
+        blocks.iter().position(|b| {
+            str_of(b, "type") == "text"
+                && serde_json::from_str::<Value>(str_of(b, "text")).is_ok_and(|v| v == *s)
+        })
+    });
+    let pretty = |s: &Value| serde_json::to_string_pretty(s).unwrap_or_default();
+    let mut out = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        match (same, structured) {
+            (Some(j), Some(s)) if i == j => out.push_str(&pretty(s)),
+            _ => out.push_str(&content_block(block)),
+        }
         out.push('\n');
     }
-    if let Some(s) = result.get("structuredContent") {
+    if let (None, Some(s)) = (same, structured) {
         out.push_str("structuredContent:\n");
-        out.push_str(&serde_json::to_string_pretty(s).unwrap_or_default());
+        out.push_str(&pretty(s));
         out.push('\n');
     }
     out
@@ -448,11 +463,35 @@ mod tests {
             content_block(&json!({"type": "future", "k": 1})),
             r#"{"type":"future","k":1}"#
         );
+    }
+
+    #[test]
+    fn structured_content_the_text_repeats_is_shown_once() {
+        // The text is its serialization (however spaced): once, pretty.
+        for text in ["{\"sum\":3}", "{ \"sum\": 3 }\n"] {
+            let r = tool_result(&json!({"content": [{"type": "text", "text": text}],
+                "structuredContent": {"sum": 3}}));
+            assert_eq!(r, "{\n  \"sum\": 3\n}\n", "{text:?}");
+        }
+        // Beside other blocks, in its place.
+        let r = tool_result(&json!({"content": [
+            {"type": "text", "text": "Sum:"},
+            {"type": "text", "text": "{\"sum\":3}"},
+            {"type": "resource_link", "uri": "x://s"}],
+            "structuredContent": {"sum": 3}}));
+        assert_eq!(r, "Sum:\n{\n  \"sum\": 3\n}\n[resource link x://s]\n");
+        // Different: both.
         let r = tool_result(
-            &json!({"content": [{"type": "text", "text": "{\"sum\":3}"}],
+            &json!({"content": [{"type": "text", "text": "{\"sum\":4}"}],
             "structuredContent": {"sum": 3}}),
         );
-        assert_eq!(r, "{\"sum\":3}\nstructuredContent:\n{\n  \"sum\": 3\n}\n");
+        assert_eq!(r, "{\"sum\":4}\nstructuredContent:\n{\n  \"sum\": 3\n}\n");
+        let r = tool_result(&json!({"content": [{"type": "text", "text": "three"}],
+            "structuredContent": {"sum": 3}}));
+        assert_eq!(r, "three\nstructuredContent:\n{\n  \"sum\": 3\n}\n");
+        // No content at all: the section alone.
+        let r = tool_result(&json!({"content": [], "structuredContent": {"a": 1}}));
+        assert_eq!(r, "structuredContent:\n{\n  \"a\": 1\n}\n");
     }
 
     #[test]
