@@ -62,9 +62,7 @@ fn start_bridge(issuer: &str) -> (Killed, String) {
             .expect("start the bridge"),
     );
     let printed = wait_for_line(&mut child, "the bridge", |line| {
-        let at = line.find("http://")?;
-        line.contains("Streamable HTTP")
-            .then(|| line[at..].trim().to_owned())
+        Some(line.strip_prefix("route /mcp: ")?.trim().to_owned())
     });
     assert_eq!(printed, url);
     (child, url)
