@@ -408,11 +408,14 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         }
     };
     let guard = config.drift_guard.clone();
-    let open: &[&str] = match config.http.auth {
-        Some(_) => &[],
-        None => &[config.http.path.as_str()],
-    };
-    if let Some(warning) = crate::serve_args::exposure_warning(listen, open) {
+    let mut open: Vec<&str> = Vec::new();
+    if config.http.auth.is_none() {
+        open.push(config.http.path.as_str());
+        if let Some(sse) = &config.http.sse_path {
+            open.extend([sse.as_str(), config.http.message_path.as_str()]);
+        }
+    }
+    for warning in crate::serve_args::exposure_warnings(listen, &open, config.http.admin) {
         tracing::warn!("{warning}");
     }
     // A command that can never start (a typo, a missing file) is a mistake in

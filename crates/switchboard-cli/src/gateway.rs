@@ -378,6 +378,22 @@ fn header_values_of(connector: &Connector) -> Vec<(String, String)> {
     }
 }
 
+/// The legacy HTTP+SSE paths served beside route `path`: the listener's
+/// own for its main path, `PATH/sse` and `PATH/message` for the others.
+fn gateway_legacy_paths(
+    path: &str,
+    http: &switchboard_transport::http::server::HttpServerConfig,
+) -> Vec<String> {
+    match &http.sse_path {
+        None => Vec::new(),
+        Some(sse) if path == http.path => vec![sse.clone(), http.message_path.clone()],
+        Some(_) => {
+            let base = path.trim_end_matches('/');
+            vec![format!("{base}/sse"), format!("{base}/message")]
+        }
+    }
+}
+
 /// The files a reload reads: the configuration, and with `--lock` the lock
 /// and a key given as a file (not an `ed25519:` value).
 fn watched_files(args: &GatewayArgs) -> Vec<PathBuf> {
@@ -539,7 +555,17 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             None => config.http.auth.is_none(),
         })
         .collect();
-    if let Some(warning) = crate::serve_args::exposure_warning(listen, &open) {
+    // Each open route's legacy HTTP+SSE endpoints are as open.
+    let legacy: Vec<String> = match &config.http.sse_path {
+        Some(_) => open
+            .iter()
+            .flat_map(|p| gateway_legacy_paths(p, &config.http))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut open = open;
+    open.extend(legacy.iter().map(String::as_str));
+    for warning in crate::serve_args::exposure_warnings(listen, &open, config.http.admin) {
         tracing::warn!("{warning}");
     }
     let runtime = match fixed.serve.runtime() {

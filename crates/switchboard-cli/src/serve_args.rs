@@ -371,19 +371,33 @@ impl Serve {
     }
 }
 
-/// The warning for a listener on `listen` that other hosts can reach
-/// (not loopback) while `open` paths serve MCP without authorization; `None`
-/// when there is nothing to warn of.
-pub fn exposure_warning(listen: std::net::SocketAddr, open: &[&str]) -> Option<String> {
-    if listen.ip().is_loopback() || open.is_empty() {
-        return None;
+/// The warnings for listeners other hosts can reach (not loopback): `listen`
+/// while `open` paths serve MCP without authorization (the legacy HTTP+SSE
+/// ones included), and an `admin` listener, whose metrics and live page name
+/// callers, upstreams and tools and take no credentials. Empty when there is
+/// nothing to warn of.
+pub fn exposure_warnings(
+    listen: std::net::SocketAddr,
+    open: &[&str],
+    admin: Option<std::net::SocketAddr>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if !listen.ip().is_loopback() && !open.is_empty() {
+        out.push(format!(
+            "listening on {listen}, which other hosts can reach, with no authorization on {}: \
+             anyone who reaches it may call every tool (give the --auth-* flags or an auth \
+             table, or listen on 127.0.0.1)",
+            open.join(", ")
+        ));
     }
-    Some(format!(
-        "listening on {listen}, which other hosts can reach, with no authorization on {}: \
-         anyone who reaches it may call every tool (give the --auth-* flags or an auth \
-         table, or listen on 127.0.0.1)",
-        open.join(", ")
-    ))
+    if let Some(admin) = admin.filter(|a| !a.ip().is_loopback()) {
+        out.push(format!(
+            "the admin listener on {admin} is reachable by other hosts: its metrics and \
+             live page (/ui) show callers, upstreams and tools to anyone who reaches it, \
+             with no credentials (keep it on 127.0.0.1, or behind a network policy)"
+        ));
+    }
+    out
 }
 
 /// Why a duration was refused ([`parse_duration`], [`parse_sse_retry`]);
@@ -470,11 +484,25 @@ mod tests {
         let any: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
         let local: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
         let v6: std::net::SocketAddr = "[::1]:8080".parse().unwrap();
-        let warned = exposure_warning(any, &["/mcp", "/public/mcp"]).unwrap();
-        assert!(warned.contains("0.0.0.0:8080") && warned.contains("/mcp, /public/mcp"));
-        assert_eq!(exposure_warning(any, &[]), None, "every path protected");
-        assert_eq!(exposure_warning(local, &["/mcp"]), None);
-        assert_eq!(exposure_warning(v6, &["/mcp"]), None);
+        let warned = exposure_warnings(any, &["/mcp", "/sse", "/message"], None);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("0.0.0.0:8080") && warned[0].contains("/mcp, /sse, /message"));
+        assert!(
+            exposure_warnings(any, &[], None).is_empty(),
+            "every path protected"
+        );
+        assert!(exposure_warnings(local, &["/mcp"], None).is_empty());
+        assert!(exposure_warnings(v6, &["/mcp"], None).is_empty());
+        // An admin listener other hosts reach: warned of, even when the MCP
+        // listener is loopback or protected.
+        let admin: std::net::SocketAddr = "0.0.0.0:9464".parse().unwrap();
+        let warned = exposure_warnings(local, &["/mcp"], Some(admin));
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].starts_with("the admin listener on 0.0.0.0:9464"),
+            "{warned:?}"
+        );
+        assert!(exposure_warnings(any, &[], Some(local)).is_empty());
     }
 
     #[test]

@@ -483,8 +483,17 @@ sys.exit(3)
     })
     .await;
 
+    // Not listed while down (its last list, if any, is left out).
+    let (_, body) = gw.readyz().await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    for n in down {
+        assert_eq!(v["upstreams"][n]["listed"], false, "{n}: {body}");
+    }
+    assert_eq!(v["upstreams"]["good"]["listed"], true, "{body}");
+
     let (client, heard) = legacy_client(&gw.url, Leg::Streamable).await;
     let modern = connect(&gw, Leg::Modern).await;
+
     for _ in 0..3 {
         // Bounded by half the broken ones' list timeout: not waited for.
         assert_eq!(tool_names(&client).await, ["good__echo", "good__hang"]);
@@ -558,4 +567,112 @@ sys.exit(3)
         "flaky:echo:back"
     );
     assert!(gw.log().contains("upstream back"), "{}", gw.log());
+}
+
+/// A completion of a known-down upstream's prompt names the upstream and
+/// its state, as its calls do (it said "unknown prompt").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_of_a_down_upstreams_prompt_names_it() {
+    let dir = TempDir::new("down-complete");
+    // Found and executable, but its interpreter is not there.
+    let missing = dir.path().join("missing.sh");
+    std::fs::write(&missing, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(
+        &missing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let config = [
+        gateway_util::example_upstream("ex", &[]),
+        format!(
+            "[upstreams.missing]\ncommand = {}\ntimeout = \"60s\"\n",
+            gateway_util::q(missing.to_str().unwrap())
+        ),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    eventually(LIMIT, "missing known down", || async {
+        let (_, body) = gw.readyz().await;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["upstreams"]["missing"]["reason"]
+            .is_string()
+            .then_some(())
+    })
+    .await;
+    let client = connect(&gw, Leg::Streamable).await;
+    eventually(LIMIT, "ex listed", || async {
+        tool_names(&client)
+            .await
+            .iter()
+            .any(|n| n.starts_with("ex__"))
+            .then_some(())
+    })
+    .await;
+    let params = serde_json::value::to_raw_value(&json!({
+        "ref": {"type": "ref/prompt", "name": "missing__greet"},
+        "argument": {"name": "style", "value": "f"}
+    }))
+    .unwrap();
+    let e = bounded(client.request("completion/complete", Some(params), Default::default()))
+        .await
+        .expect_err("a down upstream completes nothing");
+    let o = e.error_object().unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(o.code, -32603, "{}", o.message);
+    assert!(
+        o.message.contains("upstream server missing is down"),
+        "{}",
+        o.message
+    );
+    // The live one still completes.
+    let params = serde_json::value::to_raw_value(&json!({
+        "ref": {"type": "ref/prompt", "name": "ex__greet"},
+        "argument": {"name": "style", "value": "f"}
+    }))
+    .unwrap();
+    bounded(client.request("completion/complete", Some(params), Default::default()))
+        .await
+        .expect("ex completes");
+}
+
+/// A URL of unknown transport where neither Streamable HTTP nor the legacy
+/// HTTP+SSE transport answers: its reason says both (it said only the
+/// legacy transport's, hiding the likelier typo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_url_that_refuses_both_transports_says_both() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = TempDir::new("auto-both");
+    // Every request: 404.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    let config = [
+        gateway_util::example_upstream("ex", &[]),
+        format!("[upstreams.nowhere]\nurl = \"http://127.0.0.1:{port}/mpc\"\ntimeout = \"60s\"\n"),
+    ]
+    .concat();
+    let gw = GatewayProc::start(dir.path(), &config).await;
+    let reason = eventually(LIMIT, "nowhere known down", || async {
+        let (_, body) = gw.readyz().await;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["upstreams"]["nowhere"]["reason"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    assert!(
+        reason.contains("Streamable HTTP: ") && reason.contains("then legacy HTTP+SSE: "),
+        "{reason}"
+    );
 }

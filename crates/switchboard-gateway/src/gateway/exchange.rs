@@ -143,7 +143,14 @@ pub(crate) fn resolve(
                     let entry = merged
                         .prompt(&served)
                         .filter(|e| route.members[e.member])
-                        .ok_or_else(|| Error::InvalidParams(format!("unknown prompt: {served}")))?;
+                        .ok_or_else(|| match down_owner(layout, route, &served, false) {
+                            Some((m, why)) => named(Some(&m.name), why),
+                            None => Error::InvalidParams(format!("unknown prompt: {served}")),
+                        })?;
+                    let member = &layout.members[entry.member];
+                    if let Some(why) = member.upstream().lapsed() {
+                        return Err(named(Some(&member.name), why));
+                    }
                     reference.insert("name", to_raw(&entry.original));
                     entry.member
                 }

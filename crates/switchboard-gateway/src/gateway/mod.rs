@@ -672,7 +672,9 @@ impl Layout {
         let mut out = Map::new();
         for m in &self.members {
             let mut v = m.core.readiness();
-            v.insert("listed".into(), m.snapshot.borrow().is_some().into());
+            // Its entries in lists now: listed, and not known down.
+            let listed = m.snapshot.borrow().is_some() && m.upstream().lapse().is_none();
+            v.insert("listed".into(), listed.into());
             out.insert(m.name.clone(), Value::Object(v));
         }
         Value::Object(out)
@@ -968,8 +970,10 @@ impl Gateway {
 
     /// Applies a new configuration: upstreams added start, removed ones drain
     /// (up to the drain timeout) and end, changed ones (another
-    /// [`identity`](GatewayUpstream::identity), prefix or list timeout) are
-    /// replaced the same way; unchanged ones, and every session, carry on.
+    /// [`identity`](GatewayUpstream::identity), list timeout, child mode or
+    /// drift guard) are replaced the same way; one whose prefix alone changed
+    /// keeps its child and lists afresh; unchanged ones, and every session,
+    /// carry on.
     /// Every session is told its lists may have changed. Returns what
     /// changed, one line.
     ///

@@ -1176,6 +1176,8 @@ async fn run_child(
 ) -> String {
     let pid = connection.pid();
     let mut connection = connection;
+    // Why Streamable HTTP failed, when the legacy transport was tried next.
+    let mut refused_first: Option<String> = None;
     let (
         outcome,
         Connection {
@@ -1223,18 +1225,27 @@ async fn run_child(
         };
         done.close().await;
         debug!(%url, "Streamable HTTP refused: trying the legacy HTTP+SSE transport");
+        // Both attempts failing: both said (the first is the likelier typo).
+        if let Err(why) = &outcome {
+            refused_first = Some(why.clone());
+        }
         match Connector::Sse(url, config)
             .connect(&inner.config.transport)
             .await
         {
             Ok(next) => connection = next,
             Err(why) => {
+                let why = both_refused(refused_first.as_deref(), why);
                 inner.set_lapse(Some(why.clone()));
                 set_status(inner, Status::Down(why.clone()));
                 return why;
             }
         }
     };
+    let outcome = outcome.map_err(|why| match why.as_str() {
+        STOPPED => why,
+        _ => both_refused(refused_first.as_deref(), why),
+    });
     let why = match outcome {
         // A start that failed: known down until one succeeds.
         Err(why) => {
@@ -1732,6 +1743,16 @@ fn fail_all(inner: &Arc<Inner>, why: &str) {
     let text = format!("the upstream server {}: {why}", inner.name);
     for slot in slots {
         let _ = slot.payload.done.send(Err(text.clone()));
+    }
+}
+
+/// Why an upstream of unknown transport could not be reached: the legacy
+/// transport's failure, and the Streamable HTTP one before it when that
+/// was tried first.
+fn both_refused(first: Option<&str>, then: String) -> String {
+    match first {
+        Some(first) => format!("Streamable HTTP: {first}; then legacy HTTP+SSE: {then}"),
+        None => then,
     }
 }
 
