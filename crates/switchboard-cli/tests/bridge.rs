@@ -1448,29 +1448,45 @@ async fn priming_events_carry_the_configured_retry() {
         (&["--sse-retry", "0"][..], None),
     ] {
         let bridge = BridgeProc::start(args, &[]).await;
+        // A client that takes only SSE (one taking JSON too gets a quick lone
+        // response as JSON, with no stream to prime).
+        let sse_list = |s: bridge_util::Session| {
+            let c = c.clone();
+            let url = bridge.url.clone();
+            async move {
+                let mut post = c
+                    .post(&url)
+                    .header("accept", "text/event-stream")
+                    .header("content-type", "application/json");
+                for (k, v) in s.headers() {
+                    post = post.header(k, v);
+                }
+                post.body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string())
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap()
+            }
+        };
         let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
-        let list = s
-            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
-            .await;
-        let priming = list.body.split("\n\n").next().unwrap_or_default();
+        let body = sse_list(s).await;
+        let priming = body.split("\n\n").next().unwrap_or_default();
         assert!(
             priming.starts_with("id: ") && priming.ends_with("data:"),
-            "the first event primes: {}",
-            list.body
+            "the first event primes: {body}"
         );
         match expected {
             Some(field) => assert!(priming.contains(field), "{args:?}: {priming}"),
             None => assert!(!priming.contains("retry"), "{args:?}: {priming}"),
         }
         let old = open_session(&c, &bridge.url, "2025-06-18", json!({})).await;
-        let list = old
-            .request(&c, &bridge.url, json!(1), "tools/list", json!({}))
-            .await;
-        let first = list.body.split("\n\n").next().unwrap_or_default();
+        let body = sse_list(old).await;
+        let first = body.split("\n\n").next().unwrap_or_default();
         assert!(
-            !list.body.contains("retry:") && first.contains("data: {"),
-            "no priming before 2025-11-25: {}",
-            list.body
+            !body.contains("retry:") && first.contains("data: {"),
+            "no priming before 2025-11-25: {body}"
         );
     }
 }
@@ -1710,14 +1726,15 @@ async fn a_2024_11_05_server_behind_the_bridge_serves_every_accept() {
         json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
                "params":{"name":"echo","arguments":{"text":"accepted"}}})
     };
+    // A quick lone response is JSON for a client that takes either.
     for (id, accept, expected) in [
-        (1, "*/*", Some("text/event-stream")),
+        (1, "*/*", Some("application/json")),
         (2, "application/json", Some("application/json")),
         (3, "text/event-stream", Some("text/event-stream")),
         (
             4,
             "application/json, text/event-stream",
-            Some("text/event-stream"),
+            Some("application/json"),
         ),
         (5, "text/html", None),
     ] {

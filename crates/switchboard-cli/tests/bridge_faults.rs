@@ -608,9 +608,10 @@ async fn a_full_bridge_evicts_the_least_recently_used_idle_session() {
         let r = s.echo(&c, &bridge.url, 2, "still here").await;
         assert_eq!(first_text(&r.response(&json!(2))["result"]), "still here");
     }
-    // Both busy: a call in flight on each (its SSE head is out once the call
-    // was delivered), so none can be evicted.
-    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":2,"steps":2}}});
+    // Both busy: a call in flight on each, so none can be evicted.
+    // Long enough to be in flight still when the fourth comes (each head is
+    // out at its first progress, a second in).
+    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress","arguments":{"seconds":30,"steps":30}}});
     let busy2 = post_streaming(&c, &bridge.url, &s2.headers(), &call).await;
     let busy3 = post_streaming(&c, &bridge.url, &s3.headers(), &call).await;
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{

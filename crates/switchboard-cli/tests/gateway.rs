@@ -1152,11 +1152,11 @@ async fn own_child_session(
     let gw = GatewayProc::start(dir.path(), &config).await;
     let gateway_pid = gw.child.id().unwrap();
     let children = || children_of(gateway_pid, "gateway_upstream.py");
-    eventually(LIMIT, "the shared child starts", || async {
-        (children().len() == 1).then_some(())
+    let shared = eventually(LIMIT, "the shared child starts", || async {
+        let found = children();
+        (found.len() == 1).then_some(found)
     })
     .await;
-    let shared = children();
     let mut s = RawSession::open(&gw.url).await;
     echo_within(&mut s, "own__echo", "a").await;
     let own = new_child(&shared, &children());

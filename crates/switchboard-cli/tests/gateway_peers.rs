@@ -159,6 +159,9 @@ async fn scene() -> Option<Scene> {
     let files = dir.path().join("files");
     std::fs::create_dir(&files).unwrap();
     std::fs::write(files.join("hello.txt"), "line one\nline two\n").unwrap();
+    // 2.2 MB: a result past the 1 MiB the Python SDK caps an SSE event at.
+    let big: String = (0..200_000).map(|i| format!("row {i:06}\n")).collect();
+    std::fs::write(files.join("big.txt"), big).unwrap();
     std::fs::create_dir(files.join("sub")).unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
@@ -329,9 +332,21 @@ impl Scene {
         ]
     }
 
+    /// A read of the 2.2 MB file: one result over 1 MiB.
+    fn big_read(&self) -> Call {
+        Call {
+            name: "filesystem__read_text_file",
+            arguments: json!({"path": self.files().join("big.txt").to_str().unwrap()}),
+            expect: "row 199999".into(),
+        }
+    }
+
     fn calls_json(&self, tag: &str) -> String {
-        let calls: Vec<Value> = self
-            .calls(tag)
+        Self::as_json(self.calls(tag))
+    }
+
+    fn as_json(calls: Vec<Call>) -> String {
+        let calls: Vec<Value> = calls
             .into_iter()
             .map(|c| json!({"name": c.name, "arguments": c.arguments, "expect": c.expect}))
             .collect();
@@ -492,7 +507,12 @@ async fn the_python_sdk_client_reaches_every_real_upstream_through_the_gateway()
         return;
     };
     let sse = format!("{}/sse", scene.gw.base);
-    let http_calls = scene.calls_json("py-http");
+    // Over Streamable HTTP a result over 1 MiB too (a lone response first is
+    // JSON, not an SSE event the SDK would refuse); not over legacy SSE,
+    // which has only events.
+    let mut calls = scene.calls("py-http");
+    calls.push(scene.big_read());
+    let http_calls = Scene::as_json(calls);
     run_script(
         spec.clone(),
         &["http", &scene.gw.url, &http_calls],

@@ -64,6 +64,8 @@ fn echo(mut acceptor: SessionAcceptor) -> mpsc::UnboundedReceiver<CloseReason> {
                                 .unwrap();
                             json!({"done": true})
                         }
+                        // 2 MiB of text: past the 1 MiB a client may cap an SSE event at.
+                        "big" => json!({"text": "x".repeat(2 << 20)}),
                         "notify_unrelated" => {
                             let note = Notification::new(
                                 "notifications/message",
@@ -145,8 +147,12 @@ fn post(
     b
 }
 
-/// Every event of a finished SSE body, as (id, data).
+/// Every event of a finished SSE body, as (id, data); a JSON body (a lone
+/// response, `HttpServerConfig::json_reply_within`) is one event without an id.
 fn events(body: &[u8]) -> Vec<(Option<String>, String)> {
+    if matches!(body.trim_ascii_start().first(), Some(b'{' | b'[')) {
+        return vec![(None, String::from_utf8(body.to_vec()).unwrap())];
+    }
     let mut parser = SseParser::new();
     let mut out: Vec<_> = parser
         .feed(body)
@@ -279,6 +285,8 @@ async fn a_quick_reply_is_one_body_and_a_slow_one_gets_its_head_first() {
         // "ready at once" holds however loaded the machine is.
         let mut config = HttpServerConfig::default();
         config.sse_first_event_wait = Duration::from_secs(5);
+        // SSE whatever comes first (a lone response is JSON by default).
+        config.json_reply_within = Duration::ZERO;
         let (patient, _closed) = start(config).await;
         let c = client();
         let sid = open_session(&c, &patient.url()).await;
@@ -328,6 +336,64 @@ async fn a_quick_reply_is_one_body_and_a_slow_one_gets_its_head_first() {
         let answer = &messages(&rest)[0];
         assert_eq!(answer["id"], 3);
         assert_eq!(answer["result"]["released"], true);
+    })
+    .await
+}
+
+/// A lone request whose client takes either type: its response, when it is
+/// the first thing to send, is one `application/json` body (no stream, no
+/// priming event; a 2 MiB result too, which an SSE client capping events at
+/// 1 MiB could not read); anything sent first opens the SSE stream, and a
+/// client that takes only SSE gets SSE.
+#[tokio::test]
+async fn a_lone_response_first_is_one_json_body_and_anything_first_streams() {
+    bounded(async {
+        let (server, _closed) = start(HttpServerConfig::default()).await;
+        let url = server.url();
+        let c = client();
+        let sid = open_session(&c, &url).await;
+        for (id, method) in [(2, "quick"), (3, "big")] {
+            let resp = post(&c, &url, Some(&sid), request(id, method))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            assert_eq!(
+                resp.headers()["content-type"],
+                "application/json",
+                "{method}"
+            );
+            assert!(resp.headers().contains_key("content-length"), "{method}");
+            let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+            assert_eq!(body["id"], id, "{method}");
+        }
+        // Progress first: the stream, primed, then the response.
+        let resp = post(&c, &url, Some(&sid), request(4, "with_progress"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let evs = events(&resp.bytes().await.unwrap());
+        assert_eq!(evs.len(), 3, "{evs:?}");
+        assert!(
+            evs[0].1.is_empty() && evs[0].0.is_some(),
+            "priming first: {evs:?}"
+        );
+        assert!(evs[1].1.contains("notifications/progress"), "{evs:?}");
+        assert!(evs[2].1.contains("\"done\""), "{evs:?}");
+        // Only SSE accepted: SSE.
+        let resp = c
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(request(5, "quick"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        assert_eq!(messages(&resp.bytes().await.unwrap())[0]["id"], 5);
     })
     .await
 }
@@ -1184,7 +1250,10 @@ async fn a_closed_stream_resumes_with_last_event_id() {
 #[tokio::test]
 async fn priming_follows_what_the_session_has_shown() {
     bounded(async {
-        let (server, mut acceptor) = HttpServer::bind(HttpServerConfig::default()).await.unwrap();
+        // SSE replies only: what is primed when.
+        let mut config = HttpServerConfig::default();
+        config.json_reply_within = Duration::ZERO;
+        let (server, mut acceptor) = HttpServer::bind(config).await.unwrap();
         let url = server.url();
         let c = client();
         let first_is_priming = |body: &[u8]| events(body).first().is_some_and(|e| e.1.is_empty());
@@ -1986,11 +2055,9 @@ async fn accept_wildcards_and_single_types_get_a_type_they_accept() {
                 .unwrap()
                 .to_owned();
             resp.bytes().await.unwrap();
-            let served = if json_response {
-                "application/json"
-            } else {
-                "text/event-stream"
-            };
+            // A quick lone response: JSON for a client that takes either,
+            // whatever `json_response` says (`json_reply_within`).
+            let served = "application/json";
             let cases: [(Option<&str>, Option<&str>); 7] = [
                 (Some("*/*"), Some(served)),
                 (None, Some(served)),

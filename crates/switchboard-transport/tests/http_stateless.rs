@@ -178,6 +178,10 @@ async fn json_of(r: reqwest::Response) -> Value {
 }
 
 fn events(body: &str) -> Vec<Value> {
+    // A lone response that came first is a JSON body (`json_reply_within`).
+    if body.trim_start().starts_with('{') {
+        return vec![serde_json::from_str(body).unwrap()];
+    }
     let mut parser = SseParser::new();
     let mut data: Vec<String> = parser
         .feed(body.as_bytes())

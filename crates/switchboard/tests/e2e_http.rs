@@ -61,15 +61,23 @@ fn post(
 }
 
 /// Reads the JSON messages of an SSE reply as they arrive (priming events
-/// skipped), calling `on_message` for each, until the stream ends.
+/// skipped), calling `on_message` for each, until the stream ends; a JSON
+/// reply (a lone response that came first) is its one message.
 async fn read_stream(
     resp: &mut reqwest::Response,
     mut on_message: impl AsyncFnMut(&Value),
 ) -> Vec<Value> {
-    assert_eq!(
-        resp.headers()["content-type"].to_str().unwrap(),
-        "text/event-stream"
-    );
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    if content_type == "application/json" {
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.unwrap() {
+            body.extend_from_slice(&chunk);
+        }
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        on_message(&v).await;
+        return vec![v];
+    }
+    assert_eq!(content_type, "text/event-stream");
     let mut parser = SseParser::new();
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.unwrap() {

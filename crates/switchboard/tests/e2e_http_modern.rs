@@ -81,6 +81,11 @@ impl Reply {
 }
 
 fn sse_messages(parser: &mut SseParser, chunk: &[u8], out: &mut Vec<Value>) {
+    // A lone response that came first is a JSON body (`json_reply_within`).
+    if chunk.trim_ascii_start().starts_with(b"{") {
+        out.push(serde_json::from_slice(chunk).unwrap());
+        return;
+    }
     let items: Vec<_> = parser.feed(chunk).collect();
     for item in items {
         if let SseItem::Event(e) = item.unwrap() {

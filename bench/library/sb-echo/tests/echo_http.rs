@@ -98,15 +98,12 @@ async fn echo_round_trip_over_streamable_http() {
         .await;
         assert_eq!(call.status(), 200);
         let content_type = call.headers()["content-type"].to_str().unwrap().to_owned();
+        // A quick lone response is one JSON body (`json_reply_within`).
         assert!(
-            content_type.starts_with("text/event-stream"),
-            "default replies are SSE: {content_type}"
+            content_type.starts_with("application/json"),
+            "a quick lone reply is JSON: {content_type}"
         );
-        let messages = sse_messages(&call.text().await.expect("body"));
-        let reply = messages
-            .iter()
-            .find(|m| m.get("id").is_some())
-            .expect("a response");
+        let reply: Value = serde_json::from_str(&call.text().await.expect("body")).unwrap();
         assert_eq!(reply["id"], id);
         assert_eq!(
             reply["result"]["content"],

@@ -133,6 +133,9 @@ pub const DEFAULT_SSE_REPLAY_BUFFER: usize = 256;
 /// sent alone: 2 ms.
 pub const DEFAULT_SSE_FIRST_EVENT_WAIT: Duration = Duration::from_millis(2);
 
+/// The default [`HttpServerConfig::json_reply_within`]: 1 s.
+pub const DEFAULT_JSON_REPLY_WITHIN: Duration = Duration::from_secs(1);
+
 /// The configuration of an [`HttpServer`].
 ///
 /// ```
@@ -230,6 +233,17 @@ pub struct HttpServerConfig {
     /// takes: whether it is primed depends on the revision the answer
     /// negotiates.
     pub sse_first_event_wait: Duration,
+    /// A POST of one request whose client accepts both `application/json` and
+    /// `text/event-stream`: when its response is the first message there is to
+    /// send and comes within this, it is answered as one `application/json`
+    /// body (no stream opens, so no priming event is owed); a message that
+    /// streams first (progress, a request to the client, a closed stream)
+    /// opens the SSE stream at once, and so does this wait running out. A
+    /// large result then reaches clients that cap an SSE event (the Python
+    /// SDK's 1 MiB). Zero: SSE whenever [`json_response`](Self::json_response)
+    /// is off. Default [`DEFAULT_JSON_REPLY_WITHIN`] (1 s). Not used for the
+    /// reply to the `initialize` that opens a session.
+    pub json_reply_within: Duration,
     /// The `retry` field of the priming event that opens each SSE stream
     /// (2025-11-25 onward; whole milliseconds): how long a client waits before
     /// reconnecting with `Last-Event-ID` after the server closed the stream. Set
@@ -357,6 +371,7 @@ impl Default for HttpServerConfig {
             sse_replay_buffer: DEFAULT_SSE_REPLAY_BUFFER,
             json_response: false,
             sse_first_event_wait: DEFAULT_SSE_FIRST_EVENT_WAIT,
+            json_reply_within: DEFAULT_JSON_REPLY_WITHIN,
             sse_retry: None,
             supported_versions: vec![
                 ProtocolVersion::V2025_03_26,
@@ -1864,7 +1879,8 @@ async fn post(
     // bridge's child) until the idle timeout. Ended when this is dropped armed.
     let mut unclaimed = Unclaimed(opening.then(|| session.clone()));
     let json = shape.json(shared.config.json_response);
-    let mut response = answer(shared, &session, frame, (version, json), opening).await;
+    let late_json = !json && matches!(shape, guard::ReplyShape::Either);
+    let mut response = answer(shared, &session, frame, (version, json, late_json), opening).await;
     unclaimed.0 = None;
     if let Some((id, initialize)) = created {
         if session.initialize_failed() {
@@ -2010,11 +2026,14 @@ async fn answer(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     frame: Frame,
-    (version, json): (ProtocolVersion, bool),
+    (version, json, late_json): (ProtocolVersion, bool, bool),
     opening: bool,
 ) -> Response<Body> {
     let (_answering, alone) = Answering::enter(&shared.answering);
     let batch = matches!(frame, Frame::Batch(_));
+    // A lone request whose client takes either: JSON if its response comes
+    // first ([`HttpServerConfig::json_reply_within`]).
+    let late_json = late_json && !batch && !opening && !shared.config.json_reply_within.is_zero();
     let (frame, orphans) = take_orphans(frame);
     let ids = request_ids(&frame);
     // A batch whose every item was an orphan leaves nothing for the session.
@@ -2115,18 +2134,11 @@ async fn answer(
         } else {
             merge_json_arrays(&items)
         };
-        let mut response = Response::new(Body::full(body));
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        return response;
+        return json_reply(body);
     }
     let waiting = prefix.is_empty();
-    if primed {
-        prefix.push_front(priming(stream, 0, shared.config.sse_retry));
-    }
     if !opening {
-        let rx = match rx {
+        let mut rx = match rx {
             Some(rx) if waiting => {
                 first_events(
                     &mut prefix,
@@ -2138,7 +2150,36 @@ async fn answer(
             }
             rx => rx,
         };
+        if late_json {
+            if let Some(r) = rx.take() {
+                // Nothing yet: the rest of the window, on a timer of its own
+                // (only calls slower than the first wait arm one).
+                rx = match prefix.is_empty() {
+                    true => {
+                        let rest = shared
+                            .config
+                            .json_reply_within
+                            .saturating_sub(shared.config.sse_first_event_wait);
+                        first_event_within(&mut prefix, r, rest).await
+                    }
+                    false => Some(r),
+                };
+            }
+            // The stream complete with one message, the response: no stream.
+            if rx.is_none() && prefix.len() == 1 {
+                if let Some(body) = lone_response(&prefix[0]) {
+                    drop(guard);
+                    return json_reply(body);
+                }
+            }
+        }
+        if primed {
+            prefix.push_front(priming(stream, 0, shared.config.sse_retry));
+        }
         return sse_response(Body::stream(prefix, rx, guard));
+    }
+    if primed {
+        prefix.push_front(priming(stream, 0, shared.config.sse_retry));
     }
     // The reply to the `initialize` that opens the session: nothing goes out
     // before its first message (normally the answer, which records the
@@ -2230,6 +2271,46 @@ async fn first_events(
             take_ready(prefix, rx)
         }
     }
+}
+
+/// [`first_events`] on a timer: waits up to `wait` for the first event.
+async fn first_event_within(
+    prefix: &mut std::collections::VecDeque<Bytes>,
+    mut rx: mpsc::Receiver<Bytes>,
+    wait: Duration,
+) -> Option<mpsc::Receiver<Bytes>> {
+    match tokio::time::timeout(wait, rx.recv()).await {
+        Err(_) => Some(rx),
+        Ok(None) => None,
+        Ok(Some(event)) => {
+            prefix.push_back(event);
+            take_ready(prefix, rx)
+        }
+    }
+}
+
+/// The JSON of `event` (one SSE event of a POST's stream) when it is a
+/// response (a `result` or an `error`, no `method`); `None` for any other
+/// message.
+fn lone_response(event: &Bytes) -> Option<Bytes> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    let data = guard::event_data(event)?;
+    let kind: Kind = serde_json::from_slice(&data).ok()?;
+    (kind.method.is_none() && (kind.result.is_some() || kind.error.is_some())).then_some(data)
+}
+
+/// A `200 application/json` reply of `body`.
+fn json_reply(body: Bytes) -> Response<Body> {
+    let mut response = Response::new(Body::full(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// Appends every event already queued on `rx` to `prefix`; the receiver comes
