@@ -434,9 +434,10 @@ async fn a_name_two_unprefixed_upstreams_claim_is_withheld() {
     );
     let log = gw.log();
     assert!(
-        log.lines()
-            .any(|l| l.contains("withheld") && l.contains("name=shared")),
-        "the clash on `shared` was not logged: {log}"
+        log.lines().any(|l| l.contains("withheld")
+            && l.contains("name=shared")
+            && l.contains("upstreams=xx and yy")),
+        "the clash on `shared` was not logged naming both upstreams: {log}"
     );
 }
 
@@ -2136,4 +2137,52 @@ async fn a_url_of_unknown_transport_falls_back_to_legacy_sse() {
     }
     let (_, ready) = front.readyz().await;
     assert!(ready.contains("\"state\":\"ready\""), "{ready}");
+}
+
+/// A gateway whose port is taken binds first and fails there: exit 2, and
+/// no upstream was started (a second instance used to start every upstream,
+/// then fail).
+#[test]
+fn a_busy_port_fails_before_any_upstream_starts() {
+    let dir = TempDir::new("busy-port");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let marker = dir.path().join("started");
+    let config = format!(
+        "[upstreams.a]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch {}; exec cat\"]\n",
+        marker.display()
+    );
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut gw = std::process::Command::new(gateway_util::BIN)
+        .args([
+            "gateway",
+            "--listen",
+            &addr,
+            "--config",
+            file.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + LIMIT;
+    while gw.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = gw.kill();
+            panic!("the gateway kept running on a busy port");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = gw.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+    // Give a child that was started (it would be) the time to touch its file.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "an upstream was started: {stderr}");
 }

@@ -5,7 +5,7 @@
 //! Pure: no upstreams, no tasks, no I/O. The upstreams' lists come in as
 //! [`Snapshot`]s; [`merge`] makes one [`Merged`], which routes read.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
@@ -120,8 +120,9 @@ pub(crate) struct Merged {
     tool_index: HashMap<String, usize>,
     prompt_index: HashMap<String, usize>,
     resource_index: HashMap<String, usize>,
-    /// Served names two upstreams (or one, twice) claimed: withheld.
-    pub clashes: BTreeSet<String>,
+    /// Served names two upstreams (or one, twice) claimed: withheld; each
+    /// with the members that claimed it, by index, in order.
+    pub clashes: BTreeMap<String, BTreeSet<usize>>,
     /// Resource URIs more than one upstream listed: kept with the first.
     pub shared_uris: BTreeSet<String>,
 }
@@ -195,7 +196,11 @@ pub(crate) fn merge(members: &[(Option<&str>, Option<&Snapshot>)]) -> Merged {
                 };
                 let name_served = served(*prefix, name);
                 if counts.get(&name_served).copied().unwrap_or(0) > 1 {
-                    merged.clashes.insert(name_served);
+                    merged
+                        .clashes
+                        .entry(name_served)
+                        .or_default()
+                        .insert(member);
                     continue;
                 }
                 let mut value = entry.clone();
@@ -322,7 +327,12 @@ mod tests {
         let (a, b) = (snap(&["echo", "only_a"]), snap(&["echo"]));
         let m = merge(&[(None, Some(&a)), (None, Some(&b))]);
         assert!(m.tool("echo").is_none());
-        assert_eq!(m.clashes.iter().collect::<Vec<_>>(), ["echo"]);
+        assert_eq!(m.clashes.keys().collect::<Vec<_>>(), ["echo"]);
+        assert_eq!(
+            m.clashes["echo"].iter().collect::<Vec<_>>(),
+            [&0, &1],
+            "both named"
+        );
         assert_eq!(m.tool("only_a").unwrap().member, 0);
         // Prefixed, the same names do not clash.
         let m = merge(&[(Some("a"), Some(&a)), (Some("b"), Some(&b))]);

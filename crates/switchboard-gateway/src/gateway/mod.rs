@@ -622,9 +622,14 @@ impl Layout {
         }
         {
             let mut reported = reported.lock().unwrap_or_else(|p| p.into_inner());
-            for name in &merged.clashes {
+            for (name, members) in &merged.clashes {
                 if reported.insert(format!("clash:{name}")) {
-                    warn!(name = %name, "two upstreams serve this name: both entries withheld (set a prefix to tell them apart)");
+                    let upstreams: Vec<&str> = members
+                        .iter()
+                        .map(|&i| self.members[i].name.as_str())
+                        .collect();
+                    let upstreams = upstreams.join(" and ");
+                    warn!(name = %name, %upstreams, "two upstreams serve this name: both entries withheld (set a prefix to tell them apart)");
                 }
             }
             for uri in &merged.shared_uris {

@@ -393,36 +393,6 @@ pub(crate) fn message_event(stream: u64, seq: u64, data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The data of one encoded SSE event ([`message_event`]): its `data:` lines
-/// joined by `\n`; a slice of `event`, not a copy, for the one line every
-/// message this server encodes has. `None` when it has none.
-pub(crate) fn event_data(event: &bytes::Bytes) -> Option<bytes::Bytes> {
-    let mut at = 0;
-    let mut lines = Vec::new();
-    for line in event.split(|&b| b == b'\n') {
-        let start = at;
-        at += line.len() + 1;
-        if let Some(d) = line.strip_prefix(b"data:") {
-            let skip = 5 + usize::from(d.first() == Some(&b' '));
-            lines.push(start + skip..start + line.len());
-        }
-    }
-    match lines.as_slice() {
-        [] => None,
-        [one] => Some(event.slice(one.clone())),
-        many => {
-            let mut out = Vec::new();
-            for (i, r) in many.iter().enumerate() {
-                if i > 0 {
-                    out.push(b'\n');
-                }
-                out.extend_from_slice(&event[r.clone()]);
-            }
-            Some(bytes::Bytes::from(out))
-        }
-    }
-}
-
 /// A priming event (id `stream-seq`, empty data; 2025-11-25 "Transports →
 /// Streamable HTTP") with `retry: millis` when given, in one allocation; the
 /// same bytes as `Event::priming(..).with_retry(..)`.
@@ -453,27 +423,6 @@ pub(crate) fn header_text(headers: &HeaderMap, name: impl AsHeaderName) -> Optio
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn the_data_of_an_event_is_read_back() {
-        let e = bytes::Bytes::from(message_event(
-            3,
-            7,
-            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-        ));
-        assert_eq!(
-            event_data(&e).unwrap(),
-            &br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..]
-        );
-        let two = bytes::Bytes::from_static(b"id: 1-1\ndata: a\ndata:b\n\n");
-        assert_eq!(event_data(&two).unwrap(), &b"a\nb"[..]);
-        let priming = bytes::Bytes::from(priming_event(1, 0, None));
-        assert_eq!(event_data(&priming).unwrap(), &b""[..]);
-        assert_eq!(
-            event_data(&bytes::Bytes::from_static(b": comment\n\n")),
-            None
-        );
-    }
 
     use super::*;
     use http::HeaderValue;

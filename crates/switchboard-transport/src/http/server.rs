@@ -2062,18 +2062,18 @@ async fn answer(
     // (2025-03-26 assumed) or not necessarily the one it negotiates: its reply
     // is primed below, by its answer.
     let primed = !json && !opening && session.primes(version);
-    let (stream, generation) = match session.open_request_stream(&ids, orphans.len(), json, primed)
-    {
-        Ok(opened) => opened,
-        Err(StreamError::DuplicateId(id)) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                format!("request id {id} is already in use in this session"),
-            )
-        }
-        Err(_) => return session_not_found(),
-    };
+    let (stream, generation) =
+        match session.open_request_stream(&ids, orphans.len(), (json, late_json), primed) {
+            Ok(opened) => opened,
+            Err(StreamError::DuplicateId(id)) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    code::INVALID_REQUEST,
+                    format!("request id {id} is already in use in this session"),
+                )
+            }
+            Err(_) => return session_not_found(),
+        };
     // Dropped before it takes the stream's events (the client went while its
     // messages were delivered): they wait for a resumption.
     let attaching = Attaching {
@@ -2165,12 +2165,17 @@ async fn answer(
                     false => Some(r),
                 };
             }
-            // The stream complete with one message, the response: no stream.
-            if rx.is_none() && prefix.len() == 1 {
-                if let Some(body) = lone_response(&prefix[0]) {
-                    drop(guard);
-                    return json_reply(body);
+            if !lone_response(&prefix, &rx) {
+                // SSE after all; a response that came meanwhile, first and
+                // last, is still answered as JSON (nothing was sent yet).
+                session.stream_it(stream);
+                if let Some(r) = rx.take() {
+                    rx = take_ready(&mut prefix, r);
                 }
+            }
+            if lone_response(&prefix, &rx) {
+                drop(guard);
+                return json_reply(prefix.pop_front().expect("one event"));
             }
         }
         if primed {
@@ -2289,19 +2294,14 @@ async fn first_event_within(
     }
 }
 
-/// The JSON of `event` (one SSE event of a POST's stream) when it is a
-/// response (a `result` or an `error`, no `method`); `None` for any other
-/// message.
-fn lone_response(event: &Bytes) -> Option<Bytes> {
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        method: Option<serde::de::IgnoredAny>,
-        result: Option<serde::de::IgnoredAny>,
-        error: Option<serde::de::IgnoredAny>,
-    }
-    let data = guard::event_data(event)?;
-    let kind: Kind = serde_json::from_slice(&data).ok()?;
-    (kind.method.is_none() && (kind.result.is_some() || kind.error.is_some())).then_some(data)
+/// Whether a POST's stream holds just its response, as the message itself
+/// (the session queues it so when it came first and completed the stream,
+/// [`Session::open_request_stream`]'s `late_json`), and ended.
+fn lone_response(
+    prefix: &std::collections::VecDeque<Bytes>,
+    rx: &Option<mpsc::Receiver<Bytes>>,
+) -> bool {
+    rx.is_none() && prefix.len() == 1 && prefix[0].first() == Some(&b'{')
 }
 
 /// A `200 application/json` reply of `body`.

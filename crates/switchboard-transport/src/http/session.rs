@@ -199,11 +199,17 @@ struct Stream {
     /// it resumed with `Last-Event-ID`), so it can come back after the server
     /// closes the connection ([`Session::close_stream`]).
     primed: bool,
+    /// Its POST answers with `application/json` if the response comes first
+    /// and completes the stream: that event is then queued as the message
+    /// itself, not an SSE event (see `commit`). Cleared when the POST opens
+    /// the stream ([`Session::stream_it`]).
+    late_json: bool,
 }
 
 impl Stream {
     fn new(json: bool, pending: usize, primed: bool) -> Self {
         Stream {
+            late_json: false,
             json,
             pending,
             live: None,
@@ -543,7 +549,7 @@ impl Session {
         &self,
         ids: &[Id],
         orphans: usize,
-        json: bool,
+        (json, late_json): (bool, bool),
         primed: bool,
     ) -> Result<(u64, u64), StreamError> {
         let mut st = self.lock();
@@ -555,8 +561,9 @@ impl Session {
         }
         let stream = st.next_stream;
         st.next_stream += 1;
-        st.streams
-            .insert(stream, Stream::new(json, ids.len() + orphans, primed));
+        let mut opened = Stream::new(json, ids.len() + orphans, primed);
+        opened.late_json = late_json && !json;
+        st.streams.insert(stream, opened);
         for id in ids {
             st.requests.insert(id.clone(), stream);
         }
@@ -844,6 +851,15 @@ impl Session {
         finish_stream(&mut st, target, keep);
     }
 
+    /// The POST of `stream` answers with an SSE stream after all: every
+    /// event of it is an SSE event from now on (none was queued unframed yet,
+    /// or the POST has it and answers JSON).
+    pub(crate) fn stream_it(&self, stream: u64) {
+        if let Some(s) = self.lock().streams.get_mut(&stream) {
+            s.late_json = false;
+        }
+    }
+
     /// Closes the connection reading the SSE stream of request `id`, which goes on
     /// ([`Sender::close_stream`](crate::Sender::close_stream)): later events of
     /// the stream, its response included, wait in its replay buffer for a GET
@@ -1103,8 +1119,13 @@ impl Session {
         };
         s.pending = s.pending.saturating_sub(answered);
         let done = answered > 0 && s.pending == 0;
-        let line = std::mem::take(line);
-        let (item, seq) = if s.json {
+        let mut line = std::mem::take(line);
+        // The response first, and the last: its POST answers it as JSON.
+        let lone = std::mem::take(&mut s.late_json) && done && s.next_seq == 1;
+        if lone && line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let (item, seq) = if s.json || lone {
             (Bytes::from(line), 0)
         } else {
             let seq = s.next_seq;
@@ -1277,7 +1298,7 @@ mod tests {
     /// Opens the primed SSE stream of a POST carrying request `id`: (stream,
     /// generation).
     fn open_post(s: &Session, id: i64) -> (u64, u64) {
-        s.open_request_stream(&[Id::from(id)], 0, false, true)
+        s.open_request_stream(&[Id::from(id)], 0, (false, false), true)
             .unwrap()
     }
 
