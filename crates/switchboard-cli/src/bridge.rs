@@ -393,6 +393,7 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
     });
     let audit = args.audit.config(None);
     let admin = args.admin.is_some();
+    let lock_mode = args.lock_mode;
     let serve = match check_args(&args) {
         Ok(s) => s,
         Err(e) => {
@@ -408,6 +409,13 @@ pub fn run_bridge(args: BridgeArgs) -> ExitCode {
         }
     };
     let guard = config.drift_guard.clone();
+    if let Some(reload) = &reload {
+        tracing::info!(
+            "switchboard bridge: the server judged against {} ({})",
+            reload.file.display(),
+            lock_mode.said()
+        );
+    }
     let mut open: Vec<&str> = Vec::new();
     if config.http.auth.is_none() {
         open.push(config.http.path.as_str());
@@ -715,6 +723,16 @@ pub enum LockModeArg {
     Warn,
 }
 
+impl LockModeArg {
+    /// The mode and what it does, for the start-up line.
+    pub(crate) fn said(self) -> &'static str {
+        match self {
+            LockModeArg::Block => "block mode: what is not as approved is withheld",
+            LockModeArg::Warn => "warn mode: what is not as approved is served and logged",
+        }
+    }
+}
+
 /// Reads the lock for `--lock` (checking its signature first with
 /// `--lock-key`) and picks this server's upstream. Errors: one line.
 fn drift_guard(
@@ -734,6 +752,12 @@ pub(crate) fn read_lock_entry(
     upstream: Option<&str>,
     key: Option<&str>,
 ) -> Result<UpstreamLock, String> {
+    lock_entry(&read_lock(file, key)?, file, upstream)
+}
+
+/// The lock at `file`, its signature checked against `key` when given.
+/// Errors: one line, naming the file (and, for a bad entry, that entry).
+pub(crate) fn read_lock(file: &Path, key: Option<&str>) -> Result<Lock, String> {
     if let Some(key) = key {
         crate::client::lock::check_signature(file, key, "--lock-key")?;
     }
@@ -743,6 +767,16 @@ pub(crate) fn read_lock_entry(
     if lock.upstreams.is_empty() {
         return Err(format!("{}: locks no upstream", file.display()));
     }
+    Ok(lock)
+}
+
+/// `upstream`'s entry of `lock` (read from `file`); without a name, its only
+/// one.
+pub(crate) fn lock_entry(
+    lock: &Lock,
+    file: &Path,
+    upstream: Option<&str>,
+) -> Result<UpstreamLock, String> {
     let name = match upstream {
         Some(n) => n.to_owned(),
         None if lock.upstreams.len() == 1 => {

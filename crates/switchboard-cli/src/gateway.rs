@@ -162,15 +162,16 @@ fn attach_guards(
         crate::bridge::LockModeArg::Block => switchboard_gateway::GuardMode::Block,
         crate::bridge::LockModeArg::Warn => switchboard_gateway::GuardMode::Warn,
     };
+    // A problem of the file (its signature, its syntax, an entry whose hash
+    // is wrong) is the file's: said once, naming no upstream of ours.
+    let lock = crate::bridge::read_lock(file, args.lock_key.as_deref())
+        .map_err(|e| vec![format!("--lock: {e}")])?;
     let mut problems = Vec::new();
     let mut entries = Vec::new();
     for u in &config.upstreams {
-        match crate::bridge::read_lock_entry(file, Some(&u.name), args.lock_key.as_deref()) {
+        match crate::bridge::lock_entry(&lock, file, Some(&u.name)) {
             Ok(entry) => entries.push(entry),
-            // A problem of the file (its signature, its syntax) is the same
-            // for every upstream: said once.
-            Err(e) if problems.iter().any(|p: &String| p.ends_with(&e)) => {}
-            Err(e) => problems.push(format!("--lock: upstream {}: {e}", u.name)),
+            Err(e) => problems.push(format!("--lock: {e}")),
         }
     }
     if !problems.is_empty() {
@@ -537,6 +538,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
     }
     for note in &file.notes {
         tracing::info!("switchboard gateway: {}: {note}", args.config.display());
+    }
+    if let Some(lock) = &args.lock {
+        tracing::info!(
+            "switchboard gateway: every upstream judged against {} ({})",
+            lock.display(),
+            args.lock_mode.said()
+        );
     }
     if let Err(problems) = set_auth(&args.auth, &file, &mut config.http) {
         for p in problems {

@@ -56,18 +56,21 @@ fn layer(format: LogFormat) -> Boxed {
 /// line, for a script that listens on port 0 (`route /mcp: http://…`).
 pub(crate) fn banner(endpoints: &[(String, String)], lines: &[String]) {
     use std::io::Write;
-    for line in lines {
-        info!("{line}");
-    }
+    // The endpoints first: whoever waits for the last line logged finds them.
     let mut text = String::new();
     for (name, url) in endpoints {
         text.push_str(&format!("{name}: {url}\n"));
     }
-    let mut stdout = std::io::stdout().lock();
-    // A closed stdout (`| head -1`) is not an error.
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+    {
+        let mut stdout = std::io::stdout().lock();
+        // A closed stdout (`| head -1`) is not an error.
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+    }
+    for line in lines {
+        info!("{line}");
+    }
 }
 
 /// Logs at `level` (`RUST_LOG` wins) in `format`, to stderr.

@@ -805,7 +805,7 @@ async fn the_lock_withholds_what_an_upstream_added_until_approved() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("upstream other") && err.contains("no upstream \"other\""),
+        err.contains("switchboard.lock: no upstream \"other\" in the lock"),
         "{err}"
     );
 }
@@ -1057,4 +1057,35 @@ fn adding_an_upstream_to_a_lock_re_approves_no_other() {
             "{stderr}"
         );
     }
+}
+
+/// A lock whose entry for one upstream was edited by hand (its hash no longer
+/// its definition's) is the file's problem, said once: it used to be blamed
+/// on the first upstream of the configuration, whatever entry was wrong.
+#[test]
+fn a_tampered_lock_entry_is_not_blamed_on_another_upstream() {
+    let dir = TempDir::new("lock-tampered");
+    let lock = dir.path().join("switchboard.lock");
+    let config = [
+        fixture_upstream("aa", &["--name", "aa"], ""),
+        fixture_upstream("zz", &["--name", "zz"], ""),
+    ]
+    .concat();
+    lock_written(dir.path(), "gateway.toml", &config, &lock);
+    let text = std::fs::read_to_string(&lock).unwrap();
+    // zz's echo, described otherwise than its hash says.
+    assert!(text.contains("\"echo of zz\""), "{text}");
+    std::fs::write(&lock, text.replacen("\"echo of zz\"", "\"echo of zz!\"", 1)).unwrap();
+    let out = output_within(
+        std::process::Command::new(gateway_util::BIN)
+            .arg("gateway")
+            .arg("--config")
+            .arg(dir.path().join("gateway.toml"))
+            .args(["--listen", "127.0.0.1:0", "--lock", lock.to_str().unwrap()]),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(": zz: tool"), "names zz's entry: {err}");
+    assert!(!err.contains("upstream aa"), "blames aa: {err}");
+    assert_eq!(err.matches("--lock: ").count(), 1, "said once: {err}");
 }

@@ -418,7 +418,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         trace!(bytes = batch.len(), lines, "writing");
         if let Err(e) = output.write_all(&batch).await {
-            warn!(error = %e, "write failed; the transport's output is closed");
+            // The peer went (a child that exited): said where its exit is.
+            debug!(error = %e, "write failed; the transport's output is closed");
             return;
         }
         if held.is_none() && queue.is_empty() {

@@ -955,9 +955,17 @@ async fn call_tool(
     // what it lists beside it.
     let listed = tools.iter().find(|t| t.name == name);
     let unlisted = listed.is_none().then(|| {
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        // The first few names, not all of a gateway's hundred.
+        const SHOWN: usize = 8;
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let more = names.len().saturating_sub(SHOWN);
+        names.truncate(SHOWN);
+        let rest = match more {
+            0 => String::new(),
+            n => format!(" and {n} more (`switchboard tools list` shows them)"),
+        };
         format!(
-            "{name:?} is not listed; the server offers: {}",
+            "{name:?} is not listed; the server offers: {}{rest}",
             names.join(", ")
         )
     });

@@ -298,7 +298,10 @@ fn unknown_key(key: &str, known: &[&str]) -> String {
                 k,
             )
         })
-        .filter(|(d, k)| *d <= 2 && *d < k.len())
+        .filter(|(d, k)| {
+            (*d <= 2 && *d < k.len())
+                || (lower.len() >= 3 && k.to_ascii_lowercase().starts_with(&lower))
+        })
         .min_by_key(|(d, _)| *d);
     match near {
         Some((_, k)) => format!("unknown key (did you mean `{k}`?)"),
@@ -634,6 +637,24 @@ fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
                     pointer,
                     "not an OAuth scope: printable ASCII without space, '\"' or '\\' (RFC 6749 §3.3)"
                         .to_owned(),
+                ))
+            }
+            // One of a few words: all of them, and the nearest.
+            jsonschema::error::ValidationErrorKind::Enum { options } => {
+                let words: Vec<String> = options
+                    .as_array()
+                    .map(|o| o.iter().map(|v| v.to_string()).collect())
+                    .unwrap_or_default();
+                let given = error.instance().to_string();
+                let plain: Vec<&str> = words.iter().map(|w| w.trim_matches('"')).collect();
+                let near = unknown_key(given.trim_matches('"'), &plain);
+                let hint = near
+                    .strip_prefix("unknown key (did you mean ")
+                    .map(|rest| format!(" (did you mean {}", rest))
+                    .unwrap_or_default();
+                errors.push((
+                    pointer,
+                    format!("{given} is not one of {}{hint}", words.join(", ")),
                 ))
             }
             // A duration: said by example, as the flags say it.

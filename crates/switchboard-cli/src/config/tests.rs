@@ -989,3 +989,16 @@ fn vs_code_jsonc_and_a_schema_key_are_read() {
         Format::Yaml,
     );
 }
+
+#[test]
+fn a_word_not_among_the_few_lists_them_all_and_the_nearest() {
+    assert_eq!(
+        problems(
+            "[upstreams.a]\nurl = \"http://h/mcp\"\ntransport = \"streamable\"\n",
+            Format::Toml
+        ),
+        [
+            r#"3:13: upstreams.a.transport: "streamable" is not one of "auto", "streamable-http", "sse", "stateless" (did you mean `streamable-http`?)"#
+        ]
+    );
+}

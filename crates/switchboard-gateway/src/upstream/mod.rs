@@ -1102,6 +1102,9 @@ fn set_status(inner: &Inner, status: Status) {
 
 async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
     let mut backoff = inner.config.backoff_initial;
+    // The reason last warned of: a server failing the same way at each
+    // retry is warned of once (then debug), again when the reason changes.
+    let mut warned: Option<String> = None;
     let mut first = true;
     loop {
         if *stop.borrow() {
@@ -1155,8 +1158,14 @@ async fn supervise(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) {
         // logged is the one waited.
         if started.elapsed() >= STABLE_AFTER {
             backoff = inner.config.backoff_initial;
+            warned = None;
         }
-        warn!(reason = %why, retry_in = ?backoff, "the upstream server is down");
+        if warned.as_deref() == Some(why.as_str()) {
+            debug!(reason = %why, retry_in = ?backoff, "the upstream server is down");
+        } else {
+            warn!(reason = %why, retry_in = ?backoff, "the upstream server is down (retried with backoff; said again when the reason changes)");
+            warned = Some(why.clone());
+        }
         set_status(&inner, Status::Down(why));
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
