@@ -574,39 +574,22 @@ impl LockReload {
         hup: &mut tokio::signal::unix::Signal,
         signals: &mut Signals,
     ) {
-        let mut watched = vec![self.file.clone()];
-        if let Some(key) = self.key.as_deref().filter(|k| !k.starts_with("ed25519:")) {
-            watched.push(PathBuf::from(key));
-        }
-        let read_all = || {
-            watched
-                .iter()
-                .map(|p| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok())
-                .collect::<Vec<_>>()
-        };
-        let mut seen = read_all();
+        let files = std::iter::once(self.file.clone()).chain(key_file(self.key.as_deref()));
+        let mut watched = crate::files::Watched::new(files.collect());
         let mut poll = tokio::time::interval(crate::gateway::FILE_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let why = tokio::select! {
                 _ = signals.next() => return,
-                _ = hup.recv() => "SIGHUP".to_owned(),
-                _ = poll.tick() => {
-                    let now = read_all();
-                    let changed: Vec<String> = watched
-                        .iter()
-                        .zip(now.iter().zip(&seen))
-                        .filter(|(_, (n, s))| n.is_some() && n != s)
-                        .map(|(p, _)| p.display().to_string())
-                        .collect();
-                    // A file caught mid-swap (unreadable) waits for the next poll.
-                    if changed.is_empty() || now.iter().any(Option::is_none) {
-                        continue;
-                    }
-                    format!("{} changed", changed.join(" and "))
+                _ = hup.recv() => {
+                    watched.seen_now();
+                    "SIGHUP".to_owned()
                 }
+                _ = poll.tick() => match watched.changed() {
+                    Some(why) => why,
+                    None => continue,
+                },
             };
-            seen = read_all();
             self.reload(guard, &why);
         }
     }
@@ -712,6 +695,13 @@ pub fn run_connect(args: ConnectArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The file of a `--lock-key` given as one (not an `ed25519:` value): what a
+/// reload reads, so watched.
+pub(crate) fn key_file(key: Option<&str>) -> Option<PathBuf> {
+    key.filter(|k| !k.starts_with("ed25519:"))
+        .map(PathBuf::from)
 }
 
 /// `--lock-mode`.

@@ -9,7 +9,7 @@
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The most a lock file (or a gateway configuration) may hold: 16 MiB.
 pub(crate) const MAX_LOCK_BYTES: u64 = 16 << 20;
@@ -48,6 +48,59 @@ pub(crate) fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
+/// Files watched for a change of their bytes (a ConfigMap update, `lock
+/// approve`): read at each poll and compared with what was seen last.
+pub(crate) struct Watched {
+    paths: Vec<PathBuf>,
+    seen: Vec<Option<Vec<u8>>>,
+}
+
+impl Watched {
+    /// Watches `paths`, as they are now.
+    pub(crate) fn new(paths: Vec<PathBuf>) -> Watched {
+        let mut w = Watched {
+            paths,
+            seen: Vec::new(),
+        };
+        w.seen = w.read_all();
+        w
+    }
+
+    /// Takes them as they are now (read again for another reason: SIGHUP).
+    pub(crate) fn seen_now(&mut self) {
+        self.seen = self.read_all();
+    }
+
+    /// What changed since seen, as `A and B changed` (then seen); `None`
+    /// when nothing did, or while one cannot be read (caught mid-swap: the
+    /// next poll sees it whole).
+    pub(crate) fn changed(&mut self) -> Option<String> {
+        let now = self.read_all();
+        if now.iter().any(Option::is_none) {
+            return None;
+        }
+        let changed: Vec<String> = self
+            .paths
+            .iter()
+            .zip(now.iter().zip(&self.seen))
+            .filter(|(_, (n, s))| n != s)
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        if changed.is_empty() {
+            return None;
+        }
+        self.seen = now;
+        Some(format!("{} changed", changed.join(" and ")))
+    }
+
+    fn read_all(&self) -> Vec<Option<Vec<u8>>> {
+        self.paths
+            .iter()
+            .map(|p| read(p, MAX_LOCK_BYTES).ok())
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +133,29 @@ mod tests {
             "not UTF-8 text"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_watched_file_is_told_changed_once_and_not_while_missing() {
+        let dir = std::env::temp_dir().join(format!("sb-watched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, "1").unwrap();
+        std::fs::write(&b, "1").unwrap();
+        let mut w = Watched::new(vec![a.clone(), b.clone()]);
+        assert_eq!(w.changed(), None);
+        std::fs::write(&b, "2").unwrap();
+        assert_eq!(w.changed(), Some(format!("{} changed", b.display())));
+        assert_eq!(w.changed(), None, "once");
+        // Caught mid-swap: not yet; whole again: changed.
+        std::fs::remove_file(&a).unwrap();
+        assert_eq!(w.changed(), None);
+        std::fs::write(&a, "3").unwrap();
+        assert_eq!(w.changed(), Some(format!("{} changed", a.display())));
+        // Seen now (a SIGHUP read them): nothing to tell.
+        std::fs::write(&a, "4").unwrap();
+        w.seen_now();
+        assert_eq!(w.changed(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -400,13 +400,7 @@ fn gateway_legacy_paths(
 fn watched_files(args: &GatewayArgs) -> Vec<PathBuf> {
     let mut files = vec![args.config.clone()];
     files.extend(args.lock.clone());
-    if let Some(key) = args
-        .lock_key
-        .as_deref()
-        .filter(|k| !k.starts_with("ed25519:"))
-    {
-        files.push(PathBuf::from(key));
-    }
+    files.extend(crate::bridge::key_file(args.lock_key.as_deref()));
     files
 }
 
@@ -641,31 +635,18 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         // A changed file (the configuration, the lock, the lock's key) is
         // applied like SIGHUP (a ConfigMap update): their bytes compared
         // every FILE_POLL.
-        let watched = watched_files(&args);
-        let read = |p: &std::path::Path| crate::files::read(p, crate::files::MAX_LOCK_BYTES).ok();
-        let read_all = || watched.iter().map(|p| read(p)).collect::<Vec<_>>();
-        let mut seen = read_all();
+        let mut watched = crate::files::Watched::new(watched_files(&args));
         let mut poll = tokio::time::interval(FILE_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = signals.next() => break,
                 _ = hup.recv() => {
-                    seen = read_all();
+                    watched.seen_now();
                     reload(&mut gateway, &args, &fixed, &mut guards, "SIGHUP").await;
                 }
                 _ = poll.tick() => {
-                    let now = read_all();
-                    // A file caught mid-swap (unreadable) waits for the next poll.
-                    let changed: Vec<String> = watched
-                        .iter()
-                        .zip(now.iter().zip(&seen))
-                        .filter(|(_, (n, s))| n.is_some() && n != s)
-                        .map(|(p, _)| p.display().to_string())
-                        .collect();
-                    if !changed.is_empty() && now.iter().all(Option::is_some) {
-                        seen = now;
-                        let why = format!("{} changed", changed.join(" and "));
+                    if let Some(why) = watched.changed() {
                         reload(&mut gateway, &args, &fixed, &mut guards, &why).await;
                     }
                 }

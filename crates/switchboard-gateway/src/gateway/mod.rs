@@ -289,9 +289,20 @@ impl Member {
             // Listed, judged and marked here (`relist`), not by the core.
             false,
         );
+        Member::around(u, Arc::from(u.name.as_str()), core, tasks)
+    }
+
+    /// A member of upstream `u` around `core` (its tasks: `tasks`), nothing
+    /// listed yet.
+    fn around(
+        u: &GatewayUpstream,
+        named: Arc<str>,
+        core: Arc<Core>,
+        tasks: Vec<JoinHandle<()>>,
+    ) -> Arc<Member> {
         Arc::new(Member {
             name: u.name.clone(),
-            named: Arc::from(u.name.as_str()),
+            named,
             prefix: u.prefix.clone(),
             identity: u.identity.clone(),
             core,
@@ -317,23 +328,9 @@ impl Member {
             t.abort();
         }
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
-        Arc::new(Member {
-            name: self.name.clone(),
-            named: self.named.clone(),
-            prefix: u.prefix.clone(),
-            identity: self.identity.clone(),
-            core: self.core.clone(),
-            snapshot: watch::Sender::new(None),
-            unjudged: Mutex::new(Snapshot::default()),
-            failed: Mutex::new(Vec::new()),
-            listed_at: Mutex::new([None; 3]),
-            refreshing: AtomicBool::new(false),
-            refresh_tried: Mutex::new([None; 3]),
-            list_timeout: self.list_timeout,
-            subscriptions: listen::Subscriptions::default(),
-            tasks: Mutex::new(tasks),
-            watching: Mutex::new(Vec::new()),
-        })
+        // `u` is this upstream (same name, identity and timeout) but for
+        // its prefix.
+        Member::around(u, self.named.clone(), self.core.clone(), tasks)
     }
 
     /// Starts the gateway's tasks for this member: listing it, and listening
