@@ -876,6 +876,8 @@ impl Session {
         };
         let closed = match st.streams.get_mut(&target) {
             Some(s) if !s.json && s.primed && s.live_open() => {
+                // Resumed with `Last-Event-ID`: SSE events only.
+                s.late_json = false;
                 s.live = match s.live.take() {
                     // The events its POST has not taken yet still go out on it:
                     // they are the connection's, as those on its queue would be.
@@ -1120,8 +1122,10 @@ impl Session {
         s.pending = s.pending.saturating_sub(answered);
         let done = answered > 0 && s.pending == 0;
         let mut line = std::mem::take(line);
-        // The response first, and the last: its POST answers it as JSON.
-        let lone = std::mem::take(&mut s.late_json) && done && s.next_seq == 1;
+        // The response first, and the last, for the POST that waits for it
+        // (not a closed stream's replay): its POST answers it as JSON.
+        let taken = matches!(room, Room::Reserved(..) | Room::Early(..));
+        let lone = std::mem::take(&mut s.late_json) && done && s.next_seq == 1 && taken;
         if lone && line.last() == Some(&b'\n') {
             line.pop();
         }
@@ -1493,6 +1497,38 @@ mod tests {
         assert_eq!(rest.len(), 2, "{rest:?}");
         assert!(rest[0].contains(r#""progress":6"#));
         assert!(rest[1].contains(r#""id":1"#));
+    }
+
+    /// A stream whose POST may answer JSON queues its response unframed only
+    /// for that POST: once the stream is closed (SEP-1699) it is an SSE event,
+    /// kept for the resumption.
+    #[test]
+    fn a_late_json_response_of_a_closed_stream_is_an_event_for_the_resumption() {
+        let (s, _t) = session(4);
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(1)], 0, (false, true), true)
+            .unwrap();
+        assert!(s.close_stream(&Id::from(1)));
+        let (events, rx) = s.attach(stream, generation);
+        assert!(events.is_empty() && rx.is_none());
+        s.try_route(response(1)).unwrap();
+        let opened = s.resume(stream, 0, false).expect("kept for resumption");
+        let rest = data(&opened.prefix);
+        assert_eq!(rest.len(), 1, "{rest:?}");
+        assert!(rest[0].contains(r#""id":1"#));
+        // Not closed: its POST gets the message itself.
+        let (stream, generation) = s
+            .open_request_stream(&[Id::from(2)], 0, (false, true), true)
+            .unwrap();
+        s.try_route(response(2)).unwrap();
+        let (events, rx) = s.attach(stream, generation);
+        assert!(rx.is_none());
+        assert_eq!(events.len(), 1);
+        assert!(
+            events[0].starts_with(br#"{"jsonrpc":"2.0","id":2"#),
+            "{:?}",
+            events[0]
+        );
     }
 
     /// A sender waiting for room among the early events is let go when the
