@@ -610,7 +610,7 @@ impl LockReload {
             }
             Err(e) => tracing::warn!(
                 "switchboard bridge: {why}: reload refused, the lock in force is kept: {}",
-                one_line(&e)
+                one_line(&e.to_string())
             ),
         }
     }
@@ -731,31 +731,53 @@ fn drift_guard(
     key: Option<&str>,
     mode: GuardMode,
 ) -> Result<DriftGuard, String> {
-    let entry = read_lock_entry(file, upstream, key)?;
+    let entry = read_lock_entry(file, upstream, key).map_err(|e| e.to_string())?;
     Ok(DriftGuard::new(entry, mode, file.display().to_string()))
 }
 
+/// Why `--lock` could not be read: each names the file (and the entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LockFileError {
+    /// Not signed with `--lock-key` (the check's own line).
+    #[error("{0}")]
+    Signature(String),
+    /// Unreadable, or not a lock (syntax, an entry whose hash is wrong).
+    #[error("{file}: {why}")]
+    Unreadable { file: String, why: String },
+    /// A lock of no upstream.
+    #[error("{0}: locks no upstream")]
+    Empty(String),
+    /// Several entries, and no `--lock-upstream` to pick one.
+    #[error("{file}: holds {count} upstreams: name this server's with --lock-upstream")]
+    Ambiguous { file: String, count: usize },
+    /// No entry of that name.
+    #[error("{file}: no upstream {name:?} in the lock")]
+    NoEntry { file: String, name: String },
+}
+
 /// This server's entry of the lock at `file`, its signature checked first
-/// with `key`. Errors: one line.
+/// with `key`.
 pub(crate) fn read_lock_entry(
     file: &Path,
     upstream: Option<&str>,
     key: Option<&str>,
-) -> Result<UpstreamLock, String> {
+) -> Result<UpstreamLock, LockFileError> {
     lock_entry(&read_lock(file, key)?, file, upstream)
 }
 
 /// The lock at `file`, its signature checked against `key` when given.
-/// Errors: one line, naming the file (and, for a bad entry, that entry).
-pub(crate) fn read_lock(file: &Path, key: Option<&str>) -> Result<Lock, String> {
+pub(crate) fn read_lock(file: &Path, key: Option<&str>) -> Result<Lock, LockFileError> {
     if let Some(key) = key {
-        crate::client::lock::check_signature(file, key, "--lock-key")?;
+        crate::client::lock::check_signature(file, key, "--lock-key")
+            .map_err(LockFileError::Signature)?;
     }
+    let shown = || file.display().to_string();
+    let unreadable = |why: String| LockFileError::Unreadable { file: shown(), why };
     let text = crate::files::read_text(file, crate::files::MAX_LOCK_BYTES)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-    let lock = Lock::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|e| unreadable(e.to_string()))?;
+    let lock = Lock::parse(&text).map_err(|e| unreadable(e.to_string()))?;
     if lock.upstreams.is_empty() {
-        return Err(format!("{}: locks no upstream", file.display()));
+        return Err(LockFileError::Empty(shown()));
     }
     Ok(lock)
 }
@@ -766,24 +788,24 @@ pub(crate) fn lock_entry(
     lock: &Lock,
     file: &Path,
     upstream: Option<&str>,
-) -> Result<UpstreamLock, String> {
+) -> Result<UpstreamLock, LockFileError> {
+    let file = file.display().to_string();
     let name = match upstream {
         Some(n) => n.to_owned(),
         None if lock.upstreams.len() == 1 => {
             lock.upstreams.keys().next().cloned().unwrap_or_default()
         }
         None => {
-            return Err(format!(
-                "{}: holds {} upstreams: name this server's with --lock-upstream",
-                file.display(),
-                lock.upstreams.len()
-            ))
+            return Err(LockFileError::Ambiguous {
+                file,
+                count: lock.upstreams.len(),
+            })
         }
     };
     lock.upstreams
         .get(&name)
         .cloned()
-        .ok_or_else(|| format!("{}: no upstream {name:?} in the lock", file.display()))
+        .ok_or(LockFileError::NoEntry { file, name })
 }
 
 #[cfg(test)]

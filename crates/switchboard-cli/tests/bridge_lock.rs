@@ -85,6 +85,21 @@ fn lock_definitions(d: &Path, definitions: &Value) -> (PathBuf, PathBuf) {
     (defs, d.join("switchboard.lock"))
 }
 
+/// `switchboard lock approve --yes` in `d` (which must succeed): every
+/// difference of the lock there approved.
+fn approve_all(d: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(d)
+        .args(["lock", "approve", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn listed(reply: &Reply, id: Value) -> Vec<String> {
     let r = reply.response(&id);
     r["result"]["tools"]
@@ -476,16 +491,7 @@ async fn a_change_approved_on_sighup_is_served_on_a_paged_server() {
         let mut changed = paged.clone();
         changed["tools"][1]["description"] = json!("Reads a file, now with a line more.");
         std::fs::write(&defs, changed.to_string()).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args(["lock", "approve", "--yes"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        approve_all(&d.0);
         bridge.signal(libc::SIGHUP);
         let c = client();
         let s = open_session(&c, &bridge.url, "2025-11-25", json!({})).await;
@@ -1452,16 +1458,7 @@ async fn sighup_keeps_a_tool_listed_again_since_start_up() {
         let r = call(51).await;
         assert!(r.response(&json!(51)).get("result").is_some(), "{}", r.body);
         // The operator approves exec; SIGHUP.
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args(["lock", "approve", "--yes"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        approve_all(&d.0);
         bridge.signal(libc::SIGHUP);
         // Taken once exec, listed at 50, may be called (no list since).
         let mut taken = false;
@@ -1756,16 +1753,7 @@ async fn an_approval_on_sighup_is_announced_to_sessions() {
             logged().contains("reloaded: what is served is unchanged")
         })
         .await;
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(&d.0)
-            .args(["lock", "approve", "--yes"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        approve_all(&d.0);
         // No signal: the lock is watched.
         let told = loop {
             let m = stream.next_message().await.expect("the stream stays open");

@@ -389,6 +389,19 @@ async fn sigterm_ends_an_open_listen_with_its_final_result() {
 }
 
 /// A `tools/call` that must fail with a JSON-RPC error: its code and message.
+/// A script in `dir` found and executable whose interpreter is not there:
+/// every spawn of it fails (checked at load, it passes).
+fn unstartable(dir: &std::path::Path) -> std::path::PathBuf {
+    let missing = dir.join("missing.sh");
+    std::fs::write(&missing, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(
+        &missing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    missing
+}
+
 async fn call_error(client: &Client, name: &str) -> (i64, String) {
     match bounded(client.call_tool(name, json!({"text": "must not arrive"}))).await {
         Ok(r) => panic!("{name} did not fail: {r:?}"),
@@ -433,14 +446,7 @@ sys.exit(3)
         ),
     )
     .unwrap();
-    // Found and executable, but its interpreter is not there: the spawn fails.
-    let missing = dir.path().join("missing.sh");
-    std::fs::write(&missing, "#!/nonexistent/interpreter\n").unwrap();
-    std::fs::set_permissions(
-        &missing,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let missing = unstartable(dir.path());
     let refusing = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -574,14 +580,7 @@ sys.exit(3)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completion_of_a_down_upstreams_prompt_names_it() {
     let dir = TempDir::new("down-complete");
-    // Found and executable, but its interpreter is not there.
-    let missing = dir.path().join("missing.sh");
-    std::fs::write(&missing, "#!/nonexistent/interpreter\n").unwrap();
-    std::fs::set_permissions(
-        &missing,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let missing = unstartable(dir.path());
     let config = [
         gateway_util::example_upstream("ex", &[]),
         format!(

@@ -29,6 +29,12 @@ pub use source::{Format, Pos};
 /// The JSON Schema of the project's own configuration shape.
 pub const SCHEMA: &str = include_str!("../../../../docs/gateway-config.schema.json");
 
+/// [`SCHEMA`], read once.
+fn schema() -> &'static Value {
+    static PARSED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    PARSED.get_or_init(|| serde_json::from_str(SCHEMA).expect("the schema is JSON"))
+}
+
 /// The list timeout of an upstream that sets none.
 pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -385,8 +391,7 @@ pub fn parse(text: &str, format: Format, env: &Env) -> Result<GatewayConfig, Vec
 /// read there (the application owns the file's other keys): each is a
 /// problem rather than a setting silently ignored.
 fn own_keys_beside(problems: &mut Problems<'_>, list: &str) {
-    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
-    let Some(Value::Object(own)) = schema.get("properties") else {
+    let Some(Value::Object(own)) = schema().get("properties") else {
         return;
     };
     let Value::Object(top) = &problems.source.value else {
@@ -606,15 +611,15 @@ struct FileRoute {
 /// Checks the own shape against [`SCHEMA`], every violation a problem, then
 /// reads it.
 fn own_shape(problems: &mut Problems<'_>) -> Option<File> {
-    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
+    let schema = schema();
+    let validator = jsonschema::validator_for(schema).expect("the schema is valid");
     let value = &problems.source.value;
     let mut errors: Vec<(String, String)> = Vec::new();
     for error in validator.iter_errors(value) {
         let pointer = error.instance_path().to_string();
         match error.kind() {
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let known = known_keys(&schema, &pointer);
+                let known = known_keys(schema, &pointer);
                 let known: Vec<&str> = known.iter().map(String::as_str).collect();
                 for key in unexpected {
                     errors.push((
